@@ -1,0 +1,35 @@
+# Two commands do all set-up: `make run` (the whole system) and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+ARGS   ?=
+PYTEST_ARGS ?=
+
+.PHONY: run test lint format clean
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.installed-run: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $@ $(VENV)/.installed-run
+
+run: $(VENV)/.installed-run
+	$(PY) manage.py up $(ARGS)
+
+test: $(VENV)/.installed-dev
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-dev
+	$(PY) -m ruff check --fix .
+	$(PY) -m ruff format .
+
+clean:
+	rm -rf $(VENV) var/staticfiles

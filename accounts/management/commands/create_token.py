@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from accounts.actions import token_create
+from accounts.cli import cli_actor
+from config.errors import ServiceError
+
+
+class Command(BaseCommand):
+    help = "Issue a service token for ACTOR and print it (the token alone on stdout)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("actor", help="who the token acts for, e.g. alice or ingest-bot")
+
+    def handle(self, *args: object, actor: str, **options: object) -> None:
+        try:
+            _, raw = token_create(actor=actor, created_by=cli_actor())
+        except ServiceError as exc:
+            raise CommandError(exc.detail) from exc
+        self.stdout.write(raw)

@@ -1,0 +1,27 @@
+"""A screen session opened with a service token ends when that token is revoked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from django.contrib.auth import logout
+from django.http import HttpRequest, HttpResponse
+
+from accounts.models import ApiToken
+
+SESSION_TOKEN_KEY = "service_token_id"
+
+
+class TokenSessionMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        token_id = request.session.get(SESSION_TOKEN_KEY) if hasattr(request, "session") else None
+        if (
+            token_id is not None
+            and request.user.is_authenticated
+            and not ApiToken.objects.filter(pk=token_id, revoked_at__isnull=True).exists()
+        ):
+            logout(request)
+        return self.get_response(request)

@@ -1,0 +1,49 @@
+"""Service tokens (stored hashed) and the operational journal of authenticated writes."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class ApiToken(models.Model):
+    """A bearer token for one actor; only a SHA-256 digest and a lookup prefix are stored."""
+
+    actor = models.CharField(max_length=100, db_index=True)
+    prefix = models.CharField(max_length=12, db_index=True)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.actor} ({self.prefix}…)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class AuditEntry(models.Model):
+    """One authenticated write: who, what, on which target, with which parameters, and how it ended."""
+
+    actor = models.CharField(max_length=100)
+    action = models.CharField(max_length=100)
+    target = models.CharField(max_length=500, blank=True)
+    params = models.JSONField(default=dict, blank=True)
+    outcome = models.CharField(max_length=200)
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    request_id = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["actor", "-created_at"], name="audit_actor_created"),
+            models.Index(fields=["action", "-created_at"], name="audit_action_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.target} -> {self.outcome}"

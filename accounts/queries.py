@@ -1,0 +1,47 @@
+"""Reads of tokens and of the journal, shared by the API, the screens and the commands."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+from django.db.models import QuerySet
+
+from accounts.models import ApiToken, AuditEntry
+
+TOKEN_PREFIX = "ccs_"
+_MAX_TOKEN_LENGTH = 200
+
+
+def token_digest(raw: str) -> str:
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+def token_verify(raw: str) -> ApiToken | None:
+    """Return the active token matching `raw`, comparing digests in constant time."""
+    if not raw or len(raw) > _MAX_TOKEN_LENGTH or not raw.startswith(TOKEN_PREFIX):
+        return None
+    digest = token_digest(raw)
+    for candidate in ApiToken.objects.filter(prefix=raw[:12], revoked_at__isnull=True):
+        if hmac.compare_digest(candidate.digest, digest):
+            return candidate
+    return None
+
+
+def token_list(*, actor: str | None = None, include_revoked: bool = False) -> QuerySet[ApiToken]:
+    tokens = ApiToken.objects.all()
+    if actor:
+        tokens = tokens.filter(actor=actor)
+    if not include_revoked:
+        tokens = tokens.filter(revoked_at__isnull=True)
+    return tokens
+
+
+def audit_list(*, actor: str | None = None, action: str | None = None, limit: int = 100) -> QuerySet[AuditEntry]:
+    """Newest journal entries first, optionally narrowed to one actor or action."""
+    entries = AuditEntry.objects.all()
+    if actor:
+        entries = entries.filter(actor=actor)
+    if action:
+        entries = entries.filter(action=action)
+    return entries.order_by("-created_at", "-id")[:limit]

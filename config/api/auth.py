@@ -1,0 +1,87 @@
+"""Service-token authentication: header X-Service-Token or query parameter `token`."""
+
+from __future__ import annotations
+
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import NotAuthenticated
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+
+from accounts.actions import token_touch
+from accounts.models import ApiToken
+from accounts.queries import token_verify
+
+TOKEN_HEADER = "X-Service-Token"
+TOKEN_QUERY = "token"
+
+
+class TokenActor:
+    """The authenticated caller of a gated endpoint: an actor name backed by a token."""
+
+    is_authenticated = True
+
+    def __init__(self, token: ApiToken) -> None:
+        self.token = token
+        self.name = token.actor
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def raw_token(request: Request) -> str:
+    return request.headers.get(TOKEN_HEADER) or request.query_params.get(TOKEN_QUERY) or ""
+
+
+class ServiceTokenAuthentication(BaseAuthentication):
+    """Resolve the caller's token; a wrong token is reported by the permission, as a 401."""
+
+    def authenticate(self, request: Request) -> tuple[TokenActor, ApiToken] | None:
+        token = token_verify(raw_token(request))
+        if token is None:
+            return None
+        token_touch(token)
+        return TokenActor(token), token
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'ServiceToken realm="api"'
+
+
+class HasServiceToken(BasePermission):
+    """Gate: the request must carry a valid, unrevoked service token."""
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        if isinstance(request.user, TokenActor):
+            return True
+        if raw_token(request):
+            raise NotAuthenticated("The service token is not valid or has been revoked.")
+        raise NotAuthenticated(
+            f"A service token is required: send it as header {TOKEN_HEADER} or query parameter {TOKEN_QUERY}."
+        )
+
+
+class ServiceTokenScheme(OpenApiAuthenticationExtension):
+    """One token, two places to put it; either satisfies the gate."""
+
+    target_class = "config.api.auth.ServiceTokenAuthentication"
+    name = ["ServiceToken", "ServiceTokenQuery"]
+
+    def get_security_requirement(self, auto_schema: object) -> list[dict]:
+        # The header and the query form are alternatives, not both required.
+        return [{"ServiceToken": []}, {"ServiceTokenQuery": []}]
+
+    def get_security_definition(self, auto_schema: object) -> list[dict]:
+        return [
+            {
+                "type": "apiKey",
+                "in": "header",
+                "name": TOKEN_HEADER,
+                "description": f"Service token in the {TOKEN_HEADER} header.",
+            },
+            {
+                "type": "apiKey",
+                "in": "query",
+                "name": TOKEN_QUERY,
+                "description": "The same service token as the query parameter `token`.",
+            },
+        ]

@@ -1,0 +1,68 @@
+"""Base classes for the API: public views ignore tokens; gated views demand one and journal writes."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.db import transaction
+from rest_framework.exceptions import APIException
+from rest_framework.permissions import SAFE_METHODS, AllowAny
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from accounts.actions import audit_record
+from config.api.auth import TOKEN_QUERY, HasServiceToken, TokenActor
+
+logger = logging.getLogger(__name__)
+
+
+class PublicApiView(APIView):
+    """An endpoint anyone may read; no token is looked at."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+
+
+class TokenApiView(APIView):
+    """A token-gated endpoint. Each write is journaled with its actor and outcome, failures included."""
+
+    permission_classes = [HasServiceToken]
+    audit_action: str = ""
+
+    def actor_name(self) -> str:
+        return self.request.user.name
+
+    def audit_target(self, kwargs: dict[str, Any]) -> str:
+        return "/".join(str(value) for value in kwargs.values())
+
+    def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
+        response = super().finalize_response(request, response, *args, **kwargs)
+        user = getattr(request, "_user", None)
+        if request.method not in SAFE_METHODS and isinstance(user, TokenActor):
+            self._journal(request, response, kwargs)
+        return response
+
+    def _journal(self, request: Request, response: Response, kwargs: dict[str, Any]) -> None:
+        params: dict[str, Any] = {k: v for k, v in request.query_params.items() if k != TOKEN_QUERY}
+        try:
+            if isinstance(request.data, dict):
+                params.update(request.data)
+        except APIException:  # unparseable or unsupported body: note it, the view has answered
+            params["body"] = "unparseable"
+        code = response.status_code
+        data = getattr(response, "data", None)
+        outcome = "ok" if code < 400 else f"{code} {data.get('title', '') if isinstance(data, dict) else ''}"
+        try:
+            with transaction.atomic():  # a savepoint: a journal failure cannot poison the request's work
+                audit_record(
+                    actor=request.user.name,
+                    action=self.audit_action or f"{type(self).__name__}.{request.method}",
+                    target=self.audit_target(kwargs),
+                    params=params,
+                    outcome=outcome.strip(),
+                    status_code=code,
+                )
+        except Exception:  # a journal failure must not turn a done write into an error
+            logger.exception("could not journal %s %s", request.method, request.path)

@@ -1,0 +1,81 @@
+"""Strict readers for settings taken from the environment: a bad value stops start-up loudly."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+class ConfigError(Exception):
+    """A setting in the environment has a value the service cannot use."""
+
+
+def env_str(name: str, default: str | None = None) -> str | None:
+    """Return NAME, or the contents of the file named by NAME_FILE (for secrets), or the default."""
+    file_name = os.environ.get(f"{name}_FILE")
+    if file_name:
+        try:
+            return Path(file_name).read_text().strip()
+        except OSError as exc:
+            raise ConfigError(f"{name}_FILE={file_name} cannot be read: {exc.strerror}") from exc
+    value = os.environ.get(name)
+    return default if value is None or value == "" else value
+
+
+def env_bool(name: str, default: bool) -> bool:
+    """Accept only 'true' or 'false' (any case), so a typo cannot silently flip a switch."""
+    value = env_str(name)
+    if value is None:
+        return default
+    lowered = value.lower()
+    if lowered not in ("true", "false"):
+        raise ConfigError(f"{name} must be true or false, not {value!r}")
+    return lowered == "true"
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    """Read a whole number, refusing anything else and anything below the minimum."""
+    value = env_str(name)
+    if value is None:
+        return default
+    try:
+        number = int(value)
+    except ValueError as exc:
+        raise ConfigError(f"{name} must be a whole number, not {value!r}") from exc
+    if minimum is not None and number < minimum:
+        raise ConfigError(f"{name} must be at least {minimum}, not {number}")
+    return number
+
+
+def env_list(name: str, default: list[str], *, separator: str = ",") -> list[str]:
+    """Read a separated list, dropping empty items."""
+    value = env_str(name)
+    if value is None:
+        return default
+    return [item.strip() for item in value.split(separator) if item.strip()]
+
+
+def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_timeout: int) -> dict:
+    """Turn a postgres:// URL (host may be a socket directory given as ?host=) into Django's form."""
+    from urllib.parse import parse_qs, unquote, urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgres", "postgresql"):
+        raise ConfigError(f"DATABASE_URL must start with postgresql://, not {parts.scheme or url!r}")
+    query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
+    host = query.pop("host", None) or unquote(parts.hostname or "")
+    options: dict = dict(query)
+    if pool:
+        options["pool"] = {"min_size": pool_min, "max_size": pool_max, "timeout": pool_timeout}
+    return {
+        "ENGINE": "django.db.backends.postgresql",
+        "NAME": unquote(parts.path.lstrip("/")) or "postgres",
+        "USER": unquote(parts.username or "postgres"),
+        "PASSWORD": unquote(parts.password or ""),
+        "HOST": host,
+        "PORT": str(parts.port or ""),
+        "OPTIONS": options,
+        "CONN_MAX_AGE": 0,
+        "CONN_HEALTH_CHECKS": not pool,
+        "TEST": {"NAME": f"test_{unquote(parts.path.lstrip('/')) or 'postgres'}"},
+    }

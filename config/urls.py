@@ -1,0 +1,31 @@
+"""Top-level routes: the API under /api (problem+json for anything unknown), screens elsewhere."""
+
+from django.urls import include, path, re_path
+from django.views.generic import RedirectView
+
+from accounts import urls as accounts_urls
+from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
+from config.api.errors import api_not_found
+from jobs import urls as jobs_urls
+from ops.api import HealthzApi
+
+api_urlpatterns = [
+    path("openapi.json", OpenApiJsonView.as_view(), name="api-openapi"),
+    path("docs", ApiDocsView.as_view(), name="api-docs"),
+    *jobs_urls.api_urlpatterns,
+    *accounts_urls.api_urlpatterns,
+]
+
+urlpatterns = [
+    path("healthz", HealthzApi.as_view(), name="healthz"),
+    path("api", DiscoveryApi.as_view(), name="api-index"),
+    path("api/", include(api_urlpatterns)),
+    re_path(r"^api(?:/.*)?$", api_not_found),
+    path("", RedirectView.as_view(url="/jobs", permanent=False), name="home"),
+    path("", include(jobs_urls.urlpatterns)),
+    path("", include(accounts_urls.urlpatterns)),
+    path("", include("django_prometheus.urls")),
+]
+
+handler404 = "config.api.errors.handler404"
+handler500 = "config.api.errors.handler500"

@@ -1,0 +1,42 @@
+"""Celery tasks of the jobs app and the job kinds it owns (maintenance)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import shared_task
+from celery.signals import worker_ready
+
+from jobs import actions
+from jobs.registry import job_kind
+from jobs.runner import JobContext, job_run
+
+
+@shared_task(name="jobs.tasks.run_job", ignore_result=True)
+def run_job(job_id: str) -> str:
+    """Run one job by id through the shared runner."""
+    return job_run(job_id)
+
+
+@shared_task(name="jobs.tasks.jobs_sweep", ignore_result=True)
+def jobs_sweep() -> dict[str, int]:
+    """Mark jobs of dead workers interrupted and resend jobs nobody picked up."""
+    return actions.jobs_sweep()
+
+
+@worker_ready.connect
+def _sweep_at_worker_start(**_: Any) -> None:
+    # A worker that starts may be replacing one that died with jobs in hand.
+    actions.jobs_sweep()
+
+
+@job_kind("maintenance_reindex", debounced=True)
+def maintenance_reindex(ctx: JobContext) -> dict[str, Any]:
+    """Rebuild the indexes of the high-churn tables online, table by table."""
+    return actions.tables_reindex(progress=ctx.progress, log=ctx.log)
+
+
+@job_kind("maintenance_analyze", debounced=True)
+def maintenance_analyze(ctx: JobContext) -> dict[str, Any]:
+    """Refresh planner statistics of the high-churn tables."""
+    return actions.tables_analyze(progress=ctx.progress, log=ctx.log)

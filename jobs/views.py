@@ -1,0 +1,62 @@
+"""Jobs screens: the same queries and DTOs as /api/jobs, refreshed live with htmx polling."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from accounts.actions import audit_record
+from config.errors import ServiceError
+from jobs.actions import job_enqueue
+from jobs.queries import job_get, job_list
+from jobs.serializers import JobListParamsSerializer, JobSerializer
+
+# htmx stops polling when a response carries this status.
+HTMX_STOP_POLLING = 286
+
+
+@login_required
+def job_list_view(request: HttpRequest) -> HttpResponse:
+    params = JobListParamsSerializer(data=request.GET)
+    params.is_valid(raise_exception=False)
+    query = params.validated_data if not params.errors else {}
+    context = {"jobs": JobSerializer(job_list(**query), many=True).data, "active": query.get("active", False)}
+    template = "jobs/_rows.html" if request.GET.get("fragment") == "rows" else "jobs/list.html"
+    return render(request, template, context)
+
+
+@login_required
+def job_detail_view(request: HttpRequest, uuid: str) -> HttpResponse:
+    try:
+        job = JobSerializer(job_get(uuid)).data
+    except ServiceError as exc:
+        return render(request, "error.html", {"status": exc.status, "detail": exc.detail}, status=exc.status)
+    if request.GET.get("fragment") == "body":
+        finished = job["state"] not in ("queued", "running")
+        response = render(request, "jobs/_detail_body.html", {"job": job})
+        if finished:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    return render(request, "jobs/detail.html", {"job": job})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def maintenance_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of POST /api/maintenance/reindex|analyze."""
+    kinds = {"reindex": "maintenance_reindex", "analyze": "maintenance_analyze"}
+    if request.method == "POST":
+        kind = kinds.get(request.POST.get("operation", ""))
+        if kind is None:
+            messages.error(request, "Choose reindex or analyze.")
+            return redirect("maintenance")
+        job, created = job_enqueue(kind=kind, actor=request.user.username)
+        audit_record(actor=request.user.username, action=kind, outcome="ok", status_code=202)
+        if not created:
+            messages.info(request, "A job of this kind is already running; showing it.")
+        return redirect("job", uuid=job.uuid)
+    recent = JobSerializer(job_list(kinds=list(kinds.values()), limit=10), many=True).data
+    return render(request, "jobs/maintenance.html", {"jobs": recent})

@@ -1,0 +1,69 @@
+"""`manage.py up`: the whole system in one supervised process tree."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+from django.core.management import call_command
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from accounts.actions import token_create
+from accounts.models import ApiToken
+from ops import stack
+from ops.supervisor import Supervisor
+
+logger = logging.getLogger("ops.up")
+
+
+class Command(BaseCommand):
+    help = "Start the whole system: databases (embedded unless configured), migrations, web, jobs, beat."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--port", type=int, default=8000, help="web port (default 8000)")
+        parser.add_argument("--host", default="127.0.0.1", help="web address to bind (default 127.0.0.1)")
+        parser.add_argument(
+            "--workers",
+            type=int,
+            default=2,
+            help="LaTeXML conversion workers to run (used once the dispatcher exists)",
+        )
+        parser.add_argument("--web-processes", type=int, default=2, help="gunicorn worker processes (default 2)")
+        parser.add_argument("--job-concurrency", type=int, default=2, help="Celery job worker processes (default 2)")
+
+    def handle(self, *args: object, **options: object) -> None:
+        supervisor = Supervisor()
+        supervisor.install_signal_handlers()
+        try:
+            stack.check_prerequisites()
+            self._start(supervisor, options)
+            supervisor.watch()
+        except stack.PrerequisiteMissing as exc:
+            raise CommandError(str(exc)) from exc
+        finally:
+            supervisor.stop_all()
+            self.stdout.write("stopped")
+
+    def _start(self, supervisor: Supervisor, options: dict) -> None:
+        redis = stack.redis_child()
+        if redis is not None:
+            supervisor.start(redis)
+        stack.wait_for_redis()
+        if supervisor.stopping:
+            return
+        call_command("migrate", interactive=False, verbosity=0)
+        if not ApiToken.objects.exists():
+            _, raw = token_create(actor=stack.FIRST_ACTOR, created_by="up")
+            self.stdout.write(f"First start: an admin token for actor '{stack.FIRST_ACTOR}' (shown once):")
+            self.stdout.write(f"TOKEN={raw}")
+        supervisor.start(stack.celery_worker_child(concurrency=options["job_concurrency"]))
+        supervisor.start(stack.celery_beat_child())
+        supervisor.start(
+            stack.web_child(host=options["host"], port=options["port"], processes=options["web_processes"])
+        )
+        base_url = f"http://{options['host']}:{options['port']}"
+        if not stack.wait_for_web(base_url):
+            raise stack.PrerequisiteMissing(f"the web server did not answer on {base_url} (is the port taken?)")
+        self.stdout.write(f"BASE_URL={base_url}")
+        self.stdout.write(f"Ready: {base_url}  (screens {base_url}/jobs, API {base_url}/api). Ctrl-C stops everything.")
+        sys.stdout.flush()

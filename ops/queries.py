@@ -1,0 +1,25 @@
+"""Reads about the running system."""
+
+from __future__ import annotations
+
+import logging
+
+from django.db import connection
+
+logger = logging.getLogger(__name__)
+
+
+def database_reachable() -> bool:
+    """True when the database answers a trivial query."""
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+            return cursor.fetchone() == (1,)
+    except Exception as exc:
+        logger.warning("database not reachable: %s", exc)
+        return False
+
+
+def liveness() -> dict:
+    reachable = database_reachable()
+    return {"status": "ok" if reachable else "unavailable", "database": {"reachable": reachable}}

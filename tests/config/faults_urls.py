@@ -1,0 +1,35 @@
+"""Routes that exist only in tests, to drive the error handling through a crash and a write."""
+
+from django.urls import path
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.views import PublicApiView, TokenApiView
+from config.urls import urlpatterns as real_urlpatterns
+
+
+class Crash(PublicApiView):
+    def get(self, request: Request) -> Response:
+        raise RuntimeError("password=hunter2 in a traceback")
+
+
+class FailingWrite(TokenApiView):
+    audit_action = "test.failing_write"
+
+    def post(self, request: Request, name: str) -> Response:
+        from config.errors import Conflict
+
+        raise Conflict(f"{name} exists already")
+
+
+class Echo(TokenApiView):
+    def post(self, request: Request) -> Response:
+        return Response(request.data)
+
+
+urlpatterns = [
+    path("api/_test/echo", Echo.as_view()),
+    path("api/_test/crash", Crash.as_view()),
+    path("api/_test/write/<str:name>", FailingWrite.as_view()),
+    *real_urlpatterns,
+]

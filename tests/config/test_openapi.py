@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+from openapi_spec_validator import validate
+
+pytestmark = pytest.mark.django_db
+
+SPEC_ENDPOINTS_SO_FAR = {
+    ("GET", "/api"),
+    ("GET", "/api/openapi.json"),
+    ("GET", "/api/docs"),
+    ("GET", "/healthz"),
+    ("GET", "/api/jobs"),
+    ("GET", "/api/jobs/{uuid}"),
+    ("GET", "/api/audit"),
+    ("POST", "/api/maintenance/reindex"),
+    ("POST", "/api/maintenance/analyze"),
+}
+
+
+@pytest.fixture
+def document(api) -> dict:
+    response = api.get("/api/openapi.json")
+    assert response.status_code == 200
+    return response.json()
+
+
+def test_the_document_is_valid_openapi_3_0_with_version_0_6_0(document):
+    validate(document)
+    assert document["openapi"].startswith("3.0.")
+    assert document["info"]["version"] == "0.6.0"
+
+
+def test_the_service_token_scheme_covers_header_and_query(document):
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["ServiceToken"] == {
+        "type": "apiKey", "in": "header", "name": "X-Service-Token",
+        "description": schemes["ServiceToken"]["description"],
+    }  # fmt: skip
+    assert schemes["ServiceTokenQuery"]["in"] == "query" and schemes["ServiceTokenQuery"]["name"] == "token"
+    jobs = document["paths"]["/api/jobs"]["get"]
+    assert jobs["security"] == [{"ServiceToken": []}, {"ServiceTokenQuery": []}]
+
+
+def test_errors_are_documented_as_problem_json(document):
+    responses = document["paths"]["/api/jobs/{uuid}"]["get"]["responses"]
+    for code in ("401", "404"):
+        assert responses[code]["content"] == {
+            "application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}
+        }
+
+
+def _api_routes() -> set[str]:
+    """Every concrete route under /api and /healthz, in OpenAPI's {param} form."""
+    import re
+
+    found: set[str] = set()
+
+    def walk(patterns, prefix: str) -> None:
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                walk(pattern.url_patterns, prefix + str(pattern.pattern))
+            elif isinstance(pattern, URLPattern) and not str(pattern.pattern).startswith("^"):
+                route = "/" + prefix + str(pattern.pattern)
+                found.add(re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route).rstrip("/") or "/")
+
+    walk(get_resolver().url_patterns, "")
+    return {route for route in found if route.startswith(("/api", "/healthz"))}
+
+
+def test_every_api_route_is_in_the_document_and_the_discovery_index(api, document):
+    routes = _api_routes()
+    assert routes <= set(document["paths"]), routes - set(document["paths"])
+    index = api.get("/api").json()
+    listed = {(row["method"], row["path"]) for row in index["endpoints"]}
+    documented = {
+        (method.upper(), path) for path, item in document["paths"].items() for method in item if method != "parameters"
+    }
+    assert listed == documented
+    assert listed >= SPEC_ENDPOINTS_SO_FAR
+
+
+def test_the_discovery_index_says_which_endpoints_are_public(api):
+    rows = {(row["method"], row["path"]): row for row in api.get("/api").json()["endpoints"]}
+    assert rows[("GET", "/healthz")]["public"] is True
+    assert rows[("GET", "/api")]["public"] is True
+    assert rows[("GET", "/api/jobs")]["public"] is False
+    assert all(row["summary"] for row in rows.values())
+
+
+def test_the_interactive_docs_load_their_assets_from_this_server(client):
+    page = client.get("/api/docs")
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "cdn" not in html.lower() and "unpkg" not in html
+    import re
+
+    assets = re.findall(r'(?:src|href)="(/static/[^"]+)"', html)
+    assert any("swagger-ui" in asset for asset in assets)
+    for asset in assets:
+        assert client.get(asset).status_code == 200, asset

@@ -1,0 +1,120 @@
+"""Shared fixtures. The tests talk to real PostgreSQL and Redis; if either cannot be reached the run
+stops at once with a message saying which and where, instead of skipping."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+
+import pytest
+from rest_framework.test import APIClient
+
+import tests.jobkinds  # noqa: F401  (registers the test-only job kinds)
+
+_embedded_redis: subprocess.Popen | None = None
+
+
+def _reach_postgres() -> None:
+    import psycopg
+    from django.conf import settings
+
+    db = settings.DATABASES["default"]
+    try:
+        psycopg.connect(
+            dbname="postgres", user=db["USER"], password=db["PASSWORD"] or None,
+            host=db["HOST"] or None, port=db["PORT"] or None, connect_timeout=5,
+        ).close()  # fmt: skip
+    except psycopg.Error as exc:
+        pytest.exit(
+            f"Cannot reach PostgreSQL at {db['HOST']}:{db['PORT'] or 5432} ({exc}). "
+            "Start it, or set DATABASE_URL to a server that answers.",
+            returncode=3,
+        )
+
+
+def _reach_redis() -> None:
+    import redis
+    from django.conf import settings
+
+    from config import embedded
+    from config.env import env_str
+
+    global _embedded_redis
+    if not env_str("REDIS_URL") and not embedded.redis_socket(settings.VAR_DIR).exists():
+        _embedded_redis = subprocess.Popen(embedded.redis_server_command(settings.VAR_DIR))
+    url = settings.REDIS_URL.replace("redis+socket://", "unix://")
+    client = redis.Redis.from_url(url, socket_connect_timeout=3)
+    for _ in range(50):
+        try:
+            client.ping()
+            return
+        except redis.RedisError as exc:
+            error = exc
+            import time
+
+            time.sleep(0.1)
+    pytest.exit(f"Cannot reach Redis at {settings.REDIS_URL} ({error}). Start it, or set REDIS_URL.", returncode=3)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _reach_postgres()
+    _reach_redis()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _embedded_redis is not None:
+        _embedded_redis.terminate()
+        _embedded_redis.wait(10)
+
+
+@pytest.fixture
+def token(db: None) -> str:
+    from accounts.actions import token_create
+
+    _, raw = token_create(actor="tester", created_by="pytest")
+    return raw
+
+
+@pytest.fixture
+def api() -> APIClient:
+    return APIClient()
+
+
+@pytest.fixture
+def authed(api: APIClient, token: str) -> APIClient:
+    api.credentials(HTTP_X_SERVICE_TOKEN=token)
+    return api
+
+
+@pytest.fixture
+def screen_client(client, token: str):
+    """A Django test client signed in to the screens with the tester's token."""
+    response = client.post("/login", {"token": token})
+    assert response.status_code == 302, response.content
+    return client
+
+
+@pytest.fixture
+def purge_broker() -> Iterator[None]:
+    """Drop messages left on the test broker's queue by earlier tests."""
+    from config.celery import app
+
+    app.control.purge()
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _close_connection_pools(django_db_setup, django_db_blocker):
+    """Connections left by the live server's request threads or by killed worker processes would keep
+    the test database busy and stop its teardown: close the pools and end those sessions first."""
+    yield
+    from django.db import connection, connections
+
+    for conn in connections.all():
+        if conn.pool is not None:
+            conn.close_pool()
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )

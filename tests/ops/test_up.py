@@ -1,0 +1,139 @@
+"""`manage.py up` as an operator runs it: embedded PostgreSQL and Redis, first token, a second start
+that reuses the data, commands beside it sharing its servers, and nothing left after SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+import psutil
+import pytest
+
+from tests.support import PROJECT_DIR, free_port
+
+pytestmark = pytest.mark.slow
+
+
+def _embedded_env(var_dir: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1")
+    return env
+
+
+class Up:
+    """A running `manage.py up` whose output lines are collected as they come."""
+
+    def __init__(self, var_dir: Path, port: int) -> None:
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "up", "--port", str(port), "--web-processes", "1",
+             "--job-concurrency", "1"],
+            cwd=PROJECT_DIR, env=_embedded_env(var_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+            text=True,
+        )  # fmt: skip
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+
+    def wait_for(self, prefix: str, timeout: float = 90) -> str:
+        import time
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=0.5)
+            except queue.Empty:
+                if self.process.poll() is not None:
+                    break
+                continue
+            self.seen.append(line)
+            if line.startswith(prefix):
+                return line
+        raise AssertionError(f"no line starting {prefix!r}; output was:\n" + "\n".join(self.seen[-60:]))
+
+    def descendants(self) -> list[psutil.Process]:
+        return psutil.Process(self.process.pid).children(recursive=True)
+
+    def stop(self) -> int:
+        self.process.send_signal(signal.SIGTERM)
+        return self.process.wait(60)
+
+
+def _get(url: str, token: str | None = None) -> tuple[int, dict]:
+    request = urllib.request.Request(url, headers={"X-Service-Token": token} if token else {})  # noqa: S310
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _gone(pid: int, timeout: float = 15) -> bool:
+    """True once the process has exited (a zombie awaiting its reaper counts as exited)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return True
+        except psutil.NoSuchProcess:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _postmaster_pid(var_dir: Path) -> int | None:
+    pid_file = var_dir / "pgdata" / "postmaster.pid"
+    return int(pid_file.read_text().split()[0]) if pid_file.exists() else None
+
+
+def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path):
+    var_dir = Path("/tmp") / f"ccs-up-{os.getpid()}"  # short: unix socket paths are limited
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    try:
+        up = Up(var_dir, port)
+        token = up.wait_for("TOKEN=").split("=", 1)[1]
+        up.wait_for("BASE_URL=")
+        assert _get(f"{base}/healthz") == (200, {"status": "ok", "database": {"reachable": True}})
+        assert _get(f"{base}/api/jobs")[0] == 401
+        assert _get(f"{base}/api/jobs", token)[0] == 200
+
+        # A command run beside `up`, with no settings, uses the same embedded servers.
+        other = subprocess.run(
+            [sys.executable, "manage.py", "create_token", "bob"],
+            cwd=PROJECT_DIR, env=_embedded_env(var_dir), capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        assert other.returncode == 0, other.stderr
+        assert _get(f"{base}/api/jobs", other.stdout.strip())[0] == 200
+
+        children = up.descendants()
+        postgres = _postmaster_pid(var_dir)
+        names = " ".join(" ".join(child.cmdline()) for child in children)
+        assert "gunicorn" in names and "celery" in names and "beat" in names and "redis-server" in names
+        assert up.stop() == 0
+        assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+        assert postgres is not None and _gone(postgres)
+
+        # A second start reuses the data: no new token, the old one still works.
+        again = Up(var_dir, port)
+        again.wait_for("BASE_URL=")
+        assert not any(line.startswith("TOKEN=") for line in again.seen)
+        assert _get(f"{base}/api/jobs", token)[0] == 200
+        assert again.stop() == 0
+    finally:
+        for proc in psutil.process_iter(["cmdline"]):
+            if str(var_dir) in " ".join(proc.info["cmdline"] or []):
+                proc.kill()
+        subprocess.run(["rm", "-rf", str(var_dir)], check=False)

@@ -1,0 +1,69 @@
+"""The jobs screens in real headless Chromium (Debian's, driven by Playwright): sign in with a
+token, see the jobs, and watch a job's progress change without reloading the page."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+from django.utils import timezone
+
+from jobs.models import Job, JobState
+from tests.factories import JobFactory
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture
+def page(monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes beside it
+    # are ordinary blocking calls, which Django would otherwise refuse in a thread with a running loop.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    if not shutil.which("chromium"):
+        pytest.fail("Chromium is not installed: apt-get install chromium (the screen tests drive the real browser)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+            ],
+        )
+        page = browser.new_page()
+        yield page
+        browser.close()
+
+
+def test_an_operator_signs_in_and_watches_a_job_progress_live(page, live_server, token):
+    job = JobFactory(
+        kind="maintenance_reindex", state=JobState.RUNNING, started_at=timezone.now(),
+        heartbeat_at=timezone.now(), progress_total=4, progress_current=1, message="reindexing jobs_job",
+    )  # fmt: skip
+    page.goto(f"{live_server.url}/jobs")
+    assert "/login" in page.url
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/jobs")
+    row = page.locator(f"tr[data-job='{job.pk}']")
+    assert "maintenance_reindex" in row.inner_text() and "1 / 4" in row.inner_text()
+
+    # The list polls: progress written by the job shows up without a reload.
+    Job.objects.filter(pk=job.pk).update(progress_current=3, heartbeat_at=timezone.now())
+    page.wait_for_function(
+        f"document.querySelector(\"tr[data-job='{job.pk}']\").innerText.includes('3 / 4')", timeout=10000
+    )
+
+    row.locator("a").click()
+    page.wait_for_url(f"{live_server.url}/jobs/{job.pk}")
+    assert page.inner_text("#job-state") == "running"
+    Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED, progress_current=4, finished_at=timezone.now())
+    page.wait_for_function("document.querySelector('#job-state').innerText === 'succeeded'", timeout=10000)
+    assert "4 / 4" in page.inner_text("#job-progress")
+    page.screenshot(path="/tmp/ccs-jobs-screen.png", full_page=True)

@@ -1,0 +1,66 @@
+"""Helpers for tests that start real processes against the test database and broker."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from urllib.parse import quote
+
+from django.conf import settings
+from django.db import connection
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+
+
+def test_database_url() -> str:
+    """A DATABASE_URL naming the database the tests run in (the test_ one, not the main one)."""
+    s = connection.settings_dict
+    auth = quote(s["USER"]) + (":" + quote(s["PASSWORD"]) if s["PASSWORD"] else "")
+    if s["HOST"].startswith("/"):
+        return f"postgresql://{auth}@/{s['NAME']}?host={quote(s['HOST'])}"
+    port = f":{s['PORT']}" if s["PORT"] else ""
+    return f"postgresql://{auth}@{s['HOST']}{port}/{s['NAME']}"
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=test_database_url(),
+        REDIS_URL=settings.REDIS_URL,
+        VAR_DIR=str(settings.VAR_DIR),
+        DJANGO_SETTINGS_MODULE="config.settings",
+        PYTHONUNBUFFERED="1",
+        DB_POOL="false",
+    )
+    env.update(extra)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def start_celery_worker(*, concurrency: int = 1, name: str = "test") -> subprocess.Popen:
+    """A real Celery worker on the test broker and database, with the test-only job kinds loaded."""
+    argv = [
+        sys.executable, "-m", "celery", "-A", "config", "worker", "--include", "tests.jobkinds",
+        "--loglevel", "INFO", "--concurrency", str(concurrency), "--pool", "prefork",
+        "--hostname", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
+    ]  # fmt: skip
+    return subprocess.Popen(argv, cwd=PROJECT_DIR, env=child_env(), start_new_session=True)
+
+
+def wait_until(predicate, timeout: float, interval: float = 0.2, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {message}")
