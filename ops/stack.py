@@ -47,6 +47,20 @@ def redis_child() -> Child | None:
     return Child("redis", embedded.redis_server_command(settings.VAR_DIR), child_env())
 
 
+def check_database() -> None:
+    """The database must answer before migrations run; say where it was looked for if it does not."""
+    from django.db import connection
+
+    try:
+        connection.ensure_connection()
+    except Exception as exc:
+        where = settings.DATABASES["default"]
+        raise PrerequisiteMissing(
+            f"PostgreSQL at {where['HOST'] or 'localhost'}:{where['PORT'] or 5432}/{where['NAME']} does not answer "
+            f"({str(exc).strip().splitlines()[0]}); start it or fix DATABASE_URL"
+        ) from exc
+
+
 def wait_for_redis(timeout: float = 20.0) -> None:
     import redis
 

@@ -137,3 +137,28 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
             if str(var_dir) in " ".join(proc.info["cmdline"] or []):
                 proc.kill()
         subprocess.run(["rm", "-rf", str(var_dir)], check=False)
+
+
+def _run_command(*argv: str, **env: str) -> subprocess.CompletedProcess:
+    full_env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    full_env.update(env)
+    return subprocess.run(
+        [sys.executable, "manage.py", *argv], cwd=PROJECT_DIR, env=full_env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_a_bad_setting_stops_start_up_with_one_line_naming_it():
+    result = _run_command("check", DEBUG="yes", DATABASE_URL="postgresql://postgres@127.0.0.1:1/x")
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == "configuration error: DEBUG must be true or false, not 'yes'"
+
+
+def test_up_says_in_one_line_when_the_database_does_not_answer():
+    closed = free_port()
+    result = _run_command(
+        "up", "--port", str(free_port()), DATABASE_URL=f"postgresql://postgres@127.0.0.1:{closed}/ccs", REDIS_URL="x"
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert f"PostgreSQL at 127.0.0.1:{closed}/ccs does not answer" in result.stderr

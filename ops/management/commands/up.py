@@ -45,6 +45,7 @@ class Command(BaseCommand):
             self.stdout.write("stopped")
 
     def _start(self, supervisor: Supervisor, options: dict) -> None:
+        stack.check_database()
         redis = stack.redis_child()
         if redis is not None:
             supervisor.start(redis)
