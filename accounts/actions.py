@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from django.db import transaction
@@ -11,7 +13,7 @@ from django.utils import timezone
 
 from accounts.models import ApiToken, AuditEntry
 from accounts.queries import TOKEN_PREFIX, token_digest
-from config.errors import BadRequest, NotFound
+from config.errors import BadRequest, NotFound, ServiceError
 from config.logs import request_id_var
 
 _ACTOR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
@@ -92,3 +94,17 @@ def token_touch(token: ApiToken) -> None:
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
+
+
+@contextmanager
+def journaled(*, actor: str, action: str, target: str = "", params: dict[str, Any] | None = None) -> Iterator[None]:
+    """Journal a write made outside the API (screens, commands), with its outcome, failures included."""
+    try:
+        yield
+    except ServiceError as exc:
+        audit_record(
+            actor=actor, action=action, target=target, params=params,
+            outcome=f"{exc.status} {exc.title}", status_code=exc.status,
+        )  # fmt: skip
+        raise
+    audit_record(actor=actor, action=action, target=target, params=params, outcome="ok")

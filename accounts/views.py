@@ -16,9 +16,9 @@ from accounts.serializers import AuditEntrySerializer, AuditListParamsSerializer
 
 @require_http_methods(["GET", "POST"])
 def login_view(request: HttpRequest) -> HttpResponse:
-    next_url = request.POST.get("next") or request.GET.get("next") or "/jobs"
+    next_url = request.POST.get("next") or request.GET.get("next") or "/corpora"
     if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
-        next_url = "/jobs"
+        next_url = "/corpora"
     error = ""
     if request.method == "POST":
         form = TokenLoginSerializer(data=request.POST)

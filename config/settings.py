@@ -95,6 +95,8 @@ DATABASES = {
         DATABASE_URL, pool=DB_POOL, pool_min=DB_POOL_MIN, pool_max=DB_POOL_MAX, pool_timeout=DB_POOL_TIMEOUT
     )
 }
+# Job progress goes through its own connection so it is visible while the job's own transaction runs.
+DATABASES["progress"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis and Celery: an external Redis when REDIS_URL is set, else the embedded one `up` starts.
@@ -120,7 +122,7 @@ WHITENOISE_USE_FINDERS = True
 WHITENOISE_AUTOREFRESH = DEBUG
 
 LOGIN_URL = "/login"
-LOGIN_REDIRECT_URL = "/jobs"
+LOGIN_REDIRECT_URL = "/corpora"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
@@ -156,6 +158,7 @@ SPECTACULAR_SETTINGS = {
 CORPUS_ROOTS = [Path(p).resolve() for p in env_list("CORPUS_ROOTS", [str(VAR_DIR / "corpora")], separator=":")]
 EXPORT_ROOT = Path(env_str("EXPORT_ROOT", str(VAR_DIR / "exports"))).resolve()
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 120, minimum=1)
+DISPATCHER_LEASE_SECONDS = env_int("DISPATCHER_LEASE_SECONDS", 900, minimum=1)
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, minimum=5)
 JOBS_PAGE_DEFAULT = 50
 JOBS_PAGE_MAX = 200

@@ -6,12 +6,16 @@ from django.views.generic import RedirectView
 from accounts import urls as accounts_urls
 from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
+from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
 from ops.api import HealthzApi
+from services import urls as services_urls
 
 api_urlpatterns = [
     path("openapi.json", OpenApiJsonView.as_view(), name="api-openapi"),
     path("docs", ApiDocsView.as_view(), name="api-docs"),
+    *corpora_urls.api_urlpatterns,
+    *services_urls.api_urlpatterns,
     *jobs_urls.api_urlpatterns,
     *accounts_urls.api_urlpatterns,
 ]
@@ -21,7 +25,9 @@ urlpatterns = [
     path("api", DiscoveryApi.as_view(), name="api-index"),
     path("api/", include(api_urlpatterns)),
     re_path(r"^api(?:/.*)?$", api_not_found),
-    path("", RedirectView.as_view(url="/jobs", permanent=False), name="home"),
+    path("", RedirectView.as_view(url="/corpora", permanent=False), name="home"),
+    path("", include(corpora_urls.urlpatterns)),
+    path("", include(services_urls.urlpatterns)),
     path("", include(jobs_urls.urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),
     path("", include("django_prometheus.urls")),

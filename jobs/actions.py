@@ -19,11 +19,11 @@ logger = logging.getLogger(__name__)
 REQUEUE_AFTER = timedelta(seconds=30)
 
 
-def job_enqueue(*, kind: str, actor: str, params: dict[str, Any] | None = None) -> tuple[Job, bool]:
+def job_enqueue(*, kind: str, actor: str, params: dict[str, Any] | None = None, send: bool = True) -> tuple[Job, bool]:
     """Create a queued job and send it to Celery once the surrounding transaction commits.
 
     Returns (job, created). For a debounced kind an active job of that kind is returned instead
-    of a new one, with created False.
+    of a new one, with created False. With send=False the caller runs the job itself (commands).
     """
     definition = job_kind_get(kind)
     if definition is None:
@@ -40,7 +40,8 @@ def job_enqueue(*, kind: str, actor: str, params: dict[str, Any] | None = None) 
             return Job.objects.get(debounce_key=kind, state__in=ACTIVE_STATES), False
     else:
         job = Job.objects.create(**fields)
-    transaction.on_commit(lambda: job_send(job.pk))
+    if send:
+        transaction.on_commit(lambda: job_send(job.pk))
     return job, True
 
 

@@ -15,7 +15,7 @@ import uuid
 from typing import Any
 
 import psutil
-from django.db import connection
+from django.db import connections
 from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
@@ -28,6 +28,8 @@ from jobs.registry import job_kind_get
 logger = logging.getLogger(__name__)
 
 LOG_LINES_KEPT = 200
+# A connection of its own, so progress shows while the job's work sits in an open transaction.
+PROGRESS_DB = "progress"
 _PROGRESS_INTERVAL = 0.5  # seconds between progress writes, so tight loops do not hammer the row
 
 
@@ -65,12 +67,12 @@ class JobContext:
             fields["progress_total"] = total
         if message is not None:
             fields["message"] = message[:500]
-        Job.objects.filter(pk=self.job.pk).update(**fields)
+        Job.objects.using(PROGRESS_DB).filter(pk=self.job.pk).update(**fields)
 
     def log(self, line: str) -> None:
         """Append a line to the job's log (the newest LOG_LINES_KEPT are kept)."""
         stamped = f"{timezone.now():%H:%M:%S} {line}"[:1000]
-        with connection.cursor() as cursor:
+        with connections[PROGRESS_DB].cursor() as cursor:
             cursor.execute(
                 """
                 UPDATE jobs_job

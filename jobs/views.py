@@ -10,12 +10,10 @@ from django.views.decorators.http import require_http_methods
 
 from accounts.actions import audit_record
 from config.errors import ServiceError
+from config.screens import HTMX_STOP_POLLING, error_page
 from jobs.actions import job_enqueue
 from jobs.queries import job_get, job_list
 from jobs.serializers import JobListParamsSerializer, JobSerializer
-
-# htmx stops polling when a response carries this status.
-HTMX_STOP_POLLING = 286
 
 
 @login_required
@@ -33,7 +31,7 @@ def job_detail_view(request: HttpRequest, uuid: str) -> HttpResponse:
     try:
         job = JobSerializer(job_get(uuid)).data
     except ServiceError as exc:
-        return render(request, "error.html", {"status": exc.status, "detail": exc.detail}, status=exc.status)
+        return error_page(request, exc)
     if request.GET.get("fragment") == "body":
         finished = job["state"] not in ("queued", "running")
         response = render(request, "jobs/_detail_body.html", {"job": job})

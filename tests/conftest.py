@@ -118,3 +118,47 @@ def _close_connection_pools(django_db_setup, django_db_blocker):
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
             " WHERE datname = current_database() AND pid <> pg_backend_pid()"
         )
+
+
+@pytest.fixture
+def corpus_root(tmp_path, settings):
+    """A corpus root directory configured as the only one the service accepts."""
+    root = (tmp_path / "corpora").resolve()
+    root.mkdir()
+    settings.CORPUS_ROOTS = [root]
+    return root
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Let every database test use the `progress` alias too (a test mirror of `default` through which
+    jobs write their progress)."""
+    for item in items:
+        marker = item.get_closest_marker("django_db")
+        if marker is not None and "databases" not in marker.kwargs:
+            item.add_marker(pytest.mark.django_db(*marker.args, databases="__all__", **marker.kwargs), append=False)
+
+
+@pytest.fixture(autouse=True)
+def _progress_on_the_test_connection():
+    """In production jobs write progress through their own connection (the `progress` alias) so it
+    shows while their work is in an open transaction. Inside a test's transaction a second
+    connection would not see the job's row, so here the alias is the test's own connection."""
+    from django.db import connections
+
+    original = connections["progress"]
+    connections["progress"] = connections["default"]
+    yield
+    connections["progress"] = original
+
+
+@pytest.fixture(autouse=True)
+def _protected_services(request: pytest.FixtureRequest) -> None:
+    """Transactional tests flush every table, migration-made rows included; put init and import back
+    for the tests that follow, as the migration would have left them."""
+    if request.node.get_closest_marker("django_db") is None:
+        return
+    request.getfixturevalue("_django_db_helper")
+    from services.actions import protected_service
+
+    protected_service("init")
+    protected_service("import")

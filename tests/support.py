@@ -64,3 +64,35 @@ def wait_until(predicate, timeout: float, interval: float = 0.2, message: str = 
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
+
+
+TEX_DOCUMENT = "\\documentclass{article}\n\\begin{document}\nHello.\n\\end{document}\n"
+TEX_FRAGMENT = "\\section{Part}\nA fragment that is \\input by the main file.\n"
+
+
+def write_tex(path: Path, text: str = TEX_DOCUMENT) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+def write_zip(path: Path, members: dict[str, str]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return path
+
+
+def write_targz(path: Path, members: dict[str, str]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        for name, text in members.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return path

@@ -44,7 +44,8 @@ def problem_responses_hook(result: dict[str, Any], generator: Any, request: Any,
     for path_item in result.get("paths", {}).values():
         for operation in path_item.values():
             responses = operation.setdefault("responses", {})
-            if any(operation.get("security", [])):
+            security = operation.get("security", [])
+            if security and {} not in security:
                 responses.setdefault("401", {"description": _DESCRIPTIONS[401]})
             else:  # a public endpoint: spectacular's anonymous [{}] only adds noise
                 operation.pop("security", None)

@@ -37,6 +37,14 @@ class TokenApiView(APIView):
     def audit_target(self, kwargs: dict[str, Any]) -> str:
         return "/".join(str(value) for value in kwargs.values())
 
+    def body_field(self, name: str) -> str:
+        """A field of the JSON body, or '' when there is none (or the body could not be parsed)."""
+        try:
+            data = self.request.data
+        except APIException:
+            return ""
+        return str(data.get(name, ""))[:200] if isinstance(data, dict) else ""
+
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         response = super().finalize_response(request, response, *args, **kwargs)
         user = getattr(request, "_user", None)
@@ -66,3 +74,12 @@ class TokenApiView(APIView):
                 )
         except Exception:  # a journal failure must not turn a done write into an error
             logger.exception("could not journal %s %s", request.method, request.path)
+
+
+class PublicReadApiView(TokenApiView):
+    """Reads are public, writes need a token (and are journaled)."""
+
+    def get_permissions(self) -> list:
+        if self.request is not None and self.request.method in SAFE_METHODS:
+            return [AllowAny()]
+        return [HasServiceToken()]

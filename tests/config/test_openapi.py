@@ -16,6 +16,17 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("GET", "/api/audit"),
     ("POST", "/api/maintenance/reindex"),
     ("POST", "/api/maintenance/analyze"),
+    ("GET", "/api/corpora"),
+    ("POST", "/api/corpora"),
+    ("GET", "/api/corpora/{name}"),
+    ("DELETE", "/api/corpora/{name}"),
+    ("POST", "/api/corpora/{name}/extend"),
+    ("POST", "/api/corpora/{corpus}/services/{service}"),
+    ("DELETE", "/api/corpora/{corpus}/services/{service}"),
+    ("GET", "/api/services"),
+    ("POST", "/api/services"),
+    ("DELETE", "/api/services/{service}"),
+    ("PUT", "/api/services/{service}/lease"),
 }
 
 

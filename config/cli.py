@@ -1,0 +1,39 @@
+"""Shared by the management commands: the CLI actor, journaling, user errors as one line, and jobs run
+in the command's own process so the operator sees them finish (no running worker needed)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.actions import journaled
+from accounts.cli import cli_actor
+from config.errors import ServiceError
+from jobs.models import Job, JobState
+from jobs.runner import job_run
+
+
+class ServiceCommand(BaseCommand):
+    def write_action(self, action: str, call: Callable[[], Any], *, target: str, params: dict | None = None) -> Any:
+        """Run one action as the CLI actor, journaled; a user error becomes a CommandError line."""
+        try:
+            with journaled(actor=cli_actor(), action=action, target=target, params=params):
+                return call()
+        except ServiceError as exc:
+            raise CommandError(exc.detail) from exc
+
+    def run_job(self, job: Job) -> Job:
+        """Run a queued job here and now; fail the command if the job fails."""
+        self.stdout.write(f"job {job.kind} {job.pk} started")
+        job_run(job.pk)
+        job.refresh_from_db()
+        if job.state != JobState.SUCCEEDED:
+            raise CommandError(f"job {job.kind} {job.pk} {job.state}: {job.message}")
+        self.stdout.write(f"job {job.kind} {job.pk} succeeded: {job.result}")
+        return job
+
+    @property
+    def actor(self) -> str:
+        return cli_actor()

@@ -1,0 +1,272 @@
+"""Writes on corpora: import, extend, delete, activate and deactivate services. Bulk work is COPY and
+set-based SQL inside one transaction, so a failure leaves nothing half-written."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from config.errors import BadRequest, Conflict, NotFound
+from config.names import name_check
+from conversion.archive import Entry
+from corpora import scan
+from corpora.models import Activation, Corpus, CorpusState
+from corpora.queries import corpus_get
+from jobs.actions import job_enqueue
+from jobs.models import Job
+from jobs.runner import JobFailed
+from runs.actions import run_close, run_open, runs_delete_for
+from services.actions import protected_service
+from services.queries import service_get
+
+logger = logging.getLogger(__name__)
+
+Progress = Callable[..., None]
+Log = Callable[[str], None]
+
+
+def _import_service_id() -> int:
+    return protected_service("import").pk
+
+
+# --- import and extend -------------------------------------------------------------------------
+
+
+def corpus_import(*, name: str, path: str, actor: str, description: str = "", send: bool = True) -> Job:
+    """Create the corpus (state importing) and its import job in one transaction."""
+    name_check(name)
+    directory = scan.corpus_path_check(path)
+    try:
+        with transaction.atomic():
+            corpus = Corpus.objects.create(name=name, path=str(directory), description=description or "")
+            job, _ = job_enqueue(
+                kind="corpus_import", actor=actor, params={"corpus_id": corpus.pk, "name": name}, send=send
+            )
+    except IntegrityError as exc:
+        raise Conflict(f"A corpus named {name!r} exists already.") from exc
+    return job
+
+
+def corpus_extend(*, name: str, actor: str, send: bool = True) -> Job:
+    corpus = corpus_get(name)
+    if corpus.state == CorpusState.IMPORTING:
+        raise Conflict(f"The corpus {name!r} is still importing; extend it once the import has finished.")
+    job, _ = job_enqueue(kind="corpus_extend", actor=actor, params={"corpus_id": corpus.pk, "name": name}, send=send)
+    return job
+
+
+def corpus_import_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+    """The import job: inspect every entry, then write documents, import tasks and messages at once.
+    On any failure the half-created corpus is removed, so the name can be used again."""
+    try:
+        result = _ingest_entries(corpus_id=corpus_id, progress=progress, log=log, extend=False)
+    except Exception:
+        _corpus_purge(corpus_id)
+        raise
+    return result
+
+
+def corpus_extend_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+    """The extend job: only entries not yet in the corpus are added, with TODO tasks on every
+    activated service; existing documents, tasks and results are not touched."""
+    return _ingest_entries(corpus_id=corpus_id, progress=progress, log=log, extend=True)
+
+
+def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: bool) -> dict[str, Any]:
+    corpus = Corpus.objects.filter(pk=corpus_id).first()
+    if corpus is None:
+        raise JobFailed("The corpus was deleted before its job ran.")
+    directory = Path(corpus.path)
+    if not scan.within_roots(directory) or not directory.is_dir():
+        raise JobFailed(f"{corpus.path} is no longer a directory inside the corpus roots.")
+    try:
+        names = scan.entry_names(directory)
+    except OSError as exc:
+        raise JobFailed(f"{corpus.path} cannot be read: {exc.strerror}") from exc
+    if extend:
+        known = set(corpus.documents.filter(entry__in=names).values_list("entry", flat=True)) if names else set()
+        names = [n for n in names if n not in known]
+    log(f"{len(names)} {'new ' if extend else ''}entries to inspect in {directory}")
+    progress(0, len(names), "inspecting entries")
+    entries = _unique_names(scan.scan(directory, names, lambda done, total: progress(done, total)))
+    progress(len(names), len(names), "writing documents")
+    with transaction.atomic():
+        written = _write_documents(corpus, entries, extend=extend)
+        if not extend:
+            Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.READY, imported_at=timezone.now())
+    invalid = sum(1 for e in entries if e.problem)
+    log(f"recorded {written['documents']} documents ({invalid} invalid)")
+    return {**written, "invalid": invalid, "entries_seen": len(names)}
+
+
+def _unique_names(entries: object) -> list[Entry]:
+    """Two entries can share a short name (a.tex and a.zip); the later keeps its full entry name."""
+    seen: set[str] = set()
+    unique = []
+    for entry in entries:
+        name = entry.name if entry.name not in seen else entry.entry
+        seen.add(name)
+        unique.append(entry if name == entry.name else Entry(**{**entry.__dict__, "name": name}))
+    return unique
+
+
+def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> dict[str, int]:
+    """COPY the entries into a temporary table, then insert documents, import tasks, invalid-entry
+    messages and (on extend) TODO tasks for the activated services, each in one statement."""
+    import_id = _import_service_id()
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS pg_temp.import_entries")
+        cursor.execute(
+            "CREATE TEMP TABLE import_entries (name text, entry text, kind text, main_file text,"
+            " problem text, detail text, document_id bigint) ON COMMIT DROP"
+        )
+        with cursor.cursor.copy(
+            "COPY import_entries (name, entry, kind, main_file, problem, detail) FROM STDIN"
+        ) as copy:
+            for e in entries:
+                copy.write_row((e.name[:255], e.entry[:1024], e.kind, e.main_file[:1024], e.problem, e.detail[:2000]))
+        # A short name already used by an older document of the corpus: fall back to the entry name.
+        cursor.execute(
+            "UPDATE import_entries e SET name = e.entry FROM corpora_document d"
+            " WHERE d.corpus_id = %s AND d.name = e.name",
+            [corpus.pk],
+        )
+        cursor.execute(
+            "INSERT INTO corpora_document (corpus_id, name, entry, kind, main_file, created_at)"
+            " SELECT %s, name, entry, kind, main_file, now() FROM import_entries",
+            [corpus.pk],
+        )
+        documents = cursor.rowcount
+        cursor.execute(
+            "UPDATE import_entries e SET document_id = d.id FROM corpora_document d"
+            " WHERE d.corpus_id = %s AND d.entry = e.entry",
+            [corpus.pk],
+        )
+        cursor.execute(
+            "INSERT INTO corpora_task (corpus_id, service_id, document_id, status)"
+            " SELECT %s, %s, document_id, CASE WHEN problem = '' THEN -1 ELSE -5 END FROM import_entries",
+            [corpus.pk, import_id],
+        )
+        cursor.execute(
+            "INSERT INTO reports_logmessage (task_id, corpus_id, service_id, severity, category, what, details)"
+            " SELECT t.id, t.corpus_id, t.service_id, 'fatal', 'invalid', e.problem, e.detail"
+            " FROM import_entries e JOIN corpora_task t ON t.document_id = e.document_id AND t.service_id = %s"
+            " WHERE e.problem <> ''",
+            [import_id],
+        )
+        todo = 0
+        if extend:
+            cursor.execute(
+                "INSERT INTO corpora_task (corpus_id, service_id, document_id, status)"
+                " SELECT a.corpus_id, a.service_id, e.document_id, 0"
+                " FROM import_entries e CROSS JOIN corpora_activation a"
+                " WHERE a.corpus_id = %s AND e.problem = ''",
+                [corpus.pk],
+            )
+            todo = cursor.rowcount
+    return {"documents": documents, "todo_tasks": todo}
+
+
+# --- delete --------------------------------------------------------------------------------------
+
+
+def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, int]:
+    """Delete a corpus with its documents, tasks and messages; other corpora are untouched."""
+    corpus = corpus_get(name)
+    if confirm != name:
+        raise BadRequest(f"Pass confirm={name} to delete the corpus {name!r} with all its tasks and messages.")
+    return _corpus_purge(corpus.pk)
+
+
+def _corpus_purge(corpus_id: int) -> dict[str, int]:
+    counts = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("DELETE FROM reports_logmessage WHERE corpus_id = %s", [corpus_id])
+        counts["messages"] = cursor.rowcount
+        cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s", [corpus_id])
+        counts["tasks"] = cursor.rowcount
+        for table in ("corpora_taskcount", "corpora_activation"):
+            cursor.execute(f"DELETE FROM {table} WHERE corpus_id = %s", [corpus_id])  # noqa: S608
+        runs_delete_for(corpus_id=corpus_id)
+        cursor.execute("DELETE FROM corpora_document WHERE corpus_id = %s", [corpus_id])
+        counts["documents"] = cursor.rowcount
+        cursor.execute("UPDATE corpora_corpus SET parent_id = NULL WHERE parent_id = %s", [corpus_id])
+        cursor.execute("DELETE FROM corpora_corpus WHERE id = %s", [corpus_id])
+    return counts
+
+
+# --- activate and deactivate ----------------------------------------------------------------------
+
+
+def service_activate(*, corpus_name: str, service_name: str, actor: str, send: bool = True) -> Job:
+    """Register a service on a corpus and start the job that creates its TODO tasks."""
+    corpus = corpus_get(corpus_name)
+    service = service_get(service_name)
+    if service.is_protected:
+        raise Conflict(f"{service_name!r} is an infrastructure service; it cannot be activated on a corpus.")
+    if corpus.state == CorpusState.IMPORTING:
+        raise Conflict(f"The corpus {corpus_name!r} is still importing; activate services once it has finished.")
+    try:
+        with transaction.atomic():
+            activation = Activation.objects.create(corpus=corpus, service=service, actor=actor)
+            job, _ = job_enqueue(
+                kind="service_activate",
+                actor=actor,
+                params={"activation_id": activation.pk, "corpus": corpus_name, "service": service_name},
+                send=send,
+            )
+    except IntegrityError as exc:
+        raise Conflict(f"The service {service_name!r} is already active on the corpus {corpus_name!r}.") from exc
+    return job
+
+
+def service_activate_run(*, activation_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+    """One TODO task per valid document (documents whose import was invalid get none), and a new run.
+    Tasks that exist already are left as they are, so no result is ever wiped."""
+    activation = Activation.objects.filter(pk=activation_id).select_related("corpus", "service").first()
+    if activation is None:
+        raise JobFailed("The activation was withdrawn before its job ran.")
+    progress(0, 1, "creating tasks")
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(
+                "INSERT INTO corpora_task (corpus_id, service_id, document_id, status)"
+                " SELECT i.corpus_id, %s, i.document_id, 0 FROM corpora_task i"
+                " WHERE i.corpus_id = %s AND i.service_id = %s AND i.status <> -5"
+                " ON CONFLICT (service_id, document_id) DO NOTHING",
+                [activation.service_id, activation.corpus_id, _import_service_id()],
+            )
+            created = cursor.rowcount
+            run = run_open(corpus_id=activation.corpus_id, service_id=activation.service_id, owner=activation.actor)
+    except Exception:
+        Activation.objects.filter(pk=activation_id).delete()  # nothing was created: withdraw the activation
+        raise
+    log(f"created {created} TODO tasks for {activation.service.name} on {activation.corpus.name}")
+    progress(1, 1, f"created {created} tasks")
+    return {"tasks": created, "run_id": run.pk}
+
+
+def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> dict[str, int]:
+    """Delete the tasks and messages of one (corpus, service) pair; nothing else is touched."""
+    corpus = corpus_get(corpus_name)
+    service = service_get(service_name)
+    activation = Activation.objects.filter(corpus=corpus, service=service).first()
+    if activation is None:
+        raise NotFound(f"The service {service_name!r} is not active on the corpus {corpus_name!r}.")
+    if confirm != service_name:
+        raise BadRequest(f"Pass confirm={service_name} to deactivate {service_name!r} and delete its results here.")
+    with transaction.atomic(), connection.cursor() as cursor:
+        pair = [corpus.pk, service.pk]
+        cursor.execute("DELETE FROM reports_logmessage WHERE corpus_id = %s AND service_id = %s", pair)
+        messages = cursor.rowcount
+        cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s AND service_id = %s", pair)
+        tasks = cursor.rowcount
+        cursor.execute("DELETE FROM corpora_taskcount WHERE corpus_id = %s AND service_id = %s", pair)
+        run_close(corpus_id=corpus.pk, service_id=service.pk)
+        activation.delete()
+    return {"tasks": tasks, "messages": messages}

@@ -1,0 +1,118 @@
+"""API of corpora: list, import, detail, delete, extend, activate and deactivate services."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.schema import problems
+from config.api.views import PublicReadApiView, TokenApiView
+from corpora import actions
+from corpora.queries import corpus_detail, corpus_records
+from corpora.serializers import ConfirmSerializer, CorpusDetailSerializer, CorpusSerializer, ImportRequestSerializer
+from jobs.serializers import JobSerializer
+
+CONFIRM = OpenApiParameter("confirm", str, required=False, description="must equal the name being deleted")
+
+
+class CorpusListApi(PublicReadApiView):
+    audit_action = "corpus.import"
+
+    @extend_schema(
+        operation_id="corpora_list",
+        summary="List corpora with their activated services",
+        responses={200: CorpusSerializer(many=True)},
+        tags=["corpora"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(CorpusSerializer(corpus_records(), many=True).data)
+
+    @extend_schema(
+        operation_id="corpora_import",
+        summary="Import a corpus from a server directory (background job)",
+        request=ImportRequestSerializer,
+        responses={202: JobSerializer, **problems(400, 409, 422)},
+        tags=["corpora"],
+    )
+    def post(self, request: Request) -> Response:
+        body = ImportRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = actions.corpus_import(actor=self.actor_name(), **body.validated_data)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    def audit_target(self, kwargs: dict) -> str:
+        return self.body_field("name")
+
+
+class CorpusDetailApi(PublicReadApiView):
+    audit_action = "corpus.delete"
+
+    @extend_schema(
+        operation_id="corpora_retrieve",
+        summary="One corpus: activated services and per-service status counts",
+        responses={200: CorpusDetailSerializer, **problems(404)},
+        tags=["corpora"],
+    )
+    def get(self, request: Request, name: str) -> Response:
+        return Response(CorpusDetailSerializer(corpus_detail(name)).data)
+
+    @extend_schema(
+        operation_id="corpora_destroy",
+        summary="Delete a corpus with all its documents, tasks and log messages (confirm=name)",
+        parameters=[CONFIRM],
+        responses={204: None, **problems(400, 404)},
+        tags=["corpora"],
+    )
+    def delete(self, request: Request, name: str) -> Response:
+        params = ConfirmSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        actions.corpus_delete(name=name, confirm=params.validated_data.get("confirm"), actor=self.actor_name())
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class CorpusExtendApi(TokenApiView):
+    audit_action = "corpus.extend"
+
+    @extend_schema(
+        operation_id="corpora_extend",
+        summary="Add the entries that arrived in the corpus directory since the import (background job)",
+        request=None,
+        responses={202: JobSerializer, **problems(404, 409)},
+        tags=["corpora"],
+    )
+    def post(self, request: Request, name: str) -> Response:
+        job = actions.corpus_extend(name=name, actor=self.actor_name())
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ActivationApi(TokenApiView):
+    audit_action = "service.activation"
+
+    @extend_schema(
+        operation_id="corpora_service_activate",
+        summary="Activate a service on a corpus: one TODO task per document (background job)",
+        request=None,
+        responses={202: JobSerializer, **problems(404, 409)},
+        tags=["corpora"],
+    )
+    def post(self, request: Request, corpus: str, service: str) -> Response:
+        job = actions.service_activate(corpus_name=corpus, service_name=service, actor=self.actor_name())
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        operation_id="corpora_service_deactivate",
+        summary="Deactivate a service on a corpus: delete that pair's tasks and messages (confirm=service)",
+        parameters=[CONFIRM],
+        responses={204: None, **problems(400, 404)},
+        tags=["corpora"],
+    )
+    def delete(self, request: Request, corpus: str, service: str) -> Response:
+        params = ConfirmSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        actions.service_deactivate(
+            corpus_name=corpus, service_name=service, confirm=params.validated_data.get("confirm"),
+            actor=self.actor_name(),
+        )  # fmt: skip
+        return Response(status=status.HTTP_204_NO_CONTENT)

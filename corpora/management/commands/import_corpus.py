@@ -1,0 +1,24 @@
+from __future__ import annotations
+
+from django.core.management.base import CommandParser
+
+from config.cli import ServiceCommand
+from corpora.actions import corpus_import
+
+
+class Command(ServiceCommand):
+    help = "Import a corpus from a directory inside the corpus roots (runs the import job here)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("path")
+        parser.add_argument("--description", default="")
+
+    def handle(self, *args: object, name: str, path: str, description: str, **options: object) -> None:
+        job = self.write_action(
+            "corpus.import",
+            lambda: corpus_import(name=name, path=path, description=description, actor=self.actor, send=False),
+            target=name,
+            params={"path": path},
+        )
+        self.run_job(job)

@@ -1,0 +1,101 @@
+"""Corpora (incl. sandboxes), their documents, activations of services, and tasks.
+
+Tasks and their log messages reach millions of rows, so bulk work on them is raw set-based SQL and
+their foreign keys do not cascade through Django (a Python cascade would load every row).
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class CorpusState(models.TextChoices):
+    IMPORTING = "importing"
+    READY = "ready"
+
+
+class Corpus(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    path = models.CharField(max_length=4096)
+    description = models.TextField(blank=True)
+    state = models.CharField(max_length=16, choices=CorpusState.choices, default=CorpusState.IMPORTING)
+    parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING, related_name="sandboxes")
+    created_at = models.DateTimeField(auto_now_add=True)
+    imported_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name_plural = "corpora"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Document(models.Model):
+    """One entry of the corpus directory: a sub-directory, a lone .tex, a .zip, a .tar.gz or a .gz."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, related_name="documents")
+    name = models.CharField(max_length=255)
+    entry = models.CharField(max_length=1024)
+    kind = models.CharField(max_length=10)
+    main_file = models.CharField(max_length=1024, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "name"], name="document_unique_name"),
+            models.UniqueConstraint(fields=["corpus", "entry"], name="document_unique_entry"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Activation(models.Model):
+    """A service registered on a corpus."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, related_name="activations")
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, related_name="activations")
+    actor = models.CharField(max_length=100)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["corpus", "service"], name="activation_unique_pair")]
+
+    def __str__(self) -> str:
+        return f"{self.service_id} on {self.corpus_id}"
+
+
+class Task(models.Model):
+    """One (corpus, service, document). Status: 0 TODO, >0 leased, -1..-5 results, <=-6 blocked."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, db_index=False)
+    status = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]
+        indexes = [models.Index(fields=["corpus", "service", "status"], name="task_corpus_service_status")]
+
+    def __str__(self) -> str:
+        return f"task {self.pk} ({self.status})"
+
+
+class TaskCount(models.Model):
+    """Tasks per (corpus, service, status bucket), kept exact by statement-level triggers on the task
+    table so that counts on a corpus of millions of tasks are a lookup, not a scan.
+    Buckets: 1 stands for every lease mark (> 0), -6 for every blocked status (<= -6)."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    bucket = models.IntegerField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "service", "bucket"], name="taskcount_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}/{self.service_id}/{self.bucket}: {self.count}"

@@ -1,0 +1,118 @@
+"""Reads of corpora: lists and details with per-service status counts (from the trigger-kept counts)."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from django.db.models import QuerySet, Sum
+
+from config.errors import NotFound
+from corpora.models import Activation, Corpus, TaskCount
+from services.models import PROTECTED_SERVICES, Service
+
+# Keys of per-service counts, in display order, and the status bucket each one counts.
+STATUS_KEYS: dict[str, int] = {
+    "todo": 0,
+    "queued": 1,
+    "no_problem": -1,
+    "warning": -2,
+    "error": -3,
+    "fatal": -4,
+    "invalid": -5,
+    "blocked": -6,
+}
+
+
+def corpus_list() -> QuerySet[Corpus]:
+    return Corpus.objects.select_related("parent").order_by("name")
+
+
+def document_counts() -> dict[int, int]:
+    """Documents per corpus id: each document has exactly one import task, counted by the triggers."""
+    rows = (
+        TaskCount.objects.filter(service__name="import")
+        .values("corpus_id")
+        .annotate(documents=Sum("count"))
+        .values_list("corpus_id", "documents")
+    )
+    return dict(rows)
+
+
+def corpus_get(name: str) -> Corpus:
+    try:
+        return Corpus.objects.select_related("parent").get(name=name)
+    except Corpus.DoesNotExist as exc:
+        raise NotFound(f"No corpus named {name!r}.") from exc
+
+
+def status_counts(rows: list[tuple[int, int]]) -> dict[str, Any]:
+    """Per-status counts from (bucket, count) rows, with the total and the in-progress count."""
+    by_bucket = defaultdict(int)
+    for bucket, count in rows:
+        by_bucket[bucket] += count
+    counts: dict[str, Any] = {key: by_bucket.get(bucket, 0) for key, bucket in STATUS_KEYS.items()}
+    counts["total"] = sum(by_bucket.values())
+    counts["in_progress"] = counts["todo"] + counts["queued"]
+    return counts
+
+
+def corpus_services(corpus: Corpus) -> list[dict[str, Any]]:
+    """The services on a corpus (import first, then activated ones by name) with their status counts."""
+    rows = TaskCount.objects.filter(corpus=corpus, count__gt=0).values_list("service_id", "bucket", "count")
+    per_service: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for service_id, bucket, count in rows:
+        per_service[service_id].append((bucket, count))
+    activations = {a.service_id: a for a in Activation.objects.filter(corpus=corpus).select_related("service")}
+    services = {s.pk: s for s in Service.objects.filter(pk__in=set(per_service) | set(activations))}
+    entries = []
+    for service in sorted(services.values(), key=lambda s: (s.name not in PROTECTED_SERVICES, s.name)):
+        activation = activations.get(service.pk)
+        entries.append(
+            {
+                "name": service.name,
+                "protected": service.is_protected,
+                "activated_at": activation.created_at if activation else None,
+                "activated_by": activation.actor if activation else "",
+                "counts": status_counts(per_service.get(service.pk, [])),
+            }
+        )
+    return entries
+
+
+def activated_service_names(corpora: list[Corpus]) -> dict[int, list[str]]:
+    """Activated service names per corpus id, in one query for a whole list."""
+    names: dict[int, list[str]] = defaultdict(list)
+    rows = Activation.objects.filter(corpus__in=corpora).order_by("service__name")
+    for corpus_id, service_name in rows.values_list("corpus_id", "service__name"):
+        names[corpus_id].append(service_name)
+    return names
+
+
+def corpus_record(corpus: Corpus, *, documents: int, services: list[Any]) -> dict[str, Any]:
+    """The plain dict behind CorpusSerializer / CorpusDetailSerializer."""
+    return {
+        "name": corpus.name,
+        "description": corpus.description,
+        "state": corpus.state,
+        "parent": corpus.parent.name if corpus.parent_id else None,
+        "documents": documents,
+        "services": services,
+        "created_at": corpus.created_at,
+        "imported_at": corpus.imported_at,
+        "url": f"/api/corpora/{corpus.name}",
+    }
+
+
+def corpus_records() -> list[dict[str, Any]]:
+    corpora = list(corpus_list())
+    names = activated_service_names(corpora)
+    documents = document_counts()
+    return [corpus_record(c, documents=documents.get(c.pk, 0), services=names.get(c.pk, [])) for c in corpora]
+
+
+def corpus_detail(name: str) -> dict[str, Any]:
+    corpus = corpus_get(name)
+    services = corpus_services(corpus)
+    import_counts = next((s["counts"]["total"] for s in services if s["name"] == "import"), 0)
+    return corpus_record(corpus, documents=import_counts, services=services)

@@ -1,0 +1,63 @@
+"""Corpus DTOs and the request bodies of the corpora endpoints."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from config.names import NAME_MAX, NAME_RULE, name_is_valid
+
+
+def validate_plain_name(value: str) -> str:
+    if not name_is_valid(value):
+        raise serializers.ValidationError(f"Not a valid name: {NAME_RULE}.")
+    return value
+
+
+class ImportRequestSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
+    path = serializers.CharField(max_length=4096, help_text="a readable directory inside the corpus roots")
+    description = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+
+
+class StatusCountsSerializer(serializers.Serializer):
+    total = serializers.IntegerField()
+    in_progress = serializers.IntegerField(help_text="todo + queued")
+    todo = serializers.IntegerField()
+    queued = serializers.IntegerField()
+    no_problem = serializers.IntegerField()
+    warning = serializers.IntegerField()
+    error = serializers.IntegerField()
+    fatal = serializers.IntegerField()
+    invalid = serializers.IntegerField()
+    blocked = serializers.IntegerField()
+
+
+class CorpusServiceSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    protected = serializers.BooleanField()
+    activated_at = serializers.DateTimeField(allow_null=True)
+    counts = StatusCountsSerializer()
+
+
+class CorpusSerializer(serializers.Serializer):
+    """A corpus record as listed: its activated services by name."""
+
+    name = serializers.CharField()
+    description = serializers.CharField()
+    state = serializers.CharField()
+    parent = serializers.CharField(allow_null=True, help_text="the parent corpus of a sandbox")
+    documents = serializers.IntegerField()
+    services = serializers.ListField(child=serializers.CharField(), help_text="activated services")
+    created_at = serializers.DateTimeField()
+    imported_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.CharField()
+
+
+class CorpusDetailSerializer(CorpusSerializer):
+    """A corpus with every service on it (import first) and its per-status counts."""
+
+    services = CorpusServiceSerializer(many=True)
+
+
+class ConfirmSerializer(serializers.Serializer):
+    confirm = serializers.CharField(required=False, help_text="must equal the name of what is deleted")

@@ -1,0 +1,27 @@
+"""Job kinds of the corpora app: import, extend, activation. Each is one action call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from corpora import actions
+from jobs.registry import job_kind
+from jobs.runner import JobContext
+
+
+@job_kind("corpus_import")
+def corpus_import_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
+    """Import a corpus directory: one document and one import task per entry."""
+    return actions.corpus_import_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)
+
+
+@job_kind("corpus_extend")
+def corpus_extend_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
+    """Add the entries that arrived since the import, with TODO tasks on every activated service."""
+    return actions.corpus_extend_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)
+
+
+@job_kind("service_activate")
+def service_activate_job(ctx: JobContext, *, activation_id: int, **_: Any) -> dict[str, Any]:
+    """Create one TODO task per valid document for a newly activated service and open a run."""
+    return actions.service_activate_run(activation_id=activation_id, progress=ctx.progress, log=ctx.log)

@@ -1,0 +1,22 @@
+from django.urls import path
+
+from corpora import api, views
+
+api_urlpatterns = [
+    path("corpora", api.CorpusListApi.as_view(), name="api-corpora"),
+    path("corpora/<str:name>", api.CorpusDetailApi.as_view(), name="api-corpus"),
+    path("corpora/<str:name>/extend", api.CorpusExtendApi.as_view(), name="api-corpus-extend"),
+    path("corpora/<str:corpus>/services/<str:service>", api.ActivationApi.as_view(), name="api-activation"),
+]
+
+urlpatterns = [
+    path("corpora", views.corpus_list_view, name="corpora"),
+    path("corpora/new", views.corpus_new_view, name="corpus-new"),
+    path("corpora/<str:name>", views.corpus_detail_view, name="corpus"),
+    path("corpora/<str:name>/extend", views.corpus_extend_view, name="corpus-extend"),
+    path("corpora/<str:name>/activate", views.activation_create_view, name="corpus-activate"),
+    path("corpora/<str:name>/delete", views.corpus_delete_view, name="corpus-delete"),
+    path(
+        "corpora/<str:name>/services/<str:service>/deactivate", views.activation_delete_view, name="corpus-deactivate"
+    ),
+]

@@ -1,0 +1,163 @@
+"""Corpora screens: the same queries, DTOs and input serializers as /api/corpora, writes journaled.
+
+Reads are public like their API twin; every write needs a signed-in operator."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from accounts.actions import journaled
+from config.errors import ServiceError
+from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
+from corpora import actions
+from corpora.queries import corpus_detail, corpus_records
+from corpora.serializers import ConfirmSerializer, CorpusDetailSerializer, CorpusSerializer, ImportRequestSerializer
+from services.queries import service_list
+from services.serializers import ServiceSerializer
+
+
+@require_GET
+def corpus_list_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/corpora."""
+    return render(request, "corpora/list.html", {"corpora": CorpusSerializer(corpus_records(), many=True).data})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def corpus_new_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of POST /api/corpora: the import form, answered with the job screen."""
+    if request.method == "GET":
+        return render(request, "corpora/new.html", {"form": {}})
+    name = request.POST.get("name", "")
+    try:
+        with journaled(
+            actor=request.user.username, action="corpus.import", target=name[:200], params=form_params(request.POST)
+        ):
+            body = validated(ImportRequestSerializer(data=request.POST))
+            job = actions.corpus_import(actor=request.user.username, **body)
+    except ServiceError as exc:
+        context = {"form": form_params(request.POST), "error": exc.detail, "errors": exc.errors or {}}
+        return render(request, "corpora/new.html", context, status=exc.status)
+    return redirect("job", uuid=job.uuid)
+
+
+def _corpus_page(request: HttpRequest, name: str, *, error: ServiceError | None = None) -> HttpResponse:
+    try:
+        corpus = CorpusDetailSerializer(corpus_detail(name)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    busy = corpus["state"] == "importing" or any(s["counts"]["in_progress"] > 0 for s in corpus["services"])
+    if request.GET.get("fragment") == "body":
+        response = render(request, "corpora/_detail_body.html", {"corpus": corpus, "busy": busy})
+        if not busy:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    context = {"corpus": corpus, "busy": busy, "error": error.detail if error else ""}
+    if request.user.is_authenticated:
+        context["activatable"] = _activatable(corpus)
+    return render(request, "corpora/detail.html", context, status=error.status if error else 200)
+
+
+def _activatable(corpus: dict[str, Any]) -> list[str]:
+    """Registered services the corpus could take: the DTOs of GET /api/services, less the ones on it."""
+    present = {s["name"] for s in corpus["services"]}
+    services = ServiceSerializer(service_list(), many=True).data
+    return [s["name"] for s in services if not s["protected"] and s["name"] not in present]
+
+
+@require_GET
+def corpus_detail_view(request: HttpRequest, name: str) -> HttpResponse:
+    """Screen twin of GET /api/corpora/<name>; polls itself while anything is in progress."""
+    return _corpus_page(request, name)
+
+
+@login_required
+@require_POST
+def corpus_extend_view(request: HttpRequest, name: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<name>/extend."""
+    try:
+        with journaled(actor=request.user.username, action="corpus.extend", target=name):
+            job = actions.corpus_extend(name=name, actor=request.user.username)
+    except ServiceError as exc:
+        return _corpus_page(request, name, error=exc)
+    return redirect("job", uuid=job.uuid)
+
+
+@login_required
+@require_POST
+def activation_create_view(request: HttpRequest, name: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<corpus>/services/<service>: the service comes from a select."""
+    service = request.POST.get("service", "")
+    try:
+        with journaled(
+            actor=request.user.username,
+            action="service.activation",
+            target=f"{name}/{service}",
+            params=form_params(request.POST),
+        ):
+            job = actions.service_activate(corpus_name=name, service_name=service, actor=request.user.username)
+    except ServiceError as exc:
+        return _corpus_page(request, name, error=exc)
+    return redirect("job", uuid=job.uuid)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def corpus_delete_view(request: HttpRequest, name: str) -> HttpResponse:
+    """Screen twin of DELETE /api/corpora/<name>?confirm=<name>: the operator types the name."""
+    try:
+        corpus = CorpusDetailSerializer(corpus_detail(name)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    if request.method == "GET":
+        return render(request, "corpora/delete.html", {"corpus": corpus})
+    try:
+        with journaled(
+            actor=request.user.username, action="corpus.delete", target=name, params=form_params(request.POST)
+        ):
+            confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
+            actions.corpus_delete(name=name, confirm=confirm, actor=request.user.username)
+    except ServiceError as exc:
+        return render(request, "corpora/delete.html", {"corpus": corpus, "error": exc.detail}, status=exc.status)
+    messages.success(request, f"The corpus {name} was deleted with all its documents, tasks and messages.")
+    return redirect("corpora")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def activation_delete_view(request: HttpRequest, name: str, service: str) -> HttpResponse:
+    """Screen twin of DELETE /api/corpora/<corpus>/services/<service>?confirm=<service>."""
+    try:
+        corpus = CorpusDetailSerializer(corpus_detail(name)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    entry = next((s for s in corpus["services"] if s["name"] == service and s["activated_at"]), None)
+    context = {"corpus": corpus, "service": entry or {"name": service}}
+    if request.method == "GET":
+        if entry is None:
+            detail = f"The service {service!r} is not active on the corpus {name!r}."
+            return render(request, "error.html", {"status": 404, "detail": detail}, status=404)
+        return render(request, "corpora/deactivate.html", context)
+    try:
+        with journaled(
+            actor=request.user.username,
+            action="service.activation",
+            target=f"{name}/{service}",
+            params=form_params(request.POST),
+        ):
+            confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
+            actions.service_deactivate(
+                corpus_name=name, service_name=service, confirm=confirm, actor=request.user.username
+            )
+    except ServiceError as exc:
+        if exc.status == 404:
+            return error_page(request, exc)
+        return render(request, "corpora/deactivate.html", {**context, "error": exc.detail}, status=exc.status)
+    messages.success(request, f"The service {service} was deactivated on {name}; its tasks and messages are gone.")
+    return redirect("corpus", name=name)

@@ -1,0 +1,25 @@
+"""Reads of services, shared by the API, the screens and the commands."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db.models import Count, QuerySet
+
+from config.errors import NotFound
+from services.models import Service
+
+
+def service_list() -> QuerySet[Service]:
+    return Service.objects.annotate(corpus_count=Count("activations")).order_by("name")
+
+
+def service_get(name: str) -> Service:
+    try:
+        return service_list().get(name=name)
+    except Service.DoesNotExist as exc:
+        raise NotFound(f"No service named {name!r}.") from exc
+
+
+def effective_lease_seconds(service: Service) -> int:
+    """The lease a task of this service gets when leased now: the override or the global default."""
+    return service.lease_seconds or settings.DISPATCHER_LEASE_SECONDS

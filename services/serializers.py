@@ -1,0 +1,56 @@
+"""Service DTOs and the request bodies of the services endpoints."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+from config.names import NAME_MAX
+from corpora.serializers import validate_plain_name
+from services.models import Service
+from services.queries import effective_lease_seconds
+
+
+class ServiceSerializer(serializers.ModelSerializer):
+    protected = serializers.BooleanField(source="is_protected")
+    effective_lease_seconds = serializers.SerializerMethodField()
+    corpora = serializers.IntegerField(source="corpus_count", help_text="corpora it is activated on")
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Service
+        fields = [
+            "name", "version", "inputformat", "outputformat", "command", "description", "lease_seconds",
+            "effective_lease_seconds", "protected", "corpora", "created_at", "url",
+        ]  # fmt: skip
+        read_only_fields = fields
+
+    @extend_schema_field(serializers.IntegerField())
+    def get_effective_lease_seconds(self, service: Service) -> int:
+        return effective_lease_seconds(service)
+
+    def get_url(self, service: Service) -> str:
+        return f"/api/services/{service.name}"
+
+
+class ServiceRegisterRequestSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
+    version = serializers.CharField(max_length=50, required=False)
+    inputformat = serializers.ChoiceField(choices=["tex"], required=False)
+    outputformat = serializers.ChoiceField(choices=["html"], required=False)
+    command = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
+    lease_seconds = serializers.IntegerField(min_value=1, max_value=2_000_000_000, required=False, allow_null=True)
+
+
+class LeaseUpdateRequestSerializer(serializers.Serializer):
+    seconds = serializers.IntegerField(
+        min_value=1, max_value=2_000_000_000, allow_null=True, help_text="positive seconds, or null to clear"
+    )
+
+    def to_internal_value(self, data: object) -> dict:
+        # "5" or 5.0 are not whole seconds given as a number: the body must carry a JSON integer or null.
+        value = data.get("seconds") if isinstance(data, dict) else None
+        if isinstance(value, bool) or (value is not None and not isinstance(value, int)):
+            raise serializers.ValidationError({"seconds": ["must be a positive whole number, or null"]})
+        return super().to_internal_value(data)

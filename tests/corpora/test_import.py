@@ -1,0 +1,230 @@
+"""Import and extend through the API, including every kind of bad input an operator can send."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+from django.db import connection
+
+from corpora.models import Corpus, Document, Task
+from jobs.models import Job
+from jobs.runner import job_run
+from reports.models import LogMessage
+from services.models import Service
+from tests.corpora.helpers import activated, imported, make_corpus_dir
+from tests.support import TEX_DOCUMENT, TEX_FRAGMENT, write_targz, write_tex, write_zip
+
+pytestmark = pytest.mark.django_db
+
+
+def _import(authed, name: str, path: str) -> dict:
+    response = authed.post("/api/corpora", {"name": name, "path": path}, format="json")
+    return response
+
+
+def _run(body: dict) -> Job:
+    job_run(body["uuid"])
+    return Job.objects.get(pk=body["uuid"])
+
+
+def test_an_import_records_one_document_and_one_import_task_per_entry(authed, corpus_root):
+    directory = corpus_root / "mixed"
+    write_tex(directory / "lone.tex")
+    write_tex(directory / "dir" / "main.tex")
+    write_tex(directory / "dir" / "part.tex", TEX_FRAGMENT)
+    write_zip(directory / "1234.5678.zip", {"a/paper.tex": TEX_DOCUMENT})
+    write_targz(directory / "hep-th0001.tar.gz", {"ms.tex": TEX_DOCUMENT, "x.tex": TEX_FRAGMENT})
+    write_zip(directory / "figs.zip", {"f.png": "png"})
+    (directory / "empty").mkdir()
+    (directory / ".hidden.tex").write_text(TEX_DOCUMENT)
+    response = _import(authed, "mixed", str(directory))
+    assert response.status_code == 202 and response.json()["kind"] == "corpus_import"
+    job = _run(response.json())
+    assert job.state == "succeeded", job.message
+    assert (job.progress_current, job.progress_total) == (6, 6)  # the hidden entry is left out
+    docs = {d.name: d for d in Document.objects.filter(corpus__name="mixed")}
+    assert set(docs) == {"lone", "dir", "1234.5678", "hep-th0001", "figs", "empty"}
+    assert docs["dir"].main_file == "main.tex" and docs["1234.5678"].main_file == "a/paper.tex"
+    statuses = dict(Task.objects.filter(corpus__name="mixed").values_list("document__name", "status"))
+    assert statuses == {"lone": -1, "dir": -1, "1234.5678": -1, "hep-th0001": -1, "figs": -5, "empty": -5}
+    messages = {(m.task.document.name, m.severity, m.category, m.what) for m in LogMessage.objects.all()}
+    assert messages == {("figs", "fatal", "invalid", "archive"), ("empty", "fatal", "invalid", "no_main_file")}
+    corpus = authed.get("/api/corpora/mixed").json()
+    assert corpus["state"] == "ready" and corpus["documents"] == 6
+    assert corpus["services"][0]["name"] == "import"
+    assert corpus["services"][0]["counts"] == {
+        "total": 6, "in_progress": 0, "todo": 0, "queued": 0, "no_problem": 4, "warning": 0,
+        "error": 0, "fatal": 0, "invalid": 2, "blocked": 0,
+    }  # fmt: skip
+
+
+def test_a_taken_name_is_409_and_creates_nothing(authed, corpus_root):
+    imported(corpus_root, "taken")
+    other = make_corpus_dir(corpus_root, "other")
+    response = _import(authed, "taken", str(other))
+    assert response.status_code == 409
+    assert Corpus.objects.count() == 1 and Job.objects.filter(kind="corpus_import").count() == 1
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a/b", "../x", "tab\there", "nul\x00", "line\nbreak", "x" * 300, "", " lead", "ünïcode", "-dash-first", "new"],
+)
+def test_bad_names_are_400_with_a_field_error(authed, corpus_root, name):
+    response = _import(authed, name, str(make_corpus_dir(corpus_root, "d")))
+    assert response.status_code == 400, response.json()
+    assert "name" in response.json()["errors"]
+    assert not Corpus.objects.exists()
+
+
+def test_paths_outside_the_roots_are_422(authed, corpus_root, tmp_path):
+    outside = tmp_path / "outside"
+    make_corpus_dir(tmp_path, "outside")
+    (corpus_root / "link").symlink_to(outside)
+    for path in (str(outside), str(corpus_root / ".." / "outside"), str(corpus_root / "link"), "/etc", "../outside"):
+        response = _import(authed, "c", path)
+        assert response.status_code == 422, (path, response.json())
+        assert response.json()["errors"]["path"] == ["outside the corpus roots"]
+    assert not Corpus.objects.exists()
+
+
+def test_a_path_that_is_not_a_readable_directory_is_422(authed, corpus_root):
+    write_tex(corpus_root / "file.tex")
+    for path in (str(corpus_root / "missing"), str(corpus_root / "file.tex"), ""):
+        response = _import(authed, "c", path)
+        assert response.status_code in (400, 422), path
+        assert "path" in response.json()["errors"]
+    assert not Corpus.objects.exists()
+
+
+def test_a_relative_path_is_taken_inside_the_first_root(authed, corpus_root):
+    make_corpus_dir(corpus_root, "rel")
+    response = _import(authed, "rel", "rel")
+    assert response.status_code == 202
+    assert _run(response.json()).state == "succeeded"
+    assert Corpus.objects.get(name="rel").documents.count() == 3
+
+
+def test_an_empty_directory_imports_as_an_empty_corpus(authed, corpus_root):
+    (corpus_root / "nothing").mkdir()
+    job = _run(_import(authed, "nothing", str(corpus_root / "nothing")).json())
+    assert job.state == "succeeded" and job.result["documents"] == 0
+    assert authed.get("/api/corpora/nothing").json()["documents"] == 0
+
+
+def test_entries_that_escape_or_cannot_be_read_become_invalid_documents(authed, corpus_root, tmp_path):
+    directory = make_corpus_dir(corpus_root, "tricky", documents=1)
+    write_tex(tmp_path / "secret" / "s.tex")
+    (directory / "escape").symlink_to(tmp_path / "secret")
+    (directory / "dangling.tex").symlink_to(directory / "nowhere.tex")
+    os.mkfifo(directory / "pipe.tex")
+    write_zip(directory / "slip.zip", {"../../evil.tex": TEX_DOCUMENT})
+    (directory / "corrupt.tar.gz").write_bytes(b"\x1f\x8b\x08 definitely not gzip")
+    job = _run(_import(authed, "tricky", str(directory)).json())
+    assert job.state == "succeeded"
+    whats = dict(LogMessage.objects.values_list("task__document__name", "what"))
+    assert whats == {
+        "escape": "unsafe_path", "dangling": "unreadable", "pipe": "unsupported",
+        "slip": "unsafe_archive", "corrupt": "archive",
+    }  # fmt: skip
+    assert not (tmp_path / "evil.tex").exists()
+
+
+def test_a_failed_import_leaves_no_half_created_corpus(authed, corpus_root):
+    import shutil
+
+    directory = make_corpus_dir(corpus_root, "vanishing")
+    body = _import(authed, "vanishing", str(directory)).json()
+    shutil.rmtree(directory)
+    job = _run(body)
+    assert job.state == "failed" and "no longer a directory" in job.message
+    assert not Corpus.objects.filter(name="vanishing").exists()
+    assert not Document.objects.exists() and not Task.objects.exists()
+    make_corpus_dir(corpus_root, "vanishing")
+    assert _import(authed, "vanishing", str(corpus_root / "vanishing")).status_code == 202
+
+
+def test_short_name_collisions_keep_the_full_entry_name(authed, corpus_root):
+    directory = corpus_root / "dups"
+    write_tex(directory / "paper.tex")
+    write_zip(directory / "paper.zip", {"paper.tex": TEX_DOCUMENT})
+    _run(_import(authed, "dups", str(directory)).json())
+    assert set(Document.objects.values_list("name", flat=True)) == {"paper", "paper.zip"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_two_imports_racing_for_one_name_give_one_corpus_and_one_409(api, corpus_root):
+    from accounts.actions import token_create
+
+    _, raw = token_create(actor="racer", created_by="pytest")
+    directory = make_corpus_dir(corpus_root, "race")
+    barrier = threading.Barrier(2)
+    codes: list[int] = []
+
+    def post() -> None:
+        from rest_framework.test import APIClient
+
+        client = APIClient()
+        barrier.wait()
+        codes.append(client.post("/api/corpora", {"name": "race", "path": str(directory)}, format="json",
+                                 HTTP_X_SERVICE_TOKEN=raw).status_code)  # fmt: skip
+        connection.close()
+
+    threads = [threading.Thread(target=post) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(codes) == [202, 409]
+    assert Corpus.objects.filter(name="race").count() == 1
+    assert Job.objects.filter(kind="corpus_import").count() == 1
+
+
+def test_extend_adds_only_new_entries_with_todo_tasks_and_keeps_results(authed, corpus_root):
+    imported(corpus_root, "grow", documents=2)
+    activated("grow")
+    Task.objects.filter(corpus__name="grow", service__name="tex_to_html").update(status=-2)
+    write_tex(corpus_root / "grow" / "new1.tex")
+    write_zip(corpus_root / "grow" / "new2.zip", {"x.png": "no tex"})
+    response = authed.post("/api/corpora/grow/extend")
+    assert response.status_code == 202
+    job = _run(response.json())
+    assert job.state == "succeeded" and job.result["documents"] == 2 and job.result["todo_tasks"] == 1
+    counts = {s["name"]: s["counts"] for s in authed.get("/api/corpora/grow").json()["services"]}
+    assert counts["tex_to_html"]["warning"] == 2 and counts["tex_to_html"]["todo"] == 1
+    assert counts["import"]["no_problem"] == 3 and counts["import"]["invalid"] == 1
+    again = _run(authed.post("/api/corpora/grow/extend").json())
+    assert again.result["documents"] == 0
+
+
+def test_extend_of_an_unknown_corpus_is_404_and_of_an_importing_one_409(authed, corpus_root):
+    assert authed.post("/api/corpora/nope/extend").status_code == 404
+    _import(authed, "busy", str(make_corpus_dir(corpus_root, "busy")))
+    assert authed.post("/api/corpora/busy/extend").status_code == 409
+
+
+def test_import_and_extend_are_token_gated_and_journaled(authed, corpus_root):
+    from rest_framework.test import APIClient
+
+    from accounts.models import AuditEntry
+
+    directory = make_corpus_dir(corpus_root, "gated")
+    assert APIClient().post("/api/corpora", {"name": "gated", "path": str(directory)}, format="json").status_code == 401
+    _import(authed, "gated", str(directory))
+    _import(authed, "gated", str(directory))
+    outcomes = list(AuditEntry.objects.filter(action="corpus.import").order_by("id").values_list("target", "outcome"))
+    assert outcomes == [("gated", "ok"), ("gated", "409 Conflict")]
+
+
+def test_the_import_service_exists_and_is_protected(db):
+    assert set(Service.objects.values_list("name", flat=True)) >= {"init", "import"}
+
+
+def test_unusable_paths_are_422_not_a_crash(authed, corpus_root):
+    (corpus_root / "loop").symlink_to(corpus_root / "loop")
+    for path in (str(corpus_root / ("x" * 5000)), str(corpus_root / "loop"), "a\x00b"):
+        response = _import(authed, "c", path)
+        assert response.status_code in (400, 422), (path[:40], response.json())
+    assert not Corpus.objects.exists()

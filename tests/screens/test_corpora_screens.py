@@ -1,0 +1,85 @@
+"""The corpus screens in real headless Chromium (Debian's, driven by Playwright): sign in, watch a
+corpus's status bars follow its tasks without reloading, then delete it through the typed confirmation."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from corpora.models import Corpus, Document, Task
+from tests.corpora.helpers import activated, imported
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+
+
+@pytest.fixture
+def page(monkeypatch):
+    from playwright.sync_api import sync_playwright
+
+    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes beside it
+    # are ordinary blocking calls, which Django would otherwise refuse in a thread with a running loop.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+    if not shutil.which("chromium"):
+        pytest.fail("Chromium is not installed: apt-get install chromium (the screen tests drive the real browser)")
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            args=[
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+            ],
+        )
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        yield page
+        browser.close()
+
+
+def _count(page, service: str, key: str) -> str:
+    return page.inner_text(f"tr[data-service='{service}'] .legend [data-count='{key}']")
+
+
+def test_an_operator_watches_a_corpus_convert_live_and_deletes_it(page, live_server, token, corpus_root):
+    imported(corpus_root, "demo", documents=4)
+    activated("demo", "tex_to_html")
+    url = f"{live_server.url}/corpora/demo"
+
+    page.goto(f"{live_server.url}/login?next=/corpora/demo")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(url)
+    assert page.inner_text("#corpus-state") == "ready"
+    assert _count(page, "import", "no_problem") == "4"
+    assert _count(page, "tex_to_html", "todo") == "4" and _count(page, "tex_to_html", "no_problem") == "0"
+
+    # Workers report results: the page polls and the bars follow without a reload.
+    tasks = list(Task.objects.filter(corpus__name="demo", service__name="tex_to_html").order_by("pk"))
+    for task, status in zip(tasks, (-1, -1, -2, -3), strict=True):
+        Task.objects.filter(pk=task.pk).update(status=status)
+    page.wait_for_function(
+        "document.querySelector(\"tr[data-service='tex_to_html'] .legend [data-count='no_problem']\")"
+        ".innerText === '2'",
+        timeout=10000,
+    )
+    assert _count(page, "tex_to_html", "warning") == "1" and _count(page, "tex_to_html", "error") == "1"
+    assert _count(page, "tex_to_html", "todo") == "0"
+    assert page.locator("tr[data-service='tex_to_html'] .statusbar .seg").count() == 3
+    page.screenshot(path="/tmp/ccs-corpus-screen.png", full_page=True)
+
+    page.click("text=Delete corpus…")
+    page.wait_for_url(f"{url}/delete")
+    page.fill("#confirm", "dem")
+    page.click("#confirm-delete button[type=submit]")
+    assert "confirm=demo" in page.inner_text("[role=alert]")
+    assert Corpus.objects.filter(name="demo").exists()
+
+    page.fill("#confirm", "demo")
+    page.click("#confirm-delete button[type=submit]")
+    page.wait_for_url(f"{live_server.url}/corpora")
+    assert "The corpus demo was deleted" in page.inner_text("ul.messages")
+    assert not Corpus.objects.filter(name="demo").exists() and not Document.objects.exists()

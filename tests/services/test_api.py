@@ -1,0 +1,99 @@
+from __future__ import annotations
+
+import pytest
+from rest_framework.test import APIClient
+
+from corpora.models import Task
+from reports.models import LogMessage
+from services.models import Service
+from tests.corpora.helpers import activated, imported
+
+pytestmark = pytest.mark.django_db
+
+
+def test_registering_a_service_answers_201_with_the_record(authed):
+    response = authed.post(
+        "/api/services", {"name": "tex_to_html", "version": "0.8.8", "lease_seconds": 120}, format="json"
+    )
+    assert response.status_code == 201
+    body = response.json()
+    assert body["name"] == "tex_to_html" and body["version"] == "0.8.8" and body["inputformat"] == "tex"
+    assert body["lease_seconds"] == 120 and body["effective_lease_seconds"] == 120 and body["protected"] is False
+    assert not Task.objects.exists()
+
+
+def test_a_duplicate_service_is_409_and_bad_names_are_400(authed):
+    authed.post("/api/services", {"name": "s"}, format="json")
+    assert authed.post("/api/services", {"name": "s"}, format="json").status_code == 409
+    for bad in ("a b", "x/y", "z" * 300, "", None):
+        assert authed.post("/api/services", {"name": bad}, format="json").status_code == 400, bad
+    assert authed.post("/api/services", {"name": "q", "lease_seconds": 0}, format="json").status_code == 400
+    assert authed.post("/api/services", {"name": "q", "outputformat": "pdf"}, format="json").status_code == 400
+    assert Service.objects.filter(name="q").count() == 0
+
+
+def test_the_services_list_is_token_gated(authed):
+    assert APIClient().get("/api/services").status_code == 401
+    names = [row["name"] for row in authed.get("/api/services").json()]
+    assert names == ["import", "init"]
+
+
+def test_protected_services_cannot_be_deleted(authed):
+    for name in ("init", "import"):
+        response = authed.delete(f"/api/services/{name}?confirm={name}")
+        assert response.status_code == 403 and response["Content-Type"] == "application/problem+json"
+    assert Service.objects.filter(name__in=["init", "import"]).count() == 2
+
+
+def test_deleting_a_service_removes_its_tasks_and_messages_in_every_corpus(authed, corpus_root):
+    imported(corpus_root, "a")
+    imported(corpus_root, "b")
+    activated("a")
+    activated("b")
+    activated("a", service="keep")
+    for task in Task.objects.filter(service__name__in=["tex_to_html", "keep"]):
+        LogMessage.objects.create(
+            task=task, corpus_id=task.corpus_id, service_id=task.service_id, severity="warning", category="c", what="w"
+        )
+    assert authed.delete("/api/services/tex_to_html").status_code == 400
+    assert authed.delete("/api/services/tex_to_html?confirm=keep").status_code == 400
+    assert authed.delete("/api/services/tex_to_html?confirm=tex_to_html").status_code == 204
+    assert not Service.objects.filter(name="tex_to_html").exists()
+    assert set(Task.objects.values_list("service__name", flat=True)) == {"import", "keep"}
+    assert set(LogMessage.objects.values_list("service__name", flat=True)) == {"keep"}
+    assert authed.delete("/api/services/tex_to_html?confirm=tex_to_html").status_code == 404
+    assert [s["name"] for s in authed.get("/api/corpora/a").json()["services"]] == ["import", "keep"]
+
+
+def test_the_lease_override_is_set_and_cleared(authed, settings):
+    settings.DISPATCHER_LEASE_SECONDS = 900
+    authed.post("/api/services", {"name": "s"}, format="json")
+    body = authed.put("/api/services/s/lease", {"seconds": 30}, format="json").json()
+    assert (body["lease_seconds"], body["effective_lease_seconds"]) == (30, 30)
+    body = authed.put("/api/services/s/lease", {"seconds": None}, format="json").json()
+    assert (body["lease_seconds"], body["effective_lease_seconds"]) == (None, 900)
+
+
+@pytest.mark.parametrize("seconds", [0, -5, "abc", "30", 1.5, True, [], {}])
+def test_a_lease_that_is_not_positive_whole_seconds_is_400(authed, seconds):
+    authed.post("/api/services", {"name": "s", "lease_seconds": 60}, format="json")
+    response = authed.put("/api/services/s/lease", {"seconds": seconds}, format="json")
+    assert response.status_code == 400, response.json()
+    assert "seconds" in response.json()["errors"]
+    assert Service.objects.get(name="s").lease_seconds == 60
+
+
+def test_a_lease_body_without_seconds_or_for_an_unknown_service_is_refused(authed):
+    authed.post("/api/services", {"name": "s"}, format="json")
+    assert authed.put("/api/services/s/lease", {}, format="json").status_code == 400
+    assert authed.put("/api/services/nope/lease", {"seconds": 5}, format="json").status_code == 404
+
+
+def test_service_writes_are_journaled(authed):
+    from accounts.models import AuditEntry
+
+    authed.post("/api/services", {"name": "s"}, format="json")
+    authed.put("/api/services/s/lease", {"seconds": 5}, format="json")
+    authed.delete("/api/services/import?confirm=import")
+    rows = list(AuditEntry.objects.order_by("id").values_list("action", "target", "status_code"))
+    assert rows[-3:] == [("service.register", "s", 201), ("service.lease", "s", 200), ("service.delete", "import", 403)]
