@@ -9,19 +9,23 @@ from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
 from ops.api import HealthzApi
+from reports import urls as reports_urls
 from services import urls as services_urls
+from services.convert import ConvertApi
 
 api_urlpatterns = [
     path("openapi.json", OpenApiJsonView.as_view(), name="api-openapi"),
     path("docs", ApiDocsView.as_view(), name="api-docs"),
     *corpora_urls.api_urlpatterns,
     *services_urls.api_urlpatterns,
+    *reports_urls.api_urlpatterns,
     *jobs_urls.api_urlpatterns,
     *accounts_urls.api_urlpatterns,
 ]
 
 urlpatterns = [
     path("healthz", HealthzApi.as_view(), name="healthz"),
+    path("convert", ConvertApi.as_view(), name="convert"),
     path("api", DiscoveryApi.as_view(), name="api-index"),
     path("api/", include(api_urlpatterns)),
     re_path(r"^api(?:/.*)?$", api_not_found),

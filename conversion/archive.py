@@ -196,3 +196,55 @@ def inspect_entry(path: Path, entry: str) -> Entry:
     except OSError as exc:
         return Entry(document_name(entry), entry, "unknown", problem="unreadable", detail=str(exc))
     return Entry(document_name(entry), entry, "other", problem="unsupported", detail="not a directory, .tex or archive")
+
+
+# --- payloads: a document packed as a ZIP for a worker ---------------------------------------------
+
+PAYLOAD_MAX_BYTES = 512 * 1024 * 1024
+
+
+def pack_entry(path: Path, kind: str, entry: str) -> bytes:
+    """The document at `path` as ZIP bytes, as workers expect it: a directory's files, a lone .tex, a
+    .zip as it is, a tar or gzipped .tex repacked. Unsafe archive members and links out of the entry
+    are left out. Raises OSError / ValueError for an entry that cannot be packed."""
+    import io
+
+    if kind == "zip":
+        return path.read_bytes()
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
+        if kind == "dir":
+            base = path.resolve()
+            for root, dirs, files in os.walk(path, followlinks=False):
+                dirs[:] = [d for d in dirs if not d.startswith(".")]
+                for file in files:
+                    full = Path(root) / file
+                    if full.is_symlink() and not full.resolve().is_relative_to(base):
+                        continue
+                    if full.is_file():
+                        archive.write(full, full.relative_to(path).as_posix())
+        elif kind == "tex":
+            archive.write(path, entry)
+        elif kind in ("tar.gz", "gz"):
+            _repack_gzip(path, document_name(entry), archive)
+        else:
+            raise ValueError(f"cannot pack an entry of kind {kind!r}")
+    data = buffer.getvalue()
+    if len(data) > PAYLOAD_MAX_BYTES:
+        raise ValueError(f"the packed document is larger than {PAYLOAD_MAX_BYTES} bytes")
+    return data
+
+
+def _repack_gzip(path: Path, name: str, archive: zipfile.ZipFile) -> None:
+    try:
+        with tarfile.open(path, "r:gz") as tar:
+            for member in tar:
+                if member.isfile() and not _unsafe_member(member.name):
+                    handle = tar.extractfile(member)
+                    if handle is not None:
+                        archive.writestr(member.name, handle.read())
+            return
+    except tarfile.ReadError:
+        pass
+    with gzip.open(path, "rb") as handle:
+        archive.writestr(f"{name}.tex", handle.read())

@@ -188,6 +188,7 @@ def _corpus_purge(corpus_id: int) -> dict[str, int]:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("DELETE FROM reports_logmessage WHERE corpus_id = %s", [corpus_id])
         counts["messages"] = cursor.rowcount
+        cursor.execute("DELETE FROM reports_taskruntime WHERE corpus_id = %s", [corpus_id])
         cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s", [corpus_id])
         counts["tasks"] = cursor.rowcount
         for table in ("corpora_taskcount", "corpora_activation"):
@@ -264,6 +265,7 @@ def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | No
         pair = [corpus.pk, service.pk]
         cursor.execute("DELETE FROM reports_logmessage WHERE corpus_id = %s AND service_id = %s", pair)
         messages = cursor.rowcount
+        cursor.execute("DELETE FROM reports_taskruntime WHERE corpus_id = %s AND service_id = %s", pair)
         cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s AND service_id = %s", pair)
         tasks = cursor.rowcount
         cursor.execute("DELETE FROM corpora_taskcount WHERE corpus_id = %s AND service_id = %s", pair)

@@ -73,10 +73,19 @@ class Task(models.Model):
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
     document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, db_index=False)
     status = models.IntegerField(default=0)
+    # Lease bookkeeping (dispatcher): when the lease ends, the length captured at lease time, tries so far.
+    leased_until = models.DateTimeField(null=True, blank=True)
+    lease_seconds = models.PositiveIntegerField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]
-        indexes = [models.Index(fields=["corpus", "service", "status"], name="task_corpus_service_status")]
+        indexes = [
+            models.Index(fields=["corpus", "service", "status"], name="task_corpus_service_status"),
+            # The dispatcher's two hot queries: the next TODO tasks of a service, and expired leases.
+            models.Index(fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=0)),
+            models.Index(fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=0)),
+        ]
 
     def __str__(self) -> str:
         return f"task {self.pk} ({self.status})"

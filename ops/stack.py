@@ -19,6 +19,9 @@ from ops.supervisor import Child
 logger = logging.getLogger(__name__)
 
 FIRST_ACTOR = "admin"
+DEMO_CORPUS = "demo"
+DEMO_SERVICE = "tex_to_html"
+DEMO_SOURCE = Path(__file__).resolve().parent / "demo_corpus"
 
 
 class PrerequisiteMissing(Exception):
@@ -103,6 +106,36 @@ def celery_beat_child() -> Child:
     return Child("celery-beat", argv, child_env())
 
 
+def dispatcher_child() -> Child:
+    return Child("dispatcher", [sys.executable, "manage.py", "dispatcher"], child_env())
+
+
+def latexml_workers_child(*, concurrency: int, service: str = DEMO_SERVICE) -> Child:
+    argv = [sys.executable, "manage.py", "worker", "--service", service, "--concurrency", str(concurrency)]
+    return Child("latexml-workers", argv, child_env())
+
+
+def demo_load(*, actor: str) -> str | None:
+    """On a first start: copy the demo corpus into the first corpus root, import it, register
+    tex_to_html and activate it, so a newcomer sees real reports within a minute."""
+    from corpora.actions import corpus_import, service_activate
+    from corpora.models import Corpus
+    from jobs.runner import job_run
+    from services.actions import service_register
+    from services.models import Service
+
+    if Corpus.objects.exists():
+        return None
+    target = settings.CORPUS_ROOTS[0] / DEMO_CORPUS
+    if not target.exists():
+        shutil.copytree(DEMO_SOURCE, target)
+    job_run(corpus_import(name=DEMO_CORPUS, path=str(target), actor=actor, send=False).pk)
+    if not Service.objects.filter(name=DEMO_SERVICE).exists():
+        service_register(name=DEMO_SERVICE, actor=actor, description="LaTeXML: TeX to HTML5 (latexmlc --format=html5)")
+    job_run(service_activate(corpus_name=DEMO_CORPUS, service_name=DEMO_SERVICE, actor=actor, send=False).pk)
+    return DEMO_CORPUS
+
+
 def wait_for_web(base_url: str, timeout: float = 60.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -115,8 +148,12 @@ def wait_for_web(base_url: str, timeout: float = 60.0) -> bool:
     return False
 
 
-def check_prerequisites() -> None:
+def check_prerequisites(*, latexml_workers: int) -> None:
     """Fail with one line naming what to install, never a traceback."""
+    if latexml_workers > 0 and not shutil.which("latexmlc"):
+        raise PrerequisiteMissing(
+            "latexmlc is not installed: apt-get install latexml (or start with --workers 0 and run workers elsewhere)"
+        )
     for module, package in (("gunicorn", "gunicorn"), ("celery", "celery[redis]")):
         try:
             __import__(module)

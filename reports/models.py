@@ -35,3 +35,18 @@ class LogMessage(models.Model):
 
     def __str__(self) -> str:
         return f"{self.severity}:{self.category}:{self.what}"
+
+
+class TaskRuntime(models.Model):
+    """The conversion runtime of a task (from its Info:runtime_ms line), narrow for the runtime report."""
+
+    task = models.OneToOneField("corpora.Task", on_delete=models.DO_NOTHING, primary_key=True)
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    runtime_ms = models.IntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["corpus", "service", "-runtime_ms"], name="runtime_pair_slowest")]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.runtime_ms} ms"

@@ -11,8 +11,13 @@ from config.api.schema import problems
 from config.api.views import TokenApiView
 from corpora.serializers import ConfirmSerializer
 from services import actions
-from services.queries import service_get, service_list
-from services.serializers import LeaseUpdateRequestSerializer, ServiceRegisterRequestSerializer, ServiceSerializer
+from services.queries import service_get, service_list, worker_list
+from services.serializers import (
+    LeaseUpdateRequestSerializer,
+    ServiceRegisterRequestSerializer,
+    ServiceSerializer,
+    WorkerSerializer,
+)
 
 
 class ServiceListApi(TokenApiView):
@@ -88,3 +93,14 @@ class ServiceLeaseApi(TokenApiView):
             name=service, seconds=body.validated_data["seconds"], actor=self.actor_name()
         )
         return Response(ServiceSerializer(updated).data)
+
+
+class WorkerListApi(TokenApiView):
+    @extend_schema(
+        operation_id="services_workers",
+        summary="The workers of a service: dispatched, returned, in flight, first and last seen",
+        responses={200: WorkerSerializer(many=True), **problems(404)},
+        tags=["services"],
+    )
+    def get(self, request: Request, service: str) -> Response:
+        return Response(WorkerSerializer(worker_list(service), many=True).data)

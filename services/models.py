@@ -27,3 +27,43 @@ class Service(models.Model):
     @property
     def is_protected(self) -> bool:
         return self.name in PROTECTED_SERVICES
+
+
+class Worker(models.Model):
+    """Tallies of one worker identity for one service, written by the dispatcher."""
+
+    identity = models.CharField(max_length=200)
+    service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="workers")
+    dispatched = models.BigIntegerField(default=0)
+    returned = models.BigIntegerField(default=0)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        ordering = ["identity"]
+        constraints = [models.UniqueConstraint(fields=["identity", "service"], name="worker_unique_identity_service")]
+
+    def __str__(self) -> str:
+        return f"{self.identity} ({self.service_id})"
+
+    @property
+    def in_flight(self) -> int:
+        return max(self.dispatched - self.returned, 0)
+
+
+class DispatcherState(models.Model):
+    """One row: the dispatcher's liveness and its running counters (for health, status and tests)."""
+
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    pid = models.IntegerField()
+    leased = models.BigIntegerField(default=0)
+    dispatched = models.BigIntegerField(default=0)
+    ingested = models.BigIntegerField(default=0)
+    discarded = models.BigIntegerField(default=0)
+    garbage = models.BigIntegerField(default=0)
+    reaped = models.BigIntegerField(default=0)
+    failed_for_retries = models.BigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"dispatcher pid {self.pid}"

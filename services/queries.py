@@ -23,3 +23,11 @@ def service_get(name: str) -> Service:
 def effective_lease_seconds(service: Service) -> int:
     """The lease a task of this service gets when leased now: the override or the global default."""
     return service.lease_seconds or settings.DISPATCHER_LEASE_SECONDS
+
+
+def worker_list(service_name: str) -> list:
+    """The workers that have asked for work of a service, most recently seen first."""
+    from services.models import Worker
+
+    service = service_get(service_name)
+    return list(Worker.objects.filter(service=service).order_by("-last_seen", "identity"))

@@ -54,3 +54,13 @@ class LeaseUpdateRequestSerializer(serializers.Serializer):
         if isinstance(value, bool) or (value is not None and not isinstance(value, int)):
             raise serializers.ValidationError({"seconds": ["must be a positive whole number, or null"]})
         return super().to_internal_value(data)
+
+
+class WorkerSerializer(serializers.Serializer):
+    identity = serializers.CharField()
+    service = serializers.CharField(source="service.name")
+    dispatched = serializers.IntegerField()
+    returned = serializers.IntegerField()
+    in_flight = serializers.IntegerField(help_text="dispatched and not yet returned")
+    first_seen = serializers.DateTimeField()
+    last_seen = serializers.DateTimeField()

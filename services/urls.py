@@ -6,6 +6,7 @@ api_urlpatterns = [
     path("services", api.ServiceListApi.as_view(), name="api-services"),
     path("services/<str:service>", api.ServiceDetailApi.as_view(), name="api-service"),
     path("services/<str:service>/lease", api.ServiceLeaseApi.as_view(), name="api-service-lease"),
+    path("services/<str:service>/workers", api.WorkerListApi.as_view(), name="api-service-workers"),
 ]
 
 urlpatterns = [
@@ -13,4 +14,5 @@ urlpatterns = [
     path("services/<str:service>", views.service_detail_view, name="service"),
     path("services/<str:service>/lease", views.service_lease_view, name="service-lease"),
     path("services/<str:service>/delete", views.service_delete_view, name="service-delete"),
+    path("services/<str:service>/workers", views.worker_list_view, name="service-workers"),
 ]

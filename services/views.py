@@ -18,8 +18,13 @@ from config.errors import ServiceError
 from config.screens import error_page, form_params, validated
 from corpora.serializers import ConfirmSerializer
 from services import actions
-from services.queries import service_get, service_list
-from services.serializers import LeaseUpdateRequestSerializer, ServiceRegisterRequestSerializer, ServiceSerializer
+from services.queries import service_get, service_list, worker_list
+from services.serializers import (
+    LeaseUpdateRequestSerializer,
+    ServiceRegisterRequestSerializer,
+    ServiceSerializer,
+    WorkerSerializer,
+)
 
 # Up to 18 ASCII digits: a longer number is far past the serializer's maximum and is refused as text.
 _WHOLE_NUMBER = re.compile(r"-?[0-9]{1,18}")
@@ -123,3 +128,15 @@ def service_delete_view(request: HttpRequest, service: str) -> HttpResponse:
         return render(request, "services/delete.html", {"service": dto, "error": exc.detail}, status=exc.status)
     messages.success(request, f"The service {service} was deleted with its tasks and messages in every corpus.")
     return redirect("services")
+
+
+@login_required
+@require_http_methods(["GET"])
+def worker_list_view(request: HttpRequest, service: str) -> HttpResponse:
+    """Screen twin of GET /api/services/<service>/workers, refreshed live."""
+    try:
+        workers = WorkerSerializer(worker_list(service), many=True).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    template = "services/_workers_rows.html" if request.GET.get("fragment") == "rows" else "services/workers.html"
+    return render(request, template, {"service": service, "workers": workers})

@@ -111,8 +111,10 @@ def _close_connection_pools(django_db_setup, django_db_blocker):
     from django.db import connection, connections
 
     for conn in connections.all():
-        if conn.pool is not None:
+        if conn.alias in getattr(conn, "_connection_pools", {}):  # reading conn.pool would open one
             conn.close_pool()
+    if not connection.settings_dict["NAME"].startswith("test_"):
+        return  # no test used the database: there is no test database to tidy
     with django_db_blocker.unblock(), connection.cursor() as cursor:
         cursor.execute(
             "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"

@@ -78,6 +78,18 @@ def _get(url: str, token: str | None = None) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
+def _wait(predicate, timeout: float, message: str):
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(1)
+    raise AssertionError(f"timed out waiting for {message}")
+
+
 def _gone(pid: int, timeout: float = 15) -> bool:
     """True once the process has exited (a zombie awaiting its reaper counts as exited)."""
     import time
@@ -118,12 +130,27 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         assert other.returncode == 0, other.stderr
         assert _get(f"{base}/api/jobs", other.stdout.strip())[0] == 200
 
+        # The demo corpus was loaded on the first start and real LaTeXML workers convert it.
+        def demo_counts() -> dict | None:
+            status, body = _get(f"{base}/api/corpora/demo")
+            if status != 200:
+                return None
+            counts = next((s["counts"] for s in body["services"] if s["name"] == "tex_to_html"), None)
+            return counts if counts and counts["no_problem"] + counts["warning"] + counts["error"] >= 3 else None
+
+        counts = _wait(demo_counts, 150, "the demo corpus to convert")
+        assert counts["total"] == 6  # seven entries, one of them invalid at import
+
         children = up.descendants()
         postgres = _postmaster_pid(var_dir)
         names = " ".join(" ".join(child.cmdline()) for child in children)
-        assert "gunicorn" in names and "celery" in names and "beat" in names and "redis-server" in names
+        for part in ("gunicorn", "celery", "beat", "redis-server", "dispatcher", "worker --service tex_to_html"):
+            assert part in names, part
+        everything = children + [
+            p for p in psutil.process_iter(["cmdline"]) if "latexml" in " ".join(p.info["cmdline"] or [])
+        ]
         assert up.stop() == 0
-        assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+        assert not [child for child in everything if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
         assert postgres is not None and _gone(postgres)
 
         # A second start reuses the data: no new token, the old one still works.

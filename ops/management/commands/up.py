@@ -17,17 +17,16 @@ logger = logging.getLogger("ops.up")
 
 
 class Command(BaseCommand):
-    help = "Start the whole system: databases (embedded unless configured), migrations, web, jobs, beat."
+    help = (
+        "Start the whole system: databases (embedded unless configured), migrations, web, jobs, beat, the"
+        " dispatcher and LaTeXML workers; on the first start also a token and a demo corpus."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--port", type=int, default=8000, help="web port (default 8000)")
         parser.add_argument("--host", default="127.0.0.1", help="web address to bind (default 127.0.0.1)")
-        parser.add_argument(
-            "--workers",
-            type=int,
-            default=2,
-            help="LaTeXML conversion workers to run (used once the dispatcher exists)",
-        )
+        parser.add_argument("--workers", type=int, default=2, help="LaTeXML conversion workers (default 2; 0 for none)")
+        parser.add_argument("--no-demo", action="store_true", help="do not load the demo corpus on the first start")
         parser.add_argument("--web-processes", type=int, default=2, help="gunicorn worker processes (default 2)")
         parser.add_argument("--job-concurrency", type=int, default=2, help="Celery job worker processes (default 2)")
 
@@ -35,7 +34,7 @@ class Command(BaseCommand):
         supervisor = Supervisor()
         supervisor.install_signal_handlers()
         try:
-            stack.check_prerequisites()
+            stack.check_prerequisites(latexml_workers=options["workers"])
             self._start(supervisor, options)
             supervisor.watch()
         except stack.PrerequisiteMissing as exc:
@@ -57,6 +56,11 @@ class Command(BaseCommand):
             _, raw = token_create(actor=stack.FIRST_ACTOR, created_by="up")
             self.stdout.write(f"First start: an admin token for actor '{stack.FIRST_ACTOR}' (shown once):")
             self.stdout.write(f"TOKEN={raw}")
+        if not options["no_demo"] and stack.demo_load(actor=stack.FIRST_ACTOR):
+            self.stdout.write(f"First start: loaded the demo corpus '{stack.DEMO_CORPUS}' with {stack.DEMO_SERVICE}")
+        supervisor.start(stack.dispatcher_child())
+        if options["workers"] > 0:
+            supervisor.start(stack.latexml_workers_child(concurrency=options["workers"]))
         supervisor.start(stack.celery_worker_child(concurrency=options["job_concurrency"]))
         supervisor.start(stack.celery_beat_child())
         supervisor.start(

@@ -1,0 +1,335 @@
+"""Running latexmlc: one conversion in its own process group, fenced by a memory limit and a hard
+wall-clock timeout enforced from outside (LaTeXML's own --timeout is not reliable).
+
+A bad document never raises: what went wrong is written into the log as LaTeXML would have
+(`Fatal:...` then `Status:conversion:3`). Only a missing latexmlc or a programming error raises.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import re
+import resource
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePath
+
+LOG_NAME = "cortex.log"
+DEFAULT_TIMEOUT_SECONDS = 300
+DEFAULT_MEMORY_MB = 4096
+FATAL = 3
+STATUS_NAMES = {0: "no_problem", 1: "warning", 2: "error", 3: "fatal"}
+# latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
+LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
+# Time latexmlc gets to exit after SIGTERM before the whole group is killed.
+TERMINATE_GRACE_SECONDS = 2.0
+# A document that spams warnings can write a huge log; the worker must not run out of memory reading it.
+LOG_MAX_BYTES = 32 * 1024 * 1024
+_LOG_TAIL_BYTES = 256 * 1024
+_STDERR_MAX_BYTES = 256 * 1024
+_STATUS_LINE = re.compile(rb"^Status:conversion:(\d+)\s*$", re.MULTILINE)
+_INSTALL_HINT = "apt-get install latexml"
+_CHUNKS = frozenset({"document", "fragment", "formula", "math"})
+_MATH_CHUNKS = frozenset({"formula", "math"})
+# Output formats latexmlc knows, with the file extension their result is written under.
+_FORMATS = {
+    "tex": "tex", "box": "box", "xml": "xml", "html": "html", "html4": "html", "html5": "html", "xhtml": "xhtml"
+}  # fmt: skip
+_PRELOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(?:\[[A-Za-z0-9_.,=\- ]*\])?$")
+
+
+class EngineMissing(RuntimeError):
+    """latexmlc cannot be found: nothing can be converted on this machine."""
+
+
+class ConversionCancelled(Exception):
+    """The caller's cancel event was set: the conversion was stopped and has no result."""
+
+
+@dataclass(frozen=True)
+class Conversion:
+    log: bytes  # the cortex.log content, with `Info:runtime_ms:N` appended (and the timeout lines when killed)
+    output_dir: Path  # where the HTML and its assets were written
+    status_code: int | None  # from the log's Status:conversion:N line, 3 when killed
+    timed_out: bool
+    runtime_ms: int
+
+
+@dataclass(frozen=True)
+class _Run:
+    returncode: int
+    timed_out: bool
+    runtime_ms: int
+    stderr: bytes
+
+
+def latexmlc_path(latexmlc: str = "latexmlc") -> str:
+    """The absolute path of the latexmlc executable; raises EngineMissing when there is none."""
+    found = shutil.which(latexmlc)
+    if found is None:
+        raise EngineMissing(f"{latexmlc} is not installed: {_INSTALL_HINT}")
+    return found
+
+
+def convert(
+    source_dir: Path,
+    main_file: str,
+    *,
+    timeout: float = DEFAULT_TIMEOUT_SECONDS,
+    memory_mb: int = DEFAULT_MEMORY_MB,
+    latexmlc: str = "latexmlc",
+    extra_args: Sequence[str] = (),
+    cancel: threading.Event | None = None,
+) -> Conversion:
+    """Convert `main_file` (relative to `source_dir`) to HTML5 in a fresh directory inside `source_dir`.
+
+    Raises EngineMissing without latexmlc, ConversionCancelled when `cancel` is set meanwhile."""
+    executable = latexmlc_path(latexmlc)
+    source_dir = Path(source_dir).resolve()
+    output_dir = Path(tempfile.mkdtemp(prefix=".cortex-output-", dir=source_dir))
+    log_path = source_dir / LOG_NAME
+    # A log left by an earlier run must not be read as this run's.
+    log_path.unlink(missing_ok=True)
+    argv = [
+        executable,
+        "--format=html5",
+        f"--dest={output_dir / (PurePath(main_file).stem + '.html')}",
+        f"--log={LOG_NAME}",
+        f"--timeout={_latexmlc_timeout(timeout)}",
+        *extra_args,
+        _source_argument(main_file),
+    ]
+    run = _run_latexmlc(argv, cwd=source_dir, timeout=timeout, memory_mb=memory_mb, cancel=cancel)
+    log, status_code = _finish_log(_read_log(log_path), run, timeout=timeout, memory_mb=memory_mb)
+    return Conversion(
+        log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms
+    )
+
+
+def convert_text(
+    tex: str,
+    *,
+    whatsin: str = "document",
+    whatsout: str = "document",
+    format: str = "html5",
+    timeout: float = 60,
+    includestyles: bool = False,
+    pmml: bool = False,
+    cmml: bool = False,
+    preload: Sequence[str] = (),
+    latexmlc: str = "latexmlc",
+    memory_mb: int = DEFAULT_MEMORY_MB,
+) -> dict:
+    """Convert TeX given as text (a `literal:` prefix is accepted and dropped) in a temporary directory.
+
+    Returns {"result", "log", "status", "status_code"}; raises ValueError for an unknown switch value."""
+    if whatsin not in _CHUNKS or whatsout not in _CHUNKS:
+        raise ValueError(f"whatsin and whatsout must be one of {sorted(_CHUNKS)}")
+    if format not in _FORMATS:
+        raise ValueError(f"format must be one of {sorted(_FORMATS)}")
+    bad = [name for name in preload if not _PRELOAD_NAME.match(name)]
+    if bad:
+        raise ValueError(f"not a binding name to preload: {bad[0]!r}")
+    executable = latexmlc_path(latexmlc)
+    source = tex.removeprefix("literal:")
+    # Formula in, formula out: without a math switch LaTeXML would answer in its own XMath schema.
+    if whatsin in _MATH_CHUNKS and whatsout in _MATH_CHUNKS and not (pmml or cmml):
+        pmml = True
+    with tempfile.TemporaryDirectory(prefix="cortex-text-") as work:
+        work_dir = Path(work)
+        # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
+        (work_dir / "input.tex").write_text(source, encoding="utf-8")
+        dest = work_dir / f"result.{_FORMATS[format]}"
+        argv = [
+            executable,
+            f"--format={format}",
+            f"--whatsin={whatsin}",
+            f"--whatsout={whatsout}",
+            f"--dest={dest}",
+            f"--log={LOG_NAME}",
+            f"--timeout={_latexmlc_timeout(timeout)}",
+            *(["--includestyles"] if includestyles else []),
+            *(["--pmml"] if pmml else []),
+            *(["--cmml"] if cmml else []),
+            *(f"--preload={name}" for name in preload),
+            "./input.tex",
+        ]
+        run = _run_latexmlc(argv, cwd=work_dir, timeout=timeout, memory_mb=memory_mb, cancel=None)
+        log, status_code = _finish_log(_read_log(work_dir / LOG_NAME), run, timeout=timeout, memory_mb=memory_mb)
+        result = dest.read_bytes() if dest.is_file() else b""
+    code = FATAL if status_code is None else status_code
+    return {
+        "result": result.decode("utf-8", errors="replace").strip(),
+        "log": log.decode("utf-8", errors="replace"),
+        "status": STATUS_NAMES.get(code, "fatal"),
+        "status_code": code,
+    }
+
+
+def status_code_of(log: bytes) -> int | None:
+    """The LaTeXML status code of the last `Status:conversion:N` line of a log, or None without one."""
+    found = _STATUS_LINE.findall(log)
+    return int(found[-1]) if found else None
+
+
+def _latexmlc_timeout(timeout: float) -> int:
+    return math.ceil(timeout) + LATEXMLC_TIMEOUT_MARGIN_SECONDS
+
+
+def _source_argument(main_file: str) -> str:
+    # "./" keeps a file named "-x.tex" from reading as an option and "literal:x.tex" from reading as TeX.
+    return main_file if PurePath(main_file).is_absolute() else f"./{main_file}"
+
+
+def _run_latexmlc(
+    argv: list[str], *, cwd: Path, timeout: float, memory_mb: int, cancel: threading.Event | None
+) -> _Run:
+    """Run latexmlc in its own session; kill the whole group at the deadline; leave no process behind."""
+    if memory_mb < 1 or timeout <= 0:
+        raise ValueError("memory_mb and timeout must be positive")
+    limit = memory_mb * 1024 * 1024
+
+    def limit_memory() -> None:
+        # Runs in the child between fork and exec; setrlimit takes no lock, so this is safe with threads.
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    with tempfile.TemporaryFile() as stderr:
+        started = time.monotonic()
+        process = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+            start_new_session=True,
+            preexec_fn=limit_memory,
+        )
+        timed_out = cancelled = False
+        try:
+            outcome = _wait_for_exit(process.pid, started + timeout, cancel)
+            timed_out, cancelled = outcome == "deadline", outcome == "cancelled"
+            if outcome != "exited":
+                _signal_group(process.pid, signal.SIGTERM)
+                _wait_for_exit(process.pid, time.monotonic() + TERMINATE_GRACE_SECONDS, None)
+        finally:
+            # The leader is not reaped yet, so the group id cannot have been reused: killing it is safe,
+            # and takes any helper latexmlc started along with it.
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait()
+            _wait_for_group_gone(process.pid)
+        runtime_ms = int((time.monotonic() - started) * 1000)
+        if cancelled:
+            raise ConversionCancelled("the conversion was cancelled")
+        size = stderr.seek(0, os.SEEK_END)
+        stderr.seek(max(0, size - _STDERR_MAX_BYTES))
+        return _Run(returncode=process.returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr.read())
+
+
+def _wait_for_exit(pid: int, deadline: float, cancel: threading.Event | None) -> str:
+    """Wait until the child exits (without reaping it), the deadline passes or `cancel` is set."""
+    try:
+        # A pidfd becomes readable when the process exits, so the wait costs no polling.
+        pidfd: int | None = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        pidfd = None
+    poller = select.poll()
+    if pidfd is not None:
+        poller.register(pidfd, select.POLLIN)
+    try:
+        while True:
+            if _has_exited(pid):
+                return "exited"
+            if cancel is not None and cancel.is_set():
+                return "cancelled"
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return "deadline"
+            step = min(remaining, 0.25 if cancel is not None else remaining)
+            if pidfd is not None:
+                poller.poll(max(1, int(step * 1000)))
+            else:
+                time.sleep(min(step, 0.05))
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _has_exited(pid: int) -> bool:
+    # WNOWAIT leaves the child a zombie, which keeps its pid and process group id from being reused.
+    return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+
+
+def _signal_group(pgid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signum)
+
+
+def _wait_for_group_gone(pgid: int, limit: float = 2.0) -> None:
+    """Give killed helpers of latexmlc a moment to disappear, so none outlives the call."""
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
+
+
+def _read_log(path: Path) -> bytes:
+    """The log file, cut in the middle when it is huge (the end holds the status line)."""
+    try:
+        with open(path, "rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(0)
+            if size <= LOG_MAX_BYTES:
+                return handle.read()
+            head = handle.read(LOG_MAX_BYTES - _LOG_TAIL_BYTES)
+            handle.seek(size - _LOG_TAIL_BYTES)
+            tail = handle.read()
+    except FileNotFoundError:
+        return b""
+    cut = f"\nInfo:truncated:log the log was {size} bytes; its middle was left out\n".encode()
+    return head + cut + tail
+
+
+def _finish_log(log: bytes, run: _Run, *, timeout: float, memory_mb: int) -> tuple[bytes, int | None]:
+    """Append what latexmlc could not say itself (timeout, death) and the runtime; return the status."""
+    if not log.strip():
+        # latexmlc died before it opened its log: its stderr is the only record.
+        log = run.stderr
+    status_code = status_code_of(log)
+    lines: list[str] = []
+    if run.timed_out:
+        lines += [
+            f"Fatal:timeout:timedout Conversion exceeded the timeout of {timeout:g} seconds",
+            f"Status:conversion:{FATAL}",
+        ]
+        status_code = FATAL
+    elif status_code is None:
+        lines += [_death_message(run, log, memory_mb), f"Status:conversion:{FATAL}"]
+        status_code = FATAL
+    lines.append(f"Info:runtime_ms:{run.runtime_ms}")
+    if log and not log.endswith(b"\n"):
+        log += b"\n"
+    return log + "".join(f"{line}\n" for line in lines).encode(), status_code
+
+
+def _death_message(run: _Run, log: bytes, memory_mb: int) -> str:
+    if b"Out of memory" in run.stderr or b"Out of memory" in log[-_LOG_TAIL_BYTES:]:
+        return f"Fatal:perl:out_of_memory latexmlc ran out of memory (limit {memory_mb} MB)"
+    if run.returncode < 0:
+        try:
+            name = signal.Signals(-run.returncode).name
+        except ValueError:
+            name = "unknown signal"
+        return f"Fatal:perl:die latexmlc exited with signal {-run.returncode} ({name})"
+    return f"Fatal:perl:die latexmlc exited with code {run.returncode} and no status line"

@@ -1,0 +1,31 @@
+"""CorTeX framing: a payload travels as frames of `message_size` bytes and ends at a shorter frame.
+
+Existing CorTeX workers and dispatchers find the end of a payload by that short frame, not by the
+ZeroMQ more-flag, so the framing must hold exactly: an exact multiple gets an empty last frame.
+"""
+
+from __future__ import annotations
+
+DEFAULT_MESSAGE_SIZE = 100_000
+
+
+def split_frames(data: bytes, message_size: int = DEFAULT_MESSAGE_SIZE) -> list[bytes]:
+    """Every frame but the last is exactly message_size bytes; when len(data) is an exact multiple
+    (including 0) an empty last frame follows, so a reader ends at the first frame shorter than message_size."""
+    if message_size < 1:
+        raise ValueError("message_size must be positive")
+    view = memoryview(data)
+    frames = [bytes(view[start : start + message_size]) for start in range(0, len(data), message_size)]
+    if not frames or len(frames[-1]) == message_size:
+        frames.append(b"")
+    return frames
+
+
+def join_frames(frames: list[bytes]) -> bytes:
+    """The payload carried by a list of frames (the inverse of split_frames)."""
+    return b"".join(frames)
+
+
+def payload_complete(frames: list[bytes], message_size: int) -> bool:
+    """True once a frame shorter than message_size was seen: the sender has nothing more to add."""
+    return any(len(frame) < message_size for frame in frames)

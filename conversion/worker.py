@@ -1,0 +1,418 @@
+"""The worker client, wire-compatible with CorTeX: ask the ventilator for a task, convert it with
+latexmlc, push the result ZIP to the sink. Needs only Python, latexmlc and pyzmq:
+
+    python -m conversion.worker --ventilator tcp://host:51695 --sink tcp://host:51696 \\
+        --service tex_to_html --concurrency 2 [--timeout 300] [--memory-mb 4096]
+
+A bad payload is answered with a `Fatal:invalid:archive` result and the loop goes on; a dispatcher
+that goes away is waited for (the request is resent on a fresh socket), never blocked on forever.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import io
+import logging
+import os
+import signal
+import socket
+import sys
+import tempfile
+import threading
+import time
+import zipfile
+import zlib
+from pathlib import Path, PurePosixPath
+
+import zmq
+
+from conversion import engine
+from conversion.archive import inspect_entry
+from conversion.wire import DEFAULT_MESSAGE_SIZE, join_frames, payload_complete, split_frames
+
+logger = logging.getLogger(__name__)
+
+NO_WORK_TASK_ID = b"0"
+# How long to wait for the ventilator's answer before assuming it restarted and asking again.
+REPLY_TIMEOUT_SECONDS = 20.0
+NO_WORK_FIRST_WAIT_SECONDS = 0.25
+NO_WORK_MAX_WAIT_SECONDS = 2.0
+UNPACK_MAX_BYTES = 1024**3
+UNPACK_MAX_MEMBERS = 20_000
+RECONNECT_IVL_MS = 250
+RECONNECT_IVL_MAX_MS = 5_000
+# A few queued requests or results at most: a worker that cannot reach its peer should wait, not pile up.
+SNDHWM = 16
+# Results still queued when the worker stops get this long to reach the sink.
+SINK_LINGER_MS = 5_000
+_SLICE_SECONDS = 0.25
+_COPY_CHUNK = 1024 * 1024
+
+
+class InvalidPayload(ValueError):
+    """The task payload is not a ZIP that can be unpacked safely."""
+
+
+def unpack_payload(
+    data: bytes, dest: Path, *, max_bytes: int = UNPACK_MAX_BYTES, max_members: int = UNPACK_MAX_MEMBERS
+) -> None:
+    """Unpack a ZIP payload into `dest`, refusing members that escape it and archives that are too big."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+            if len(members) > max_members:
+                raise InvalidPayload(f"the archive has more than {max_members} members")
+            if sum(member.file_size for member in members) > max_bytes:
+                raise InvalidPayload(f"the archive unpacks to more than {max_bytes} bytes")
+            dest.mkdir(parents=True, exist_ok=True)
+            root = dest.resolve()
+            written = 0
+            for member in members:
+                target = _member_target(root, member.filename)
+                if member.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(member) as source, open(target, "wb") as sink:
+                    # Counted as written, not as declared: a member may claim less than it holds.
+                    while chunk := source.read(_COPY_CHUNK):
+                        written += len(chunk)
+                        if written > max_bytes:
+                            raise InvalidPayload(f"the archive unpacks to more than {max_bytes} bytes")
+                        sink.write(chunk)
+    except InvalidPayload:
+        raise
+    except (
+        zipfile.BadZipFile, zipfile.LargeZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError
+    ) as exc:  # fmt: skip
+        raise InvalidPayload(f"not a readable zip archive: {exc}") from exc
+    except OSError as exc:
+        # A full disk is the machine's problem, not the document's: let the caller report it as such.
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise
+        raise InvalidPayload(f"cannot unpack the archive: {exc}") from exc
+
+
+def _member_target(root: Path, name: str) -> Path:
+    path = PurePosixPath(name.replace("\\", "/"))
+    if path.is_absolute() or ".." in path.parts or (len(name) > 1 and name[1] == ":"):
+        raise InvalidPayload(f"member escapes the archive: {name}")
+    parts = [part for part in path.parts if part not in ("", ".")]
+    if not parts:
+        raise InvalidPayload(f"member has no name: {name!r}")
+    target = root.joinpath(*parts)
+    if not target.resolve().is_relative_to(root):
+        raise InvalidPayload(f"member escapes the archive: {name}")
+    return target
+
+
+def result_archive(log: bytes, output_dir: Path | None = None) -> bytes:
+    """The result ZIP: `cortex.log` at the root, then the regular files of `output_dir`."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(engine.LOG_NAME, log)
+        if output_dir is not None:
+            for root, dirs, files in os.walk(output_dir, followlinks=False):
+                dirs.sort()
+                for file in sorted(files):
+                    path = Path(root) / file
+                    # A link could point anywhere on the worker machine: only regular files travel.
+                    if path.is_file() and not path.is_symlink():
+                        archive.write(path, path.relative_to(output_dir).as_posix())
+    return buffer.getvalue()
+
+
+def fatal_result(category: str, what: str, why: str) -> bytes:
+    """A result ZIP whose log holds one Fatal message and a fatal status."""
+    details = " ".join(why.split())
+    log = f"Fatal:{category}:{what} {details}\nStatus:conversion:{engine.FATAL}\n"
+    return result_archive(log.encode())
+
+
+def convert_payload(
+    payload: bytes,
+    *,
+    timeout: float = engine.DEFAULT_TIMEOUT_SECONDS,
+    memory_mb: int = engine.DEFAULT_MEMORY_MB,
+    latexmlc: str = "latexmlc",
+    cancel: threading.Event | None = None,
+) -> bytes:
+    """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result."""
+    with tempfile.TemporaryDirectory(prefix="cortex-task-") as work:
+        source = Path(work) / "source"
+        try:
+            unpack_payload(payload, source)
+        except InvalidPayload as exc:
+            return fatal_result("invalid", "archive", str(exc))
+        entry = inspect_entry(source, "payload")
+        if entry.problem:
+            return fatal_result("invalid", "archive", entry.detail or entry.problem)
+        main = PurePosixPath(entry.main_file)
+        # A ZIP that wraps the document in a folder has its main file there; TeX resolves \input from it.
+        conversion = engine.convert(
+            source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, latexmlc=latexmlc, cancel=cancel
+        )
+        return result_archive(conversion.log, conversion.output_dir)
+
+
+class _WorkerLoop:
+    """One worker thread: its own DEALER and PUSH sockets (zmq sockets are not thread-safe)."""
+
+    def __init__(
+        self,
+        *,
+        context: zmq.Context,
+        ventilator: str,
+        sink: str,
+        service: str,
+        identity: str,
+        timeout: float,
+        memory_mb: int,
+        message_size: int,
+        reply_timeout: float,
+        latexmlc: str,
+        stop: threading.Event,
+    ) -> None:
+        self.context = context
+        self.ventilator_endpoint = ventilator
+        self.sink_endpoint = sink
+        self.service = service.encode()
+        self.identity = identity.encode()
+        self.timeout = timeout
+        self.memory_mb = memory_mb
+        self.message_size = message_size
+        self.reply_timeout = reply_timeout
+        self.latexmlc = latexmlc
+        self.stop = stop
+        self.dealer: zmq.Socket | None = None
+        self.sink: zmq.Socket | None = None
+
+    def run(self) -> None:
+        """Ask, convert, answer, until stopped. Only a missing latexmlc ends the loop early (it raises)."""
+        no_work_wait = 0.0
+        self.sink = self._open_sink()
+        self.dealer = self._open_dealer()
+        try:
+            while not self.stop.is_set():
+                try:
+                    reply = self._ask()
+                    if reply is None:
+                        if self.stop.is_set():
+                            break
+                        # No answer in time: the dispatcher may have restarted, so ask again on a fresh socket.
+                        logger.info(
+                            "worker %s: no answer from %s; asking again",
+                            self.identity.decode(),
+                            self.ventilator_endpoint,
+                        )
+                        self.dealer.close(linger=0)
+                        self.dealer = self._open_dealer()
+                        continue
+                    task_id, payload = reply
+                    if task_id == NO_WORK_TASK_ID:
+                        no_work_wait = min(NO_WORK_MAX_WAIT_SECONDS, max(NO_WORK_FIRST_WAIT_SECONDS, no_work_wait * 2))
+                        self.stop.wait(no_work_wait)
+                        continue
+                    no_work_wait = 0.0
+                    self._serve(task_id, payload)
+                except engine.EngineMissing:
+                    raise
+                except Exception:
+                    # Whatever went wrong, this worker keeps serving; a stuck socket is replaced.
+                    logger.exception("worker %s: unexpected error; reopening its sockets", self.identity.decode())
+                    self.stop.wait(1.0)
+                    self.dealer.close(linger=0)
+                    self.dealer = self._open_dealer()
+        finally:
+            self.dealer.close(linger=0)
+            self.sink.close(linger=SINK_LINGER_MS)
+
+    def _open_dealer(self) -> zmq.Socket:
+        dealer = self.context.socket(zmq.DEALER)
+        dealer.setsockopt(zmq.LINGER, 0)
+        # The dispatcher tallies work per worker by this id, and the sink message repeats it.
+        dealer.setsockopt(zmq.ROUTING_ID, self.identity)
+        dealer.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
+        dealer.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
+        dealer.setsockopt(zmq.SNDHWM, SNDHWM)
+        dealer.connect(self.ventilator_endpoint)
+        return dealer
+
+    def _open_sink(self) -> zmq.Socket:
+        sink = self.context.socket(zmq.PUSH)
+        sink.setsockopt(zmq.LINGER, SINK_LINGER_MS)
+        sink.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
+        sink.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
+        sink.setsockopt(zmq.SNDHWM, SNDHWM)
+        sink.connect(self.sink_endpoint)
+        return sink
+
+    def _ask(self) -> tuple[bytes, bytes] | None:
+        """Send one request; return (task_id, payload), or None when no complete answer came in time."""
+        assert self.dealer is not None
+        try:
+            self.dealer.send(self.service, zmq.NOBLOCK)
+        except zmq.Again:
+            self.stop.wait(_SLICE_SECONDS)
+            return None
+        deadline = time.monotonic() + self.reply_timeout
+        frames: list[bytes] = []
+        # The payload ends at a frame shorter than message_size; a sender that splits it over several
+        # ZeroMQ messages is read on until that frame comes.
+        while len(frames) < 2 or not payload_complete(frames[1:], self.message_size):
+            if not self._wait_readable(self.dealer, deadline):
+                return None
+            frames.extend(self.dealer.recv_multipart(zmq.NOBLOCK))
+        return frames[0], join_frames(frames[1:])
+
+    def _wait_readable(self, sock: zmq.Socket, deadline: float) -> bool:
+        while not self.stop.is_set():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            if sock.poll(int(min(remaining, _SLICE_SECONDS) * 1000), zmq.POLLIN):
+                return True
+        return False
+
+    def _serve(self, task_id: bytes, payload: bytes) -> None:
+        label = task_id.decode(errors="replace")
+        try:
+            result = convert_payload(
+                payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc, cancel=self.stop
+            )
+        except engine.ConversionCancelled:
+            # Stopping: no result, so the lease runs out and the task goes to another worker.
+            logger.info("task %s: conversion cancelled by shutdown", label)
+            return
+        except engine.EngineMissing:
+            raise
+        except Exception as exc:
+            logger.exception("task %s: the worker failed to convert it", label)
+            try:
+                result = fatal_result("worker", "exception", f"{type(exc).__name__}: {exc}")
+            except Exception:
+                logger.exception("task %s: cannot build a fatal result either", label)
+                result = b""  # a worker that produced nothing sends one empty data frame
+        self._deliver([self.identity, self.service, task_id, *split_frames(result, self.message_size)], label)
+
+    def _deliver(self, frames: list[bytes], label: str) -> None:
+        assert self.sink is not None
+        warned = False
+        while True:
+            try:
+                self.sink.send_multipart(frames, zmq.NOBLOCK)
+                return
+            except zmq.Again:
+                # The sink is unreachable and the queue is full: wait for it rather than block forever.
+                if self.stop.is_set():
+                    logger.warning("task %s: result dropped at shutdown, the sink is unreachable", label)
+                    return
+                if not warned:
+                    logger.warning("task %s: the sink is unreachable; waiting to deliver the result", label)
+                    warned = True
+                self.stop.wait(0.5)
+
+
+def worker_identities(identity: str | None, concurrency: int) -> list[str]:
+    """One identity per thread: `hostname:pid` by default, with the thread index when there are several."""
+    base = identity or f"{socket.gethostname()}:{os.getpid()}"
+    return [base] if concurrency == 1 else [f"{base}:{index}" for index in range(concurrency)]
+
+
+def run_worker(
+    *,
+    ventilator: str,
+    sink: str,
+    service: str,
+    concurrency: int = 1,
+    identity: str | None = None,
+    timeout: float = engine.DEFAULT_TIMEOUT_SECONDS,
+    memory_mb: int = engine.DEFAULT_MEMORY_MB,
+    message_size: int = DEFAULT_MESSAGE_SIZE,
+    stop: threading.Event | None = None,
+    reply_timeout: float = REPLY_TIMEOUT_SECONDS,
+    latexmlc: str = "latexmlc",
+) -> None:
+    """Serve `service` with `concurrency` threads until `stop` is set; raises EngineMissing without latexmlc."""
+    engine.latexmlc_path(latexmlc)
+    if concurrency < 1 or message_size < 1 or reply_timeout <= 0:
+        raise ValueError("concurrency, message_size and reply_timeout must be positive")
+    stop = stop if stop is not None else threading.Event()
+    failures: list[BaseException] = []
+    context = zmq.Context()
+
+    def serve(loop: _WorkerLoop) -> None:
+        try:
+            loop.run()
+        except BaseException as exc:
+            logger.critical("worker %s stops: %s", loop.identity.decode(), exc)
+            failures.append(exc)
+            stop.set()
+
+    names = worker_identities(identity, concurrency)
+    threads = []
+    for index, name in enumerate(names):
+        loop = _WorkerLoop(
+            context=context, ventilator=ventilator, sink=sink, service=service, identity=name, timeout=timeout,
+            memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc, stop=stop,
+        )  # fmt: skip
+        threads.append(threading.Thread(target=serve, args=(loop,), name=f"cortex-worker-{index}", daemon=True))
+    logger.info("worker %s: %d thread(s) serving %s from %s", names[0], concurrency, service, ventilator)
+    for thread in threads:
+        thread.start()
+    try:
+        # Joined in slices so the main thread stays responsive to signals.
+        while any(thread.is_alive() for thread in threads):
+            for thread in threads:
+                thread.join(_SLICE_SECONDS)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        context.term()
+    if failures:
+        raise failures[0]
+
+
+def stop_on_signals(stop: threading.Event) -> None:
+    """Set `stop` on SIGTERM and SIGINT, so running conversions are killed and no latexmlc outlives us."""
+
+    def handle(signum: int, frame: object) -> None:
+        logger.info("signal %s: stopping", signal.Signals(signum).name)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handle)
+    signal.signal(signal.SIGINT, handle)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point for a worker machine without Django."""
+    parser = argparse.ArgumentParser(prog="python -m conversion.worker", description=__doc__.splitlines()[0])
+    parser.add_argument("--ventilator", required=True, help="e.g. tcp://dispatcher:51695")
+    parser.add_argument("--sink", required=True, help="e.g. tcp://dispatcher:51696")
+    parser.add_argument("--service", required=True, help="e.g. tex_to_html")
+    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument("--identity", default=None, help="default hostname:pid")
+    parser.add_argument("--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS, help="seconds per conversion")
+    parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
+    parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
+    parser.add_argument("--latexmlc", default="latexmlc")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s")
+    stop = threading.Event()
+    stop_on_signals(stop)
+    try:
+        run_worker(
+            ventilator=args.ventilator, sink=args.sink, service=args.service, concurrency=args.concurrency,
+            identity=args.identity, timeout=args.timeout, memory_mb=args.memory_mb, message_size=args.message_size,
+            stop=stop, latexmlc=args.latexmlc,
+        )  # fmt: skip
+    except (engine.EngineMissing, ValueError) as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""POST /convert: the conversion engine over HTTP (form-encoded), limited in size, time and concurrency
+so that a public endpoint cannot be used to tie up the machine."""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+
+from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
+from config.api.views import PublicApiView
+
+_FORMATS = ["html5", "html", "html4", "xhtml", "xml"]
+_WHATS = ["document", "fragment", "math"]
+_slots = threading.BoundedSemaphore(max(settings.CONVERT_CONCURRENCY, 1))
+
+
+class ConvertRequestSerializer(serializers.Serializer):
+    tex = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False, default="",
+                                help_text="the TeX source or formula; a 'literal:' prefix passes it as is")  # fmt: skip
+    format = serializers.ChoiceField(choices=_FORMATS, required=False, default="html5")
+    whatsin = serializers.ChoiceField(choices=_WHATS, required=False, default="document")
+    whatsout = serializers.ChoiceField(choices=_WHATS, required=False, default="document")
+    timeout = serializers.IntegerField(min_value=1, required=False)
+    includestyles = serializers.BooleanField(required=False, default=False)
+    pmml = serializers.BooleanField(required=False, default=False)
+    cmml = serializers.BooleanField(required=False, default=False)
+
+
+class ConversionSerializer(serializers.Serializer):
+    result = serializers.CharField(allow_blank=True)
+    log = serializers.CharField(allow_blank=True)
+    status = serializers.ChoiceField(choices=["no_problem", "warning", "error", "fatal"])
+    status_code = serializers.IntegerField()
+
+
+def _refusal(http_status: int, why: str, what: str) -> Response:
+    """A problem body that also carries the conversion fields: status_code 3 and a log line saying why."""
+    body = problem_body(http_status, why)
+    body.update(result="", log=f"Fatal:input:{what} {why}\nStatus:conversion:3\n", status_code=3)
+    return Response(body, status=http_status, content_type=PROBLEM_CONTENT_TYPE)
+
+
+class ConvertApi(PublicApiView):
+    parser_classes = [FormParser, MultiPartParser]
+
+    @extend_schema(
+        operation_id="convert",
+        summary="Convert TeX (a document, a fragment or a formula) with LaTeXML and answer result and log",
+        request={"application/x-www-form-urlencoded": ConvertRequestSerializer},
+        responses={
+            200: ConversionSerializer,
+            400: OpenApiResponse(description="empty, oversized or invalid input"),
+            503: OpenApiResponse(description="all conversion slots are busy"),
+        },
+        tags=["conversion"],
+    )
+    def post(self, request: Request) -> Response:
+        from conversion.engine import EngineMissing, convert_text
+
+        params = ConvertRequestSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        options = dict(params.validated_data)
+        tex = options.pop("tex")
+        if not tex.strip() or tex.strip() == "literal:":
+            return _refusal(400, "The input is empty: pass the TeX source in the field tex.", "empty")
+        if len(tex.encode()) > settings.CONVERT_MAX_BYTES:
+            return _refusal(400, f"The input is larger than {settings.CONVERT_MAX_BYTES} bytes.", "too_large")
+        options["timeout"] = min(options.get("timeout") or settings.CONVERT_TIMEOUT_SECONDS,
+                                 settings.CONVERT_TIMEOUT_SECONDS)  # fmt: skip
+        if options["whatsin"] == "math" and options["whatsout"] == "math" and not (options["pmml"] or options["cmml"]):
+            options["pmml"] = True  # formula in, formula out: presentation MathML unless asked otherwise
+        if not _slots.acquire(timeout=2):
+            return _refusal(503, "All conversion slots are busy; retry shortly.", "busy")
+        try:
+            converted = convert_text(tex, **options)
+        except EngineMissing as exc:
+            return _refusal(503, str(exc), "engine_missing")
+        finally:
+            _slots.release()
+        return Response(ConversionSerializer(converted).data)

@@ -1,0 +1,1 @@
+"""The dispatcher: ZeroMQ ventilator and sink (CorTeX wire format), leases, reaper, result ingestion."""

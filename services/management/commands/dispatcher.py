@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from services.dispatcher.server import dispatcher_serve
+
+
+class Command(BaseCommand):
+    help = "Run the ZeroMQ dispatcher (ventilator and sink ports from the settings) until SIGTERM."
+
+    def handle(self, *args: object, **options: object) -> None:
+        import zmq
+
+        try:
+            dispatcher_serve()
+        except zmq.ZMQError as exc:
+            raise CommandError(f"the dispatcher cannot bind its ports: {exc}") from exc

@@ -1,0 +1,50 @@
+"""manage.py worker: the bundled worker, with its endpoints and limits taken from the settings."""
+
+from __future__ import annotations
+
+import threading
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from conversion.engine import EngineMissing, latexmlc_path
+from conversion.worker import run_worker, stop_on_signals
+
+
+class Command(BaseCommand):
+    help = "Run a worker that converts tasks of a service with latexmlc, until SIGTERM or Ctrl-C."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--service", default="tex_to_html", help="the service to serve (default tex_to_html)")
+        parser.add_argument("--concurrency", type=int, default=1, help="conversions run at once (default 1)")
+        parser.add_argument("--identity", default=None, help="the worker's name (default hostname:pid)")
+
+    def handle(self, *args: object, service: str, concurrency: int, identity: str | None, **options: object) -> None:
+        if concurrency < 1:
+            raise CommandError("--concurrency must be at least 1")
+        try:
+            latexmlc_path()
+        except EngineMissing as exc:
+            raise CommandError(str(exc)) from exc
+        host = getattr(settings, "DISPATCHER_HOST", "127.0.0.1")
+        ventilator = f"tcp://{host}:{getattr(settings, 'DISPATCHER_VENTILATOR_PORT', 51695)}"
+        sink = f"tcp://{host}:{getattr(settings, 'DISPATCHER_SINK_PORT', 51696)}"
+        stop = threading.Event()
+        # Without this a SIGTERM would end the process and leave running latexmlc groups behind.
+        stop_on_signals(stop)
+        self.stdout.write(f"worker serving {service} from {ventilator}, results to {sink}, concurrency {concurrency}")
+        try:
+            run_worker(
+                ventilator=ventilator,
+                sink=sink,
+                service=service,
+                concurrency=concurrency,
+                identity=identity,
+                timeout=getattr(settings, "CONVERSION_TIMEOUT_SECONDS", 300),
+                memory_mb=getattr(settings, "CONVERSION_MEMORY_MB", 4096),
+                message_size=getattr(settings, "DISPATCHER_MESSAGE_SIZE", 100_000),
+                stop=stop,
+            )
+        except EngineMissing as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write("worker stopped")

@@ -1,0 +1,144 @@
+"""The latexmlc wrapper against the real latexmlc (apt-get install latexml); a missing one fails the tests."""
+
+from __future__ import annotations
+
+import re
+import stat
+import time
+
+import psutil
+import pytest
+
+from conversion.engine import TERMINATE_GRACE_SECONDS, EngineMissing, convert, convert_text, latexmlc_path
+from tests.support import write_tex
+
+DOCUMENT = "\\documentclass{article}\n\\begin{document}\nHello $x^2$ world.\n\\end{document}\n"
+LOOPING = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
+# Doubles a macro's text forever: memory grows until the limit stops it.
+MEMORY_HOG = "\\documentclass{article}\n\\begin{document}\n\\def\\x{aaaaaaaa}\\loop\\edef\\x{\\x\\x}\\iftrue\\repeat\n\\end{document}\n"  # noqa: E501
+
+
+@pytest.fixture
+def latexmlc() -> str:
+    # Raises EngineMissing ("... apt-get install latexml") instead of skipping.
+    return latexmlc_path()
+
+
+def status_lines(log: bytes) -> list[bytes]:
+    return re.findall(rb"^Status:conversion:\d+$", log, re.MULTILINE)
+
+
+def processes_mentioning(text: str) -> list[psutil.Process]:
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        cmdline = process.info["cmdline"] or []
+        if any(text in part for part in cmdline) and process.pid != psutil.Process().pid:
+            found.append(process)
+    return found
+
+
+@pytest.mark.slow
+def test_a_clean_document_converts_to_html_with_status_zero_and_a_runtime(tmp_path, latexmlc):
+    write_tex(tmp_path / "paper.tex", DOCUMENT)
+    conversion = convert(tmp_path, "paper.tex", timeout=60)
+    html = conversion.output_dir / "paper.html"
+    assert html.is_file()
+    assert "Hello" in html.read_text() and "<math" in html.read_text()
+    assert (conversion.status_code, conversion.timed_out) == (0, False)
+    assert status_lines(conversion.log) == [b"Status:conversion:0"]
+    assert conversion.runtime_ms > 0
+    assert conversion.log.endswith(f"\nInfo:runtime_ms:{conversion.runtime_ms}\n".encode())
+    assert (tmp_path / "cortex.log").is_file()
+
+
+@pytest.mark.slow
+def test_a_document_that_loops_forever_is_killed_at_the_timeout_and_leaves_no_process(tmp_path, latexmlc):
+    write_tex(tmp_path / "loop.tex", LOOPING)
+    started = time.monotonic()
+    conversion = convert(tmp_path, "loop.tex", timeout=3)
+    elapsed = time.monotonic() - started
+    assert conversion.timed_out and conversion.status_code == 3
+    # Our deadline, not latexmlc's own (set 5 s later), ended it.
+    assert 3 <= elapsed < 3 + TERMINATE_GRACE_SECONDS + 2
+    killed = b"\nFatal:timeout:timedout Conversion exceeded the timeout of 3 seconds\nStatus:conversion:3\n"
+    assert killed in conversion.log
+    assert status_lines(conversion.log)[-1] == b"Status:conversion:3"
+    assert re.search(rb"^Info:runtime_ms:\d+$", conversion.log, re.MULTILINE)
+    assert processes_mentioning(str(tmp_path)) == []
+    assert [child for child in psutil.Process().children(recursive=True) if "latexmlc" in str(child.cmdline())] == []
+
+
+@pytest.mark.slow
+def test_a_converter_that_ignores_sigterm_is_killed_with_its_whole_process_group(tmp_path):
+    # A stand-in latexmlc that ignores SIGTERM and leaves a helper process running, as a hung one might.
+    script = tmp_path / "stubborn-latexmlc"
+    script.write_text("#!/bin/sh\ntrap '' TERM\necho $$ > leader.pid\nsleep 300 &\necho $! > helper.pid\nsleep 300\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    source = tmp_path / "source"
+    write_tex(source / "doc.tex", DOCUMENT)
+    conversion = convert(source, "doc.tex", timeout=1, latexmlc=str(script))
+    assert conversion.timed_out and conversion.status_code == 3
+    assert b"Fatal:timeout:timedout Conversion exceeded the timeout of 1 seconds" in conversion.log
+    leader, helper = (int((source / name).read_text()) for name in ("leader.pid", "helper.pid"))
+    assert not psutil.pid_exists(leader)  # our child: killed and reaped
+    # The helper was re-parented to init when the leader died; init reaps it, but it must not be running.
+    assert not psutil.pid_exists(helper) or psutil.Process(helper).status() == psutil.STATUS_ZOMBIE
+
+
+@pytest.mark.slow
+def test_a_document_over_the_memory_limit_is_fatal_with_a_reason(tmp_path, latexmlc):
+    write_tex(tmp_path / "hog.tex", MEMORY_HOG)
+    conversion = convert(tmp_path, "hog.tex", timeout=120, memory_mb=250)
+    assert not conversion.timed_out and conversion.status_code == 3
+    assert re.search(rb"^Fatal:perl:(out_of_memory|die) ", conversion.log, re.MULTILINE)
+    assert status_lines(conversion.log)[-1] == b"Status:conversion:3"
+    assert processes_mentioning(str(tmp_path)) == []
+
+
+@pytest.mark.slow
+def test_a_main_file_named_like_an_option_is_read_as_a_file(tmp_path, latexmlc):
+    write_tex(tmp_path / "-paper.tex", DOCUMENT)
+    conversion = convert(tmp_path, "-paper.tex", timeout=60)
+    assert conversion.status_code == 0
+    assert (conversion.output_dir / "-paper.html").is_file()
+
+
+def test_a_missing_latexmlc_raises_engine_missing_with_the_install_hint(tmp_path):
+    write_tex(tmp_path / "paper.tex", DOCUMENT)
+    with pytest.raises(EngineMissing, match=r"^latexmlc-not-here is not installed: apt-get install latexml$"):
+        convert(tmp_path, "paper.tex", latexmlc="latexmlc-not-here")
+    with pytest.raises(EngineMissing, match="apt-get install latexml"):
+        convert_text("x", latexmlc="/nonexistent/latexmlc")
+
+
+@pytest.mark.slow
+def test_convert_text_turns_a_literal_formula_into_mathml(latexmlc):
+    converted = convert_text("literal:x^2", whatsin="math", whatsout="math")
+    assert (converted["status"], converted["status_code"]) == ("no_problem", 0)
+    assert converted["result"].startswith("<math")
+    assert "<msup>" in converted["result"] and "<mi>x</mi>" in converted["result"]
+    assert "Status:conversion:0" in converted["log"]
+
+
+@pytest.mark.slow
+def test_formula_to_formula_defaults_to_presentation_mathml_even_as_xml(latexmlc):
+    converted = convert_text("literal:a+b", whatsin="math", whatsout="math", format="xml")
+    assert "<m:math" in converted["result"] and "<m:mo>+</m:mo>" in converted["result"]
+    assert "<XMath>" not in converted["result"]
+
+
+@pytest.mark.slow
+def test_convert_text_reports_an_undefined_macro_as_an_error(latexmlc):
+    converted = convert_text("Hello $x$ \\nosuchmacro", whatsin="fragment", whatsout="fragment")
+    assert (converted["status"], converted["status_code"]) == ("error", 2)
+    assert "Error:undefined:\\nosuchmacro" in converted["log"]
+    assert "ltx_para" in converted["result"]
+
+
+def test_convert_text_refuses_unknown_switch_values():
+    with pytest.raises(ValueError, match="format"):
+        convert_text("x", format="pdf")
+    with pytest.raises(ValueError, match="whatsin"):
+        convert_text("x", whatsin="page")
+    with pytest.raises(ValueError, match="preload"):
+        convert_text("x", preload=["../../etc/passwd"])

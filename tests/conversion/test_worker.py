@@ -1,0 +1,285 @@
+"""The worker client against a test-local fake dispatcher (ROUTER ventilator + PULL sink) on real sockets,
+converting with the real latexmlc (apt-get install latexml); a missing one fails the tests."""
+
+from __future__ import annotations
+
+import io
+import re
+import tempfile
+import threading
+import time
+import uuid
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import pytest
+import zmq
+from django.core.management import CommandError, call_command
+
+from conversion.engine import EngineMissing, latexmlc_path
+from conversion.wire import join_frames, payload_complete, split_frames
+from conversion.worker import InvalidPayload, run_worker, unpack_payload, worker_identities
+
+MESSAGE_SIZE = 1000
+SERVICE = b"tex_to_html"
+IDENTITY = "test-worker"
+NO_WORK = [b"0", b""]
+MAIN_TEX = "\\documentclass{article}\n\\begin{document}\nThe main text.\n\\input{intro}\n\\end{document}\n"
+# Stored uncompressed and long, so the payload spans several frames of MESSAGE_SIZE.
+INTRO_TEX = "Introduction marker sentence. " + " ".join(f"word{index}" for index in range(600)) + "\n"
+LOOPING = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
+
+
+def zip_bytes(members: dict[str, str], compression: int = zipfile.ZIP_STORED) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=compression) as archive:
+        for name, text in members.items():
+            archive.writestr(name, text)
+    return buffer.getvalue()
+
+
+GOOD_PAYLOAD = zip_bytes({"main.tex": MAIN_TEX, "intro.tex": INTRO_TEX})
+
+
+@dataclass
+class FakeDispatcher:
+    context: zmq.Context
+    ventilator: zmq.Socket
+    sink: zmq.Socket
+    ventilator_port: int
+    sink_port: int
+
+    def next_request(self, timeout: float = 15) -> list[bytes]:
+        assert self.ventilator.poll(int(timeout * 1000)), "the worker did not ask for work"
+        return self.ventilator.recv_multipart()
+
+    def hand(self, routing_id: bytes, frames: list[bytes]) -> None:
+        self.ventilator.send_multipart([routing_id, *frames])
+
+    def hand_task(self, task_id: bytes, payload: bytes) -> None:
+        routing_id, service = self.next_request()
+        assert (routing_id, service) == (IDENTITY.encode(), SERVICE)
+        self.hand(routing_id, [task_id, *split_frames(payload, MESSAGE_SIZE)])
+
+    def next_result(self, timeout: float = 90) -> list[bytes]:
+        assert self.sink.poll(int(timeout * 1000)), "no result reached the sink"
+        return self.sink.recv_multipart()
+
+    def restart_ventilator(self) -> None:
+        """Close the ROUTER and bind a new one on the same port, as a restarted dispatcher would."""
+        self.ventilator.close(linger=0)
+        time.sleep(1.5)
+        self.ventilator = self.context.socket(zmq.ROUTER)
+        self.ventilator.setsockopt(zmq.LINGER, 0)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                self.ventilator.bind(f"tcp://127.0.0.1:{self.ventilator_port}")
+                return
+            except zmq.ZMQError:
+                # The old socket's close is asynchronous: the port may be free a moment later.
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+
+@pytest.fixture
+def latexmlc() -> str:
+    # Raises EngineMissing ("... apt-get install latexml") instead of skipping.
+    return latexmlc_path()
+
+
+@pytest.fixture
+def dispatcher() -> Iterator[FakeDispatcher]:
+    context = zmq.Context()
+    ventilator = context.socket(zmq.ROUTER)
+    ventilator.setsockopt(zmq.LINGER, 0)
+    sink = context.socket(zmq.PULL)
+    sink.setsockopt(zmq.LINGER, 0)
+    fake = FakeDispatcher(
+        context=context,
+        ventilator=ventilator,
+        sink=sink,
+        ventilator_port=ventilator.bind_to_random_port("tcp://127.0.0.1"),
+        sink_port=sink.bind_to_random_port("tcp://127.0.0.1"),
+    )
+    yield fake
+    fake.ventilator.close(linger=0)
+    fake.sink.close(linger=0)
+    context.term()
+
+
+@dataclass
+class RunningWorker:
+    stop: threading.Event
+    thread: threading.Thread
+    errors: list[BaseException]
+
+    def shut_down(self, within: float = 30) -> float:
+        started = time.monotonic()
+        self.stop.set()
+        self.thread.join(within)
+        assert not self.thread.is_alive(), "the worker did not stop"
+        assert self.errors == []
+        return time.monotonic() - started
+
+
+def start_worker(dispatcher: FakeDispatcher, *, timeout: float = 60) -> RunningWorker:
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            run_worker(
+                ventilator=f"tcp://127.0.0.1:{dispatcher.ventilator_port}",
+                sink=f"tcp://127.0.0.1:{dispatcher.sink_port}",
+                service=SERVICE.decode(),
+                concurrency=1,
+                identity=IDENTITY,
+                timeout=timeout,
+                message_size=MESSAGE_SIZE,
+                reply_timeout=1.0,
+                stop=stop,
+            )
+        except BaseException as exc:
+            errors.append(exc)
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    return RunningWorker(stop=stop, thread=thread, errors=errors)
+
+
+@pytest.fixture
+def worker(dispatcher: FakeDispatcher, latexmlc: str) -> Iterator[RunningWorker]:
+    running = start_worker(dispatcher)
+    yield running
+    running.shut_down()
+
+
+def result_of(frames: list[bytes], task_id: bytes) -> zipfile.ZipFile:
+    identity, service, returned_task, *data = frames
+    assert (identity, service, returned_task) == (IDENTITY.encode(), SERVICE, task_id)
+    assert data and payload_complete(data, MESSAGE_SIZE)
+    assert all(len(frame) == MESSAGE_SIZE for frame in data[:-1])
+    return zipfile.ZipFile(io.BytesIO(join_frames(data)))
+
+
+def assert_converted(archive: zipfile.ZipFile) -> None:
+    log = archive.read("cortex.log")
+    assert re.search(rb"^Status:conversion:0$", log, re.MULTILINE)
+    assert re.search(rb"^Info:runtime_ms:\d+$", log, re.MULTILINE)
+    assert "Introduction marker sentence." in archive.read("main.html").decode()
+
+
+def assert_invalid(archive: zipfile.ZipFile) -> bytes:
+    log = archive.read("cortex.log")
+    assert log.startswith(b"Fatal:invalid:archive ")
+    assert log.rstrip().endswith(b"Status:conversion:3")
+    return log
+
+
+@pytest.mark.slow
+def test_a_task_in_many_frames_comes_back_converted_with_log_and_html(dispatcher, worker):
+    payload_frames = split_frames(GOOD_PAYLOAD, MESSAGE_SIZE)
+    assert len(payload_frames) > 3
+    dispatcher.hand_task(b"42", GOOD_PAYLOAD)
+    frames = dispatcher.next_result()
+    assert len(frames) > 4  # the result, too, travels in several frames
+    archive = result_of(frames, b"42")
+    assert archive.namelist()[0] == "cortex.log"
+    assert_converted(archive)
+    assert any(name.endswith(".css") for name in archive.namelist())
+
+
+@pytest.mark.slow
+def test_a_document_wrapped_in_a_folder_is_converted_from_that_folder(dispatcher, worker):
+    payload = zip_bytes({"paper/main.tex": MAIN_TEX, "paper/intro.tex": INTRO_TEX})
+    dispatcher.hand_task(b"43", payload)
+    assert_converted(result_of(dispatcher.next_result(), b"43"))
+
+
+@pytest.mark.slow
+def test_bad_payloads_get_an_invalid_result_and_the_worker_keeps_serving(dispatcher, worker):
+    escapee = f"escapee-{uuid.uuid4().hex}.tex"
+    dispatcher.hand_task(b"7", b"this is not a zip archive")
+    assert b"not a readable zip" in assert_invalid(result_of(dispatcher.next_result(), b"7"))
+
+    dispatcher.hand_task(b"8", zip_bytes({f"../../{escapee}": MAIN_TEX, "main.tex": MAIN_TEX}))
+    assert b"escapes" in assert_invalid(result_of(dispatcher.next_result(), b"8"))
+
+    dispatcher.hand_task(b"9", zip_bytes({f"{tempfile.gettempdir()}/{escapee}": MAIN_TEX}))
+    assert b"escapes" in assert_invalid(result_of(dispatcher.next_result(), b"9"))
+
+    dispatcher.hand_task(b"10", zip_bytes({"readme.txt": "no TeX here"}))
+    assert b"no .tex file" in assert_invalid(result_of(dispatcher.next_result(), b"10"))
+
+    assert not (Path(tempfile.gettempdir()) / escapee).exists()
+    dispatcher.hand_task(b"11", GOOD_PAYLOAD)
+    assert_converted(result_of(dispatcher.next_result(), b"11"))
+
+
+@pytest.mark.slow
+def test_the_worker_asks_again_after_no_work_and_survives_a_ventilator_restart(dispatcher, worker):
+    routing_id, service = dispatcher.next_request()
+    assert (routing_id, service) == (IDENTITY.encode(), SERVICE)
+    dispatcher.hand(routing_id, NO_WORK)
+    # No work: it waits a little and asks again.
+    assert dispatcher.next_request(timeout=5)[1] == SERVICE
+
+    # That request goes unanswered: the dispatcher dies and comes back on the same port.
+    dispatcher.restart_ventilator()
+    dispatcher.hand_task(b"77", GOOD_PAYLOAD)
+    assert_converted(result_of(dispatcher.next_result(), b"77"))
+
+
+@pytest.mark.slow
+def test_stopping_the_worker_kills_the_running_conversion_and_sends_no_result(dispatcher, latexmlc):
+    running = start_worker(dispatcher, timeout=120)
+    dispatcher.hand_task(b"5", zip_bytes({"loop.tex": LOOPING}))
+    marker = "cortex-task-"
+
+    def conversion_running() -> bool:
+        for process in psutil.Process().children(recursive=True):
+            try:
+                if marker in " ".join(process.cmdline()):
+                    return True
+            except psutil.NoSuchProcess:
+                continue
+        return False
+
+    deadline = time.monotonic() + 20
+    while not conversion_running():
+        assert time.monotonic() < deadline, "latexmlc never started"
+        time.sleep(0.1)
+    assert running.shut_down() < 10
+    assert not conversion_running()
+    assert not dispatcher.sink.poll(500), "a cancelled conversion must not be reported"
+
+
+def test_unpacking_refuses_archives_over_the_size_or_member_cap(tmp_path):
+    with pytest.raises(InvalidPayload, match="more than 1000 bytes"):
+        unpack_payload(zip_bytes({"a.tex": "x" * 2000}, zipfile.ZIP_DEFLATED), tmp_path / "a", max_bytes=1000)
+    with pytest.raises(InvalidPayload, match="more than 2 members"):
+        unpack_payload(zip_bytes({"a.tex": "", "b.tex": "", "c.tex": ""}), tmp_path / "b", max_members=2)
+    unpack_payload(zip_bytes({"d/a.tex": "x" * 500}), tmp_path / "c", max_bytes=1000)
+    assert (tmp_path / "c" / "d" / "a.tex").read_text() == "x" * 500
+
+
+def test_worker_identities_add_the_thread_index_when_there_are_several():
+    assert worker_identities("box:12", 1) == ["box:12"]
+    assert worker_identities("box:12", 3) == ["box:12:0", "box:12:1", "box:12:2"]
+    assert re.fullmatch(r".+:\d+", worker_identities(None, 1)[0])
+
+
+def test_run_worker_without_latexmlc_raises_engine_missing():
+    with pytest.raises(EngineMissing, match="apt-get install latexml"):
+        run_worker(ventilator="tcp://127.0.0.1:1", sink="tcp://127.0.0.1:2", service="x", latexmlc="no-latexmlc-here")
+
+
+def test_manage_worker_without_latexmlc_is_one_command_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(CommandError, match=r"^latexmlc is not installed: apt-get install latexml$"):
+        call_command("worker", "--service", "tex_to_html", "--concurrency", "2")

@@ -1,0 +1,136 @@
+"""A real dispatcher process on free ports, and a fake worker speaking the CorTeX wire format."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+
+import zmq
+from conversion.wire import payload_complete, split_frames
+
+from tests.support import PROJECT_DIR, child_env, free_port
+
+
+class DispatcherProcess:
+    def __init__(self, **settings: str) -> None:
+        self.ventilator_port = free_port()
+        self.sink_port = free_port()
+        self.settings = {
+            "DISPATCHER_VENTILATOR_PORT": str(self.ventilator_port),
+            "DISPATCHER_SINK_PORT": str(self.sink_port),
+            "DISPATCHER_REAP_SECONDS": "1",
+            **settings,
+        }
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> DispatcherProcess:
+        self.process = subprocess.Popen(
+            [sys.executable, "manage.py", "dispatcher"], cwd=PROJECT_DIR, env=child_env(**self.settings),
+            start_new_session=True,
+        )  # fmt: skip
+        return self
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+
+    def restart_after_kill(self) -> DispatcherProcess:
+        """SIGKILL the dispatcher (no clean-up of any kind) and start a new one on the same ports."""
+        self.kill()
+        return self.start()
+
+    def stop(self) -> int:
+        assert self.process is not None
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+        return self.process.wait(20)
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class FakeWorker:
+    """Asks for work and returns results exactly as a CorTeX worker does, over real sockets."""
+
+    def __init__(self, dispatcher: DispatcherProcess, identity: str = "fake:1", message_size: int = 100_000) -> None:
+        self.dispatcher = dispatcher
+        self.identity = identity
+        self.message_size = message_size
+        self.context = zmq.Context.instance()
+        self.sink = self.context.socket(zmq.PUSH)
+        self.sink.setsockopt(zmq.LINGER, 2000)
+        self.sink.connect(f"tcp://127.0.0.1:{dispatcher.sink_port}")
+        self.dealer: zmq.Socket | None = None
+
+    def _dealer(self) -> zmq.Socket:
+        if self.dealer is None:
+            self.dealer = self.context.socket(zmq.DEALER)
+            self.dealer.setsockopt(zmq.LINGER, 0)
+            self.dealer.setsockopt_string(zmq.IDENTITY, self.identity)
+            self.dealer.connect(f"tcp://127.0.0.1:{self.dispatcher.ventilator_port}")
+        return self.dealer
+
+    def raw_request(self, frames: list[bytes], timeout: float = 10) -> list[bytes] | None:
+        dealer = self._dealer()
+        dealer.send_multipart(frames)
+        if not dealer.poll(int(timeout * 1000)):
+            dealer.close(0)  # a dispatcher that went away: start over with a new socket
+            self.dealer = None
+            return None
+        return dealer.recv_multipart()
+
+    def ask(self, service: str, timeout: float = 10) -> tuple[str, bytes] | None:
+        """One task (id, payload ZIP) or None when there is no work (or no answer in time)."""
+        reply = self.raw_request([service.encode()], timeout)
+        if reply is None or reply[0] == b"0":
+            return None
+        assert payload_complete(reply[1:], self.message_size), "the payload must end with a short frame"
+        return reply[0].decode(), b"".join(reply[1:])
+
+    def give(self, service: str, task_id: str, data: bytes) -> None:
+        frames = split_frames(data, self.message_size) if data else [b""]
+        self.sink.send_multipart([self.identity.encode(), service.encode(), task_id.encode(), *frames])
+
+    def raw_give(self, frames: list[bytes]) -> None:
+        self.sink.send_multipart(frames)
+
+    def close(self) -> None:
+        if self.dealer is not None:
+            self.dealer.close(0)
+        self.sink.close()
+
+
+def result_zip(log: str | bytes, files: dict[str, bytes] | None = None, *, with_log: bool = True) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        if with_log:
+            archive.writestr("cortex.log", log if isinstance(log, bytes) else log.encode())
+        for name, data in (files or {}).items():
+            archive.writestr(name, data)
+    return buffer.getvalue()
+
+
+WARNING_LOG = (
+    "(Loading /usr/share/perl5/LaTeXML/Package/article.cls.ltxml...\n"
+    "Warning:expected:label Missing label target\n\tat doc.tex; line 3\n"
+    "Error:undefined:\\foo The token \\foo is not defined.\n"
+    "Status:conversion:2\nInfo:runtime_ms:42\n"
+)
+CLEAN_LOG = "Status:conversion:0\nInfo:runtime_ms:7\n"
+
+
+def wait_for(predicate, timeout: float = 20, interval: float = 0.1, message: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {message}")

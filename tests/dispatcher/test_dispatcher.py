@@ -1,0 +1,234 @@
+"""The dispatcher over real ZeroMQ sockets, as a real process against the test database."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+
+import pytest
+from django.utils import timezone
+
+from corpora.models import Task
+from reports.models import LogMessage, TaskRuntime
+from runs.models import Run
+from services.models import DispatcherState, Service, Worker
+from tests.corpora.helpers import activated, imported
+from tests.dispatcher.harness import CLEAN_LOG, WARNING_LOG, DispatcherProcess, FakeWorker, result_zip, wait_for
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+@pytest.fixture
+def pair(corpus_root):
+    imported(corpus_root, "demo", documents=3)
+    activated("demo")
+    return Task.objects.filter(corpus__name="demo", service__name="tex_to_html")
+
+
+@pytest.fixture
+def dispatcher(tmp_path, corpus_root):
+    started: list[DispatcherProcess] = []
+
+    def start(**settings: str) -> DispatcherProcess:
+        settings.setdefault("RESULTS_DIR", str(tmp_path / "results"))
+        settings.setdefault("CORPUS_ROOTS", str(corpus_root))
+        process = DispatcherProcess(**settings).start()
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.kill()
+
+
+def _state() -> DispatcherState:
+    return wait_for(lambda: DispatcherState.objects.first(), message="the dispatcher to start")
+
+
+def test_a_task_goes_out_as_a_zip_and_its_result_comes_back_as_status_messages_and_runtime(pair, dispatcher, tmp_path):
+    process = dispatcher()
+    worker = FakeWorker(process, message_size=100_000)
+    _state()
+    task_id, payload = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+        assert archive.namelist() == [f"{Task.objects.get(pk=task_id).document.name}.tex"]
+        assert b"\\documentclass" in archive.read(archive.namelist()[0])
+    leased = Task.objects.get(pk=task_id)
+    assert leased.status > 0 and leased.attempts == 1 and leased.leased_until > timezone.now()
+    worker.give("tex_to_html", task_id, result_zip(WARNING_LOG, {"doc.html": b"<html></html>"}))
+    done = wait_for(lambda: Task.objects.filter(pk=task_id, status__lt=0).first(), message="the result")
+    assert done.status == -3 and done.leased_until is None
+    messages = set(LogMessage.objects.filter(task_id=task_id).values_list("severity", "category", "what"))
+    assert messages == {
+        ("info", "loaded_file", "/usr/share/perl5/LaTeXML/Package/article.cls.ltxml"),
+        ("warning", "expected", "label"),
+        ("error", "undefined", "\\foo"),
+    }
+    assert TaskRuntime.objects.get(task_id=task_id).runtime_ms == 42
+    stored = tmp_path / "results" / str(done.corpus_id) / str(done.service_id) / f"{task_id}.zip"
+    assert zipfile.ZipFile(stored).read("doc.html") == b"<html></html>"
+    tally = wait_for(lambda: Worker.objects.filter(identity="fake:1", returned=1).first(), message="the tally")
+    assert (tally.dispatched, tally.in_flight, tally.service.name) == (1, 0, "tex_to_html")
+    worker.close()
+    assert process.stop() == 0
+
+
+def test_payloads_end_with_a_short_frame_even_at_an_exact_multiple(pair, dispatcher, corpus_root):
+    process = dispatcher(DISPATCHER_MESSAGE_SIZE="1024")
+    worker = FakeWorker(process, message_size=1024)
+    _state()
+    for _ in range(3):
+        task = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+        assert zipfile.ZipFile(io.BytesIO(task[1])).testzip() is None
+    worker.close()
+
+
+def test_no_work_unknown_services_and_garbage_get_the_no_work_reply(pair, dispatcher):
+    process = dispatcher()
+    worker = FakeWorker(process)
+    _state()
+    assert worker.raw_request([b"no_such_service"]) == [b"0", b""]
+    assert worker.raw_request([b"a", b"b", b"c"]) == [b"0", b""]
+    assert worker.raw_request([b"\xff\xfe"]) == [b"0", b""]
+    assert worker.raw_request([b"import"]) == [b"0", b""]  # import tasks are done, never TODO
+    worker.raw_give([b"only-one-frame"])
+    worker.raw_give([b"\xff", b"\xfe", b"\xfd", b"data"])
+    for _ in range(3):
+        assert wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    assert worker.ask("tex_to_html") is None  # all three are out
+    state = wait_for(lambda: DispatcherState.objects.filter(garbage__gte=4).first(), message="garbage counted")
+    assert state.garbage == 4 and process.alive
+    worker.close()
+
+
+def test_results_for_tasks_not_leased_or_for_another_service_are_discarded_and_counted(pair, dispatcher):
+    process = dispatcher()
+    worker = FakeWorker(process)
+    _state()
+    todo = pair.first()
+    worker.give("tex_to_html", str(todo.pk), result_zip(CLEAN_LOG))  # never leased
+    wait_for(lambda: DispatcherState.objects.filter(discarded__gte=1).first(), message="the first discard")
+    assert Task.objects.get(pk=todo.pk).status == 0
+    task_id, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    Service.objects.create(name="other")
+    worker.give("other", task_id, result_zip(CLEAN_LOG))  # wrong service for this task
+    worker.give("tex_to_html", "not-a-number", result_zip(CLEAN_LOG))
+    wait_for(lambda: DispatcherState.objects.filter(discarded__gte=3).first(), message="discards counted")
+    assert Task.objects.get(pk=task_id).status > 0
+    worker.give("tex_to_html", task_id, result_zip(CLEAN_LOG))
+    wait_for(lambda: Task.objects.filter(pk=task_id, status=-1).exists(), message="the right result applied")
+    worker.close()
+
+
+def test_odd_results_are_fatal_with_a_reason_and_unreadable_ones_retried(pair, dispatcher):
+    process = dispatcher()
+    worker = FakeWorker(process)
+    _state()
+    first, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    second, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    third, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    worker.give("tex_to_html", first, result_zip("", {"a.html": b"x"}, with_log=False))
+    worker.give("tex_to_html", second, result_zip(b"Warning:latex:\xff\xfe bad bytes\nStatus:conversion:1\n"))
+    worker.give("tex_to_html", third, b"PK\x03\x04 truncated zip")
+    wait_for(lambda: Task.objects.filter(pk__in=[first, second], status__lt=0).count() == 2, message="results")
+    assert Task.objects.get(pk=first).status == -4
+    assert LogMessage.objects.get(task_id=first).what == "missing_log"
+    assert Task.objects.get(pk=second).status == -2
+    assert "\ufffd" in LogMessage.objects.get(task_id=second).what + LogMessage.objects.get(task_id=second).details
+    wait_for(lambda: DispatcherState.objects.filter(discarded__gte=1).first(), message="the unreadable result")
+    assert Task.objects.get(pk=third).status > 0  # still leased: it will be retried when the lease runs out
+    worker.close()
+
+
+def test_expired_leases_are_retried_then_fatal_after_the_attempts(pair, dispatcher):
+    Service.objects.filter(name="tex_to_html").update(lease_seconds=1)
+    process = dispatcher(DISPATCHER_MAX_ATTEMPTS="2")
+    worker = FakeWorker(process)
+    _state()
+    seen: list[str] = []
+    for _ in range(6):  # 3 tasks x 2 attempts, never answered
+        seen.append(wait_for(lambda: worker.ask("tex_to_html"), timeout=30, message="a (re)leased task")[0])
+    assert sorted(seen) == sorted([str(t.pk) for t in pair] * 2)
+    wait_for(lambda: pair.filter(status=-4).count() == 3, timeout=30, message="all fatal")
+    whats = set(LogMessage.objects.filter(task__in=pair).values_list("category", "what"))
+    assert whats == {("cortex", "never_completed_with_retries")}
+    assert worker.ask("tex_to_html", timeout=2) is None
+    worker.close()
+
+
+def test_the_lease_length_is_captured_when_leased(pair, dispatcher):
+    Service.objects.filter(name="tex_to_html").update(lease_seconds=600)
+    process = dispatcher()
+    worker = FakeWorker(process)
+    _state()
+    first, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    Service.objects.filter(name="tex_to_html").update(lease_seconds=30)
+    import time
+
+    time.sleep(2.5)  # the dispatcher rereads the services every second
+    Task.objects.filter(pk__in=[t.pk for t in pair if str(t.pk) != first]).update(status=0)  # drop its queue
+    time.sleep(1.5)
+    second, _ = wait_for(lambda: worker.ask("tex_to_html"), message="another task")
+    assert Task.objects.get(pk=first).lease_seconds == 600
+    assert Task.objects.get(pk=second).lease_seconds == 30
+    worker.close()
+
+
+def test_backpressure_stops_handing_out_at_max_in_flight(pair, dispatcher):
+    process = dispatcher(DISPATCHER_MAX_IN_FLIGHT="2")
+    worker = FakeWorker(process)
+    _state()
+    first, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    assert wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    assert worker.ask("tex_to_html") is None  # two in flight: the fleet waits
+    worker.give("tex_to_html", first, result_zip(CLEAN_LOG))
+    assert wait_for(lambda: worker.ask("tex_to_html"), message="room again")
+    worker.close()
+
+
+def test_paused_tasks_are_not_handed_out_and_resume_brings_them_back(pair, dispatcher, authed):
+    process = dispatcher()
+    worker = FakeWorker(process)
+    _state()
+    out, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
+    body = authed.post("/api/reports/demo/tex_to_html/pause").json()
+    assert body == {"corpus": "demo", "service": "tex_to_html", "action": "pause", "blocked": 3}
+    import time
+
+    time.sleep(1.5)  # the dispatcher drops queued tasks that are no longer leased once a second
+    assert worker.ask("tex_to_html") is None
+    worker.give("tex_to_html", out, result_zip(CLEAN_LOG))
+    wait_for(lambda: DispatcherState.objects.filter(discarded__gte=1).first(), message="the late result discarded")
+    assert set(pair.values_list("status", flat=True)) == {-6}
+    assert authed.post("/api/conversions/resume").json()["resumed"] == 3
+    assert wait_for(lambda: worker.ask("tex_to_html"), message="work again")
+    worker.close()
+
+
+def test_a_dispatcher_killed_mid_run_loses_and_duplicates_nothing(corpus_root, dispatcher):
+    imported(corpus_root, "big", documents=20)
+    activated("big")
+    tasks = Task.objects.filter(corpus__name="big", service__name="tex_to_html")
+    Service.objects.filter(name="tex_to_html").update(lease_seconds=2)
+    ports = dispatcher()
+    worker = FakeWorker(ports)
+    _state()
+    answered = 0
+    restarted = False
+    deadline = timezone.now() + timezone.timedelta(seconds=90)
+    while tasks.filter(status__gte=0).exists() and timezone.now() < deadline:
+        task = worker.ask("tex_to_html", timeout=3)
+        if task is None:
+            continue
+        worker.give("tex_to_html", task[0], result_zip(WARNING_LOG))
+        answered += 1
+        if answered == 6 and not restarted:
+            ports.restart_after_kill()  # mid-run, with results and leases in the air
+            restarted = True
+    ports.kill()
+    assert restarted
+    assert set(tasks.values_list("status", flat=True)) == {-3}
+    per_task = {t.pk: LogMessage.objects.filter(task=t).count() for t in tasks}
+    assert set(per_task.values()) == {3}, per_task  # exactly one result's messages each
+    assert Run.objects.get(corpus__name="big").finished_at is not None
+    worker.close()

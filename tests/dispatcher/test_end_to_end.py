@@ -1,0 +1,145 @@
+"""Real LaTeXML through the whole system: dispatcher and `manage.py worker` processes over real
+sockets; what lands in the database equals what latexmlc itself reports for the same documents."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from conversion.logparse import parse_log
+from corpora.models import Task
+from reports.models import LogMessage, TaskRuntime
+from services.models import Service, Worker
+from tests.corpora.helpers import activated
+from tests.dispatcher.harness import DispatcherProcess, wait_for
+from tests.support import PROJECT_DIR, child_env
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+DOCUMENTS = {
+    "clean.tex": "\\documentclass{article}\n\\begin{document}\nHello $x^2$.\n\\end{document}\n",
+    "warning.tex": "\\documentclass{article}\n\\begin{document}\nSee \\ref{sec:missing}.\n\\end{document}\n",
+    "error.tex": "\\documentclass{article}\n\\begin{document}\nAn \\undefinedmacro{} here.\n\\end{document}\n",
+    "fatal.tex": "\\documentclass{article}\n\\begin{document}\n"
+    + " ".join(f"\\undef{chr(97 + i // 26)}{chr(97 + i % 26)}{{}}" for i in range(110))
+    + "\n\\end{document}\n",
+}
+
+
+def _latexmlc(path: Path) -> tuple[int, set[tuple[str, str, str]]]:
+    """Run latexmlc directly on a copy and read its own verdict."""
+    work = path.parent / f"direct-{path.stem}"
+    work.mkdir()
+    shutil.copy(path, work / path.name)
+    subprocess.run(
+        ["latexmlc", "--format=html5", "--dest=out.html", "--log=cortex.log", path.name],
+        cwd=work, capture_output=True, timeout=180, check=False,
+    )  # fmt: skip
+    parsed = parse_log((work / "cortex.log").read_bytes())
+    return parsed.status, {(m.severity, m.category, m.what) for m in parsed.messages if m.severity != "info"}
+
+
+@pytest.fixture
+def latexml_corpus(corpus_root, tmp_path):
+    if not shutil.which("latexmlc"):
+        pytest.fail("latexmlc is not installed: apt-get install latexml")
+    directory = corpus_root / "real"
+    directory.mkdir()
+    for name, text in DOCUMENTS.items():
+        (directory / name).write_text(text)
+    from corpora.actions import corpus_import
+    from jobs.runner import job_run
+
+    job_run(corpus_import(name="real", path=str(directory), actor="tester", send=False).pk)
+    activated("real")
+    return directory
+
+
+def _worker(dispatcher: DispatcherProcess, *extra: str, concurrency: int = 2) -> subprocess.Popen:
+    env = child_env(
+        DISPATCHER_VENTILATOR_PORT=str(dispatcher.ventilator_port), DISPATCHER_SINK_PORT=str(dispatcher.sink_port),
+        **{k: v for k, v in dispatcher.settings.items() if k.startswith("CONVERSION_")},
+    )  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "worker", "--service", "tex_to_html", "--concurrency", str(concurrency), *extra],
+        cwd=PROJECT_DIR, env=env, start_new_session=True,
+    )  # fmt: skip
+
+
+def _stop(process: subprocess.Popen) -> None:
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
+
+
+def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_path, corpus_root):
+    expected = {name.removesuffix(".tex"): _latexmlc(latexml_corpus / name) for name in DOCUMENTS}
+    assert [expected[n][0] for n in ("clean", "warning", "error", "fatal")] == [-1, -2, -3, -4]
+    dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
+    worker = _worker(dispatcher)
+    try:
+        tasks = Task.objects.filter(corpus__name="real", service__name="tex_to_html")
+        wait_for(lambda: not tasks.filter(status__gte=0).exists(), timeout=240, interval=0.5, message="conversions")
+    finally:
+        _stop(worker)
+        dispatcher.stop()
+    for task in tasks.select_related("document"):
+        status, messages = expected[task.document.name]
+        stored = set(
+            LogMessage.objects.filter(task=task).exclude(severity="info").values_list("severity", "category", "what")
+        )
+        assert (task.status, stored) == (status, messages), task.document.name
+        assert TaskRuntime.objects.get(task=task).runtime_ms > 0
+        assert (tmp_path / "results" / str(task.corpus_id) / str(task.service_id) / f"{task.pk}.zip").exists()
+    identities = Worker.objects.filter(service__name="tex_to_html")
+    assert sum(w.returned for w in identities) == 4 and all(w.in_flight == 0 for w in identities)
+
+
+def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_completed(
+    latexml_corpus, tmp_path, corpus_root
+):
+    Service.objects.filter(name="tex_to_html").update(lease_seconds=4)
+    Task.objects.filter(corpus__name="real", service__name="tex_to_html").exclude(document__name="clean").delete()
+    task = Task.objects.get(corpus__name="real", service__name="tex_to_html")
+    slow = "\\documentclass{article}\n\\begin{document}\n" + ("Text $x_{i}^{2}$. " * 3000) + "\n\\end{document}\n"
+    (latexml_corpus / "clean.tex").write_text(slow)  # long enough to be killed in the middle
+    dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
+    first = _worker(dispatcher, concurrency=1)
+    try:
+        wait_for(lambda: Task.objects.filter(pk=task.pk, status__gt=0).exists(), timeout=30, message="the lease")
+        wait_for(lambda: _latexmlc_running(first.pid), timeout=30, message="latexmlc to start")
+        os.killpg(first.pid, signal.SIGKILL)  # the worker and its conversion, with no goodbye
+        first.wait(10)
+        second = _worker(dispatcher, concurrency=1)
+        try:
+            done = wait_for(
+                lambda: Task.objects.filter(pk=task.pk, status__lt=0).first(), timeout=240, interval=0.5,
+                message="the retried conversion",
+            )  # fmt: skip
+        finally:
+            _stop(second)
+    finally:
+        dispatcher.stop()
+    # Leased again after the kill; a conversion slower than the short lease may need one more lease.
+    assert done.status in (-1, -2) and done.attempts >= 2
+
+
+def _latexmlc_running(root_pid: int) -> bool:
+    try:
+        children = psutil.Process(root_pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return False
+    time.sleep(0.5)
+    return any("latexml" in " ".join(child.cmdline()) for child in children if child.is_running())

@@ -1,0 +1,55 @@
+"""POST /convert: the conversion engine over HTTP, with real LaTeXML."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.django_db
+
+PROBLEM = "application/problem+json"
+
+
+def _post(client, **fields: str):
+    return client.post("/convert", fields)
+
+
+@pytest.mark.slow
+def test_a_formula_converts_to_presentation_mathml_by_default(api):
+    response = _post(api, tex="literal:x^2+1", whatsin="math", whatsout="math", format="xml")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "no_problem" and body["status_code"] == 0
+    assert "http://www.w3.org/1998/Math/MathML" in body["result"] and "msup>" in body["result"]
+    assert "Status:conversion:0" in body["log"]
+
+
+@pytest.mark.slow
+def test_a_document_converts_to_html_with_its_log(api):
+    tex = "\\documentclass{article}\\begin{document}Hello \\undefinedthing.\\end{document}"
+    body = _post(api, tex=tex, format="html5").json()
+    assert body["status"] == "error" and body["status_code"] == 2
+    assert "Hello" in body["result"] and "Error:undefined:\\undefinedthing" in body["log"]
+
+
+def test_empty_input_is_a_400_with_status_code_3_and_a_log_line(api):
+    for tex in ("", "   ", "literal:"):
+        response = _post(api, tex=tex)
+        assert response.status_code == 400 and response["Content-Type"] == PROBLEM
+        body = response.json()
+        assert body["status_code"] == 3 and body["log"].startswith("Fatal:input:empty")
+
+
+def test_oversized_input_is_a_400_with_status_code_3(api, settings):
+    settings.CONVERT_MAX_BYTES = 100
+    body = _post(api, tex="x" * 101).json()
+    assert body["status_code"] == 3 and "Fatal:input:too_large" in body["log"]
+
+
+def test_unknown_switch_values_are_400_field_errors(api):
+    for field, value in (("format", "pdf"), ("whatsin", "poem"), ("timeout", "-1"), ("pmml", "maybe")):
+        response = _post(api, tex="x", **{field: value})
+        assert response.status_code == 400 and field in response.json()["errors"], field
+
+
+def test_json_bodies_are_refused_as_the_engine_takes_forms(api):
+    assert api.post("/convert", {"tex": "x"}, format="json").status_code == 415
