@@ -179,11 +179,17 @@ CONVERT_CONCURRENCY = env_int("CONVERT_CONCURRENCY", 2, minimum=1)
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, minimum=5)
 JOBS_PAGE_DEFAULT = 50
 JOBS_PAGE_MAX = 200
+REPORT_PAGE_DEFAULT = 100
+MAX_REPORT_PAGE_SIZE = env_int("MAX_REPORT_PAGE_SIZE", 1000, minimum=1)
+MAX_REPORT_OFFSET = env_int("MAX_REPORT_OFFSET", 100_000, minimum=0)
+REPORT_BUILD_BUDGET_MS = env_int("REPORT_BUILD_BUDGET_MS", 3000, minimum=10)
+REPORT_REFRESH_SECONDS = env_int("REPORT_REFRESH_SECONDS", 900, minimum=10)
 AUDIT_PAGE_DEFAULT = 100
 AUDIT_PAGE_MAX = 1000
 
 CELERY_BEAT_SCHEDULE = {
     "jobs-sweep-interrupted": {"task": "jobs.tasks.jobs_sweep", "schedule": float(JOB_SWEEP_SECONDS)},
+    "reports-refresh": {"task": "reports.tasks.reports_refresh_scheduled", "schedule": float(REPORT_REFRESH_SECONDS)},
 }
 
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()

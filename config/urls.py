@@ -32,6 +32,7 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/corpora", permanent=False), name="home"),
     path("", include(corpora_urls.urlpatterns)),
     path("", include(services_urls.urlpatterns)),
+    path("", include(reports_urls.urlpatterns)),
     path("", include(jobs_urls.urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),
     path("", include("django_prometheus.urls")),

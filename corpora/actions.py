@@ -191,7 +191,7 @@ def _corpus_purge(corpus_id: int) -> dict[str, int]:
         cursor.execute("DELETE FROM reports_taskruntime WHERE corpus_id = %s", [corpus_id])
         cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s", [corpus_id])
         counts["tasks"] = cursor.rowcount
-        for table in ("corpora_taskcount", "corpora_activation"):
+        for table in ("corpora_taskcount", "corpora_activation", "reports_reportgrain", "reports_grainslice"):
             cursor.execute(f"DELETE FROM {table} WHERE corpus_id = %s", [corpus_id])  # noqa: S608
         runs_delete_for(corpus_id=corpus_id)
         cursor.execute("DELETE FROM corpora_document WHERE corpus_id = %s", [corpus_id])
@@ -268,7 +268,8 @@ def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | No
         cursor.execute("DELETE FROM reports_taskruntime WHERE corpus_id = %s AND service_id = %s", pair)
         cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s AND service_id = %s", pair)
         tasks = cursor.rowcount
-        cursor.execute("DELETE FROM corpora_taskcount WHERE corpus_id = %s AND service_id = %s", pair)
+        for table in ("corpora_taskcount", "reports_reportgrain", "reports_grainslice"):
+            cursor.execute(f"DELETE FROM {table} WHERE corpus_id = %s AND service_id = %s", pair)  # noqa: S608
         run_close(corpus_id=corpus.pk, service_id=service.pk)
         activation.delete()
     return {"tasks": tasks, "messages": messages}

@@ -82,6 +82,9 @@ class Task(models.Model):
         constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]
         indexes = [
             models.Index(fields=["corpus", "service", "status"], name="task_corpus_service_status"),
+            # Deleting documents checks the tasks that reference each one: without this index every
+            # check scans the whole (service, document) index, which makes a corpus delete quadratic.
+            models.Index(fields=["document"], name="task_document"),
             # The dispatcher's two hot queries: the next TODO tasks of a service, and expired leases.
             models.Index(fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=0)),
             models.Index(fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=0)),

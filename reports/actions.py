@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from django.db import connection
+from typing import Any
 
+from django.db import connection, transaction
+
+from config.errors import BadRequest
 from corpora.queries import corpus_get
 from services.queries import service_get
 
@@ -36,3 +39,115 @@ def _update_statuses(assignment: str, condition: str, *, corpus_name: str | None
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE corpora_task {assignment} WHERE {' AND '.join(where)}", params)
         return cursor.rowcount
+
+
+# --- grains: clear, rebuild ------------------------------------------------------------------------
+
+
+def grains_clear(pairs: set[tuple[int, int]] | list[tuple[int, int]]) -> int:
+    """Forget the built slices of these (corpus, service) pairs; pages rebuild them when next read."""
+    pairs = list(pairs)
+    if not pairs:
+        return 0
+    keys = [[c for c, _ in pairs], [s for _, s in pairs]]
+    using = " USING unnest(%s::bigint[], %s::bigint[]) AS p(c, s) WHERE x.corpus_id = p.c AND x.service_id = p.s"
+    with connection.cursor() as cursor:
+        cursor.execute("DELETE FROM reports_grainslice x" + using, keys)  # noqa: S608
+        cleared = cursor.rowcount
+        cursor.execute("DELETE FROM reports_reportgrain x" + using, keys)  # noqa: S608
+    return cleared
+
+
+def pair_refresh(*, corpus_name: str, service_name: str) -> dict:
+    """The scope refresh: clear this pair's grains at once (no job)."""
+    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    return {"corpus": corpus.name, "service": service.name, "cleared_slices": grains_clear([(corpus.pk, service.pk)])}
+
+
+def slice_build_enqueue(*, corpus_id: int, service_id: int, severity: str) -> None:
+    """Start a background build of one slice unless one is already queued or running."""
+    from jobs.actions import job_enqueue
+    from jobs.models import ACTIVE_STATES, Job
+
+    params = {"corpus_id": corpus_id, "service_id": service_id, "severity": severity}
+    if not Job.objects.filter(kind="report_slice_build", state__in=ACTIVE_STATES, params=params).exists():
+        job_enqueue(kind="report_slice_build", actor="reports", params=params)
+
+
+def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
+    """The global refresh: rebuild every slice of every (corpus, service) pair that has messages."""
+    from reports.queries import SEVERITIES, grain_slice_rebuild
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount WHERE count > 0")
+        pairs = cursor.fetchall()
+    total = len(pairs) * len(SEVERITIES)
+    done = rows = 0
+    progress(0, total, "rebuilding report grains")
+    for corpus_id, service_id in pairs:
+        for severity in SEVERITIES:
+            rows += grain_slice_rebuild(corpus_id, service_id, severity)
+            done += 1
+            progress(done, total, f"corpus {corpus_id} service {service_id} {severity}")
+    log(f"rebuilt {done} slices ({rows} grain rows) for {len(pairs)} pairs")
+    return {"pairs": len(pairs), "slices": done, "rows": rows}
+
+
+# --- rerun ---------------------------------------------------------------------------------------
+
+
+def rerun(
+    *,
+    corpus_name: str,
+    service_name: str,
+    actor: str,
+    severity: str | None = None,
+    category: str | None = None,
+    what: str | None = None,
+    description: str = "",
+) -> dict[str, Any]:
+    """Mark a slice for reprocessing in one transaction: open a new run, delete the old messages and
+    runtimes of the tasks in scope, set them TODO, and clear the pair's grains."""
+    from reports.queries import SEVERITIES, severity_check
+    from runs.actions import run_open
+
+    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    if severity is None and (category or what):
+        raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
+    if what and not category:
+        raise BadRequest("what narrows a category: pass category too.", errors={"category": ["required"]})
+    if severity is not None:
+        statuses, message_severity = severity_check(severity)
+    else:
+        statuses, message_severity = SEVERITIES["info"][0], None
+    conditions = ["t.corpus_id = %s", "t.service_id = %s", "t.status = ANY(%s)"]
+    params: list[Any] = [corpus.pk, service.pk, list(statuses)]
+    if category:
+        message_filter = ["m.task_id = t.id", "m.severity = %s", "m.category = %s"]
+        params += [message_severity, category]
+        if what:
+            message_filter.append("m.what = %s")
+            params.append(what)
+        # Only fixed fragments are joined here; every value goes in as a parameter.
+        exists = " AND ".join(message_filter)
+        conditions.append(f"EXISTS (SELECT 1 FROM reports_logmessage m WHERE {exists})")  # noqa: S608
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS SELECT t.id FROM corpora_task t"  # noqa: S608
+            f" WHERE {' AND '.join(conditions)}",
+            params,
+        )
+        cursor.execute("DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id")
+        cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
+        cursor.execute(
+            "UPDATE corpora_task t SET status = 0, attempts = 0, leased_until = NULL FROM rerun_scope s"
+            " WHERE t.id = s.id"
+        )
+        count = cursor.rowcount
+        cursor.execute("DROP TABLE rerun_scope")
+        run = run_open(corpus_id=corpus.pk, service_id=service.pk, owner=actor, description=description)
+        grains_clear([(corpus.pk, service.pk)])
+    return {
+        "corpus": corpus.name, "service": service.name, "severity": severity, "category": category, "what": what,
+        "tasks": count, "run_id": run.pk,
+    }  # fmt: skip

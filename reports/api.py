@@ -2,14 +2,39 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api.schema import problems
-from config.api.views import TokenApiView
-from reports.actions import conversions_pause, conversions_resume
-from reports.serializers import RunControlSerializer
+from config.api.views import PublicApiView, TokenApiView
+from jobs.actions import job_enqueue
+from jobs.serializers import JobAckSerializer
+from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun
+from reports.queries import (
+    Page,
+    category_report,
+    document_report,
+    entry_list,
+    page_check,
+    report_path_split,
+    runtime_report,
+    service_overview,
+    what_report,
+)
+from reports.serializers import (
+    DocumentReportSerializer,
+    EntryListSerializer,
+    GrainReportSerializer,
+    PageParamsSerializer,
+    RerunAckSerializer,
+    RerunParamsSerializer,
+    RunControlSerializer,
+    RuntimeReportSerializer,
+    ScopeRefreshSerializer,
+    ServiceOverviewSerializer,
+)
 
 
 def _control(action: str, corpus: str | None, service: str | None) -> dict:
@@ -62,3 +87,120 @@ class FleetResumeApi(TokenApiView):
     )  # fmt: skip
     def post(self, request: Request) -> Response:
         return Response(RunControlSerializer(_control("resume", None, None)).data)
+
+
+# --- reports --------------------------------------------------------------------------------------
+
+PAGE = [
+    OpenApiParameter("offset", int, required=False, description="0 to MAX_REPORT_OFFSET"),
+    OpenApiParameter("page_size", int, required=False, description="1 to MAX_REPORT_PAGE_SIZE (default 100)"),
+]
+
+
+def _page(request: Request) -> Page:
+    params = PageParamsSerializer(data=request.query_params)
+    params.is_valid(raise_exception=True)
+    return page_check(params.validated_data.get("offset"), params.validated_data.get("page_size"))
+
+
+class OverviewApi(PublicApiView):
+    @extend_schema(
+        operation_id="reports_overview", summary="Service overview: total and per-status counts and percentages",
+        responses={200: ServiceOverviewSerializer, **problems(404)}, tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        return Response(ServiceOverviewSerializer(service_overview(corpus, service)).data)
+
+
+class CategoryReportApi(PublicApiView):
+    @extend_schema(
+        operation_id="reports_categories", summary="Category report of a severity, by task count, paginated",
+        parameters=PAGE, responses={200: GrainReportSerializer, **problems(400, 404)}, tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, severity: str) -> Response:
+        return Response(GrainReportSerializer(category_report(corpus, service, severity, _page(request))).data)
+
+
+class WhatOrEntriesApi(PublicApiView):
+    """/{severity}/{category} is the what report, /{severity}/{category}/{what} the entry list; both may
+    contain '/', so one view splits the rest of the path (see report_path_split)."""
+
+    @extend_schema(
+        operation_id="reports_whats", summary="What report of a category, by task count, paginated",
+        parameters=PAGE, responses={200: GrainReportSerializer, **problems(400, 404)}, tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, severity: str, category: str) -> Response:
+        return self._answer(request, corpus, service, severity, category)
+
+    def _answer(self, request: Request, corpus: str, service: str, severity: str, rest: str) -> Response:
+        category, what = report_path_split(corpus, service, severity, rest)
+        page = _page(request)
+        if what is None:
+            return Response(GrainReportSerializer(what_report(corpus, service, severity, category, page)).data)
+        return Response(EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data)
+
+
+class EntryListApi(WhatOrEntriesApi):
+    @extend_schema(
+        operation_id="reports_entries", summary="Entry list: the documents with one (severity, category, what)",
+        parameters=PAGE, responses={200: EntryListSerializer, **problems(400, 404)}, tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, severity: str, category: str, what: str) -> Response:
+        return self._answer(request, corpus, service, severity, f"{category}/{what}")
+
+
+class DocumentReportApi(PublicApiView):
+    @extend_schema(
+        operation_id="reports_document", summary="One document's status for a service and every message behind it",
+        responses={200: DocumentReportSerializer, **problems(404)}, tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, name: str) -> Response:
+        return Response(DocumentReportSerializer(document_report(corpus, service, name)).data)
+
+
+class RuntimeReportApi(TokenApiView):
+    @extend_schema(
+        operation_id="services_runtimes", summary="Runtime report: distribution, histogram, slowest conversions",
+        parameters=PAGE, responses={200: RuntimeReportSerializer, **problems(400, 404)}, tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, service: str) -> Response:
+        return Response(RuntimeReportSerializer(runtime_report(service, _page(request))).data)
+
+
+class RerunApi(TokenApiView):
+    audit_action = "reports.rerun"
+
+    @extend_schema(
+        operation_id="reports_rerun", summary="Rerun a slice: its tasks back to TODO in a new run (202)",
+        parameters=[OpenApiParameter(name, str, required=False) for name in ("severity", "category", "what",
+                                                                              "description")],
+        request=None, responses={202: RerunAckSerializer, **problems(400, 404)}, tags=["reports"],
+    )  # fmt: skip
+    def post(self, request: Request, corpus: str, service: str) -> Response:
+        params = RerunParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        ack = rerun(corpus_name=corpus, service_name=service, actor=self.actor_name(), **params.validated_data)
+        return Response(RerunAckSerializer(ack).data, status=status.HTTP_202_ACCEPTED)
+
+
+class PairRefreshApi(TokenApiView):
+    audit_action = "reports.refresh_pair"
+
+    @extend_schema(
+        operation_id="reports_refresh_pair", summary="Clear this pair's report grains at once (no job)",
+        request=None, responses={200: ScopeRefreshSerializer, **problems(404)}, tags=["reports"],
+    )  # fmt: skip
+    def post(self, request: Request, corpus: str, service: str) -> Response:
+        return Response(ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data)
+
+
+class GlobalRefreshApi(TokenApiView):
+    audit_action = "reports.refresh"
+
+    @extend_schema(
+        operation_id="reports_refresh", summary="Rebuild the report rollup behind every page (debounced job)",
+        request=None, responses={202: JobAckSerializer}, tags=["reports"],
+    )  # fmt: skip
+    def post(self, request: Request) -> Response:
+        job, created = job_enqueue(kind="reports_refresh", actor=self.actor_name())
+        return Response(JobAckSerializer({"job": job, "created": created}).data, status=status.HTTP_202_ACCEPTED)

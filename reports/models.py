@@ -30,7 +30,10 @@ class LogMessage(models.Model):
     class Meta:
         indexes = [
             models.Index(fields=["task"], name="logmessage_task"),
-            models.Index(fields=["corpus", "service", "severity", "category", "what"], name="logmessage_report"),
+            # Serves the grain rollups and the entry lists (which page through tasks in index order).
+            models.Index(
+                fields=["corpus", "service", "severity", "category", "what", "task"], name="logmessage_report_task"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -50,3 +53,42 @@ class TaskRuntime(models.Model):
 
     def __str__(self) -> str:
         return f"{self.task_id}: {self.runtime_ms} ms"
+
+
+class ReportGrain(models.Model):
+    """Rollup of messages for one (corpus, service, severity) slice: one row per (category, what),
+    one per category (what null) and the slice total (both null). Built with GROUP BY ROLLUP."""
+
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    severity = models.CharField(max_length=12)
+    category = models.CharField(max_length=CATEGORY_MAX, null=True)
+    what = models.CharField(max_length=WHAT_MAX, null=True)
+    task_count = models.BigIntegerField()
+    message_count = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["corpus", "service", "severity", "category", "-task_count"], name="grain_slice_by_tasks"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.severity}:{self.category}:{self.what} {self.task_count}/{self.message_count}"
+
+
+class GrainSlice(models.Model):
+    """That a (corpus, service, severity) slice of grains is built, and when; absent means stale."""
+
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    severity = models.CharField(max_length=12)
+    built_at = models.DateTimeField(auto_now_add=True)
+    build_ms = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["corpus", "service", "severity"], name="grainslice_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}/{self.service_id}/{self.severity}"

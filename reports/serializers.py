@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from corpora.serializers import StatusCountsSerializer
+
 
 class RunControlSerializer(serializers.Serializer):
     """The answer to pause or resume: which scope, and how many tasks were blocked or resumed."""
@@ -13,3 +15,138 @@ class RunControlSerializer(serializers.Serializer):
     action = serializers.ChoiceField(choices=["pause", "resume"])
     blocked = serializers.IntegerField(required=False)
     resumed = serializers.IntegerField(required=False)
+
+
+class PercentagesSerializer(serializers.Serializer):
+    todo = serializers.FloatField()
+    queued = serializers.FloatField()
+    no_problem = serializers.FloatField()
+    warning = serializers.FloatField()
+    error = serializers.FloatField()
+    fatal = serializers.FloatField()
+    blocked = serializers.FloatField()
+
+
+class ServiceOverviewSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    total = serializers.IntegerField()
+    counts = StatusCountsSerializer()
+    percentages = PercentagesSerializer(help_text="of all tasks but the invalid ones")
+    run_in_progress = serializers.BooleanField()
+    severities = serializers.ListField(child=serializers.CharField())
+
+
+class ReportRowSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    tasks = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    task_percent = serializers.FloatField()
+    message_percent = serializers.FloatField()
+
+
+class GrainReportSerializer(serializers.Serializer):
+    """A category report (one row per category) or, with `category` set, a what report."""
+
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    severity = serializers.CharField()
+    category = serializers.CharField(required=False)
+    computing = serializers.BooleanField(help_text="true while the rollup is built in the background")
+    count = serializers.IntegerField(help_text="rows in all pages")
+    tasks = serializers.IntegerField()
+    messages = serializers.IntegerField()
+    tasks_without_messages = serializers.IntegerField(allow_null=True)
+    offset = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    rows = ReportRowSerializer(many=True)
+
+
+class EntrySerializer(serializers.Serializer):
+    document = serializers.CharField()
+    status = serializers.CharField()
+    details = serializers.CharField(allow_blank=True)
+
+
+class EntryListSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    severity = serializers.CharField()
+    category = serializers.CharField()
+    what = serializers.CharField()
+    offset = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    entries = EntrySerializer(many=True)
+
+
+class MessageSerializer(serializers.Serializer):
+    severity = serializers.CharField()
+    category = serializers.CharField()
+    what = serializers.CharField()
+    details = serializers.CharField(allow_blank=True)
+
+
+class DocumentReportSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    document = serializers.CharField()
+    entry = serializers.CharField()
+    status = serializers.CharField()
+    attempts = serializers.IntegerField()
+    runtime_ms = serializers.IntegerField(allow_null=True)
+    messages = MessageSerializer(many=True)
+    result_url = serializers.CharField(allow_null=True)
+    html_url = serializers.CharField(allow_null=True)
+
+
+class HistogramBucketSerializer(serializers.Serializer):
+    lt_ms = serializers.IntegerField(allow_null=True, help_text="upper bound (exclusive); null for the last")
+    count = serializers.IntegerField()
+
+
+class SlowConversionSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    document = serializers.CharField()
+    runtime_ms = serializers.IntegerField()
+
+
+class RuntimeReportSerializer(serializers.Serializer):
+    service = serializers.CharField()
+    count = serializers.IntegerField()
+    mean_ms = serializers.FloatField(allow_null=True)
+    p50_ms = serializers.IntegerField(allow_null=True)
+    p90_ms = serializers.IntegerField(allow_null=True)
+    p99_ms = serializers.IntegerField(allow_null=True)
+    max_ms = serializers.IntegerField(allow_null=True)
+    histogram = HistogramBucketSerializer(many=True)
+    offset = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    slowest = SlowConversionSerializer(many=True)
+
+
+class RerunAckSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    severity = serializers.CharField(allow_null=True)
+    category = serializers.CharField(allow_null=True)
+    what = serializers.CharField(allow_null=True)
+    tasks = serializers.IntegerField(help_text="tasks set back to TODO")
+    run_id = serializers.IntegerField()
+
+
+class ScopeRefreshSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    cleared_slices = serializers.IntegerField()
+
+
+class RerunParamsSerializer(serializers.Serializer):
+    severity = serializers.CharField(required=False)
+    category = serializers.CharField(required=False, max_length=100)
+    what = serializers.CharField(required=False, max_length=200)
+    description = serializers.CharField(required=False, max_length=2000, default="")
+
+
+class PageParamsSerializer(serializers.Serializer):
+    offset = serializers.IntegerField(required=False, min_value=0)
+    page_size = serializers.IntegerField(required=False, min_value=1)

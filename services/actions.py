@@ -51,7 +51,10 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, i
         messages = cursor.rowcount
         cursor.execute("DELETE FROM corpora_task WHERE service_id = %s", [service.pk])
         tasks = cursor.rowcount
-        for table in ("reports_taskruntime", "corpora_taskcount", "corpora_activation", "runs_run", "services_worker"):
+        for table in (
+            "reports_taskruntime", "reports_reportgrain", "reports_grainslice", "corpora_taskcount",
+            "corpora_activation", "runs_run", "services_worker",
+        ):  # fmt: skip
             cursor.execute(f"DELETE FROM {table} WHERE service_id = %s", [service.pk])  # noqa: S608
         cursor.execute("DELETE FROM services_service WHERE id = %s", [service.pk])
     return {"tasks": tasks, "messages": messages}

@@ -16,12 +16,13 @@ from collections import defaultdict, deque
 from dataclasses import dataclass, field
 
 import zmq
-from conversion.wire import split_frames
 from django.conf import settings
 from django.db import close_old_connections, connection
 from django.utils import timezone
 
 from conversion.archive import pack_entry
+from conversion.wire import split_frames
+from reports.actions import grains_clear
 from services.dispatcher.ingest import RawResult, result_ingest, runs_close_drained
 from services.dispatcher.leases import LeasedTask, lease_batch, lease_release, leases_reap
 from services.models import DispatcherState, Service
@@ -252,6 +253,7 @@ class Dispatcher:
         self.counters.discarded += outcome.discarded
         if outcome.discarded:
             logger.warning("discarded %d result(s): not leased, unknown service or unreadable", outcome.discarded)
+        grains_clear(outcome.pairs)
         runs_close_drained(outcome.pairs)
 
     # --- timers ----------------------------------------------------------------------------------

@@ -33,6 +33,15 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("POST", "/api/conversions/pause"),
     ("POST", "/api/conversions/resume"),
     ("POST", "/convert"),
+    ("GET", "/api/reports/{corpus}/{service}"),
+    ("GET", "/api/reports/{corpus}/{service}/{severity}"),
+    ("GET", "/api/reports/{corpus}/{service}/{severity}/{category}"),
+    ("GET", "/api/reports/{corpus}/{service}/{severity}/{category}/{what}"),
+    ("GET", "/api/corpus/{corpus}/{service}/document/{name}"),
+    ("POST", "/api/reports/{corpus}/{service}/rerun"),
+    ("POST", "/api/reports/refresh"),
+    ("POST", "/api/reports/{corpus}/{service}/refresh"),
+    ("GET", "/api/services/{service}/runtimes"),
 }
 
 

@@ -70,12 +70,22 @@ class Up:
 
 
 def _get(url: str, token: str | None = None) -> tuple[int, dict]:
+    """GET a JSON endpoint; a refused connection is retried for a few seconds (a loaded machine may be
+    between a child's restart and its first accept)."""
+    import time
+
     request = urllib.request.Request(url, headers={"X-Service-Token": token} if token else {})  # noqa: S310
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
+    for attempt in range(10):
+        try:
+            with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+                return response.status, json.loads(response.read())
+        except urllib.error.HTTPError as error:
+            return error.code, json.loads(error.read())
+        except urllib.error.URLError:
+            if attempt == 9:
+                raise
+            time.sleep(1)
+    raise AssertionError("unreachable")
 
 
 def _wait(predicate, timeout: float, message: str):

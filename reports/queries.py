@@ -1,0 +1,379 @@
+"""Reads of reports: overview, severity > category > what > entries, document, runtimes.
+
+Category and what pages read the grain rollup; a missing slice is built on demand within a time
+budget, else by a background job while the page says it is computing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import OperationalError, connection, transaction
+
+from config.errors import BadRequest, NotFound
+from corpora.models import Corpus, Document, Task, TaskCount
+from corpora.queries import STATUS_KEYS, corpus_get, status_counts
+from reports.models import GrainSlice, LogMessage, ReportGrain, TaskRuntime
+from services.models import Service
+from services.queries import service_get
+
+logger = logging.getLogger(__name__)
+
+# Severity page -> (statuses of the tasks it covers, severity of the messages it lists).
+SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
+    "no_problem": ((-1,), "info"),
+    "warning": ((-2,), "warning"),
+    "error": ((-3,), "error"),
+    "fatal": ((-4,), "fatal"),
+    "invalid": ((-5,), "fatal"),
+    "info": ((-1, -2, -3, -4, -5), "info"),
+}
+STATUS_NAMES = {-1: "no_problem", -2: "warning", -3: "error", -4: "fatal", -5: "invalid"}
+
+# Fixed histogram buckets of the runtime report (upper bounds in ms; the last is open).
+RUNTIME_BUCKETS_MS = [100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000]
+
+
+def status_name(status: int) -> str:
+    if status >= 0:
+        return "todo" if status == 0 else "queued"
+    return STATUS_NAMES.get(status, "blocked")
+
+
+def severity_check(severity: str) -> tuple[tuple[int, ...], str]:
+    if severity not in SEVERITIES:
+        raise BadRequest(
+            f"Unknown severity {severity!r}; use one of {', '.join(SEVERITIES)}.", errors={"severity": ["unknown"]}
+        )
+    return SEVERITIES[severity]
+
+
+@dataclass(frozen=True)
+class Page:
+    offset: int
+    page_size: int
+
+
+def page_check(offset: Any, page_size: Any) -> Page:
+    """offset and page_size of a report page; an offset beyond MAX_REPORT_OFFSET is a 400, a page size
+    above MAX_REPORT_PAGE_SIZE is reduced to it."""
+    try:
+        offset = int(offset) if offset not in (None, "") else 0
+        size = int(page_size) if page_size not in (None, "") else settings.REPORT_PAGE_DEFAULT
+    except (TypeError, ValueError) as exc:
+        raise BadRequest("offset and page_size must be whole numbers.", errors={"offset": ["not a number"]}) from exc
+    if offset < 0 or size < 1:
+        raise BadRequest("offset must be 0 or more and page_size at least 1.", errors={"offset": ["out of range"]})
+    if offset > settings.MAX_REPORT_OFFSET:
+        raise BadRequest(
+            f"offset {offset} is beyond the limit of {settings.MAX_REPORT_OFFSET}; narrow the report instead.",
+            errors={"offset": [f"at most {settings.MAX_REPORT_OFFSET}"]},
+        )
+    return Page(offset=offset, page_size=min(size, settings.MAX_REPORT_PAGE_SIZE))
+
+
+def pair_get(corpus_name: str, service_name: str) -> tuple[Corpus, Service]:
+    return corpus_get(corpus_name), service_get(service_name)
+
+
+# --- overview --------------------------------------------------------------------------------------
+
+
+def pair_counts(corpus: Corpus, service: Service) -> dict[str, Any]:
+    rows = TaskCount.objects.filter(corpus=corpus, service=service).values_list("bucket", "count")
+    return status_counts(list(rows))
+
+
+def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
+    """Total and per-status counts with percentages; invalid tasks are left out of the denominator."""
+    corpus, service = pair_get(corpus_name, service_name)
+    counts = pair_counts(corpus, service)
+    denominator = counts["total"] - counts["invalid"]
+    percentages = {
+        key: (round(100.0 * counts[key] / denominator, 2) if denominator else 0.0)
+        for key in STATUS_KEYS
+        if key != "invalid"
+    }
+    from runs.models import Run
+
+    run = Run.objects.filter(corpus=corpus, service=service, finished_at__isnull=True).first()
+    return {
+        "corpus": corpus.name,
+        "service": service.name,
+        "total": counts["total"],
+        "counts": counts,
+        "percentages": percentages,
+        "run_in_progress": run is not None,
+        "severities": list(SEVERITIES),
+    }
+
+
+# --- grains ----------------------------------------------------------------------------------------
+
+
+def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeout_ms: int | None = None) -> int:
+    """Rebuild one (corpus, service, severity) slice with one GROUP BY ROLLUP; returns its rows."""
+    import time
+
+    statuses, message_severity = SEVERITIES[severity]
+    started = time.monotonic()
+    with transaction.atomic(), connection.cursor() as cursor:
+        if timeout_ms is not None:
+            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+        key = [corpus_id, service_id, severity]
+        cursor.execute(
+            "DELETE FROM reports_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = %s", key
+        )
+        cursor.execute(
+            """
+            INSERT INTO reports_reportgrain (corpus_id, service_id, severity, category, what, task_count, message_count)
+            SELECT %s, %s, %s, m.category, m.what, count(DISTINCT m.task_id), count(*)
+              FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id
+             WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)
+             GROUP BY ROLLUP (m.category, m.what)
+            """,
+            [*key, corpus_id, service_id, message_severity, list(statuses)],
+        )
+        rows = cursor.rowcount
+        build_ms = int((time.monotonic() - started) * 1000)
+        cursor.execute(
+            "INSERT INTO reports_grainslice (corpus_id, service_id, severity, built_at, build_ms)"
+            " VALUES (%s, %s, %s, now(), %s) ON CONFLICT (corpus_id, service_id, severity)"
+            " DO UPDATE SET built_at = now(), build_ms = EXCLUDED.build_ms",
+            [*key, build_ms],
+        )
+    return rows
+
+
+def slice_ready(corpus: Corpus, service: Service, severity: str) -> bool:
+    """True when the slice is built (building it now if it fits the time budget); else a background
+    build is started and the page says it is computing."""
+    if GrainSlice.objects.filter(corpus=corpus, service=service, severity=severity).exists():
+        return True
+    try:
+        grain_slice_rebuild(corpus.pk, service.pk, severity, timeout_ms=settings.REPORT_BUILD_BUDGET_MS)
+        return True
+    except OperationalError as exc:
+        if "statement timeout" not in str(exc) and "canceling statement" not in str(exc):
+            raise
+    from reports.actions import slice_build_enqueue
+
+    slice_build_enqueue(corpus_id=corpus.pk, service_id=service.pk, severity=severity)
+    return False
+
+
+def _tasks_of_severity(corpus: Corpus, service: Service, severity: str) -> int:
+    statuses, _ = SEVERITIES[severity]
+    counts = pair_counts(corpus, service)
+    return sum(counts[STATUS_NAMES[s]] for s in statuses)
+
+
+def _grain_report(
+    corpus_name: str, service_name: str, severity: str, page: Page, *, category: str | None
+) -> dict[str, Any]:
+    corpus, service = pair_get(corpus_name, service_name)
+    severity_check(severity)
+    base = {"corpus": corpus.name, "service": service.name, "severity": severity, "offset": page.offset,
+            "page_size": page.page_size}  # fmt: skip
+    if category is not None:
+        base["category"] = category
+    if not slice_ready(corpus, service, severity):
+        return {**base, "computing": True, "count": 0, "rows": [], "tasks": 0, "messages": 0,
+                "tasks_without_messages": None}  # fmt: skip
+    grains = ReportGrain.objects.filter(corpus=corpus, service=service, severity=severity)
+    total = grains.filter(category__isnull=True, what__isnull=True).first()
+    if category is None:
+        scope_tasks = _tasks_of_severity(corpus, service, severity)
+        scope_messages = total.message_count if total else 0
+        rows_qs = grains.filter(category__isnull=False, what__isnull=True)
+        name_field = "category"
+    else:
+        parent = grains.filter(category=category, what__isnull=True).first()
+        if parent is None:
+            raise NotFound(f"No {severity} messages of category {category!r} for {service.name} on {corpus.name}.")
+        scope_tasks, scope_messages = parent.task_count, parent.message_count
+        rows_qs = grains.filter(category=category, what__isnull=False)
+        name_field = "what"
+    count = rows_qs.count()
+    rows = []
+    for grain in rows_qs.order_by("-task_count", name_field)[page.offset : page.offset + page.page_size]:
+        rows.append(
+            {
+                "name": getattr(grain, name_field),
+                "tasks": grain.task_count,
+                "messages": grain.message_count,
+                "task_percent": round(100.0 * grain.task_count / scope_tasks, 2) if scope_tasks else 0.0,
+                "message_percent": round(100.0 * grain.message_count / scope_messages, 2) if scope_messages else 0.0,
+            }
+        )
+    with_messages = total.task_count if total else 0
+    report = {**base, "computing": False, "count": count, "rows": rows, "tasks": scope_tasks,
+              "messages": scope_messages}  # fmt: skip
+    report["tasks_without_messages"] = max(scope_tasks - with_messages, 0) if category is None else None
+    return report
+
+
+def category_report(corpus_name: str, service_name: str, severity: str, page: Page) -> dict[str, Any]:
+    """One row per category, by task count; plus the tasks of that status with no such message."""
+    return _grain_report(corpus_name, service_name, severity, page, category=None)
+
+
+def what_report(corpus_name: str, service_name: str, severity: str, category: str, page: Page) -> dict[str, Any]:
+    """One row per what within a category, by task count."""
+    return _grain_report(corpus_name, service_name, severity, page, category=category)
+
+
+def entry_list(
+    corpus_name: str, service_name: str, severity: str, category: str, what: str, page: Page
+) -> dict[str, Any]:
+    """The documents with a message (severity, category, what), in task order, paginated."""
+    corpus, service = pair_get(corpus_name, service_name)
+    statuses, message_severity = severity_check(severity)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            """
+            SELECT d.name, t.status, e.details
+              FROM (SELECT DISTINCT ON (m.task_id) m.task_id, m.details
+                      FROM reports_logmessage m
+                     WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s
+                       AND m.category = %s AND m.what = %s
+                     ORDER BY m.task_id) e
+              JOIN corpora_task t ON t.id = e.task_id AND t.status = ANY(%s)
+              JOIN corpora_document d ON d.id = t.document_id
+             ORDER BY e.task_id
+             OFFSET %s LIMIT %s
+            """,
+            [corpus.pk, service.pk, message_severity, category, what, list(statuses), page.offset, page.page_size],
+        )
+        rows = cursor.fetchall()
+    return {
+        "corpus": corpus.name, "service": service.name, "severity": severity, "category": category, "what": what,
+        "offset": page.offset, "page_size": page.page_size,
+        "entries": [
+            {"document": name, "status": status_name(status), "details": details[:300]}
+            for name, status, details in rows
+        ],
+    }  # fmt: skip
+
+
+# --- document --------------------------------------------------------------------------------------
+
+
+def document_report(corpus_name: str, service_name: str, document_name: str) -> dict[str, Any]:
+    """One document's status for a service and every log message behind it, with its result links."""
+    from urllib.parse import quote
+
+    from services.dispatcher.ingest import result_path
+
+    corpus, service = pair_get(corpus_name, service_name)
+    document = Document.objects.filter(corpus=corpus, name=document_name).first()
+    task = Task.objects.filter(document=document, service=service).first() if document else None
+    if task is None:
+        raise NotFound(f"No document {document_name!r} for {service.name} in {corpus.name}.")
+    messages = list(
+        LogMessage.objects.filter(task=task).order_by("id").values("severity", "category", "what", "details")
+    )
+    runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
+    has_result = result_path(settings.RESULTS_DIR, corpus.pk, service.pk, task.pk).exists()
+    base = f"/corpus/{quote(corpus.name)}/{quote(service.name)}/document/{quote(document.name, safe='')}"
+    return {
+        "corpus": corpus.name,
+        "service": service.name,
+        "document": document.name,
+        "entry": document.entry,
+        "status": status_name(task.status),
+        "attempts": task.attempts,
+        "runtime_ms": runtime,
+        "messages": messages,
+        "result_url": f"{base}/result.zip" if has_result else None,
+        "html_url": f"{base}/html" if has_result else None,
+    }
+
+
+# --- runtimes --------------------------------------------------------------------------------------
+
+
+def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
+    """Distribution, fixed-bucket histogram and the slowest conversions of a service (all corpora)."""
+    service = service_get(service_name)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), avg(runtime_ms), max(runtime_ms),"
+            " percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms)"
+            " FROM reports_taskruntime WHERE service_id = %s",
+            [service.pk],
+        )
+        count, mean, maximum, percentiles = cursor.fetchone()
+        cursor.execute(
+            "SELECT width_bucket(runtime_ms, %s::int[]), count(*) FROM reports_taskruntime"
+            " WHERE service_id = %s GROUP BY 1",
+            [RUNTIME_BUCKETS_MS, service.pk],
+        )
+        per_bucket = dict(cursor.fetchall())
+        cursor.execute(
+            """
+            SELECT c.name, d.name, r.runtime_ms
+              FROM reports_taskruntime r
+              JOIN corpora_task t ON t.id = r.task_id
+              JOIN corpora_document d ON d.id = t.document_id
+              JOIN corpora_corpus c ON c.id = r.corpus_id
+             WHERE r.service_id = %s
+             ORDER BY r.runtime_ms DESC, r.task_id
+             OFFSET %s LIMIT %s
+            """,
+            [service.pk, page.offset, page.page_size],
+        )
+        slowest = [{"corpus": c, "document": d, "runtime_ms": ms} for c, d, ms in cursor.fetchall()]
+    bounds = [*RUNTIME_BUCKETS_MS, None]
+    # Bucket i holds runtimes below bounds[i] (and at least bounds[i-1]); the last is open-ended.
+    histogram = [{"lt_ms": bound, "count": per_bucket.get(index, 0)} for index, bound in enumerate(bounds)]
+    p50, p90, p99 = percentiles or (None, None, None)
+    return {
+        "service": service.name,
+        "count": count,
+        "mean_ms": round(float(mean), 1) if mean is not None else None,
+        "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": maximum,
+        "histogram": histogram,
+        "offset": page.offset, "page_size": page.page_size,
+        "slowest": slowest,
+    }  # fmt: skip
+
+
+def report_path_split(corpus_name: str, service_name: str, severity: str, rest: str) -> tuple[str, str | None]:
+    """Split what follows the severity in a report URL into (category, what or None).
+
+    Categories and whats may themselves contain '/' (LaTeXML's `I/O` category, file names as whats),
+    and a web server decodes %2F before routing, so the split is decided by the data: the whole rest
+    when it is a category of the pair, else the first split that names an existing (category, what)."""
+    corpus, service = pair_get(corpus_name, service_name)
+    _, message_severity = severity_check(severity)
+    messages = LogMessage.objects.filter(corpus=corpus, service=service, severity=message_severity)
+    if "/" not in rest or messages.filter(category=rest).exists():
+        return rest, None
+    positions = [index for index, char in enumerate(rest) if char == "/"]
+    for index in positions:
+        category, what = rest[:index], rest[index + 1 :]
+        if messages.filter(category=category, what=what).exists():
+            return category, what
+    return rest[: positions[0]], rest[positions[0] + 1 :]
+
+
+def document_result_archive(corpus_name: str, service_name: str, document_name: str) -> Path:
+    """The stored result ZIP of a document's task, or NotFound."""
+    from services.dispatcher.ingest import result_path
+
+    corpus, service = pair_get(corpus_name, service_name)
+    task_id = (
+        Task.objects.filter(corpus=corpus, service=service, document__name=document_name)
+        .values_list("pk", flat=True)
+        .first()
+    )
+    if task_id is not None:
+        path = result_path(settings.RESULTS_DIR, corpus.pk, service.pk, task_id)
+        if path.is_file():
+            return path
+    raise NotFound(f"No stored result of {document_name!r} for {service_name} in {corpus_name}.")

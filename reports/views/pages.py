@@ -1,0 +1,416 @@
+"""Report screens: the same queries, DTOs and input serializers as /api/reports, writes journaled.
+
+Reads are public like their API twins, except the runtime screen (its API needs a token); every write
+needs a signed-in operator. Names in links are escaped as whole path segments ('/' included): a what
+holding '..' or '//' (file paths are whats) would otherwise be rewritten by browsers and proxies, and
+the server decodes %2F before routing anyway, so report_path_split decides where a category ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from accounts.actions import journaled
+from config.errors import ServiceError
+from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
+from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun
+from reports.queries import (
+    RUNTIME_BUCKETS_MS,
+    SEVERITIES,
+    Page,
+    category_report,
+    document_report,
+    entry_list,
+    page_check,
+    report_path_split,
+    runtime_report,
+    service_overview,
+    what_report,
+)
+from reports.serializers import (
+    DocumentReportSerializer,
+    EntryListSerializer,
+    GrainReportSerializer,
+    PageParamsSerializer,
+    RerunAckSerializer,
+    RerunParamsSerializer,
+    RuntimeReportSerializer,
+    ServiceOverviewSerializer,
+)
+
+# Served converted output can hold anything a worker wrote: no scripts, no plugins, no requests
+# elsewhere, and its own opaque origin (sandbox) so it cannot act on the operator's session.
+
+
+# --- links, crumbs, pages ----------------------------------------------------------------------------
+
+STATUS_ORDER = ["no_problem", "warning", "error", "fatal", "invalid", "blocked", "todo", "queued"]
+MESSAGE_ORDER = ["fatal", "error", "warning", "info"]
+RERUN_FIELDS = ("severity", "category", "what", "description")
+
+
+def segment(name: str) -> str:
+    """One URL path segment of a name: every reserved character escaped, '/' included."""
+    return quote(name, safe="")
+
+
+def report_href(
+    corpus: str, service: str, severity: str | None = None, category: str | None = None, what: str | None = None
+) -> str:
+    """The screen of a report level: overview, severity, what report or entry list."""
+    parts = [corpus, service, *(part for part in (severity, category, what) if part is not None)]
+    return "/reports/" + "/".join(segment(part) for part in parts)
+
+
+def document_href(corpus: str, service: str, name: str) -> str:
+    """The document screen of a (corpus, service, document)."""
+    return f"/corpus/{segment(corpus)}/{segment(service)}/document/{segment(name)}"
+
+
+def crumbs(
+    corpus: str,
+    service: str,
+    severity: str | None = None,
+    category: str | None = None,
+    what: str | None = None,
+    document: str | None = None,
+) -> list[dict[str, str | None]]:
+    """corpus > service > severity > category > what > document, each level linked but the last."""
+    trail: list[dict[str, str | None]] = [
+        {"label": "Corpora", "href": reverse("corpora")},
+        {"label": corpus, "href": reverse("corpus", kwargs={"name": corpus})},
+        {"label": service, "href": report_href(corpus, service)},
+    ]
+    levels = [severity, category, what]
+    for depth, label in enumerate(levels):
+        if label is not None:
+            trail.append({"label": label, "href": report_href(corpus, service, *levels[: depth + 1])})
+    if document is not None:
+        trail.append({"label": document, "href": None})
+    trail[-1]["href"] = None
+    return trail
+
+
+def page_params(request: HttpRequest) -> Page:
+    """offset and page_size from the query string, checked as the API checks them."""
+    params = validated(PageParamsSerializer(data=request.GET))
+    return page_check(params.get("offset"), params.get("page_size"))
+
+
+def pager(offset: int, page_size: int, shown: int, count: int | None) -> dict[str, Any]:
+    """Rows x-y (of count, when known) and the first/prev/next links of a paginated report."""
+
+    def link(to: int) -> str:
+        return "?" + urlencode({"offset": to, "page_size": page_size})
+
+    end = offset + shown
+    more = end < count if count is not None else shown == page_size
+    return {
+        "start": offset + 1 if shown else 0,
+        "end": end,
+        "count": count,
+        "first": link(0) if offset > 0 else None,
+        "prev": link(max(offset - page_size, 0)) if offset > 0 else None,
+        # Pages past MAX_REPORT_OFFSET are refused (400), so no link leads there.
+        "next": link(offset + page_size) if more and offset + page_size <= settings.MAX_REPORT_OFFSET else None,
+    }
+
+
+def _fragment(request: HttpRequest, template: str, context: dict[str, Any], *, live: bool) -> HttpResponse:
+    """A polled part of a page; once nothing moves it answers 286, which ends htmx's polling."""
+    response = render(request, template, context)
+    if not live:
+        response.status_code = HTMX_STOP_POLLING
+    return response
+
+
+# --- overview ----------------------------------------------------------------------------------------
+
+
+def _overview_page(
+    request: HttpRequest, corpus: str, service: str, *, error: ServiceError | None = None
+) -> HttpResponse:
+    try:
+        overview = ServiceOverviewSerializer(service_overview(corpus, service)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    live = overview["run_in_progress"] or overview["counts"]["in_progress"] > 0
+    statuses = [
+        {
+            "key": key,
+            "count": overview["counts"][key],
+            "percent": overview["percentages"].get(key),
+            "href": report_href(corpus, service, key) if key in overview["severities"] else None,
+        }
+        for key in STATUS_ORDER
+    ]
+    context = {"overview": overview, "live": live, "statuses": statuses}
+    if request.GET.get("fragment") == "body":
+        return _fragment(request, "reports/_overview_body.html", context, live=live)
+    context.update(
+        crumbs=crumbs(corpus, service),
+        info_href=report_href(corpus, service, "info"),
+        error=error.detail if error else "",
+    )
+    return render(request, "reports/overview.html", context, status=error.status if error else 200)
+
+
+@require_GET
+def overview_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of GET /api/reports/<corpus>/<service>; its counts poll while a run is in progress."""
+    return _overview_page(request, corpus, service)
+
+
+# --- severity > category > what > entries ------------------------------------------------------------
+
+
+def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) -> HttpResponse:
+    """A category report, or a what report when `report` has a category; polls while computing."""
+    corpus, service, severity = report["corpus"], report["service"], report["severity"]
+    category = report.get("category")
+    context = {
+        "report": report,
+        "row_base": report_href(corpus, service, severity, category),
+        "pager": pager(report["offset"], report["page_size"], len(report["rows"]), report["count"]),
+        "rerun_label": rerun_label,
+    }
+    if request.GET.get("fragment") == "body":
+        return _fragment(request, "reports/_grain_body.html", context, live=report["computing"])
+    context["crumbs"] = crumbs(corpus, service, severity, category)
+    return render(request, "reports/grain.html", context)
+
+
+@require_GET
+def category_view(request: HttpRequest, corpus: str, service: str, severity: str) -> HttpResponse:
+    """Screen twin of GET /api/reports/<corpus>/<service>/<severity>: one row per category."""
+    try:
+        report = GrainReportSerializer(category_report(corpus, service, severity, page_params(request))).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    return _grain_page(request, report, f"every {severity} task")
+
+
+@require_GET
+def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, rest: str) -> HttpResponse:
+    """Screen twin of GET /api/reports/<c>/<s>/<severity>/<rest>: the what report of a category, or the
+    entry list of a (category, what); both may hold '/', so the data decides the split, as in the API."""
+    try:
+        category, what = report_path_split(corpus, service, severity, rest)
+        page = page_params(request)
+        if what is None:
+            report = GrainReportSerializer(what_report(corpus, service, severity, category, page)).data
+            return _grain_page(request, report, "these tasks")
+        entries = EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    # The document screen shows how the operator got there: the trail only feeds its crumbs.
+    trail = "?" + urlencode({"severity": severity, "category": category, "what": what})
+    rows = [
+        {
+            "entry": entry,
+            "href": document_href(corpus, service, entry["document"]) + trail,
+            "first_line": entry["details"].split("\n", 1)[0],
+        }
+        for entry in entries["entries"]
+    ]
+    context = {
+        "entries": entries,
+        "rows": rows,
+        "crumbs": crumbs(corpus, service, severity, category, what),
+        "pager": pager(entries["offset"], entries["page_size"], len(entries["entries"]), None),
+        "rerun_label": "these tasks",
+    }
+    return render(request, "reports/entries.html", context)
+
+
+# --- document ----------------------------------------------------------------------------------------
+
+
+def _document_trail(query: Any, corpus: str, service: str, document: str) -> list[dict[str, str | None]]:
+    """Crumbs through the severity, category and what the operator came from, when the link said so."""
+    severity = query.get("severity")
+    if severity not in SEVERITIES:
+        return crumbs(corpus, service, document=document)
+    category = query.get("category") or None
+    what = (query.get("what") or None) if category else None
+    return crumbs(corpus, service, severity, category, what, document)
+
+
+@require_GET
+def document_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
+    """Screen twin of GET /api/corpus/<c>/<s>/document/<name>: status, messages, result and preview."""
+    try:
+        document = DocumentReportSerializer(document_report(corpus, service, name)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    groups = [
+        {"severity": severity, "messages": [m for m in document["messages"] if m["severity"] == severity]}
+        for severity in MESSAGE_ORDER
+    ]
+    context = {
+        "document": document,
+        "groups": groups,
+        "crumbs": _document_trail(request.GET, corpus, service, document["document"]),
+    }
+    return render(request, "reports/document.html", context)
+
+
+# --- runtimes ----------------------------------------------------------------------------------------
+
+CHART = {"width": 760, "height": 220, "top": 20, "plot": 160, "axis_y": 180, "label_y": 200}
+
+
+def duration_label(ms: int) -> str:
+    """100 ms, 2.5 s, 2 min: short enough for an axis."""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:g} s"
+    return f"{ms / 60_000:g} min"
+
+
+def histogram_bars(histogram: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Bar geometry of the histogram's inline SVG: heights proportional to the counts."""
+    slot = CHART["width"] / len(histogram)
+    peak = max((bucket["count"] for bucket in histogram), default=0) or 1
+    bars = []
+    for index, bucket in enumerate(histogram):
+        height = round(CHART["plot"] * bucket["count"] / peak, 2)
+        lower = RUNTIME_BUCKETS_MS[index - 1] if index else None
+        label = f"< {duration_label(bucket['lt_ms'])}" if bucket["lt_ms"] is not None else f"≥ {duration_label(lower)}"
+        bars.append(
+            {
+                "x": round(index * slot + slot * 0.15, 2),
+                "y": round(CHART["top"] + CHART["plot"] - height, 2),
+                "width": round(slot * 0.7, 2),
+                "height": height,
+                "center": round(index * slot + slot / 2, 2),
+                "count_y": round(CHART["top"] + CHART["plot"] - height - 4, 2),
+                "count": bucket["count"],
+                "label": label,
+            }
+        )
+    return bars
+
+
+@login_required
+@require_GET
+def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
+    """Screen twin of GET /api/services/<service>/runtimes: distribution, histogram, slowest conversions."""
+    try:
+        report = RuntimeReportSerializer(runtime_report(service, page_params(request))).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    slowest = [
+        {"conversion": row, "href": document_href(row["corpus"], report["service"], row["document"])}
+        for row in report["slowest"]
+    ]
+    context = {
+        "report": report,
+        "slowest": slowest,
+        "bars": histogram_bars(report["histogram"]),
+        "chart": CHART,
+        "pager": pager(report["offset"], report["page_size"], len(report["slowest"]), report["count"]),
+    }
+    return render(request, "reports/runtimes.html", context)
+
+
+# --- writes ------------------------------------------------------------------------------------------
+
+
+def _write_failed(request: HttpRequest, corpus: str, service: str, exc: ServiceError) -> HttpResponse:
+    if exc.status == 404:
+        return error_page(request, exc)
+    return _overview_page(request, corpus, service, error=exc)
+
+
+def _back(request: HttpRequest, corpus: str, service: str) -> str:
+    """The report page the form was on, or the overview; never another site."""
+    target = request.POST.get("next", "")
+    local = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
+    return target if local and target.startswith("/reports/") else report_href(corpus, service)
+
+
+@login_required
+@require_POST
+def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/reports/<c>/<s>/rerun: the scope comes in hidden fields."""
+    params = form_params(request.POST)
+    # An empty field means "not narrowed", where the API would have left the parameter out.
+    fields = {key: value for key, value in params.items() if key in RERUN_FIELDS and value != ""}
+    try:
+        with journaled(
+            actor=request.user.username, action="reports.rerun", target=f"{corpus}/{service}", params=params
+        ):
+            body = validated(RerunParamsSerializer(data=fields))
+            ack = RerunAckSerializer(
+                rerun(corpus_name=corpus, service_name=service, actor=request.user.username, **body)
+            ).data
+    except ServiceError as exc:
+        return _write_failed(request, corpus, service, exc)
+    messages.success(request, f"{ack['tasks']} tasks set to TODO in run {ack['run_id']}.")
+    return redirect(_back(request, corpus, service))
+
+
+@login_required
+@require_POST
+def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/reports/<c>/<s>/pause: block the pair's tasks in progress."""
+    try:
+        with journaled(
+            actor=request.user.username,
+            action="conversions.pause",
+            target=f"{corpus}/{service}",
+            params=form_params(request.POST),
+        ):
+            blocked = conversions_pause(corpus_name=corpus, service_name=service)
+    except ServiceError as exc:
+        return _write_failed(request, corpus, service, exc)
+    messages.success(request, f"Paused: {blocked} tasks in progress blocked.")
+    return redirect(report_href(corpus, service))
+
+
+@login_required
+@require_POST
+def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/reports/<c>/<s>/resume: blocked tasks of the pair back to TODO."""
+    try:
+        with journaled(
+            actor=request.user.username,
+            action="conversions.resume",
+            target=f"{corpus}/{service}",
+            params=form_params(request.POST),
+        ):
+            resumed = conversions_resume(corpus_name=corpus, service_name=service)
+    except ServiceError as exc:
+        return _write_failed(request, corpus, service, exc)
+    messages.success(request, f"Resumed: {resumed} blocked tasks back to TODO.")
+    return redirect(report_href(corpus, service))
+
+
+@login_required
+@require_POST
+def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/reports/<c>/<s>/refresh: clear the pair's report grains at once."""
+    try:
+        with journaled(
+            actor=request.user.username,
+            action="reports.refresh_pair",
+            target=f"{corpus}/{service}",
+            params=form_params(request.POST),
+        ):
+            cleared = pair_refresh(corpus_name=corpus, service_name=service)["cleared_slices"]
+    except ServiceError as exc:
+        return _write_failed(request, corpus, service, exc)
+    messages.success(request, f"Cleared {cleared} report slices; each page rebuilds its slice when next read.")
+    return redirect(report_href(corpus, service))

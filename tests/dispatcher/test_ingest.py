@@ -1,0 +1,55 @@
+"""Result decoding and batch ingestion, without sockets."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpora.models import Task
+from reports.models import LogMessage, TaskRuntime
+from services.dispatcher.ingest import BadResult, RawResult, result_decode, result_ingest
+from tests.corpora.helpers import activated, imported
+from tests.dispatcher.harness import CLEAN_LOG, WARNING_LOG, result_zip
+
+
+def test_a_result_over_the_size_limit_makes_the_task_invalid():
+    decoded = result_decode(result_zip(CLEAN_LOG, {"big.html": b"x" * 5000}), max_bytes=1000)
+    assert decoded.status == -5 and decoded.archive is None
+    assert [(m.severity, m.category, m.what) for m in decoded.messages] == [("fatal", "invalid", "too_large")]
+
+
+def test_an_empty_result_is_fatal_and_a_non_zip_is_refused():
+    assert result_decode(b"", max_bytes=1000).messages[0].what == "empty_result"
+    with pytest.raises(BadResult):
+        result_decode(b"definitely not a zip", max_bytes=1000)
+
+
+def test_a_result_without_cortex_log_is_fatal_and_keeps_its_archive():
+    decoded = result_decode(result_zip("", {"a.html": b"<p/>"}, with_log=False), max_bytes=10_000)
+    assert (decoded.status, decoded.messages[0].what, decoded.archive is not None) == (-4, "missing_log", True)
+
+
+@pytest.mark.django_db
+def test_a_batch_applies_leased_results_once_and_discards_the_rest(corpus_root, tmp_path):
+    imported(corpus_root, "c", documents=4)
+    activated("c")
+    tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
+    Task.objects.filter(pk__in=[t.pk for t in tasks[:3]]).update(status=99)  # three leased, one TODO
+    service_ids = {
+        "tex_to_html": tasks[0].service_id,
+        "import": Task.objects.filter(service__name="import")[0].service_id,
+    }
+    batch = [
+        RawResult("w", "tex_to_html", str(tasks[0].pk), result_zip(WARNING_LOG)),
+        RawResult("w", "tex_to_html", str(tasks[0].pk), result_zip(CLEAN_LOG)),  # a duplicate in the batch
+        RawResult("w", "tex_to_html", str(tasks[1].pk), result_zip(CLEAN_LOG)),
+        RawResult("w", "import", str(tasks[2].pk), result_zip(CLEAN_LOG)),  # wrong service for the task
+        RawResult("w", "tex_to_html", str(tasks[3].pk), result_zip(CLEAN_LOG)),  # not leased
+        RawResult("w", "nope", "1", result_zip(CLEAN_LOG)),  # unknown service
+    ]
+    outcome = result_ingest(batch, service_ids=service_ids, results_dir=tmp_path, max_bytes=10**6)
+    assert (outcome.ingested, outcome.discarded) == (2, 4)
+    statuses = dict(Task.objects.filter(pk__in=[t.pk for t in tasks]).values_list("pk", "status"))
+    assert [statuses[t.pk] for t in tasks] == [-3, -1, 99, 0]
+    assert LogMessage.objects.filter(task_id=tasks[0].pk).count() == 3
+    assert dict(TaskRuntime.objects.values_list("task_id", "runtime_ms")) == {tasks[0].pk: 42, tasks[1].pk: 7}
+    assert outcome.pairs == {(tasks[0].corpus_id, tasks[0].service_id)}

@@ -1,0 +1,226 @@
+"""The reports API: overview, drill-down through the grain rollup, entries, documents, runtimes,
+rerun and refresh. Data arrives the way it does in production: through result ingestion."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+import pytest
+from rest_framework.test import APIClient
+
+from corpora.models import Task
+from reports.models import GrainSlice, ReportGrain
+from services.dispatcher.ingest import RawResult, result_ingest
+from tests.corpora.helpers import activated, imported
+from tests.dispatcher.harness import result_zip
+
+pytestmark = pytest.mark.django_db
+
+LOGS = {
+    "warning": "Warning:expected:label Missing label\nWarning:expected:label Again\nStatus:conversion:1\n"
+    "Info:runtime_ms:150\n",
+    "error": "Warning:expected:label Missing\nError:undefined:\\foo The token \\foo\nError:I/O:b/c?d#e%z unreadable\n"
+    "Status:conversion:2\nInfo:runtime_ms:2600\n",
+    "error2": "Error:undefined:\\foo once\nError:undefined:\\bar twice\nStatus:conversion:2\nInfo:runtime_ms:40\n",
+    "fatal": "Fatal:too_many_errors:100 Too many errors\nStatus:conversion:3\nInfo:runtime_ms:70000\n",
+    "clean": "(Loading /x/article.cls.ltxml...\nStatus:conversion:0\nInfo:runtime_ms:90\n",
+    "bare": "Status:conversion:0\nInfo:runtime_ms:95\n",
+}
+
+
+def _convert(tasks: list[Task], logs: list[str], tmp_path: Path) -> None:
+    """Lease the tasks and feed one result each through the real ingestion."""
+    Task.objects.filter(pk__in=[t.pk for t in tasks]).update(status=77)
+    batch = [RawResult("w", "tex_to_html", str(t.pk), result_zip(log)) for t, log in zip(tasks, logs, strict=True)]
+    result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=tmp_path, max_bytes=10**7)
+
+
+@pytest.fixture
+def converted(corpus_root, tmp_path, settings):
+    settings.RESULTS_DIR = tmp_path / "results"
+    imported(corpus_root, "c", documents=8)
+    activated("c")
+    tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
+    kinds = ["warning", "error", "error", "error2", "fatal", "clean", "bare"]
+    _convert(tasks[:7], [LOGS[k] for k in kinds], settings.RESULTS_DIR)
+    return tasks  # the eighth stays TODO
+
+
+def test_the_overview_counts_and_percentages_leave_invalid_out(api, converted):
+    Task.objects.filter(pk=converted[6].pk).update(status=-5)
+    body = api.get("/api/reports/c/tex_to_html").json()
+    assert body["total"] == 8
+    counts = body["counts"]
+    assert (counts["no_problem"], counts["warning"], counts["error"], counts["fatal"], counts["invalid"]) == (
+        1,
+        1,
+        3,
+        1,
+        1,
+    )
+    assert counts["todo"] == 1 and body["percentages"]["error"] == round(300 / 7, 2)
+    assert "invalid" not in body["percentages"]
+    assert round(sum(body["percentages"].values()), 1) == 100.0
+
+
+def test_category_rows_sum_to_the_slice_and_agree_with_what_rows_and_entries(api, converted):
+    report = api.get("/api/reports/c/tex_to_html/error").json()
+    assert report["computing"] is False and report["tasks"] == 3
+    rows = {row["name"]: row for row in report["rows"]}
+    assert rows["undefined"]["tasks"] == 3 and rows["undefined"]["messages"] == 4
+    assert rows["I/O"]["tasks"] == 2 and rows["I/O"]["messages"] == 2
+    assert [row["name"] for row in report["rows"]] == ["undefined", "I/O"]  # by task count
+    assert report["messages"] == sum(row["messages"] for row in report["rows"])
+    whats = api.get("/api/reports/c/tex_to_html/error/undefined").json()
+    assert {row["name"]: row["tasks"] for row in whats["rows"]} == {"\\foo": 3, "\\bar": 1}
+    assert sum(row["messages"] for row in whats["rows"]) == rows["undefined"]["messages"]
+    entries = api.get(f"/api/reports/c/tex_to_html/error/undefined/{quote(chr(92) + 'foo')}").json()["entries"]
+    assert len(entries) == 3 and {e["status"] for e in entries} == {"error"}
+    for entry in entries:
+        doc = api.get(f"/api/corpus/c/tex_to_html/document/{quote(entry['document'])}").json()
+        assert ("error", "undefined", "\\foo") in {(m["severity"], m["category"], m["what"]) for m in doc["messages"]}
+
+
+def test_the_warning_slice_counts_only_tasks_whose_status_is_warning(api, converted):
+    report = api.get("/api/reports/c/tex_to_html/warning").json()
+    # Error tasks also carry warnings, but the warning page is about warning tasks.
+    assert report["tasks"] == 1 and report["rows"] == [
+        {"name": "expected", "tasks": 1, "messages": 2, "task_percent": 100.0, "message_percent": 100.0}
+    ]
+
+
+def test_names_with_slashes_and_reserved_characters_round_trip(api, converted):
+    whats = api.get("/api/reports/c/tex_to_html/error/I/O").json()
+    assert whats["category"] == "I/O" and [r["name"] for r in whats["rows"]] == ["b/c?d#e%z"]
+    entries = api.get("/api/reports/c/tex_to_html/error/I/O/" + quote("b/c?d#e%z")).json()
+    assert entries["what"] == "b/c?d#e%z" and len(entries["entries"]) == 2
+
+
+def test_severities_without_messages_answer_empty_reports(api, converted):
+    fatal_free = api.get("/api/reports/c/tex_to_html/invalid").json()
+    assert fatal_free["rows"] == [] and fatal_free["tasks"] == 0 and fatal_free["tasks_without_messages"] == 0
+    clean = api.get("/api/reports/c/tex_to_html/no_problem").json()
+    assert clean["tasks"] == 2 and clean["rows"][0]["name"] == "loaded_file"
+    assert clean["tasks_without_messages"] == 1  # one clean task logged nothing but the status
+
+
+def test_unknown_severity_is_400_and_unknown_names_404(api, converted):
+    assert api.get("/api/reports/c/tex_to_html/bogus").status_code == 400
+    assert api.get("/api/reports/c/nope").status_code == 404
+    assert api.get("/api/reports/nope/tex_to_html/error").status_code == 404
+    assert api.get("/api/reports/c/tex_to_html/error/no_such_category").status_code == 404
+    assert api.get("/api/corpus/c/tex_to_html/document/nope").status_code == 404
+
+
+def test_pagination_edges(api, converted, settings):
+    base = "/api/reports/c/tex_to_html/error/undefined/%5Cfoo"
+    first = api.get(base, {"offset": 0, "page_size": 2}).json()["entries"]
+    last = api.get(base, {"offset": 2, "page_size": 2}).json()["entries"]
+    assert len(first) == 2 and len(last) == 1 and not {e["document"] for e in first} & {e["document"] for e in last}
+    assert api.get(base, {"offset": 3}).json()["entries"] == []
+    settings.MAX_REPORT_OFFSET = 3
+    assert api.get(base, {"offset": 3}).status_code == 200  # at the cap
+    response = api.get(base, {"offset": 4})  # beyond it
+    assert response.status_code == 400 and "offset" in response.json()["errors"]
+    settings.MAX_REPORT_PAGE_SIZE = 2
+    assert api.get(base, {"page_size": 500}).json()["page_size"] == 2
+    assert api.get(base, {"page_size": 0}).status_code == 400
+    categories = api.get("/api/reports/c/tex_to_html/error", {"offset": 1, "page_size": 1}).json()
+    assert categories["count"] == 2 and [r["name"] for r in categories["rows"]] == ["I/O"]
+
+
+def test_the_document_report_links_its_stored_result(api, converted):
+    from corpora.models import Document
+
+    Document.objects.filter(pk=converted[1].document_id).update(name="x y%z")
+    doc = api.get("/api/corpus/c/tex_to_html/document/" + quote("x y%z", safe="")).json()
+    assert doc["document"] == "x y%z" and doc["status"] == "error" and doc["runtime_ms"] == 2600
+    assert [m["what"] for m in doc["messages"]] == ["label", "\\foo", "b/c?d#e%z"]
+    assert doc["result_url"].endswith("/document/x%20y%25z/result.zip")
+    todo = api.get(f"/api/corpus/c/tex_to_html/document/{converted[7].document.name}").json()
+    assert todo["status"] == "todo" and todo["result_url"] is None and todo["messages"] == []
+
+
+def test_the_runtime_report_has_distribution_histogram_and_slowest(authed, converted):
+    body = authed.get("/api/services/tex_to_html/runtimes", {"page_size": 2}).json()
+    assert body["count"] == 7 and body["max_ms"] == 70000 and body["p50_ms"] == 150
+    assert sum(bucket["count"] for bucket in body["histogram"]) == 7
+    buckets = {bucket["lt_ms"]: bucket["count"] for bucket in body["histogram"]}
+    # 40, 90 and 95 ms below 100; 150 below 250; 2600 twice below 5000; 70000 below 120000
+    assert (buckets[100], buckets[250], buckets[5000], buckets[120000]) == (3, 1, 2, 1)
+    assert [s["runtime_ms"] for s in body["slowest"]] == [70000, 2600]
+    assert APIClient().get("/api/services/tex_to_html/runtimes").status_code == 401
+
+
+def test_a_rerun_of_a_what_class_resets_exactly_those_tasks_and_new_results_change_the_grains(
+    authed, converted, tmp_path
+):
+    before = authed.get("/api/reports/c/tex_to_html/error").json()
+    assert GrainSlice.objects.filter(severity="error").exists()
+    ack = authed.post("/api/reports/c/tex_to_html/rerun?severity=error&category=undefined&what=%5Cbar").json()
+    assert ack["tasks"] == 1 and ack["run_id"]
+    rerun_task = Task.objects.get(pk=converted[3].pk)
+    assert rerun_task.status == 0 and not rerun_task.logmessage_set.exists()
+    assert not GrainSlice.objects.exists() and not ReportGrain.objects.exists()
+    _convert([rerun_task], [LOGS["clean"]], tmp_path)
+    after = authed.get("/api/reports/c/tex_to_html/error").json()
+    assert before["tasks"] == 3 and after["tasks"] == 2
+    assert {r["name"]: r["tasks"] for r in after["rows"]}["undefined"] == 2
+
+
+def test_rerun_checks_its_scope(authed, converted):
+    assert authed.post("/api/reports/c/tex_to_html/rerun?severity=bogus").status_code == 400
+    assert authed.post("/api/reports/c/tex_to_html/rerun?category=undefined").status_code == 400
+    assert authed.post("/api/reports/nope/tex_to_html/rerun").status_code == 404
+    assert APIClient().post("/api/reports/c/tex_to_html/rerun").status_code == 401
+    everything = authed.post("/api/reports/c/tex_to_html/rerun").json()
+    assert everything["tasks"] == 7 and set(
+        Task.objects.filter(service__name="tex_to_html").values_list("status", flat=True)
+    ) == {0}
+
+
+def test_the_pair_refresh_clears_grains_and_the_global_refresh_is_a_debounced_job(authed, converted):
+    authed.get("/api/reports/c/tex_to_html/error")
+    cleared = authed.post("/api/reports/c/tex_to_html/refresh")
+    assert cleared.status_code == 200 and cleared.json()["cleared_slices"] == 1 and not ReportGrain.objects.exists()
+    first = authed.post("/api/reports/refresh")
+    second = authed.post("/api/reports/refresh")
+    assert first.status_code == 202 and first.json()["created"] and not second.json()["created"]
+    assert first.json()["job"]["uuid"] == second.json()["job"]["uuid"]
+
+
+def test_the_global_refresh_job_rebuilds_every_slice(converted):
+    from jobs.actions import job_enqueue
+    from jobs.runner import job_run
+
+    job, _ = job_enqueue(kind="reports_refresh", actor="t")
+    assert job_run(job.pk) == "succeeded"
+    from reports.queries import SEVERITIES
+
+    assert GrainSlice.objects.filter(service__name="tex_to_html").count() == len(SEVERITIES)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_slice_that_does_not_fit_the_budget_is_built_in_the_background(converted, settings):
+    import psycopg
+
+    from jobs.models import Job
+    from tests.support import test_database_url
+
+    settings.REPORT_BUILD_BUDGET_MS = 300
+    with psycopg.connect(test_database_url()) as blocker:
+        blocker.execute("LOCK TABLE reports_reportgrain IN ACCESS EXCLUSIVE MODE")
+        body = APIClient().get("/api/reports/c/tex_to_html/error").json()
+        blocker.rollback()
+    assert body["computing"] is True and body["rows"] == []
+    job = Job.objects.get(kind="report_slice_build")
+    assert job.params == {
+        "corpus_id": converted[0].corpus_id,
+        "service_id": converted[0].service_id,
+        "severity": "error",
+    }
+    from jobs.runner import job_run
+
+    job_run(job.pk)
+    assert APIClient().get("/api/reports/c/tex_to_html/error").json()["computing"] is False
