@@ -362,55 +362,47 @@ def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     return redirect(_back(request, corpus, service))
 
 
+def _pair_write(request: HttpRequest, corpus: str, service: str, action: str, call: Any, done: str) -> HttpResponse:
+    """One journaled write on the pair; its count goes into the `done` message."""
+    try:
+        with journaled(
+            actor=request.user.username, action=action, target=f"{corpus}/{service}", params=form_params(request.POST)
+        ):
+            count = call()
+    except ServiceError as exc:
+        return _write_failed(request, corpus, service, exc)
+    messages.success(request, done.format(count=count))
+    return redirect(report_href(corpus, service))
+
+
 @login_required
 @require_POST
 def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/pause: block the pair's tasks in progress."""
-    try:
-        with journaled(
-            actor=request.user.username,
-            action="conversions.pause",
-            target=f"{corpus}/{service}",
-            params=form_params(request.POST),
-        ):
-            blocked = conversions_pause(corpus_name=corpus, service_name=service)
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
-    messages.success(request, f"Paused: {blocked} tasks in progress blocked.")
-    return redirect(report_href(corpus, service))
+    return _pair_write(
+        request, corpus, service, "conversions.pause",
+        lambda: conversions_pause(corpus_name=corpus, service_name=service),
+        "Paused: {count} tasks in progress blocked.",
+    )  # fmt: skip
 
 
 @login_required
 @require_POST
 def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/resume: blocked tasks of the pair back to TODO."""
-    try:
-        with journaled(
-            actor=request.user.username,
-            action="conversions.resume",
-            target=f"{corpus}/{service}",
-            params=form_params(request.POST),
-        ):
-            resumed = conversions_resume(corpus_name=corpus, service_name=service)
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
-    messages.success(request, f"Resumed: {resumed} blocked tasks back to TODO.")
-    return redirect(report_href(corpus, service))
+    return _pair_write(
+        request, corpus, service, "conversions.resume",
+        lambda: conversions_resume(corpus_name=corpus, service_name=service),
+        "Resumed: {count} blocked tasks back to TODO.",
+    )  # fmt: skip
 
 
 @login_required
 @require_POST
 def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/refresh: clear the pair's report grains at once."""
-    try:
-        with journaled(
-            actor=request.user.username,
-            action="reports.refresh_pair",
-            target=f"{corpus}/{service}",
-            params=form_params(request.POST),
-        ):
-            cleared = pair_refresh(corpus_name=corpus, service_name=service)["cleared_slices"]
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
-    messages.success(request, f"Cleared {cleared} report slices; each page rebuilds its slice when next read.")
-    return redirect(report_href(corpus, service))
+    return _pair_write(
+        request, corpus, service, "reports.refresh_pair",
+        lambda: pair_refresh(corpus_name=corpus, service_name=service)["cleared_slices"],
+        "Cleared {count} report slices; each page rebuilds its slice when next read.",
+    )  # fmt: skip

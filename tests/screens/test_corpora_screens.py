@@ -3,41 +3,12 @@ corpus's status bars follow its tasks without reloading, then delete it through 
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 
 from corpora.models import Corpus, Document, Task
 from tests.corpora.helpers import activated, imported
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture
-def page(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes beside it
-    # are ordinary blocking calls, which Django would otherwise refuse in a thread with a running loop.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-    if not shutil.which("chromium"):
-        pytest.fail("Chromium is not installed: apt-get install chromium (the screen tests drive the real browser)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-            ],
-        )
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        yield page
-        browser.close()
 
 
 def _count(page, service: str, key: str) -> str:

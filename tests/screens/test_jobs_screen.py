@@ -3,8 +3,6 @@ token, see the jobs, and watch a job's progress change without reloading the pag
 
 from __future__ import annotations
 
-import shutil
-
 import pytest
 from django.utils import timezone
 
@@ -12,33 +10,6 @@ from jobs.models import Job, JobState
 from tests.factories import JobFactory
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-
-
-@pytest.fixture
-def page(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes beside it
-    # are ordinary blocking calls, which Django would otherwise refuse in a thread with a running loop.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-    if not shutil.which("chromium"):
-        pytest.fail("Chromium is not installed: apt-get install chromium (the screen tests drive the real browser)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-            ],
-        )
-        page = browser.new_page()
-        yield page
-        browser.close()
 
 
 def test_an_operator_signs_in_and_watches_a_job_progress_live(page, live_server, token):

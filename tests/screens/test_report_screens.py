@@ -4,7 +4,6 @@ down to one document by clicking, with breadcrumbs at every level, and see the c
 
 from __future__ import annotations
 
-import shutil
 import struct
 import zlib
 from typing import Any
@@ -19,7 +18,6 @@ from tests.dispatcher.harness import result_zip
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ERROR_LOG = (
     "(Loading /usr/share/perl5/LaTeXML/Package/article.cls.ltxml...\n"
     "Warning:expected:label Missing label target\n"
@@ -43,31 +41,6 @@ def _png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
     rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
-
-
-@pytest.fixture
-def page(monkeypatch):
-    from playwright.sync_api import sync_playwright
-
-    # Playwright's sync API keeps an event loop in this thread; the ORM calls the test makes beside it
-    # are ordinary blocking calls, which Django would otherwise refuse in a thread with a running loop.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-
-    if not shutil.which("chromium"):
-        pytest.fail("Chromium is not installed: apt-get install chromium (the screen tests drive the real browser)")
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=CHROMIUM,
-            args=[
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-background-networking",
-                "--disable-component-update",
-            ],
-        )
-        page = browser.new_page(viewport={"width": 1280, "height": 900})
-        yield page
-        browser.close()
 
 
 @pytest.fixture
