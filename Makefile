@@ -23,8 +23,8 @@ run: $(VENV)/.installed-run
 	$(PY) manage.py up $(ARGS)
 
 test: $(VENV)/.installed-dev
-	$(PY) -m ruff check .
-	$(PY) -m ruff format --check .
+	$(PY) -m ruff check --no-cache .
+	$(PY) -m ruff format --no-cache --check .
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev

@@ -11,8 +11,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from conversion.logparse import Message, parse_log
 from django.db import connection, transaction
+
+from conversion.logparse import Message, parse_log
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ import time
 import zipfile
 
 import zmq
-from conversion.wire import payload_complete, split_frames
 
+from conversion.wire import payload_complete, split_frames
 from tests.support import PROJECT_DIR, child_env, free_port
 
 
