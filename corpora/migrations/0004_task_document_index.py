@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpora', '0003_task_attempts_task_lease_seconds_task_leased_until_and_more'),
-        ('services', '0003_dispatcherstate_worker'),
+        ("corpora", "0003_task_attempts_task_lease_seconds_task_leased_until_and_more"),
+        ("services", "0003_dispatcherstate_worker"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='task',
-            index=models.Index(fields=['document'], name='task_document'),
+            model_name="task",
+            index=models.Index(fields=["document"], name="task_document"),
         ),
     ]
