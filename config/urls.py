@@ -8,7 +8,7 @@ from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
-from ops.api import HealthzApi
+from ops.api import HealthzApi, metrics_view
 from reports import urls as reports_urls
 from services import urls as services_urls
 from services.convert import ConvertApi
@@ -35,7 +35,7 @@ urlpatterns = [
     path("", include(reports_urls.urlpatterns)),
     path("", include(jobs_urls.urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),
-    path("", include("django_prometheus.urls")),
+    path("metrics", metrics_view, name="metrics"),
 ]
 
 handler404 = "config.api.errors.handler404"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from django.http import HttpRequest, HttpResponse
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from config.api.errors import problem_json_response
 from config.api.views import PublicApiView
 from ops.queries import liveness
 from ops.serializers import LivenessSerializer
@@ -24,3 +26,18 @@ class HealthzApi(PublicApiView):
     def get(self, request: Request) -> Response:
         body = LivenessSerializer(liveness()).data
         return Response(body, status=200 if body["database"]["reachable"] else 503)
+
+
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    """GET /metrics (text exposition format), gated like the API: header X-Service-Token or ?token=."""
+    from django_prometheus.exports import ExportToDjangoView
+
+    from accounts.queries import token_verify
+    from config.api.auth import TOKEN_HEADER, TOKEN_QUERY
+
+    raw = request.headers.get(TOKEN_HEADER) or request.GET.get(TOKEN_QUERY) or ""
+    if token_verify(raw) is None:
+        response = problem_json_response(401, "A valid service token is required for /metrics.")
+        response["WWW-Authenticate"] = 'ServiceToken realm="api"'
+        return response
+    return ExportToDjangoView(request)

@@ -34,3 +34,11 @@ def test_healthz_is_503_when_the_database_does_not_answer():
     status, body = result.stdout.strip().splitlines()[-2:]
     assert status == "503", result.stderr[-2000:]
     assert json.loads(body) == {"status": "unavailable", "database": {"reachable": False}}
+
+
+def test_metrics_need_a_token_and_speak_the_text_format(client, token):
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", {"token": "ccs_wrong"}).status_code == 401
+    response = client.get("/metrics", HTTP_X_SERVICE_TOKEN=token)
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/plain")
+    assert b"django_http_requests_total_by_method_total" in response.content
