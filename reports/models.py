@@ -18,10 +18,11 @@ class Severity(models.TextChoices):
 
 
 class LogMessage(models.Model):
+    # Like tasks, messages (tens of millions) carry no database-level foreign keys; see corpora.Task.
     id = models.BigAutoField(primary_key=True)
-    task = models.ForeignKey("corpora.Task", on_delete=models.DO_NOTHING, db_index=False)
-    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False)
-    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    task = models.ForeignKey("corpora.Task", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     severity = models.CharField(max_length=10, choices=Severity.choices)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
@@ -43,9 +44,9 @@ class LogMessage(models.Model):
 class TaskRuntime(models.Model):
     """The conversion runtime of a task (from its Info:runtime_ms line), narrow for the runtime report."""
 
-    task = models.OneToOneField("corpora.Task", on_delete=models.DO_NOTHING, primary_key=True)
-    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False)
-    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    task = models.OneToOneField("corpora.Task", on_delete=models.DO_NOTHING, primary_key=True, db_constraint=False)
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     runtime_ms = models.IntegerField()
 
     class Meta:
@@ -59,8 +60,8 @@ class ReportGrain(models.Model):
     """Rollup of messages for one (corpus, service, severity) slice: one row per (category, what),
     one per category (what null) and the slice total (both null). Built with GROUP BY ROLLUP."""
 
-    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False)
-    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     severity = models.CharField(max_length=12)
     category = models.CharField(max_length=CATEGORY_MAX, null=True)
     what = models.CharField(max_length=WHAT_MAX, null=True)

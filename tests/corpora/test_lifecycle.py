@@ -153,3 +153,55 @@ def test_activation_never_wipes_existing_results(corpus_root):
     result = service_activate_run(activation_id=activation.pk, progress=lambda *a, **k: None, log=lambda line: None)
     assert result["tasks"] == 0
     assert set(Task.objects.filter(service__name="tex_to_html").values_list("status", flat=True)) == {-1}
+
+
+def _orphans() -> dict[str, int]:
+    """Rows of the high-volume tables (no database-level foreign keys) whose parent is gone."""
+    from django.db import connection
+
+    checks = {
+        "tasks": "SELECT count(*) FROM corpora_task t WHERE NOT EXISTS (SELECT 1 FROM corpora_document d"
+        " WHERE d.id = t.document_id) OR NOT EXISTS (SELECT 1 FROM corpora_corpus c WHERE c.id = t.corpus_id)"
+        " OR NOT EXISTS (SELECT 1 FROM services_service s WHERE s.id = t.service_id)",
+        "messages": "SELECT count(*) FROM reports_logmessage m WHERE NOT EXISTS"
+        " (SELECT 1 FROM corpora_task t WHERE t.id = m.task_id)",
+        "runtimes": "SELECT count(*) FROM reports_taskruntime r WHERE NOT EXISTS"
+        " (SELECT 1 FROM corpora_task t WHERE t.id = r.task_id)",
+        "grains": "SELECT count(*) FROM reports_reportgrain g WHERE NOT EXISTS"
+        " (SELECT 1 FROM corpora_corpus c WHERE c.id = g.corpus_id)"
+        " OR NOT EXISTS (SELECT 1 FROM services_service s WHERE s.id = g.service_id)",
+    }
+    with connection.cursor() as cursor:
+        found = {}
+        for name, sql in checks.items():
+            cursor.execute(sql)
+            found[name] = cursor.fetchone()[0]
+    return found
+
+
+def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, settings):
+    from reports.models import ReportGrain
+    from services.dispatcher.ingest import RawResult, result_ingest
+    from tests.dispatcher.harness import WARNING_LOG, result_zip
+
+    settings.RESULTS_DIR = tmp_path
+    for name in ("a", "b", "c"):
+        imported(corpus_root, name)
+        activated(name)
+        activated(name, service="other")
+    leased = Task.objects.exclude(service__name="import")
+    leased.update(status=9)
+    ids = {"tex_to_html": Service.objects.get(name="tex_to_html").pk, "other": Service.objects.get(name="other").pk}
+    batch = [
+        RawResult("w", t.service.name, str(t.pk), result_zip(WARNING_LOG)) for t in leased.select_related("service")
+    ]
+    result_ingest(batch, service_ids=ids, results_dir=tmp_path, max_bytes=10**7)
+    for name in ("a", "b", "c"):
+        authed.get(f"/api/reports/{name}/tex_to_html/error")
+    assert ReportGrain.objects.exists() and LogMessage.objects.count() == 18 * 3
+    authed.delete("/api/corpora/a?confirm=a")
+    authed.delete("/api/corpora/b/services/tex_to_html?confirm=tex_to_html")
+    authed.delete("/api/services/other?confirm=other")
+    assert _orphans() == {"tasks": 0, "messages": 0, "runtimes": 0, "grains": 0}
+    assert Task.objects.filter(service__name="tex_to_html").count() == 3  # corpus c only
+    assert LogMessage.objects.count() == 3 * 3
