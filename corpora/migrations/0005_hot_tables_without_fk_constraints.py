@@ -5,26 +5,37 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpora', '0004_task_document_index'),
-        ('services', '0003_dispatcherstate_worker'),
+        ("corpora", "0004_task_document_index"),
+        ("services", "0003_dispatcherstate_worker"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='task',
-            name='corpus',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='corpora.corpus'),
+            model_name="task",
+            name="corpus",
+            field=models.ForeignKey(
+                db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to="corpora.corpus"
+            ),
         ),
         migrations.AlterField(
-            model_name='task',
-            name='document',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='corpora.document'),
+            model_name="task",
+            name="document",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                to="corpora.document",
+            ),
         ),
         migrations.AlterField(
-            model_name='task',
-            name='service',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='services.service'),
+            model_name="task",
+            name="service",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                to="services.service",
+            ),
         ),
     ]

@@ -5,52 +5,80 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('corpora', '0005_hot_tables_without_fk_constraints'),
-        ('reports', '0004_message_index_with_task'),
-        ('services', '0003_dispatcherstate_worker'),
+        ("corpora", "0005_hot_tables_without_fk_constraints"),
+        ("reports", "0004_message_index_with_task"),
+        ("services", "0003_dispatcherstate_worker"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='logmessage',
-            name='corpus',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='corpora.corpus'),
+            model_name="logmessage",
+            name="corpus",
+            field=models.ForeignKey(
+                db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to="corpora.corpus"
+            ),
         ),
         migrations.AlterField(
-            model_name='logmessage',
-            name='service',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='services.service'),
+            model_name="logmessage",
+            name="service",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                to="services.service",
+            ),
         ),
         migrations.AlterField(
-            model_name='logmessage',
-            name='task',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='corpora.task'),
+            model_name="logmessage",
+            name="task",
+            field=models.ForeignKey(
+                db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to="corpora.task"
+            ),
         ),
         migrations.AlterField(
-            model_name='reportgrain',
-            name='corpus',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='corpora.corpus'),
+            model_name="reportgrain",
+            name="corpus",
+            field=models.ForeignKey(
+                db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to="corpora.corpus"
+            ),
         ),
         migrations.AlterField(
-            model_name='reportgrain',
-            name='service',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='services.service'),
+            model_name="reportgrain",
+            name="service",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                to="services.service",
+            ),
         ),
         migrations.AlterField(
-            model_name='taskruntime',
-            name='corpus',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='corpora.corpus'),
+            model_name="taskruntime",
+            name="corpus",
+            field=models.ForeignKey(
+                db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to="corpora.corpus"
+            ),
         ),
         migrations.AlterField(
-            model_name='taskruntime',
-            name='service',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.DO_NOTHING, to='services.service'),
+            model_name="taskruntime",
+            name="service",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                to="services.service",
+            ),
         ),
         migrations.AlterField(
-            model_name='taskruntime',
-            name='task',
-            field=models.OneToOneField(db_constraint=False, on_delete=django.db.models.deletion.DO_NOTHING, primary_key=True, serialize=False, to='corpora.task'),
+            model_name="taskruntime",
+            name="task",
+            field=models.OneToOneField(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.DO_NOTHING,
+                primary_key=True,
+                serialize=False,
+                to="corpora.task",
+            ),
         ),
     ]
