@@ -1,0 +1,212 @@
+"""Import of a generated corpus of 100,000 small documents (target: at most 60 s).
+
+The corpus is generated once under the bench corpus root and reused while its marker matches;
+generation is timed separately and is not part of the measurement. The measurement is
+corpus_import(..., send=False) followed by job_run in this process: scanning every entry, then the
+set-based writes. The phases (listing, scan, each SQL statement, commit) are printed too.
+
+Run: .venv/bin/python bench/bench_import.py [--documents N] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import shutil
+import tarfile
+import zipfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import common
+
+TARGET_SECONDS = 60.0
+GENERATOR_VERSION = "1"
+
+MAIN_TEX = """\\documentclass{{article}}
+\\usepackage{{amsmath}}
+\\title{{Generated paper {i}}}
+\\begin{{document}}
+\\maketitle
+\\section{{Introduction}}
+We study the equation $E = mc^2$ for paper {i}, see also \\cite{{ref{i}}}.
+\\begin{{equation}} \\int_0^1 x^{{{i}}}\\,dx = \\frac{{1}}{{{i}+1}} \\end{{equation}}
+{extra}\\end{{document}}
+"""
+SECTION_TEX = """\\section{{Results}}
+The results of paper {i} are in Table~1.
+\\begin{{tabular}}{{cc}} a & b \\\\ c & d \\end{{tabular}}
+"""
+# Two .tex files and neither has \documentclass nor \begin{document}: no main file.
+FRAGMENT_TEX = "\\section{Orphan}\nA fragment without a preamble.\n"
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How many entries of each kind the generated corpus holds."""
+
+    total: int
+    empty_dirs: int = 10
+    corrupt_zips: int = 10
+    no_main_dirs: int = 5
+
+    @property
+    def invalid(self) -> int:
+        return self.empty_dirs + self.corrupt_zips + self.no_main_dirs
+
+    @property
+    def valid(self) -> int:
+        return self.total - self.invalid
+
+    @property
+    def marker(self) -> str:
+        return f"v{GENERATOR_VERSION} total={self.total} invalid={self.invalid}\n"
+
+
+def valid_entry_write(directory: Path, i: int) -> None:
+    """Entry i of the valid mix: 70% sub-directories (a fifth of them with a second, non-main .tex
+    pulled in by \\input), 20% lone .tex files, 5% .zip, 5% .tar.gz."""
+    slot = i % 20
+    if slot < 14:
+        entry = directory / f"d{i:06d}"
+        entry.mkdir()
+        with_section = slot % 5 == 0
+        extra = "\\input{results}\n" if with_section else ""
+        (entry / "main.tex").write_text(MAIN_TEX.format(i=i, extra=extra))
+        if with_section:
+            (entry / "results.tex").write_text(SECTION_TEX.format(i=i))
+        if slot % 3 == 0:
+            (entry / "refs.bib").write_text(f"@article{{ref{i}, title={{Reference {i}}}, year={{2020}}}}\n")
+    elif slot < 18:
+        (directory / f"t{i:06d}.tex").write_text(MAIN_TEX.format(i=i, extra=""))
+    elif slot == 18:
+        with zipfile.ZipFile(directory / f"z{i:06d}.zip", "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr("paper.tex", MAIN_TEX.format(i=i, extra="\\input{results}\n"))
+            archive.writestr("results.tex", SECTION_TEX.format(i=i))
+    else:
+        with tarfile.open(directory / f"a{i:06d}.tar.gz", "w:gz") as archive:
+            for member, text in (
+                ("ms.tex", MAIN_TEX.format(i=i, extra="\\input{sections/results}\n")),
+                ("sections/results.tex", SECTION_TEX.format(i=i)),
+            ):
+                data = text.encode()
+                info = tarfile.TarInfo(member)
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+
+
+def invalid_entries_write(directory: Path, layout: Layout) -> None:
+    """Empty directories, corrupt zips, and directories whose .tex files have no preamble."""
+    for n in range(layout.empty_dirs):
+        (directory / f"empty{n:03d}").mkdir()
+    for n in range(layout.corrupt_zips):
+        (directory / f"corrupt{n:03d}.zip").write_bytes(b"PK\x03\x04 this is not a zip archive " + os.urandom(64))
+    for n in range(layout.no_main_dirs):
+        entry = directory / f"nomain{n:03d}"
+        entry.mkdir()
+        (entry / "a.tex").write_text(FRAGMENT_TEX)
+        (entry / "b.tex").write_text(FRAGMENT_TEX)
+
+
+def corpus_generate(directory: Path, layout: Layout) -> float | None:
+    """Generate the corpus unless a complete one with the same layout is there; returns seconds
+    spent generating, or None when the existing one was reused."""
+    marker = directory / ".generated"
+    if marker.is_file() and marker.read_text() == layout.marker:
+        return None
+    if directory.exists():
+        shutil.rmtree(directory)
+    directory.mkdir(parents=True)
+    with common.timed() as timer:
+        for i in range(layout.valid):
+            valid_entry_write(directory, i)
+        invalid_entries_write(directory, layout)
+        marker.write_text(layout.marker)  # hidden: the importer skips names starting with "."
+    return timer.seconds
+
+
+def counts_check(corpus_name: str, layout: Layout, result: dict) -> None:
+    """The import must have recorded every entry, and exactly the generated invalid ones as invalid."""
+    from corpora.models import Corpus, Document, Task
+    from reports.models import LogMessage
+
+    corpus = Corpus.objects.get(name=corpus_name)
+    documents = Document.objects.filter(corpus=corpus).count()
+    invalid_tasks = Task.objects.filter(corpus=corpus, status=-5).count()
+    messages = LogMessage.objects.filter(corpus=corpus).count()
+    print(f"check: documents={documents} invalid tasks={invalid_tasks} messages={messages} result={result}")
+    if corpus.state != "ready":
+        common.fail(f"the corpus is in state {corpus.state!r}, not 'ready'")
+    if documents != layout.total or result.get("documents") != layout.total:
+        common.fail(f"{documents} documents recorded (job said {result.get('documents')}), expected {layout.total}")
+    if invalid_tasks != layout.invalid or result.get("invalid") != layout.invalid or messages != layout.invalid:
+        common.fail(f"{invalid_tasks} invalid tasks / {messages} messages, expected {layout.invalid}")
+
+
+def main() -> None:
+    """Generate (once), import, check, and print the timings."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--documents", type=int, default=100_000, help="entries in the generated corpus")
+    parser.add_argument("--keep", action="store_true", help="keep the imported corpus afterwards")
+    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
+    parser.add_argument("--wait", type=float, default=900, help="seconds to wait for it at most")
+    args = parser.parse_args()
+
+    common.setup()
+    from phases import phases_recorded, statement_lines
+
+    from corpora import actions, scan
+    from jobs.runner import job_run
+
+    layout = Layout(total=args.documents)
+    corpus_name = f"bench-import-{layout.total}"
+    directory = common.CORPUS_ROOT / corpus_name
+    generated = corpus_generate(directory, layout)
+    if generated is None:
+        print(f"corpus directory {directory}: reused ({layout.total} entries, {layout.invalid} invalid)")
+    else:
+        print(f"corpus directory {directory}: generated in {generated:.1f} s (not part of the measurement)")
+    cleaned = common.corpus_delete_if_exists(corpus_name)
+    if cleaned is not None:
+        print(f"removed the corpus left by an earlier run in {cleaned:.1f} s")
+
+    common.quiet_wait(args.max_load, args.wait)
+    watched = [(actions, "corpus_import_run"), (actions, "_write_documents"), (scan, "entry_names")]
+    with phases_recorded(watched, generators=[(scan, "scan")]) as log, common.timed() as total:
+        job = actions.corpus_import(name=corpus_name, path=str(directory), actor=common.ACTOR, send=False)
+        state = job_run(job.pk)
+    job.refresh_from_db()
+    if state != "succeeded":
+        common.fail(f"the import job ended {state}: {job.message}")
+    counts_check(corpus_name, layout, job.result or {})
+
+    run = log.seconds("corpus_import_run")
+    write = log.seconds("_write_documents")
+    commit = log.ends["corpus_import_run"] - log.ends["_write_documents"]
+    write_statements = log.statements_between(log.starts["_write_documents"], log.ends["_write_documents"])
+    print("phases:")
+    print(f"  list entries       {log.seconds('entry_names'):8.3f} s")
+    print(f"  scan (inspect)     {log.seconds('scan'):8.3f} s  ({layout.total / log.seconds('scan'):,.0f} entries/s)")
+    print(f"  write documents    {write:8.3f} s  (COPY = the rest after these statements)")
+    print("\n".join(statement_lines(write_statements)))
+    copy = write - sum(seconds for seconds, _ in write_statements)
+    print(f"    {copy:8.3f} s  COPY import_entries FROM STDIN (by difference)")
+    print(f"  commit + state     {commit:8.3f} s  (deferred constraint checks, if any, run here)")
+    print(f"  job body           {run:8.3f} s")
+    print(f"  job overhead       {total.seconds - run:8.3f} s  (create corpus + job, claim, finish)")
+    print(f"end: {common.load_line()}")
+    verdict = "met" if total.seconds <= TARGET_SECONDS else "MISSED"
+    print(
+        f"import of {layout.total:,} entries: {total.seconds:.1f} s total, {layout.total / total.seconds:,.0f} "
+        f"documents/s (target <= {TARGET_SECONDS:.0f} s: {verdict})"
+    )
+
+    if not args.keep:
+        with common.timed() as deleted:
+            actions.corpus_delete(name=corpus_name, confirm=corpus_name, actor=common.ACTOR)
+        print(f"corpus_delete: {deleted.seconds:.1f} s (no target)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,794 @@
+"""Reports on 1,000,000 tex_to_html tasks and 10,000,000 log messages (issue "Reports").
+
+Targets: category and what pages (from grains) p95 <= 50 ms, entry list p95 <= 100 ms, document
+report <= 50 ms, runtime report <= 200 ms, one cold slice build <= 5 s, the global refresh <= 60 s, a
+rerun of a what-class of 100,000 tasks <= 10 s. For comparison the category report is also computed
+live with a plain GROUP BY over the message table, and the ratio live / grains is printed.
+
+Data are generated in SQL by bench/reports_data.py into the dedicated database ccs_reports_bench and
+reused by later runs (generation is timed separately); after the rerun the rerun tasks' messages,
+runtimes and statuses are regenerated exactly, so the script can be run again. Before each measured
+step the script waits until no other `bench_` process runs on this shared machine.
+
+Run: .venv/bin/python bench/bench_reports.py [--tasks N] [--requests N] [--explain] [--skip-rerun]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BENCH_DB = "ccs_reports_bench"
+PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
+BENCH_ROOT = Path("/tmp/ccs-reports-bench")
+ACTOR = "bench"
+
+# Before django.setup(): settings read these once, at import.
+os.environ["DATABASE_URL"] = f"{PG_SERVER}/{BENCH_DB}"
+os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/9"
+os.environ["VAR_DIR"] = str(BENCH_ROOT / "var")
+os.environ["RESULTS_DIR"] = str(BENCH_ROOT / "results")
+os.environ["CORPUS_ROOTS"] = str(BENCH_ROOT / "corpora")
+os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+os.environ.setdefault("LOG_LEVEL", "WARNING")
+if str(PROJECT_ROOT) not in sys.path:
+    sys.path.insert(0, str(PROJECT_ROOT))
+
+import reports_data  # noqa: E402  (bench/ is the script's directory; it imports Django lazily)
+
+PAGE_TARGET_MS = {"category": 50.0, "what": 50.0, "entries": 100.0, "document": 50.0, "runtimes": 200.0}
+COLD_BUILD_TARGET_S = 5.0
+GLOBAL_REFRESH_TARGET_S = 60.0
+RERUN_TARGET_S = 10.0
+
+
+# --- set-up ----------------------------------------------------------------------------------------
+
+
+def database_prepare(tasks: int) -> None:
+    """Create the benchmark database if missing; drop and recreate it when it holds a partial build
+    or one of another size (it is ours alone), so generation always starts from empty tables."""
+    import psycopg
+
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone()
+    if exists:
+        with psycopg.connect(f"{PG_SERVER}/{BENCH_DB}", autocommit=True) as conn:
+            tables = {name for (name,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+            meta = None
+            if "bench_reports_meta" in tables:
+                row = conn.execute("SELECT value FROM bench_reports_meta WHERE key = 'complete'").fetchone()
+                meta = row[0] if row else None
+            partial = (
+                "corpora_corpus" in tables
+                and conn.execute("SELECT 1 FROM corpora_corpus WHERE name = %s", [reports_data.CORPUS]).fetchone()
+            )
+        if (meta and meta.get("tasks") == tasks) or (not meta and not partial):
+            return
+        print(f"dropping {BENCH_DB}: it holds {'a build of ' + str(meta.get('tasks')) if meta else 'a partial build'}")
+    with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as conn:
+        if exists:
+            conn.execute(f'DROP DATABASE "{BENCH_DB}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
+
+
+def setup(tasks: int) -> None:
+    """Database, Django and migrations."""
+    import django
+
+    for directory in ("var", "results", "corpora"):
+        (BENCH_ROOT / directory).mkdir(parents=True, exist_ok=True)
+    database_prepare(tasks)
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0, interactive=False)
+
+
+def others_running() -> dict[int, str]:
+    """Other `bench_` processes on this machine (not this one, its parents or its children): pid -> command."""
+    import psutil
+
+    me = psutil.Process()
+    mine = {me.pid, *(parent.pid for parent in me.parents())}
+    others = {}
+    for candidate in psutil.process_iter(["pid", "cmdline"]):
+        command = " ".join(candidate.info["cmdline"] or [])
+        if "bench_" not in command or candidate.info["pid"] in mine:
+            continue
+        try:
+            if me.pid in {parent.pid for parent in candidate.parents()}:
+                continue
+        except psutil.Error:
+            continue
+        others[candidate.info["pid"]] = command[:70]
+    return others
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far, or None once it is gone."""
+    import psutil
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def others_wait(limit_seconds: float) -> bool:
+    """Wait until no other `bench_` process runs (they share the two cores), for at most the limit;
+    False when the limit ran out."""
+    deadline = time.monotonic() + limit_seconds
+    shown = False
+    while others := others_running():
+        shown_others = [f"{pid} {command}" for pid, command in others.items()]
+        if time.monotonic() > deadline:
+            print(f"  other benchmarks still run after {limit_seconds:.0f} s; measuring anyway: {shown_others}")
+            return False
+        if not shown:
+            print(f"  waiting for other benchmarks to finish: {shown_others}", flush=True)
+            shown = True
+        time.sleep(5)
+    one, five, _ = os.getloadavg()
+    print(f"  [quiet: no other bench_ process; load {one:.2f} / {five:.2f} (1/5 min) on {os.cpu_count()} cores]")
+    return True
+
+
+@dataclass
+class OthersSeen:
+    """Other `bench_` processes seen during a measurement and the CPU seconds they used meanwhile."""
+
+    commands: dict[int, str] = field(default_factory=dict)
+    cpu: float = 0.0
+
+
+@contextmanager
+def others_watched() -> Iterator[OthersSeen]:
+    """Sample the other `bench_` processes once a second during the block. A benchmark that only
+    sleeps while it waits for a quiet machine does not disturb ours, so what counts is their CPU."""
+    import threading
+
+    import psutil
+
+    seen = OthersSeen()
+    started = time.time()
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        for pid, command in others_running().items():
+            used = cpu_seconds(pid)
+            if used is None:
+                continue
+            if pid not in first:
+                seen.commands[pid] = command
+                try:
+                    born_inside = psutil.Process(pid).create_time() >= started
+                except psutil.Error:
+                    continue
+                first[pid] = 0.0 if born_inside else used
+            last[pid] = used
+
+    def loop() -> None:
+        while not done.wait(1.0):
+            sample()
+
+    sample()
+    watcher = threading.Thread(target=loop, daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        watcher.join()
+        sample()
+        seen.cpu = sum(last[pid] - first[pid] for pid in first)
+
+
+OTHERS_CPU_ALLOWED_S = 1.0  # CPU seconds other benchmarks may use during a measurement
+DISTURBED: list[str] = []  # sections measured while another benchmark ran (after every retry)
+
+
+def quietly(label: str, measure: Callable[[], Any], *, wait: float, attempts: int = 3,
+            between: Callable[[], Any] | None = None) -> Any:  # fmt: skip
+    """Run `measure` once no other benchmark runs; repeat it (after `between`, which undoes its
+    effect) when one started meanwhile, at most `attempts` times. Returns the last result."""
+    for attempt in range(1, attempts + 1):
+        others_wait(wait)
+        with others_watched() as seen:
+            result = measure()
+        if seen.cpu < OTHERS_CPU_ALLOWED_S:
+            if seen.commands:
+                print(f"  ({label}: other benchmarks present but idle meanwhile, {seen.cpu:.1f} CPU s)")
+            return result
+        shown = ", ".join(f"{pid} {command}" for pid, command in seen.commands.items())
+        print(
+            f"  {label}: other benchmarks used {seen.cpu:.1f} CPU s meanwhile ({shown});"
+            f" attempt {attempt} of {attempts}"
+        )
+        if attempt < attempts and between is not None:
+            between()
+    DISTURBED.append(label)
+    return result
+
+
+# --- small helpers ---------------------------------------------------------------------------------
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The `fraction` percentile (0..1) by linear interpolation between the closest ranks."""
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def fail(message: str) -> None:
+    """Stop loudly: a wrong result makes its timing meaningless."""
+    print(f"FAILED: {message}", file=sys.stderr)
+    raise SystemExit(1)
+
+
+def verdict(value: float, target: float) -> str:
+    return "met" if value <= target else "MISSED"
+
+
+@dataclass
+class StatementLog:
+    """Seconds and SQL of every statement on Django's default connection inside `statements_recorded`."""
+
+    statements: list[tuple[float, str]] = field(default_factory=list)
+
+
+@contextmanager
+def statements_recorded() -> Iterator[StatementLog]:
+    from django.db import connection
+
+    log = StatementLog()
+
+    def timer(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            log.statements.append((time.perf_counter() - began, " ".join(str(sql).split())))
+
+    with connection.execute_wrapper(timer):
+        yield log
+
+
+def explain(sql: str, params: Sequence[Any], *, title: str, rollback: bool = False) -> None:
+    """Print EXPLAIN (ANALYZE, BUFFERS) of one statement (inside a rolled-back transaction if asked)."""
+    from django.db import connection, transaction
+
+    print(f"\nEXPLAIN (ANALYZE, BUFFERS) -- {title}")
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, list(params))
+        for (line,) in cursor.fetchall():
+            print(f"    {line}")
+        if rollback:
+            transaction.set_rollback(True)
+
+
+# --- the scenario ----------------------------------------------------------------------------------
+
+
+@dataclass
+class Pair:
+    corpus_id: int
+    service_id: int
+    corpus: str = reports_data.CORPUS
+    service: str = reports_data.SERVICE
+
+
+def pair_get() -> Pair:
+    from corpora.models import Corpus
+    from services.models import Service
+
+    return Pair(
+        corpus_id=Corpus.objects.get(name=reports_data.CORPUS).pk,
+        service_id=Service.objects.get(name=reports_data.SERVICE).pk,
+    )
+
+
+def cold_builds(pair: Pair) -> dict[str, tuple[float, int]]:
+    """Clear the pair's grains, then build each severity's slice from nothing: seconds and rows."""
+    from reports.actions import grains_clear
+    from reports.queries import SEVERITIES, grain_slice_rebuild
+
+    grains_clear([(pair.corpus_id, pair.service_id)])
+    builds = {}
+    for severity in SEVERITIES:
+        began = time.perf_counter()
+        rows = grain_slice_rebuild(pair.corpus_id, pair.service_id, severity)
+        builds[severity] = (time.perf_counter() - began, rows)
+        print(f"  cold build {severity:<10} {builds[severity][0]:7.2f} s  ({rows:,} grain rows)", flush=True)
+    return builds
+
+
+def global_refresh() -> tuple[float, dict]:
+    """The global refresh job, enqueued and run here as a worker would: seconds and its result."""
+    from jobs.actions import job_enqueue
+    from jobs.models import ACTIVE_STATES, Job, JobState
+    from jobs.runner import job_run
+
+    # A job left active by an interrupted earlier run would be reused by the debounce; end it.
+    Job.objects.filter(kind="reports_refresh", state__in=ACTIVE_STATES).update(
+        state=JobState.INTERRUPTED, debounce_key=None
+    )
+    began = time.perf_counter()
+    job, _ = job_enqueue(kind="reports_refresh", actor=ACTOR, send=False)
+    state = job_run(job.pk)
+    seconds = time.perf_counter() - began
+    job.refresh_from_db()
+    if state != "succeeded":
+        fail(f"the global refresh ended {state}: {job.message}")
+    return seconds, job.result
+
+
+@dataclass
+class PageSet:
+    """One kind of page: the URLs to request (cycled), and a check of each body."""
+
+    kind: str
+    urls: list[str]
+    check: Callable[[str, dict], str | None]
+    timings: list[float] = field(default_factory=list)
+    by_url: dict[str, list[float]] = field(default_factory=dict)
+
+
+def url_of(*parts: str) -> str:
+    return "/api/" + "/".join(quote(part, safe="") for part in parts)
+
+
+def page_sets(pair: Pair, tasks: int, requests: int) -> list[PageSet]:
+    """The URLs of every measured page, chosen from the data (grains, frame) so each answers 200."""
+    from django.db import connection
+
+    from reports.models import ReportGrain
+    from reports.queries import SEVERITIES
+
+    grains = ReportGrain.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id)
+    base = ("reports", pair.corpus, pair.service)
+
+    category_urls = [url_of(*base, severity) for severity in SEVERITIES]
+
+    what_urls = [
+        url_of(*base, g.severity, g.category)
+        for g in grains.filter(category__isnull=False, what__isnull=True).order_by("severity", "-task_count")
+    ]
+
+    special_tasks = tasks // 10
+    # Half the entry-list requests walk the 100,000-task what-class from offset 0 to its last page.
+    entry_urls = []
+    spread = max(requests // 2, 2)
+    last = min(special_tasks - 100, 100_000 - 100)
+    for index in range(spread):
+        offset = round(last * index / (spread - 1) / 100) * 100
+        entry_urls.append(
+            url_of(*base, "error", reports_data.SPECIAL_CATEGORY, reports_data.SPECIAL_WHAT) + f"?offset={offset}"
+        )
+    # The other half: the top what of each category of each severity, at offsets spread over its tasks.
+    tops = []
+    for severity in SEVERITIES:
+        for category_grain in grains.filter(severity=severity, category__isnull=False, what__isnull=True):
+            top = (
+                grains.filter(severity=severity, category=category_grain.category, what__isnull=False)
+                .order_by("-task_count")
+                .first()
+            )
+            tops.append(top)
+    for index in range(requests - spread):
+        grain = tops[index % len(tops)]
+        deepest = max(min(grain.task_count, 100_100) - 100, 0)
+        fraction = ((index * 7) % 11) / 10
+        offset = min(round(deepest * fraction / 100) * 100, deepest)
+        entry_urls.append(url_of(*base, grain.severity, grain.category, grain.what) + f"?offset={offset}")
+
+    with connection.cursor() as cursor:
+        # Documents of every status, spread over the corpus.
+        cursor.execute(
+            "SELECT name FROM bench_reports_frame WHERE mod(i, %s) = 0 ORDER BY i LIMIT %s",
+            [max(tasks // requests, 1) + 1, requests],
+        )
+        documents = [name for (name,) in cursor.fetchall()]
+    document_urls = [url_of("corpus", pair.corpus, pair.service, "document", name) for name in documents]
+
+    runtime_urls = [url_of("services", pair.service, "runtimes") + f"?offset={o}" for o in (0, 0, 100, 1000, 10_000)]
+
+    def category_check(url: str, body: dict) -> str | None:
+        return "computing" if body.get("computing") else (None if body.get("rows") else "no rows")
+
+    def entries_check(url: str, body: dict) -> str | None:
+        return None if body.get("entries") else "no entries"
+
+    def document_check(url: str, body: dict) -> str | None:
+        return None if body.get("messages") else "no messages"
+
+    def runtime_check(url: str, body: dict) -> str | None:
+        return None if body.get("count") == tasks and body.get("slowest") else f"count {body.get('count')}"
+
+    return [
+        PageSet("category", category_urls, category_check),
+        PageSet("what", what_urls, category_check),
+        PageSet("entries", entry_urls, entries_check),
+        PageSet("document", document_urls, document_check),
+        PageSet("runtimes", runtime_urls, runtime_check),
+    ]
+
+
+def pages_measure(page_set: PageSet, requests: int, token: str) -> None:
+    """One warming pass over the URLs, then `requests` timed GETs through Django's full stack."""
+    import json
+
+    from django.test import Client
+
+    page_set.timings.clear()
+    page_set.by_url.clear()
+    client = Client()
+    headers = {"HTTP_X_SERVICE_TOKEN": token}
+
+    def get(url: str) -> float:
+        began = time.perf_counter()
+        response = client.get(url, **headers)
+        elapsed = (time.perf_counter() - began) * 1000
+        if response.status_code != 200:
+            fail(f"GET {url} answered {response.status_code}: {response.content[:300]!r}")
+        problem = page_set.check(url, json.loads(response.content))
+        if problem:
+            fail(f"GET {url}: {problem}")
+        return elapsed
+
+    for url in page_set.urls:
+        get(url)
+    for index in range(max(requests, len(page_set.urls))):
+        url = page_set.urls[index % len(page_set.urls)]
+        elapsed = get(url)
+        page_set.timings.append(elapsed)
+        page_set.by_url.setdefault(url, []).append(elapsed)
+
+
+LIVE_CATEGORY_SQL = """
+SELECT m.category, count(DISTINCT m.task_id) AS tasks, count(*) AS messages
+  FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id
+ WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)
+ GROUP BY m.category
+ ORDER BY tasks DESC, m.category
+ LIMIT 100
+"""
+
+
+def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, tuple[float, float]]:
+    """Median ms of the category report live (plain GROUP BY over messages) and from grains
+    (category_report, the query function behind the page), per severity."""
+    from django.db import connection
+
+    from reports.queries import SEVERITIES, Page, category_report
+
+    page = Page(offset=0, page_size=100)
+    results = {}
+    for severity in severities:
+        statuses, message_severity = SEVERITIES[severity]
+        live = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            with connection.cursor() as cursor:
+                cursor.execute(LIVE_CATEGORY_SQL, [pair.corpus_id, pair.service_id, message_severity, list(statuses)])
+                rows = cursor.fetchall()
+            live.append((time.perf_counter() - began) * 1000)
+        grain = []
+        for _ in range(max(runs, 20)):
+            began = time.perf_counter()
+            report = category_report(pair.corpus, pair.service, severity, page)
+            grain.append((time.perf_counter() - began) * 1000)
+        if [r[0] for r in rows][:5] != [r["name"] for r in report["rows"]][:5]:
+            fail(f"live and grain category reports differ for {severity}: {rows[:5]} / {report['rows'][:5]}")
+        results[severity] = (statistics.median(live), statistics.median(grain))
+        print(
+            f"  {severity:<10} live GROUP BY {results[severity][0]:9.1f} ms   grains {results[severity][1]:6.2f} ms"
+            f"   ratio {results[severity][0] / results[severity][1]:8.0f}x",
+            flush=True,
+        )
+    return results
+
+
+def rerun_measure(pair: Pair, expected: int) -> tuple[float, dict, StatementLog]:
+    """The rerun of the what-class holding `expected` error tasks: seconds, its answer, statements."""
+    from reports.actions import rerun
+
+    with statements_recorded() as log:
+        began = time.perf_counter()
+        answer = rerun(
+            corpus_name=pair.corpus,
+            service_name=pair.service,
+            actor=ACTOR,
+            severity="error",
+            category=reports_data.SPECIAL_CATEGORY,
+            what=reports_data.SPECIAL_WHAT,
+            description="bench_reports rerun",
+        )
+        seconds = time.perf_counter() - began
+    if answer["tasks"] != expected:
+        fail(f"the rerun reported {answer['tasks']} tasks, expected {expected}")
+    return seconds, answer, log
+
+
+# --- EXPLAIN of the queries behind missed targets ---------------------------------------------------
+
+
+def explain_entry_list(pair: Pair, offset: int) -> None:
+    from reports.queries import SEVERITIES
+
+    statuses, severity = SEVERITIES["error"]
+    sql = """
+            SELECT d.name, t.status, e.details
+              FROM (SELECT DISTINCT ON (m.task_id) m.task_id, m.details
+                      FROM reports_logmessage m
+                     WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s
+                       AND m.category = %s AND m.what = %s
+                     ORDER BY m.task_id) e
+              JOIN corpora_task t ON t.id = e.task_id AND t.status = ANY(%s)
+              JOIN corpora_document d ON d.id = t.document_id
+             ORDER BY e.task_id
+             OFFSET %s LIMIT %s"""
+    params = [pair.corpus_id, pair.service_id, severity, reports_data.SPECIAL_CATEGORY, reports_data.SPECIAL_WHAT,
+              list(statuses), offset, 100]  # fmt: skip
+    explain(
+        sql,
+        params,
+        title=f"entry_list, error/{reports_data.SPECIAL_CATEGORY}/{reports_data.SPECIAL_WHAT}, offset {offset}",
+    )
+
+
+def explain_runtime(pair: Pair) -> None:
+    explain(
+        "SELECT count(*), avg(runtime_ms), max(runtime_ms),"
+        " percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms)"
+        " FROM reports_taskruntime WHERE service_id = %s",
+        [pair.service_id],
+        title="runtime_report: distribution",
+    )
+    explain(
+        "SELECT width_bucket(runtime_ms, %s::int[]), count(*) FROM reports_taskruntime"
+        " WHERE service_id = %s GROUP BY 1",
+        [[100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000], pair.service_id],
+        title="runtime_report: histogram",
+    )
+    explain(
+        """SELECT c.name, d.name, r.runtime_ms
+              FROM reports_taskruntime r
+              JOIN corpora_task t ON t.id = r.task_id
+              JOIN corpora_document d ON d.id = t.document_id
+              JOIN corpora_corpus c ON c.id = r.corpus_id
+             WHERE r.service_id = %s
+             ORDER BY r.runtime_ms DESC, r.task_id
+             OFFSET %s LIMIT %s""",
+        [pair.service_id, 10_000, 100],
+        title="runtime_report: slowest, offset 10000",
+    )
+
+
+def explain_slice_build(pair: Pair, severity: str) -> None:
+    from reports.queries import SEVERITIES
+
+    statuses, message_severity = SEVERITIES[severity]
+    explain(
+        """SELECT m.category, m.what, count(DISTINCT m.task_id), count(*)
+              FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id
+             WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)
+             GROUP BY ROLLUP (m.category, m.what)""",
+        [pair.corpus_id, pair.service_id, message_severity, list(statuses)],
+        title=f"grain_slice_rebuild {severity} (the SELECT of its INSERT)",
+    )
+
+
+def explain_grain_page(pair: Pair) -> None:
+    explain(
+        "SELECT * FROM reports_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = 'error'"
+        " AND category = 'undefined' AND what IS NOT NULL ORDER BY task_count DESC, what LIMIT 100",
+        [pair.corpus_id, pair.service_id],
+        title="what_report rows (error/undefined)",
+    )
+
+
+def explain_rerun(pair: Pair) -> None:
+    """The rerun's statements one by one, in one rolled-back transaction."""
+    from django.db import connection, transaction
+
+    scope = (
+        "SELECT t.id FROM corpora_task t WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
+        " AND EXISTS (SELECT 1 FROM reports_logmessage m WHERE m.task_id = t.id AND m.severity = %s"
+        " AND m.category = %s AND m.what = %s)"
+    )
+    params = [pair.corpus_id, pair.service_id, [-3], "error", reports_data.SPECIAL_CATEGORY, reports_data.SPECIAL_WHAT]
+    steps = [
+        ("CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS " + scope, params, False),
+        ("DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id", [], True),
+        ("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id", [], True),
+        (
+            "UPDATE corpora_task t SET status = 0, attempts = 0, leased_until = NULL FROM rerun_scope s"
+            " WHERE t.id = s.id",
+            [],
+            True,
+        ),
+    ]
+    print("\nEXPLAIN (ANALYZE, BUFFERS) -- the rerun's statements (rolled back)")
+    with transaction.atomic(), connection.cursor() as cursor:
+        for sql, values, analyzed in steps:
+            if not analyzed:
+                began = time.perf_counter()
+                cursor.execute(sql, values)
+                print(f"    [{(time.perf_counter() - began) * 1000:.0f} ms] {sql[:100]}")
+                continue
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, values)
+            print(f"  -- {sql[:100]}")
+            for (line,) in cursor.fetchall():
+                print(f"    {line}")
+        transaction.set_rollback(True)
+
+
+# --- main ------------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    """Generate or reuse the data, then time slices, refresh, pages, live GROUP BY and the rerun."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", type=int, default=1_000_000, help="documents (tex_to_html tasks)")
+    parser.add_argument("--requests", type=int, default=120, help="timed requests per page kind")
+    parser.add_argument("--live-runs", type=int, default=3, help="runs of each live GROUP BY")
+    parser.add_argument("--explain", action="store_true", help="EXPLAIN every query behind a target")
+    parser.add_argument("--skip-rerun", action="store_true", help="leave the rerun out")
+    parser.add_argument("--wait", type=float, default=7200, help="seconds to wait for other benchmarks at most")
+    args = parser.parse_args()
+
+    setup(args.tasks)
+    from django.db import connection
+
+    from accounts.actions import token_create
+    from reports.actions import reports_rebuild_all
+
+    state = reports_data.generated_state()
+    if state:
+        steps = state.get("steps", {})
+        print(f"data: reused ({state['tasks']:,} tasks, {state['messages']:,} messages; built earlier in "
+              f"{sum(steps.values()):.0f} s)")  # fmt: skip
+    else:
+        print(f"data: generating {args.tasks:,} tasks and {args.tasks * reports_data.MESSAGES_PER_TASK:,} messages")
+        began = time.perf_counter()
+        generation = reports_data.data_generate(args.tasks, ACTOR)
+        print(f"data: generated in {time.perf_counter() - began:.1f} s ({generation.messages:,} messages)")
+    restored = reports_data.data_restore()
+    if restored:
+        print(f"data: restored the tasks of an interrupted rerun ({sum(restored.values()):.1f} s)")
+    pair = pair_get()
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_size_pretty(pg_total_relation_size('reports_logmessage')),"
+            " pg_size_pretty(pg_database_size(current_database()))"
+        )
+        messages_size, database_size = cursor.fetchone()
+    print(f"sizes: reports_logmessage {messages_size} (with indexes), database {database_size}")
+    _, token = token_create(actor=ACTOR, created_by=ACTOR)
+
+    print("\ncold slice builds (grains cleared first):")
+    builds = quietly("cold slice builds", lambda: cold_builds(pair), wait=args.wait)
+    worst = max(builds, key=lambda s: builds[s][0])
+
+    print("\nglobal refresh (reports_refresh job, run in this process):")
+    refresh_seconds, refresh_result = quietly("global refresh", global_refresh, wait=args.wait)
+    print(f"  {refresh_seconds:.1f} s: {refresh_result}")
+
+    print("\npages through the request stack (django.test.Client, one warming pass first):")
+    sets = page_sets(pair, args.tasks, args.requests)
+    for page_set in sets:
+        quietly(f"{page_set.kind} pages", partial(pages_measure, page_set, args.requests, token), wait=args.wait)
+        t = page_set.timings
+        print(
+            f"  {page_set.kind:<9} x{len(t):4d} over {len(page_set.urls):3d} URLs: p50 {percentile(t, 0.5):7.1f} ms"
+            f"  p95 {percentile(t, 0.95):7.1f} ms  max {max(t):7.1f} ms"
+            f"  (target p95 <= {PAGE_TARGET_MS[page_set.kind]:.0f} ms: "
+            f"{verdict(percentile(t, 0.95), PAGE_TARGET_MS[page_set.kind])})",
+            flush=True,
+        )
+    entries = next(s for s in sets if s.kind == "entries")
+    special = [ms for url, values in entries.by_url.items() if reports_data.SPECIAL_WHAT in _unquoted(url)
+               for ms in values]  # fmt: skip
+    deep = [ms for url, values in entries.by_url.items() if _offset(url) >= 50_000 for ms in values]
+    shallow = [ms for url, values in entries.by_url.items() if _offset(url) < 1_000 for ms in values]
+    for label, values in (("offset < 1000", shallow), ("offset >= 50000", deep), ("100k what-class", special)):
+        if values:
+            print(f"    entries {label:<16} x{len(values):4d}: p50 {percentile(values, 0.5):7.1f} ms"
+                  f"  p95 {percentile(values, 0.95):7.1f} ms  max {max(values):7.1f} ms")  # fmt: skip
+
+    print("\ncategory report live (plain GROUP BY over reports_logmessage) vs from grains (category_report):")
+    severities = ["error", "warning", "fatal", "info"]
+    live = quietly("live GROUP BY", lambda: live_compare(pair, severities, args.live_runs), wait=args.wait)
+    category_p50 = percentile(next(s for s in sets if s.kind == "category").timings, 0.5)
+
+    rerun_result = None
+    if not args.skip_rerun:
+        print("\nrerun of the what-class of error/undefined/\\bench@hundredk:")
+
+        def rerun_once() -> tuple[float, dict, StatementLog]:
+            seconds, answer, log = rerun_measure(pair, args.tasks // 10)
+            print(f"  {seconds:.2f} s for {answer['tasks']:,} tasks (run {answer['run_id']})")
+            for statement_seconds, sql in log.statements:
+                if statement_seconds >= 0.01:
+                    print(f"    {statement_seconds:8.3f} s  {sql[:110]}")
+            return seconds, answer, log
+
+        def restore() -> None:
+            began = time.perf_counter()
+            restored = reports_data.data_restore()
+            shown = ", ".join(f"{k} {v:.1f} s" for k, v in restored.items())
+            print(f"  restored in {time.perf_counter() - began:.1f} s: {shown}")
+
+        rerun_result = quietly("rerun", rerun_once, wait=args.wait, between=restore)[0]
+        restore()
+        began = time.perf_counter()
+        reports_rebuild_all(progress=lambda *a: None, log=lambda line: None)
+        print(f"  grains rebuilt in {time.perf_counter() - began:.1f} s (not measured)")
+
+    print("\nsummary:")
+    for page_set in sets:
+        p95 = percentile(page_set.timings, 0.95)
+        target = PAGE_TARGET_MS[page_set.kind]
+        print(f"  {page_set.kind:<9} p50 {percentile(page_set.timings, 0.5):7.1f}  p95 {p95:7.1f}  max "
+              f"{max(page_set.timings):7.1f} ms   target p95 <= {target:.0f} ms: {verdict(p95, target)}")  # fmt: skip
+    build_seconds = builds[worst][0]
+    print(f"  cold slice build, worst ({worst}) {build_seconds:.2f} s   target <= {COLD_BUILD_TARGET_S:.0f} s: "
+          f"{verdict(build_seconds, COLD_BUILD_TARGET_S)}")  # fmt: skip
+    print(f"  global refresh {refresh_seconds:.1f} s   target <= {GLOBAL_REFRESH_TARGET_S:.0f} s: "
+          f"{verdict(refresh_seconds, GLOBAL_REFRESH_TARGET_S)}")  # fmt: skip
+    if rerun_result is not None:
+        print(f"  rerun of {args.tasks // 10:,} tasks {rerun_result:.2f} s   target <= {RERUN_TARGET_S:.0f} s: "
+              f"{verdict(rerun_result, RERUN_TARGET_S)}")  # fmt: skip
+    for severity, (live_ms, grain_ms) in live.items():
+        print(f"  live/grains {severity:<8} {live_ms:8.1f} ms / {grain_ms:5.2f} ms = {live_ms / grain_ms:6.0f}x"
+              f"   (live / category page p50 {category_p50:.1f} ms = {live_ms / category_p50:5.0f}x)")  # fmt: skip
+
+    if DISTURBED:
+        print(f"  NOTE: measured while other benchmarks ran, after every retry: {', '.join(DISTURBED)}")
+
+    missed_pages = {s.kind for s in sets if percentile(s.timings, 0.95) > PAGE_TARGET_MS[s.kind]}
+    others_wait(args.wait)
+    if args.explain or "entries" in missed_pages:
+        explain_entry_list(pair, 99_900)
+    if args.explain or "runtimes" in missed_pages:
+        explain_runtime(pair)
+    if args.explain or missed_pages & {"category", "what"}:
+        explain_grain_page(pair)
+    if args.explain or build_seconds > COLD_BUILD_TARGET_S:
+        explain_slice_build(pair, worst)
+    if not args.skip_rerun and (args.explain or (rerun_result or 0) > RERUN_TARGET_S):
+        explain_rerun(pair)
+        with connection.cursor() as cursor:
+            cursor.execute("VACUUM reports_logmessage, reports_taskruntime, corpora_task")
+
+
+def _unquoted(url: str) -> str:
+    from urllib.parse import unquote
+
+    return unquote(url)
+
+
+def _offset(url: str) -> int:
+    return int(url.rsplit("offset=", 1)[1]) if "offset=" in url else 0
+
+
+if __name__ == "__main__":
+    main()

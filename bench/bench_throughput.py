@@ -1,0 +1,295 @@
+"""Corpus throughput on real documents: the system (dispatcher and the bundled worker) against latexmlc
+run directly with the same parallelism (target: direct time / system time at least 0.90).
+
+Direct: every document of the sample, copied to a work directory, is converted by
+`latexmlc --format=html5 --dest=... --log=cortex.log --timeout=T+5 ./main.tex` (the worker's argv, see
+conversion/engine.py) in its own session under the worker's memory limit, --parallel at a time in
+import order, and killed at the same wall-clock timeout the worker applies. Timed from the first
+start to the last exit.
+
+System: the sample is imported as a corpus, `manage.py dispatcher` and one
+`manage.py worker --service tex_to_html --concurrency N` (N = --parallel) are started and idle, then
+tex_to_html is activated. Timed from activation until every task has a final status.
+
+A document that runs into the timeout holds one of the N slots for the whole timeout on both sides
+and so hides any per-document overhead; --exclude NAME measures without it as well.
+
+Run: .venv/bin/python bench/bench_throughput.py [--parallel 2] [--timeout 120] [--system-first]
+     [--exclude complex_si]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import dispatch_common as common
+
+TARGET_RATIO = 0.90
+SAMPLE = Path("/work/shared/corpora/sample")
+CORPUS_NAME = "bench-sample"
+SERVICE = "tex_to_html"
+DIRECT_ROOT = common.BENCH_ROOT / "direct"
+# Task status for each LaTeXML status code (DESIGN section 5): 0 no_problem .. 3 fatal.
+TASK_STATUS = {0: -1, 1: -2, 2: -3, 3: -4}
+STATUS_NAMES = {-1: "no_problem", -2: "warning", -3: "error", -4: "fatal", -5: "invalid"}
+
+
+@dataclass(frozen=True)
+class DirectResult:
+    """One document converted directly."""
+
+    name: str
+    seconds: float
+    status: int  # the task status its log gives (-4 without a status line or when killed)
+    timed_out: bool
+
+
+def sample_copy(target: Path, exclude: frozenset[str]) -> list[str]:
+    """A fresh copy of the sample documents but `exclude` at `target`; their entry names in import order."""
+    from corpora.scan import entry_names
+
+    def left_out(directory: str, names: list[str]) -> list[str]:
+        return [name for name in names if name in exclude] if Path(directory) == SAMPLE else []
+
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(SAMPLE, target, ignore=left_out)
+    return entry_names(target)
+
+
+def main_file_of(directory: Path, entry: str) -> str:
+    """The main .tex file of an entry, chosen as the import chooses it."""
+    from conversion.archive import inspect_entry
+
+    found = inspect_entry(directory / entry, entry)
+    if found.problem:
+        common.fail(f"{entry}: {found.problem} {found.detail}")
+    return found.main_file
+
+
+def direct_convert(source: Path, main_file: str, *, timeout: float, memory_mb: int) -> DirectResult:
+    """latexmlc on one document with the worker's argv, memory limit and outside wall-clock timeout."""
+    from conversion import engine
+
+    output = source / ".direct-output"
+    output.mkdir()
+    argv = [
+        engine.latexmlc_path(),
+        "--format=html5",
+        f"--dest={output / (Path(main_file).stem + '.html')}",
+        f"--log={engine.LOG_NAME}",
+        f"--timeout={math.ceil(timeout) + engine.LATEXMLC_TIMEOUT_MARGIN_SECONDS}",
+        f"./{Path(main_file).name}",
+    ]
+    limit = memory_mb * 1024 * 1024
+
+    def limit_memory() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    timed_out = False
+    with tempfile.TemporaryFile() as stderr:
+        began = time.perf_counter()
+        process = subprocess.Popen(
+            argv, cwd=source / Path(main_file).parent, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=stderr, start_new_session=True, preexec_fn=limit_memory,
+        )  # fmt: skip
+        try:
+            process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            with suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGTERM)
+            try:
+                process.wait(engine.TERMINATE_GRACE_SECONDS)
+            except subprocess.TimeoutExpired:
+                with suppress(ProcessLookupError):
+                    os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        seconds = time.perf_counter() - began
+    log_path = source / Path(main_file).parent / engine.LOG_NAME
+    code = engine.status_code_of(log_path.read_bytes()) if log_path.exists() else None
+    status = -4 if timed_out or code is None else TASK_STATUS.get(code, -4)
+    return DirectResult(name=source.name, seconds=seconds, status=status, timed_out=timed_out)
+
+
+def direct_measure(
+    parallel: int, timeout: float, memory_mb: int, exclude: frozenset[str]
+) -> tuple[float, dict[str, DirectResult]]:
+    """Convert every sample document directly, `parallel` at a time; (seconds, result per entry)."""
+    entries = sample_copy(DIRECT_ROOT, exclude)
+    mains = {entry: main_file_of(DIRECT_ROOT, entry) for entry in entries}
+    watch = common.CpuWatch().start()
+    with common.timed() as timer, ThreadPoolExecutor(max_workers=parallel) as pool:
+        futures = [
+            pool.submit(direct_convert, DIRECT_ROOT / entry, mains[entry], timeout=timeout, memory_mb=memory_mb)
+            for entry in entries
+        ]
+        results = [future.result() for future in futures]
+    print(f"  direct side: {watch.report()}")
+    return timer.seconds, {result.name: result for result in results}
+
+
+@dataclass(frozen=True)
+class SystemOutcome:
+    """What the system run produced."""
+
+    seconds: float
+    first_lease: float | None
+    statuses: dict[str, int]  # task status per document name
+    runtimes_ms: dict[str, int]  # Info:runtime_ms per document name
+    timed_out: list[str]
+
+
+def system_measure(children: common.Children, parallel: int, timeout: float, exclude: frozenset[str]) -> SystemOutcome:
+    """Import the sample, start the dispatcher and one worker, activate tex_to_html and wait for the end."""
+    from django.db import connection
+
+    from corpora.actions import _import_service_id
+
+    removed = common.corpus_remove(CORPUS_NAME)
+    if removed is not None:
+        print(f"removed the corpus left by an earlier run in {removed:.1f} s")
+    directory = common.CORPUS_ROOT / "sample"
+    sample_copy(directory, exclude)
+    corpus_id, imported = common.corpus_import_now(CORPUS_NAME, directory)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*) FROM corpora_task WHERE corpus_id = %s AND service_id = %s AND status <> -5",
+            [corpus_id, _import_service_id()],
+        )
+        valid = cursor.fetchone()[0]
+    service_id = common.service_ensure(SERVICE)
+    settings = {"CONVERSION_TIMEOUT_SECONDS": str(int(timeout))}
+    dispatcher = common.dispatcher_start(children, **settings)
+    ports = {
+        "DISPATCHER_VENTILATOR_PORT": str(dispatcher.ventilator_port),
+        "DISPATCHER_SINK_PORT": str(dispatcher.sink_port),
+    }
+    argv = [sys.executable, "manage.py", "worker", "--service", SERVICE, "--concurrency", str(parallel)]
+    worker = children.start("worker", argv, env=common.child_env(**settings, **ports))
+
+    def serving() -> bool:
+        if not worker.alive:
+            common.fail(f"the worker exited with {worker.process.returncode}:\n{worker.log_tail()}")
+        return "worker serving" in worker.log_tail()
+
+    common.wait_for(serving, timeout=60, what="the worker to start")
+    print(f"set-up (not measured): import {imported:.1f} s of {valid} valid documents; dispatcher and worker idle")
+    watch = common.CpuWatch().start()
+    started = time.perf_counter()
+    tasks, _ = common.service_activate_now(CORPUS_NAME, SERVICE)
+    if tasks != valid:
+        common.fail(f"activation created {tasks} tasks for {valid} valid documents")
+    seconds, first_lease = common.pair_drained_wait(
+        corpus_id, service_id, expected=valid, started=started, timeout=valid * (timeout + 30)
+    )
+    print(f"  system side: {watch.report()}")
+    worker.stop(grace=60)
+    dispatcher.child.stop(grace=60)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT d.name, t.status, r.runtime_ms FROM corpora_task t JOIN corpora_document d ON d.id = t.document_id"
+            " LEFT JOIN reports_taskruntime r ON r.task_id = t.id WHERE t.corpus_id = %s AND t.service_id = %s",
+            [corpus_id, service_id],
+        )
+        rows = cursor.fetchall()
+        cursor.execute(
+            "SELECT DISTINCT d.name FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id"
+            " JOIN corpora_document d ON d.id = t.document_id"
+            " WHERE m.corpus_id = %s AND m.service_id = %s AND m.category = 'timeout' ORDER BY 1",
+            [corpus_id, service_id],
+        )
+        timed_out = [name for (name,) in cursor.fetchall()]
+    return SystemOutcome(
+        seconds=seconds,
+        first_lease=first_lease,
+        statuses={name: status for name, status, _ in rows},
+        runtimes_ms={name: runtime for name, _, runtime in rows if runtime is not None},
+        timed_out=timed_out,
+    )
+
+
+def direct_report(seconds: float, results: dict[str, DirectResult], parallel: int) -> None:
+    """Print the direct run's time, its busiest documents and its timeouts."""
+    busy = sum(result.seconds for result in results.values())
+    slowest = sorted(results.values(), key=lambda result: -result.seconds)[:3]
+    print(f"direct: {len(results)} documents in {seconds:.1f} s with {parallel} parallel latexmlc")
+    print(
+        f"  sum of per-document times {busy:.1f} s; slowest: "
+        + ", ".join(f"{r.name} {r.seconds:.1f} s" for r in slowest)
+    )
+    timed_out = sorted(result.name for result in results.values() if result.timed_out)
+    print(f"  timed out: {', '.join(timed_out) or 'none'}")
+
+
+def system_report(outcome: SystemOutcome, parallel: int) -> None:
+    """Print the system run's time, its runtimes and its timeouts."""
+    busy = sum(outcome.runtimes_ms.values()) / 1000
+    first = f"{outcome.first_lease:.2f} s" if outcome.first_lease is not None else "not caught"
+    print(f"system: {len(outcome.statuses)} tasks in {outcome.seconds:.1f} s with 1 worker of concurrency {parallel}")
+    print(f"  sum of Info:runtime_ms {busy:.1f} s; first task leased after {first}")
+    print(f"  timed out: {', '.join(outcome.timed_out) or 'none'}")
+
+
+def statuses_compare(direct: dict[str, DirectResult], system: SystemOutcome) -> None:
+    """Print the status counts of both runs and the documents whose status differs."""
+
+    def counts(statuses: list[int]) -> str:
+        return ", ".join(f"{STATUS_NAMES.get(s, s)} {statuses.count(s)}" for s in sorted(set(statuses), reverse=True))
+
+    print(f"  statuses direct: {counts([r.status for r in direct.values()])}")
+    print(f"  statuses system: {counts(list(system.statuses.values()))}")
+    differ = [
+        f"{name} ({STATUS_NAMES.get(result.status)} / {STATUS_NAMES.get(system.statuses.get(name, 0), 'missing')})"
+        for name, result in sorted(direct.items())
+        if system.statuses.get(name) != result.status
+    ]
+    print(f"  documents whose status differs (direct / system): {', '.join(differ) or 'none'}")
+
+
+def main() -> None:
+    """Run both sides and print the ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--parallel", type=int, default=2, help="parallel conversions on both sides")
+    parser.add_argument("--timeout", type=int, default=120, help="seconds per document on both sides")
+    parser.add_argument("--system-first", action="store_true", help="run the system side before the direct one")
+    parser.add_argument("--exclude", action="append", default=[], help="leave a sample document out (repeatable)")
+    args = parser.parse_args()
+    exclude = frozenset(args.exclude)
+
+    common.setup()
+    from django.conf import settings
+
+    memory_mb = settings.CONVERSION_MEMORY_MB
+    documents = len(set(os.listdir(SAMPLE)) - exclude)
+    left_out = f" (left out: {', '.join(sorted(exclude))})" if exclude else ""
+    print(f"{documents} documents from {SAMPLE}{left_out}; timeout {args.timeout} s, memory {memory_mb} MB each")
+    with common.children_owned() as children:
+        if args.system_first:
+            system = system_measure(children, args.parallel, args.timeout, exclude)
+            direct_seconds, direct = direct_measure(args.parallel, args.timeout, memory_mb, exclude)
+        else:
+            direct_seconds, direct = direct_measure(args.parallel, args.timeout, memory_mb, exclude)
+            system = system_measure(children, args.parallel, args.timeout, exclude)
+    direct_report(direct_seconds, direct, args.parallel)
+    system_report(system, args.parallel)
+    statuses_compare(direct, system)
+    ratio = direct_seconds / system.seconds
+    verdict = "met" if ratio >= TARGET_RATIO else "MISSED"
+    print(f"ratio direct / system: {ratio:.3f} (target >= {TARGET_RATIO:.2f}: {verdict})")
+
+
+if __name__ == "__main__":
+    main()
