@@ -334,6 +334,7 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
         watch.share(lambda pid, command: pid == dispatcher.child.process.pid),
         watch.share(lambda pid, command: common.BENCH_DB in command and command.startswith("postgres:")),
         watch.share(lambda pid, command: pid in worker_pids),
+        watch.machine_busy(),
     ]
     if spy is not None:
         common.spy_stop(spy)
@@ -350,8 +351,9 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
     print(f"dispatcher: {args.documents:,} tasks in {seconds:.2f} s = {rate:,.0f} tasks/s")
     print(f"  meanwhile {contention}")
     print(
-        f"  CPU used (share of one CPU): dispatcher {100 * shares[0]:.0f}%, PostgreSQL backends of the bench"
-        f" database {100 * shares[1]:.0f}%, no-op workers {100 * shares[2]:.0f}% together"
+        f"  CPU used (100% = one CPU): dispatcher {100 * shares[0]:.0f}%, PostgreSQL backends of the bench db"
+        f" {100 * shares[1]:.0f}%, no-op workers {100 * shares[2]:.0f}% together;"
+        f" whole machine {100 * shares[3]:.0f}% of {100 * (os.cpu_count() or 1)}%"
     )
     print(
         f"  settings: {args.workers} no-op workers, max_in_flight {args.max_in_flight}, "
@@ -447,8 +449,10 @@ def lease_empty_explain(service_id: int) -> None:
         cursor.execute("SELECT count(*) FROM corpora_task")
         tasks = cursor.fetchone()[0]
         transaction.set_rollback(True)
-    wanted = ("Index Scan", "Seq Scan", "Rows Removed", "Execution Time")
-    shown = [line.strip() for line in plan if any(word in line for word in wanted)][:4]
+    # The CTE's scan (the partial index, or the primary key walked past every non-TODO row when the
+    # statistics are stale), what it filtered out, and the total time.
+    scan = next((line for line in plan if "Scan" in line and " on corpora_task " in line), "")
+    shown = [scan.strip()] + [line.strip() for line in plan if "Rows Removed" in line or "Execution Time" in line]
     print(f"  lease statement with no TODO task left ({tasks:,} tasks in the table), EXPLAIN ANALYZE:")
     for line in shown:
         print(f"    {line}")
@@ -603,8 +607,8 @@ def celery_measure(children: common.Children, args: argparse.Namespace, corpus_i
     contention = watch.report()
     shares = [
         watch.share(lambda pid, command: "celery -A bench_dispatcher" in command),
-        watch.share(lambda pid, command: common.BENCH_DB in command and command.startswith("postgres:")),
         watch.share(lambda pid, command: pid == os.getpid()),
+        watch.machine_busy(),
     ]
     worker.stop(grace=60)
     pair_check(corpus_id, service_id, args.documents, "celery")
@@ -612,8 +616,8 @@ def celery_measure(children: common.Children, args: argparse.Namespace, corpus_i
     print(f"celery: {args.documents:,} tasks in {seconds:.2f} s = {rate:,.0f} tasks/s")
     print(f"  meanwhile {contention}")
     print(
-        f"  CPU used (share of one CPU): Celery worker processes {100 * shares[0]:.0f}%, PostgreSQL backends of the"
-        f" bench database {100 * shares[1]:.0f}%, this process (lease, pack, send) {100 * shares[2]:.0f}%"
+        f"  CPU used (100% = one CPU): Celery worker processes {100 * shares[0]:.0f}%, this process (lease, pack,"
+        f" send) {100 * shares[1]:.0f}%; whole machine {100 * shares[2]:.0f}% of {100 * (os.cpu_count() or 1)}%"
     )
     print(
         f"  settings: celery worker --concurrency {args.celery_concurrency} (prefork), Redis broker, "

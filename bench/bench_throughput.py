@@ -29,6 +29,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
@@ -79,9 +80,43 @@ def main_file_of(directory: Path, entry: str) -> str:
     return found.main_file
 
 
-def direct_convert(source: Path, main_file: str, *, timeout: float, memory_mb: int) -> DirectResult:
-    """latexmlc on one document with the worker's argv, memory limit and outside wall-clock timeout."""
+class DirectRuns:
+    """The latexmlc processes the direct side is running, so that they can all be killed at once
+    when the script is stopped (the pool's threads would otherwise work off the whole queue)."""
+
+    def __init__(self) -> None:
+        self.stopping = threading.Event()
+        self.lock = threading.Lock()
+        self.running: dict[int, subprocess.Popen] = {}
+
+    def started(self, process: subprocess.Popen) -> None:
+        with self.lock:
+            self.running[process.pid] = process
+        if self.stopping.is_set():
+            self.kill_all()
+
+    def ended(self, process: subprocess.Popen) -> None:
+        with self.lock:
+            self.running.pop(process.pid, None)
+
+    def kill_all(self) -> None:
+        """Stop starting conversions and SIGKILL the process group of every running one."""
+        self.stopping.set()
+        with self.lock:
+            for pid in self.running:
+                with suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+
+
+def direct_convert(
+    source: Path, main_file: str, *, timeout: float, memory_mb: int, runs: DirectRuns
+) -> DirectResult | None:
+    """latexmlc on one document with the worker's argv, memory limit and outside wall-clock timeout;
+    None when the run is being stopped."""
     from conversion import engine
+
+    if runs.stopping.is_set():
+        return None
 
     output = source / ".direct-output"
     output.mkdir()
@@ -105,6 +140,7 @@ def direct_convert(source: Path, main_file: str, *, timeout: float, memory_mb: i
             argv, cwd=source / Path(main_file).parent, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=stderr, start_new_session=True, preexec_fn=limit_memory,
         )  # fmt: skip
+        runs.started(process)
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -117,6 +153,8 @@ def direct_convert(source: Path, main_file: str, *, timeout: float, memory_mb: i
                 with suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
+        finally:
+            runs.ended(process)
         seconds = time.perf_counter() - began
     log_path = source / Path(main_file).parent / engine.LOG_NAME
     code = engine.status_code_of(log_path.read_bytes()) if log_path.exists() else None
@@ -130,15 +168,23 @@ def direct_measure(
     """Convert every sample document directly, `parallel` at a time; (seconds, result per entry)."""
     entries = sample_copy(DIRECT_ROOT, exclude)
     mains = {entry: main_file_of(DIRECT_ROOT, entry) for entry in entries}
+    runs = DirectRuns()
     watch = common.CpuWatch().start()
     with common.timed() as timer, ThreadPoolExecutor(max_workers=parallel) as pool:
-        futures = [
-            pool.submit(direct_convert, DIRECT_ROOT / entry, mains[entry], timeout=timeout, memory_mb=memory_mb)
-            for entry in entries
-        ]
-        results = [future.result() for future in futures]
+        try:
+            futures = [
+                pool.submit(
+                    direct_convert, DIRECT_ROOT / entry, mains[entry], timeout=timeout, memory_mb=memory_mb, runs=runs
+                )
+                for entry in entries
+            ]
+            results = [future.result() for future in futures]
+        except BaseException:  # SIGTERM, Ctrl-C or a failure: leave no latexmlc running
+            runs.kill_all()
+            pool.shutdown(cancel_futures=True)
+            raise
     print(f"  direct side: {watch.report()}")
-    return timer.seconds, {result.name: result for result in results}
+    return timer.seconds, {result.name: result for result in results if result is not None}
 
 
 @dataclass(frozen=True)

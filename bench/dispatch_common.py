@@ -134,6 +134,14 @@ def _process_times() -> dict[int, tuple[int, int, str]]:
     return found
 
 
+def _machine_ticks() -> tuple[int, int]:
+    """(busy, total) CPU ticks of the whole machine so far, from /proc/stat."""
+    with open("/proc/stat") as handle:
+        values = [int(value) for value in handle.readline().split()[1:]]
+    idle = values[3] + values[4]  # idle and iowait
+    return sum(values) - idle, sum(values)
+
+
 def _foreign(processes: dict[int, tuple[int, int, str]]) -> dict[int, str]:
     """The processes that are not this benchmark's: neither descendants of this process nor backends
     of its database, nor shared servers (PostgreSQL's own processes, Redis)."""
@@ -161,10 +169,17 @@ class CpuWatch:
 
     started: float = 0.0
     before: dict[int, tuple[int, int, str]] = field(default_factory=dict)
+    machine_before: tuple[int, int] = (0, 0)
 
     def start(self) -> CpuWatch:
-        self.started, self.before = time.monotonic(), _process_times()
+        self.started, self.before, self.machine_before = time.monotonic(), _process_times(), _machine_ticks()
         return self
+
+    def machine_busy(self) -> float:
+        """CPU the whole machine used since start(), in CPUs (2.0 = both CPUs busy all the time)."""
+        busy, total = _machine_ticks()
+        elapsed = total - self.machine_before[1]
+        return (busy - self.machine_before[0]) / elapsed * (os.cpu_count() or 1) if elapsed else 0.0
 
     def share(self, wanted: Callable[[int, str], bool]) -> float:
         """Share of one CPU used since start() by the processes (pid, command) that `wanted` picks and
