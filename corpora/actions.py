@@ -130,6 +130,9 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> d
         ) as copy:
             for e in entries:
                 copy.write_row((e.name[:255], e.entry[:1024], e.kind, e.main_file[:1024], e.problem, e.detail[:2000]))
+        # Fresh statistics, so the joins below are index lookups sized to this import rather than hashes
+        # over every import task in the database.
+        cursor.execute("ANALYZE import_entries")
         # A short name already used by an older document of the corpus: fall back to the entry name.
         cursor.execute(
             "UPDATE import_entries e SET name = e.entry FROM corpora_document d"
