@@ -20,9 +20,11 @@ $(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
+	scripts/system-packages
 	$(PY) manage.py up $(ARGS)
 
 test: $(VENV)/.installed-dev
+	scripts/system-packages --test
 	$(PY) -m ruff check --no-cache .
 	$(PY) -m ruff format --no-cache --check .
 	$(PY) -m pytest $(PYTEST_ARGS)

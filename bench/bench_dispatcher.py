@@ -330,8 +330,10 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
     )
     contention = watch.report()
     worker_pids = {worker.process.pid for worker in workers}
+    sink_pids = common.children_of(dispatcher.child.process.pid)
     shares = [
         watch.share(lambda pid, command: pid == dispatcher.child.process.pid),
+        watch.share(lambda pid, command: pid in sink_pids),
         watch.share(lambda pid, command: common.BENCH_DB in command and command.startswith("postgres:")),
         watch.share(lambda pid, command: pid in worker_pids),
         watch.machine_busy(),
@@ -351,9 +353,9 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
     print(f"dispatcher: {args.documents:,} tasks in {seconds:.2f} s = {rate:,.0f} tasks/s")
     print(f"  meanwhile {contention}")
     print(
-        f"  CPU used (100% = one CPU): dispatcher {100 * shares[0]:.0f}%, PostgreSQL backends of the bench db"
-        f" {100 * shares[1]:.0f}%, no-op workers {100 * shares[2]:.0f}% together;"
-        f" whole machine {100 * shares[3]:.0f}% of {100 * (os.cpu_count() or 1)}%"
+        f"  CPU used (100% = one CPU): dispatcher {100 * shares[0]:.0f}% (ventilator) + {100 * shares[1]:.0f}% (sink),"
+        f" PostgreSQL backends of the bench db {100 * shares[2]:.0f}%, no-op workers {100 * shares[3]:.0f}% together;"
+        f" whole machine {100 * shares[4]:.0f}% of {100 * (os.cpu_count() or 1)}%"
     )
     print(
         f"  settings: {args.workers} no-op workers, max_in_flight {args.max_in_flight}, "
@@ -363,7 +365,7 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
     print(f"  dispatcher counters: {counters}")
     print(f"  workers (tasks returned, no-work answers): {'; '.join(stats)}")
     if spy is not None:
-        spy_report(SPY_OUTPUT, SPY_RATE)
+        spy_report(SPY_OUTPUT, SPY_RATE, dispatcher.child.process.pid)
     lease_empty_explain(service_id)
     return rate
 
@@ -372,7 +374,12 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
 # first, names its phase. result_ingest samples are further split by the line of result_ingest they
 # are on, which names the SQL statement (or the commit, at the `with` line) they wait for.
 _PHASES = [
-    ("_store_archive", "ingest: write the result ZIP to RESULTS_DIR"),
+    ("_stage_archive", "ingest: write the result ZIP (staged)"),
+    ("_place_archive", "ingest: rename the result ZIP into place"),
+    ("results_prepare", "ingest: results_prepare (other)"),
+    ("_rows_write", "ingest: write rows (SQL)"),
+    ("results_apply", "ingest: results_apply"),
+    ("_write", "sink writer: other"),
     ("result_decode", "ingest: open the ZIP and parse cortex.log"),
     ("runs_close_drained", "ingest: close drained runs"),
     ("result_ingest", "ingest: result_ingest"),
@@ -382,7 +389,8 @@ _PHASES = [
     ("_tally", "worker tallies (timezone.now per task)"),
     ("_answer", "ventilator: answer (framing, send)"),
     ("_drain_ventilator", "ventilator: receive requests"),
-    ("_drain_sink", "sink: receive results"),
+    ("_drain", "sink: receive results"),
+    ("_take_sink_reports", "ventilator: take the sink's reports"),
     ("_flush", "timer: flush tallies and counters"),
     ("_reap", "timer: reap expired leases"),
     ("_prune_queues", "timer: prune queues"),
@@ -391,22 +399,28 @@ _PHASES = [
 ]
 
 
-def spy_report(path: Path, rate: int) -> None:
-    """Seconds per phase of the dispatcher from py-spy's collapsed stacks (wall clock, idle included)."""
+def spy_report(path: Path, rate: int, ventilator_pid: int) -> None:
+    """Seconds per phase of each dispatcher process (the ventilator and its forked sink) from py-spy's
+    collapsed stacks (wall clock, idle included)."""
     import linecache
 
     phases: dict[str, int] = {}
-    total = 0
+    totals: dict[str, int] = {}
     for line in path.read_text().splitlines():
         stack, _, count_text = line.rpartition(" ")
         if not count_text.isdigit():
             continue
         count = int(count_text)
-        if stack.startswith("Thread._bootstrap"):  # the database pool's threads, idle: not the loop
+        parts = stack.split(";")
+        processes = [part for part in parts if part.startswith("process ")]
+        parts = parts[len(processes) :]
+        innermost = processes[-1].split()[1].partition(":")[0] if processes else str(ventilator_pid)
+        process = "ventilator" if innermost == str(ventilator_pid) else "sink"
+        if parts and parts[0].startswith("Thread._bootstrap"):  # pool and writer threads, mostly idle
             continue
-        total += count
+        totals[process] = totals.get(process, 0) + count
         frames = []
-        for frame in stack.split(";"):
+        for frame in parts:
             function, _, location = frame.rpartition(" (")
             filename, _, number = location.rstrip(")").rpartition(":")
             frames.append((function, filename, int(number) if number.isdigit() else 0))
@@ -419,15 +433,17 @@ def spy_report(path: Path, rate: int) -> None:
             if found is None:
                 continue
             label = found
-            if function == "result_ingest":
+            if function in ("results_apply", "_rows_write"):
                 source = linecache.getline(str(common.PROJECT_ROOT / filename), number).strip()
                 label = f"{found} line {number}: {source[:70]}"
             break
-        phases[label] = phases.get(label, 0) + count
-    print(f"  dispatcher profile, measured window (py-spy, {rate}/s, wall clock incl. waits; {total} samples):")
-    for label, count in sorted(phases.items(), key=lambda item: -item[1]):
-        if count * 200 >= total:  # 0.5 % and more
-            print(f"    {count / rate:7.2f} s {100 * count / total:5.1f} %  {label}")
+        key = f"{process}: {label}"
+        phases[key] = phases.get(key, 0) + count
+    for process, total in sorted(totals.items(), key=lambda item: item[0] != "ventilator"):
+        print(f"  {process} profile, measured window (py-spy, {rate}/s, wall clock incl. waits; {total} samples):")
+        for key, count in sorted(phases.items(), key=lambda item: -item[1]):
+            if key.startswith(f"{process}: ") and count * 200 >= total:  # 0.5 % and more
+                print(f"    {count / rate:7.2f} s {100 * count / total:5.1f} %  {key.partition(': ')[2]}")
 
 
 def lease_empty_explain(service_id: int) -> None:
@@ -464,7 +480,7 @@ def lease_empty_explain(service_id: int) -> None:
 def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -> None:
     """Time the dispatcher's own functions on `batches` batches of `batch` tasks of a third service, in
     this process and without ZeroMQ: lease_batch, pack_entry per task, and result_ingest split into
-    result_decode, _store_archive, each SQL statement, the deferred foreign-key checks (fired early by
+    result_decode, _stage_archive, _place_archive, each SQL statement, the deferred foreign-key checks (fired early by
     SET CONSTRAINTS ALL IMMEDIATE just before the commit) and the commit itself. Prints microseconds
     per task, and the rate a single-threaded loop doing only these steps could reach."""
     from django.conf import settings
@@ -514,10 +530,11 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
         add("  COMMIT (WAL flush)", time.perf_counter() - began)
 
     result = canned_result()
-    originals = (ingest.result_decode, ingest._store_archive)
+    originals = (ingest.result_decode, ingest._stage_archive, ingest._place_archive)
     original_commit = connection.commit
     ingest.result_decode = timed_call("  result_decode (open ZIP, parse_log)", ingest.result_decode)
-    ingest._store_archive = timed_call("  _store_archive (write result ZIP file)", ingest._store_archive)
+    ingest._stage_archive = timed_call("  _stage_archive (write result ZIP file)", ingest._stage_archive)
+    ingest._place_archive = timed_call("  _place_archive (rename it into place)", ingest._place_archive)
     tasks = 0
     watch = common.CpuWatch().start()
     try:
@@ -544,7 +561,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
                 common.fail(f"steps: {outcome.ingested} of {len(leased)} results ingested")
             tasks += len(leased)
     finally:
-        ingest.result_decode, ingest._store_archive = originals
+        ingest.result_decode, ingest._stage_archive, ingest._place_archive = originals
         connection.commit = original_commit
     inside = sum(seconds for label, seconds in spent.items() if label.startswith("  "))
     spent["  rest of result_ingest (COPY, Python)"] = spent["result_ingest (total)"] - inside

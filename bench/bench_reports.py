@@ -530,10 +530,16 @@ def rerun_measure(pair: Pair, expected: int) -> tuple[float, dict, StatementLog]
 # --- EXPLAIN of the queries behind missed targets ---------------------------------------------------
 
 
-def explain_entry_list(pair: Pair, offset: int) -> None:
+def explain_entry_list(pair: Pair, url: str) -> None:
+    """EXPLAIN of the entry-list query behind one measured URL (/api/reports/c/s/severity/category/what?offset=)."""
+    from urllib.parse import unquote
+
     from reports.queries import SEVERITIES
 
-    statuses, severity = SEVERITIES["error"]
+    path = url.partition("?")[0]
+    severity, category, what = (unquote(part) for part in path.split("/")[5:8])
+    offset = _offset(url)
+    statuses, message_severity = SEVERITIES[severity]
     sql = """
             SELECT d.name, t.status, e.details
               FROM (SELECT DISTINCT ON (m.task_id) m.task_id, m.details
@@ -545,13 +551,8 @@ def explain_entry_list(pair: Pair, offset: int) -> None:
               JOIN corpora_document d ON d.id = t.document_id
              ORDER BY e.task_id
              OFFSET %s LIMIT %s"""
-    params = [pair.corpus_id, pair.service_id, severity, reports_data.SPECIAL_CATEGORY, reports_data.SPECIAL_WHAT,
-              list(statuses), offset, 100]  # fmt: skip
-    explain(
-        sql,
-        params,
-        title=f"entry_list, error/{reports_data.SPECIAL_CATEGORY}/{reports_data.SPECIAL_WHAT}, offset {offset}",
-    )
+    params = [pair.corpus_id, pair.service_id, message_severity, category, what, list(statuses), offset, 100]
+    explain(sql, params, title=f"entry_list {severity}/{category}/{what} offset {offset}")
 
 
 def explain_runtime(pair: Pair) -> None:
@@ -583,16 +584,21 @@ def explain_runtime(pair: Pair) -> None:
 
 
 def explain_slice_build(pair: Pair, severity: str) -> None:
+    """EXPLAIN of the slice build's INSERT itself (rolled back): an INSERT ... SELECT runs without
+    parallel workers, which an EXPLAIN of its SELECT alone would hide."""
     from reports.queries import SEVERITIES
 
     statuses, message_severity = SEVERITIES[severity]
     explain(
-        """SELECT m.category, m.what, count(DISTINCT m.task_id), count(*)
+        """INSERT INTO reports_reportgrain
+                   (corpus_id, service_id, severity, category, what, task_count, message_count)
+            SELECT %s, %s, %s, m.category, m.what, count(DISTINCT m.task_id), count(*)
               FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id
              WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)
              GROUP BY ROLLUP (m.category, m.what)""",
-        [pair.corpus_id, pair.service_id, message_severity, list(statuses)],
-        title=f"grain_slice_rebuild {severity} (the SELECT of its INSERT)",
+        [pair.corpus_id, pair.service_id, severity, pair.corpus_id, pair.service_id, message_severity, list(statuses)],
+        title=f"grain_slice_rebuild {severity} (its INSERT, rolled back)",
+        rollback=True,
     )
 
 
@@ -767,7 +773,11 @@ def main() -> None:
     missed_pages = {s.kind for s in sets if percentile(s.timings, 0.95) > PAGE_TARGET_MS[s.kind]}
     others_wait(args.wait)
     if args.explain or "entries" in missed_pages:
-        explain_entry_list(pair, 99_900)
+        entries = next(s for s in sets if s.kind == "entries")
+        special = next(url for url in reversed(entries.urls) if reports_data.SPECIAL_WHAT in _unquoted(url))
+        slowest = max(entries.by_url, key=lambda url: max(entries.by_url[url]))
+        for url in dict.fromkeys([special, slowest]):
+            explain_entry_list(pair, url)
     if args.explain or "runtimes" in missed_pages:
         explain_runtime(pair)
     if args.explain or missed_pages & {"category", "what"}:

@@ -162,6 +162,11 @@ def _foreign(processes: dict[int, tuple[int, int, str]]) -> dict[int, str]:
     return foreign
 
 
+def children_of(pid: int) -> set[int]:
+    """The pids of the processes whose parent is `pid` (the dispatcher's forked sink)."""
+    return {child for child, (parent, _, _) in _process_times().items() if parent == pid}
+
+
 @dataclass
 class CpuWatch:
     """CPU that other processes (another benchmark, a test run) used during a measured window: on 2
@@ -384,7 +389,8 @@ def spy_start(children: Children, pid: int, output: Path, rate: int) -> Child:
     if spy is None:
         fail("--profile needs py-spy: .venv/bin/pip install py-spy")
     output.unlink(missing_ok=True)
-    argv = [spy, "record", "--pid", str(pid), "--idle", "--rate", str(rate), "--format", "raw", "--output", str(output)]
+    argv = [spy, "record", "--pid", str(pid), "--subprocesses", "--idle", "--rate", str(rate), "--format", "raw",
+            "--output", str(output)]  # fmt: skip
     child = children.start("py-spy", argv)
 
     def sampling() -> bool:

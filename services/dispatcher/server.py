@@ -1,13 +1,18 @@
-"""The dispatcher process: a ROUTER (ventilator) hands out tasks, a PULL (sink) takes results back.
+"""The dispatcher: a ROUTER (ventilator) hands out tasks, a PULL (sink) takes results back.
 
-One thread, one poll loop. Leases are claimed in batches when workers ask, results are ingested in
-batches, expired leases are reaped on a timer, worker tallies and counters are flushed once a second.
-Anything a peer sends that does not fit the protocol is counted and ignored: the loop never dies of it.
+Two processes. This one, the ventilator, claims leases in batches when workers ask, packs and sends
+payloads, reaps expired leases on a timer and writes worker tallies and counters once a second. The
+sink (`services.dispatcher.sink`), forked at start, receives results and ingests them in batches on
+the other CPU; after each drain it reports through a pipe what arrived, which keeps the in-flight
+count here. Either process stops the other when it ends: the sink watches for the ventilator's death,
+and the ventilator exits with an error when the sink dies. Anything a peer sends that does not fit
+the protocol is counted and ignored: neither loop dies of it.
 """
 
 from __future__ import annotations
 
 import logging
+import multiprocessing
 import os
 import random
 import signal
@@ -17,20 +22,28 @@ from dataclasses import dataclass, field
 
 import zmq
 from django.conf import settings
-from django.db import close_old_connections, connection
+from django.db import connection, connections
 from django.utils import timezone
 
 from conversion.archive import pack_entry
 from conversion.wire import split_frames
-from reports.actions import grains_clear
-from services.dispatcher.ingest import RawResult, result_ingest, runs_close_drained
 from services.dispatcher.leases import LeasedTask, lease_batch, lease_release, leases_reap
+from services.dispatcher.sink import SinkReport, sink_main
 from services.models import DispatcherState, Service
 from services.queries import effective_lease_seconds
 
 logger = logging.getLogger(__name__)
 
 NO_WORK = [b"0", b""]
+DRY_SECONDS = 0.5
+SINK_START_SECONDS = 30
+SINK_STOP_SECONDS = 60
+
+
+class SinkFailed(RuntimeError):
+    """The sink process could not start, or died."""
+
+
 _MAX_SERVICE_NAME = 200
 
 
@@ -90,59 +103,99 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         self.queues: dict[str, deque[LeasedTask]] = defaultdict(deque)
-        self.results: list[RawResult] = []
         self.tallies: dict[tuple[str, int], Tally] = defaultdict(Tally)
         self.services: dict[str, tuple[int, int]] = {}  # name -> (id, lease seconds), refreshed each second
+        # name -> monotonic time until which the service is taken to have no TODO task: a lease that came
+        # back short means the service ran dry, and idle workers asking again at once need no SQL to hear
+        # "no work". New tasks (activation, rerun, resume) wait at most DRY_SECONDS for it.
+        self.dry_until: dict[str, float] = {}
         self.in_flight = 0  # handed out and not yet returned (or reaped)
-        self.context = zmq.Context.instance()
+        self.sink_process: multiprocessing.process.BaseProcess | None = None
 
     # --- sockets and the loop ------------------------------------------------------------------
 
     def open(self) -> None:
+        """Fork the sink (before this process touches ZeroMQ or the database), then bind the ventilator."""
+        connections.close_all()  # the sink must not inherit this process's database connections
+        fork = multiprocessing.get_context("fork")
+        self.sink_reports, writer = fork.Pipe(duplex=False)
+        self.sink_process = fork.Process(
+            target=sink_main, name="dispatcher-sink", daemon=True,
+            kwargs={"bind": self.config.bind, "port": self.config.sink_port, "result_batch": self.config.result_batch,
+                    "reports": writer, "parent_pid": os.getpid()},
+        )  # fmt: skip
+        self.sink_process.start()
+        writer.close()
+        if not self.sink_reports.poll(SINK_START_SECONDS):
+            self._sink_stop()
+            raise SinkFailed(f"the sink process did not start within {SINK_START_SECONDS} s")
+        try:
+            hello = self.sink_reports.recv()
+        except EOFError:
+            raise SinkFailed(f"the sink process exited with {self.sink_process.exitcode} at start") from None
+        if hello.error:
+            self._sink_stop()
+            raise zmq.ZMQError(zmq.EADDRINUSE, hello.error)
+        self.context = zmq.Context()
         self.ventilator = self.context.socket(zmq.ROUTER)
-        self.sink = self.context.socket(zmq.PULL)
-        for sock in (self.ventilator, self.sink):
-            sock.setsockopt(zmq.LINGER, 0)
-            sock.setsockopt(zmq.RCVHWM, 100_000)
+        self.ventilator.setsockopt(zmq.LINGER, 0)
+        self.ventilator.setsockopt(zmq.RCVHWM, 100_000)
         self.ventilator.setsockopt(zmq.ROUTER_MANDATORY, 0)
-        self.ventilator.bind(f"tcp://{self.config.bind}:{self.config.ventilator_port}")
-        self.sink.bind(f"tcp://{self.config.bind}:{self.config.sink_port}")
+        try:
+            self.ventilator.bind(f"tcp://{self.config.bind}:{self.config.ventilator_port}")
+        except zmq.ZMQError:
+            self.ventilator.close(0)
+            self._sink_stop()
+            raise
         self.state = DispatcherState.objects.create(
             started_at=timezone.now(), heartbeat_at=timezone.now(), pid=os.getpid()
         )
         DispatcherState.objects.exclude(pk=self.state.pk).delete()
         logger.info(
-            "dispatcher listening: ventilator %s:%s, sink %s:%s",
+            "dispatcher listening: ventilator %s:%s, sink %s:%s (process %s)",
             self.config.bind, self.config.ventilator_port, self.config.bind, self.config.sink_port,
+            self.sink_process.pid,
         )  # fmt: skip
 
     def close(self) -> None:
-        """Flush what is pending and give back leased tasks that never left."""
-        self._ingest()
+        """Let the sink ingest what it holds, give back leased tasks that never left, write the counters."""
+        exitcode = self._sink_stop()
         unsent = [task.id for queue in self.queues.values() for task in queue]
         released = lease_release(unsent, mark=self.mark)
         self.queues.clear()
         self._flush()
         self.ventilator.close(0)
-        self.sink.close(0)
-        logger.info("dispatcher stopped; %d unsent leases given back", released)
+        self.context.term()
+        logger.info("dispatcher stopped; %d unsent leases given back; sink exit code %s", released, exitcode)
+
+    def _sink_stop(self) -> int | None:
+        """SIGTERM the sink, wait for it to ingest what it holds and exit, and take its last reports."""
+        process = self.sink_process
+        if process is None:
+            return None
+        if process.is_alive():
+            process.terminate()
+        process.join(SINK_STOP_SECONDS)
+        if process.is_alive():
+            logger.error("the sink did not stop within %s s; killing it", SINK_STOP_SECONDS)
+            process.kill()
+            process.join(5)
+        self._take_sink_reports()
+        return process.exitcode
 
     def run(self, *, until: float | None = None) -> None:
         poller = zmq.Poller()
         poller.register(self.ventilator, zmq.POLLIN)
-        poller.register(self.sink, zmq.POLLIN)
-        next_flush = next_reap = next_ingest = time.monotonic()
+        poller.register(self.sink_reports.fileno(), zmq.POLLIN)
+        next_flush = next_reap = time.monotonic()
         self._refresh_services()
         while not self.stopping and (until is None or time.monotonic() < until):
             events = dict(poller.poll(100))
-            if self.sink in events:
-                self._drain_sink()
+            if self.sink_reports.fileno() in events:
+                self._take_sink_reports()
             if self.ventilator in events:
                 self._drain_ventilator()
             now = time.monotonic()
-            if len(self.results) >= self.config.result_batch or (self.results and now >= next_ingest):
-                self._ingest()
-                next_ingest = now + 0.2
             if now >= next_reap:
                 self._reap()
                 next_reap = now + self.config.reap_seconds
@@ -151,11 +204,34 @@ class Dispatcher:
                 self._refresh_services()
                 self._prune_queues()
                 next_flush = now + 1.0
+                if not self.sink_process.is_alive():
+                    raise SinkFailed(f"the sink process died (exit code {self.sink_process.exitcode})")
+
+    def _take_sink_reports(self) -> None:
+        try:
+            while self.sink_reports.poll():
+                self._apply(self.sink_reports.recv())
+        except (EOFError, OSError):  # the sink is gone; run() notices and stops
+            return
+
+    def _apply(self, report: SinkReport) -> None:
+        self.in_flight = max(self.in_flight - report.received, 0)
+        self.counters.ingested += report.ingested
+        self.counters.discarded += report.discarded
+        self.counters.garbage += report.garbage
+        for (identity, service_name), (count, first_seen, last_seen) in report.returned.items():
+            service = self.services.get(service_name)
+            if service is None:
+                continue
+            tally = self.tallies[(identity, service[0])]
+            tally.returned += count
+            tally.first_seen = min(tally.first_seen or first_seen, first_seen)
+            tally.last_seen = max(tally.last_seen or last_seen, last_seen)
 
     # --- ventilator: hand out work ---------------------------------------------------------------
 
     def _drain_ventilator(self) -> None:
-        for _ in range(1000):
+        for _ in range(200):  # then let the timers and the sink's reports have a turn
             try:
                 frames = self.ventilator.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
@@ -207,54 +283,17 @@ class Dispatcher:
             return None
         queue = self.queues[service_name]
         if not queue:
+            now = time.monotonic()
+            if now < self.dry_until.get(service_name, 0.0):
+                return None
             room = self.config.max_in_flight - self.in_flight
             limit = min(self.config.lease_batch, room)
             batch = lease_batch(service_id=service[0], limit=limit, mark=self.mark, lease_seconds=service[1])
             self.counters.leased += len(batch)
             queue.extend(batch)
+            if len(batch) < limit:
+                self.dry_until[service_name] = now + DRY_SECONDS
         return queue.popleft() if queue else None
-
-    # --- sink: take results back -----------------------------------------------------------------
-
-    def _drain_sink(self) -> None:
-        for _ in range(5000):
-            try:
-                frames = self.sink.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            if len(frames) < 4:
-                self.counters.garbage += 1
-                continue
-            try:
-                identity, service, task_id = (frame.decode() for frame in frames[:3])
-            except UnicodeDecodeError:
-                self.counters.garbage += 1
-                continue
-            data = b"".join(frames[3:])
-            self.results.append(RawResult(identity=identity, service=service, task_id=task_id, data=data))
-            self.in_flight = max(self.in_flight - 1, 0)
-            service_entry = self.services.get(service)
-            if service_entry is not None:
-                self._tally(identity.encode(), service_entry[0]).returned += 1
-            if len(self.results) >= self.config.result_batch:
-                self._ingest()
-
-    def _ingest(self) -> None:
-        if not self.results:
-            return
-        batch, self.results = self.results, []
-        outcome = result_ingest(
-            batch,
-            service_ids={name: entry[0] for name, entry in self.services.items()},
-            results_dir=settings.RESULTS_DIR,
-            max_bytes=settings.RESULT_MAX_BYTES,
-        )
-        self.counters.ingested += outcome.ingested
-        self.counters.discarded += outcome.discarded
-        if outcome.discarded:
-            logger.warning("discarded %d result(s): not leased, unknown service or unreadable", outcome.discarded)
-        grains_clear(outcome.pairs)
-        runs_close_drained(outcome.pairs)
 
     # --- timers ----------------------------------------------------------------------------------
 
@@ -305,7 +344,7 @@ class Dispatcher:
                     ON CONFLICT (identity, service_id) DO UPDATE
                        SET dispatched = services_worker.dispatched + EXCLUDED.dispatched,
                            returned = services_worker.returned + EXCLUDED.returned,
-                           last_seen = EXCLUDED.last_seen
+                           last_seen = GREATEST(services_worker.last_seen, EXCLUDED.last_seen)
                     """,
                     [
                         [k[0] for k in keys], [k[1] for k in keys],
@@ -329,7 +368,6 @@ def dispatcher_serve(config: DispatcherConfig | None = None) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    close_old_connections()
     dispatcher.open()
     try:
         dispatcher.run()

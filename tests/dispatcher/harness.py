@@ -51,6 +51,18 @@ class DispatcherProcess:
             os.killpg(self.process.pid, signal.SIGTERM)
         return self.process.wait(20)
 
+    def sink_pid(self) -> int:
+        """The pid of the forked sink process (the dispatcher's only child)."""
+        assert self.process is not None
+        pid = self.process.pid
+
+        def child() -> int | None:
+            with open(f"/proc/{pid}/task/{pid}/children") as listing:
+                pids = listing.read().split()
+            return int(pids[0]) if pids else None
+
+        return wait_for(child, message="the sink process")
+
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None

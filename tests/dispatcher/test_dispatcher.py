@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import io
+import os
+import signal
 import zipfile
 
 import pytest
@@ -203,6 +205,41 @@ def test_paused_tasks_are_not_handed_out_and_resume_brings_them_back(pair, dispa
     assert authed.post("/api/conversions/resume").json()["resumed"] == 3
     assert wait_for(lambda: worker.ask("tex_to_html"), message="work again")
     worker.close()
+
+
+def test_a_dead_sink_stops_the_dispatcher_with_an_error(pair, dispatcher):
+    process = dispatcher()
+    _state()
+    os.kill(process.sink_pid(), signal.SIGKILL)
+    assert process.process.wait(20) != 0  # the supervisor (or compose) restarts it
+    assert not process.alive
+
+
+def test_the_sink_does_not_outlive_a_ventilator_killed_alone(pair, dispatcher):
+    """SIGKILL to the dispatcher's own pid only (as the OOM killer does): its sink must go too, so a
+    new dispatcher can bind the same ports and finish the work."""
+    first = dispatcher()
+    _state()
+    sink = first.sink_pid()
+    os.kill(first.process.pid, signal.SIGKILL)
+    first.process.wait(10)
+    wait_for(lambda: not os.path.exists(f"/proc/{sink}") or _zombie(sink), message="the orphaned sink to exit")
+    again = first.start()
+    worker = FakeWorker(again)
+    for _ in range(3):
+        task_id, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task from the new dispatcher")
+        worker.give("tex_to_html", task_id, result_zip(CLEAN_LOG))
+    wait_for(lambda: set(pair.values_list("status", flat=True)) == {-1}, message="every result applied")
+    worker.close()
+    assert again.stop() == 0
+
+
+def _zombie(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
 
 
 def test_a_dispatcher_killed_mid_run_loses_and_duplicates_nothing(corpus_root, dispatcher):

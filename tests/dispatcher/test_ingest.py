@@ -30,6 +30,7 @@ def test_a_result_without_cortex_log_is_fatal_and_keeps_its_archive():
 
 @pytest.mark.django_db
 def test_a_batch_applies_leased_results_once_and_discards_the_rest(corpus_root, tmp_path):
+    results_dir = tmp_path / "results"
     imported(corpus_root, "c", documents=4)
     activated("c")
     tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
@@ -46,10 +47,14 @@ def test_a_batch_applies_leased_results_once_and_discards_the_rest(corpus_root, 
         RawResult("w", "tex_to_html", str(tasks[3].pk), result_zip(CLEAN_LOG)),  # not leased
         RawResult("w", "nope", "1", result_zip(CLEAN_LOG)),  # unknown service
     ]
-    outcome = result_ingest(batch, service_ids=service_ids, results_dir=tmp_path, max_bytes=10**6)
+    outcome = result_ingest(batch, service_ids=service_ids, results_dir=results_dir, max_bytes=10**6)
     assert (outcome.ingested, outcome.discarded) == (2, 4)
     statuses = dict(Task.objects.filter(pk__in=[t.pk for t in tasks]).values_list("pk", "status"))
     assert [statuses[t.pk] for t in tasks] == [-3, -1, 99, 0]
     assert LogMessage.objects.filter(task_id=tasks[0].pk).count() == 3
     assert dict(TaskRuntime.objects.values_list("task_id", "runtime_ms")) == {tasks[0].pk: 42, tasks[1].pk: 7}
     assert outcome.pairs == {(tasks[0].corpus_id, tasks[0].service_id)}
+    # Result files: in place for the two applied, none for the discarded, nothing left in staging.
+    kept = sorted(p.relative_to(results_dir).as_posix() for p in results_dir.rglob("*") if p.is_file())
+    pair_dir = f"{tasks[0].corpus_id}/{tasks[0].service_id}"
+    assert kept == sorted([f"{pair_dir}/{tasks[0].pk}.zip", f"{pair_dir}/{tasks[1].pk}.zip"])

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from services.dispatcher.server import dispatcher_serve
+from services.dispatcher.server import SinkFailed, dispatcher_serve
 
 
 class Command(BaseCommand):
@@ -15,3 +15,5 @@ class Command(BaseCommand):
             dispatcher_serve()
         except zmq.ZMQError as exc:
             raise CommandError(f"the dispatcher cannot bind its ports: {exc}") from exc
+        except SinkFailed as exc:
+            raise CommandError(f"the dispatcher stopped: {exc}") from exc
