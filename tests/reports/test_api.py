@@ -10,7 +10,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from corpora.models import Task
-from reports.models import GrainSlice, ReportGrain
+from reports.models import GrainSlice, LogMessage, ReportGrain
 from services.dispatcher.ingest import RawResult, result_ingest
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
@@ -224,3 +224,34 @@ def test_a_slice_that_does_not_fit_the_budget_is_built_in_the_background(convert
 
     job_run(job.pk)
     assert APIClient().get("/api/reports/c/tex_to_html/error").json()["computing"] is False
+
+
+def test_messages_exist_only_for_completed_tasks_so_the_info_slice_needs_no_join(authed, converted):
+    """The info slice is built from the messages alone (no join with the tasks); that is right only
+    while no task outside the completed statuses has messages, through rerun and pause alike."""
+    from django.db import connection
+
+    def stray_messages() -> int:
+        return (
+            LogMessage.objects.filter(task__status__gte=0).count()
+            + LogMessage.objects.filter(task__status__lt=-5).count()
+        )
+
+    def info_tasks_joined() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(DISTINCT m.task_id) FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id"
+                " WHERE m.severity = 'info' AND t.status BETWEEN -5 AND -1 AND t.service_id = %s",
+                [converted[0].service_id],
+            )
+            return cursor.fetchone()[0]
+
+    info = authed.get("/api/reports/c/tex_to_html/info").json()
+    assert info["messages"] >= 1 and stray_messages() == 0
+    assert sum(r["tasks"] for r in info["rows"] if r["name"] == "loaded_file") == info_tasks_joined()
+    authed.post("/api/reports/c/tex_to_html/rerun?severity=no_problem")
+    assert stray_messages() == 0
+    authed.post("/api/reports/c/tex_to_html/pause")
+    assert stray_messages() == 0
+    info_after = authed.get("/api/reports/c/tex_to_html/info").json()
+    assert info_after["messages"] == 0 and info_tasks_joined() == 0  # the one info message was on a clean task
