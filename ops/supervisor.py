@@ -20,8 +20,8 @@ STOP_GRACE_SECONDS = 20
 _MAX_RESTARTS_PER_MINUTE = 5
 
 
-def _die_with_parent() -> None:
-    """In the child, before exec: get SIGTERM if the supervisor itself is killed outright."""
+def die_with_parent() -> None:
+    """In a child (before exec, or a forked process): get SIGTERM if the parent is killed outright."""
     # Off Linux there is no prctl; the supervisor's signal handlers still stop the children.
     with contextlib.suppress(OSError):
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
@@ -48,7 +48,7 @@ class Supervisor:
 
     def start(self, child: Child) -> Child:
         logger.info("starting %s: %s", child.name, " ".join(child.argv))
-        child.process = subprocess.Popen(child.argv, env=child.env, start_new_session=True, preexec_fn=_die_with_parent)
+        child.process = subprocess.Popen(child.argv, env=child.env, start_new_session=True, preexec_fn=die_with_parent)
         if child not in self.children:
             self.children.append(child)
         return child

@@ -12,8 +12,6 @@ come from one writer.
 
 from __future__ import annotations
 
-import contextlib
-import ctypes
 import logging
 import os
 import queue
@@ -30,6 +28,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
+from ops.supervisor import die_with_parent
 from reports.actions import grains_clear
 from services.dispatcher.ingest import (
     IngestOutcome,
@@ -41,7 +40,6 @@ from services.dispatcher.ingest import (
 
 logger = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
 _INGEST_EVERY_SECONDS = 0.2
 # The writer thread wakes on PostgreSQL's answers and must not wait the default 5 ms for the GIL each time.
 _SWITCH_INTERVAL_SECONDS = 0.0005
@@ -219,8 +217,7 @@ def sink_main(*, bind: str, port: int, result_batch: int, reports: Connection, p
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the ventilator stops us
     sys.setswitchinterval(_SWITCH_INTERVAL_SECONDS)
-    with contextlib.suppress(OSError, AttributeError):  # SIGTERM if the ventilator dies outright (Linux)
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    die_with_parent()  # SIGTERM if the ventilator is killed outright
     try:
         sink.open()
     except zmq.ZMQError as exc:
