@@ -22,11 +22,15 @@ messages and the runtime to PostgreSQL.
 - Steps: the dispatcher's own functions timed one by one in this process (--steps batches), which
   says which step a task's time goes to; --profile samples the real dispatcher with py-spy as well.
 
-Before each side the tables are VACUUM ANALYZEd and the file systems synced (autovacuum is off on this
-server, and files deleted by the clean-up make new files slow until then). Each result says how much
-CPU other processes took meanwhile: on 2 CPUs another benchmark running at the same time skews it.
+The dispatcher side runs --repeat times (default 5), each on a fresh corpus, and the median counts:
+on this VM the same run varies by ±15% (a PostgreSQL checkpoint in the window costs ~10%). Result
+archives go to a newly made ext4 file system (a loop device) for each run: on the shared root file
+system, the previous run's deleted archives make creating files 10-30 times slower for minutes (see
+dispatch_common.files_settle); --results-dir PATH puts them elsewhere. Before each side the tables
+are VACUUM ANALYZEd (autovacuum is off on this server). Each result says how much CPU other
+processes took meanwhile: on 2 CPUs another benchmark running at the same time skews it.
 
-Run: .venv/bin/python bench/bench_dispatcher.py [--documents 20000] [--workers 4] [--steps 4]
+Run: .venv/bin/python bench/bench_dispatcher.py [--documents 20000] [--workers 4] [--repeat 5] [--steps 4]
      [--celery-write bulk|each] [--celery-db-reuse 1000] [--results-dir PATH] [--profile] [--skip-celery]
 """
 
@@ -37,6 +41,7 @@ import io
 import os
 import random
 import signal
+import statistics
 import subprocess
 import sys
 import time
@@ -71,6 +76,7 @@ CANNED_LOG = (
 )
 WARNING_STATUS = -2
 SPY_OUTPUT = common.LOG_DIR / "dispatcher.spy.txt"
+FRESH_FS = common.BENCH_ROOT / "results-fs"
 SPY_RATE = 200
 
 # --- the Celery side: app and tasks (imported by `celery -A bench_dispatcher worker`) ---------------
@@ -156,8 +162,12 @@ def celery_result_apply(task_id: int, corpus_id: int, service_id: int, result: b
 
 
 def noop_worker_main(argv: list[str]) -> None:
-    """Ask the ventilator, return the canned result at once, until SIGTERM; start on a line on stdin
-    and print `done N idle M` (tasks returned, no-work answers) at the end."""
+    """Be --count no-op workers in one process, until SIGTERM: each its own DEALER (identity
+    `<identity>:<k>`) that asks the ventilator for one task, pushes the canned result for it to the sink at
+    once and asks again, as a CorTeX worker does; a worker told "no work" backs off as the bundled worker
+    does. Starts on a line on stdin; prints `done N idle M` (tasks returned, no-work answers) at the end.
+    One process drives them all with a poller: on this 2-CPU machine the workers' own processes and
+    ZeroMQ threads would otherwise take CPU that, in a farm, other machines give."""
     import zmq
 
     from conversion.wire import payload_complete, split_frames
@@ -168,6 +178,7 @@ def noop_worker_main(argv: list[str]) -> None:
     parser.add_argument("--sink", required=True)
     parser.add_argument("--service", required=True)
     parser.add_argument("--identity", required=True)
+    parser.add_argument("--count", type=int, default=1)
     parser.add_argument("--message-size", type=int, default=100_000)
     args = parser.parse_args(argv)
     stopping = False
@@ -178,40 +189,54 @@ def noop_worker_main(argv: list[str]) -> None:
 
     signal.signal(signal.SIGTERM, stop)
     context = zmq.Context()
-    dealer = context.socket(zmq.DEALER)
-    dealer.setsockopt(zmq.LINGER, 0)
-    dealer.setsockopt(zmq.ROUTING_ID, args.identity.encode())
-    dealer.connect(args.ventilator)
+    service = args.service.encode()
+    dealers, identities = [], {}
+    for k in range(args.count):
+        dealer = context.socket(zmq.DEALER)
+        dealer.setsockopt(zmq.LINGER, 0)
+        identity = f"{args.identity}:{k}".encode()
+        dealer.setsockopt(zmq.ROUTING_ID, identity)
+        dealer.connect(args.ventilator)
+        dealers.append(dealer)
+        identities[dealer] = identity
     sink = context.socket(zmq.PUSH)
     sink.setsockopt(zmq.LINGER, 5000)
     sink.connect(args.sink)
-    service, identity = args.service.encode(), args.identity.encode()
     result_frames = split_frames(canned_result(), args.message_size)
     print("ready", flush=True)
     sys.stdin.readline()
     done = idle = 0
-    no_work_wait = 0.0
-    while not stopping:
+    poller = zmq.Poller()
+    waits = dict.fromkeys(dealers, 0.0)  # the current back-off of each worker
+    asleep: dict[zmq.Socket, float] = {}  # worker -> when it asks again
+    for dealer in dealers:
         dealer.send(service)
-        while not stopping and not dealer.poll(200):
-            pass
-        if stopping:
-            break
-        reply = dealer.recv_multipart()
-        if reply[0] == b"0":
-            # Back off as the bundled worker does (0.25 s doubling to 2 s): an empty answer means the
-            # remaining tasks are out already, so waiting costs the measurement nothing.
-            idle += 1
-            no_work_wait = min(NO_WORK_MAX_WAIT_SECONDS, max(NO_WORK_FIRST_WAIT_SECONDS, no_work_wait * 2))
-            time.sleep(no_work_wait)
-            continue
-        no_work_wait = 0.0
-        if not payload_complete(reply[1:], args.message_size):
-            raise SystemExit(f"task {reply[0]!r}: the payload does not end with a short frame")
-        sink.send_multipart([identity, service, reply[0], *result_frames])
-        done += 1
+        poller.register(dealer, zmq.POLLIN)
+    while not stopping:
+        now = time.monotonic()
+        for dealer, when in list(asleep.items()):
+            if when <= now:
+                del asleep[dealer]
+                dealer.send(service)
+                poller.register(dealer, zmq.POLLIN)
+        timeout = 200 if not asleep else max(0, min(200, int((min(asleep.values()) - now) * 1000) + 1))
+        for dealer, _ in poller.poll(timeout):
+            reply = dealer.recv_multipart()
+            if reply[0] == b"0":
+                idle += 1
+                waits[dealer] = min(NO_WORK_MAX_WAIT_SECONDS, max(NO_WORK_FIRST_WAIT_SECONDS, waits[dealer] * 2))
+                poller.unregister(dealer)
+                asleep[dealer] = time.monotonic() + waits[dealer]
+                continue
+            waits[dealer] = 0.0
+            if not payload_complete(reply[1:], args.message_size):
+                raise SystemExit(f"task {reply[0]!r}: the payload does not end with a short frame")
+            sink.send_multipart([identities[dealer], service, reply[0], *result_frames])
+            done += 1
+            dealer.send(service)
     print(f"done {done} idle {idle}", flush=True)
-    dealer.close()
+    for dealer in dealers:
+        dealer.close()
     sink.close()
     context.term()
 
@@ -259,7 +284,8 @@ def corpus_prepare(documents: int) -> tuple[str, int, int, int]:
 def tables_vacuum() -> None:
     """VACUUM (ANALYZE) the tables the run writes, as autovacuum would between runs (it is off on this
     server): dead rows left by earlier runs and stale statistics would otherwise slow both sides. Then
-    sync the file systems. Neither is measured."""
+    sync the file systems and wait until creating a file costs what it costs on a quiet disk. None of
+    this is measured."""
     from django.db import connection
 
     with common.timed() as timer, connection.cursor() as cursor:
@@ -268,10 +294,13 @@ def tables_vacuum() -> None:
             " reports_taskruntime"
         )
     with common.timed() as synced:
-        # Files deleted by the clean-up leave ext4 work that the next file creations would pay for (up
-        # to ~1 ms each, measured): flush it now, so result archives are written at their normal cost.
         os.sync()
-    print(f"VACUUM (ANALYZE) of the task and message tables {timer.seconds:.1f} s, sync {synced.seconds:.1f} s")
+    with common.timed() as settled:
+        creation = common.files_settle(common.RESULTS_DIR)
+    print(
+        f"VACUUM (ANALYZE) of the task and message tables {timer.seconds:.1f} s, sync {synced.seconds:.1f} s,"
+        f" waited {settled.seconds:.0f} s for file creation to cost {creation:.0f} µs (see files_settle)"
+    )
 
 
 def pair_check(corpus_id: int, service_id: int, documents: int, label: str) -> None:
@@ -309,10 +338,13 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
         DISPATCHER_REAP_SECONDS="5",
     )
     workers = []
-    for index in range(args.workers):
+    processes = max(1, min(args.worker_processes, args.workers))
+    for index in range(processes):
+        count = args.workers // processes + (1 if index < args.workers % processes else 0)
         argv = [
             sys.executable, str(Path(__file__).resolve()), "noop-worker", "--ventilator", dispatcher.ventilator,
             "--sink", dispatcher.sink, "--service", ZMQ_SERVICE, "--identity", f"noop:{index}",
+            "--count", str(count),
         ]  # fmt: skip
         workers.append(children.start(f"noop-{index}", argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE))
     for worker in workers:
@@ -358,7 +390,7 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
         f" whole machine {100 * shares[4]:.0f}% of {100 * (os.cpu_count() or 1)}%"
     )
     print(
-        f"  settings: {args.workers} no-op workers, max_in_flight {args.max_in_flight}, "
+        f"  settings: {args.workers} no-op workers in {processes} process(es), max_in_flight {args.max_in_flight}, "
         f"lease_batch {args.lease_batch}, result_batch {args.result_batch}" + (" (sampled by py-spy)" if spy else "")
     )
     print(f"  first task leased or final after {first:.3f} s" if first is not None else "  first lease not caught")
@@ -374,8 +406,7 @@ def dispatcher_measure(children: common.Children, args: argparse.Namespace, corp
 # first, names its phase. result_ingest samples are further split by the line of result_ingest they
 # are on, which names the SQL statement (or the commit, at the `with` line) they wait for.
 _PHASES = [
-    ("_stage_archive", "ingest: write the result ZIP (staged)"),
-    ("_place_archive", "ingest: rename the result ZIP into place"),
+    ("_archive_write", "ingest: write the result ZIP (thread)"),
     ("results_prepare", "ingest: results_prepare (other)"),
     ("_rows_write", "ingest: write rows (SQL)"),
     ("results_apply", "ingest: results_apply"),
@@ -480,7 +511,7 @@ def lease_empty_explain(service_id: int) -> None:
 def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -> None:
     """Time the dispatcher's own functions on `batches` batches of `batch` tasks of a third service, in
     this process and without ZeroMQ: lease_batch, pack_entry per task, and result_ingest split into
-    result_decode, _stage_archive, _place_archive, each SQL statement, the deferred foreign-key checks (fired early by
+    result_decode, _archive_write, each SQL statement, the deferred foreign-key checks (fired early by
     SET CONSTRAINTS ALL IMMEDIATE just before the commit) and the commit itself. Prints microseconds
     per task, and the rate a single-threaded loop doing only these steps could reach."""
     from django.conf import settings
@@ -530,11 +561,12 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
         add("  COMMIT (WAL flush)", time.perf_counter() - began)
 
     result = canned_result()
-    originals = (ingest.result_decode, ingest._stage_archive, ingest._place_archive)
+    originals = (ingest.result_decode, ingest._archive_write)
     original_commit = connection.commit
     ingest.result_decode = timed_call("  result_decode (open ZIP, parse_log)", ingest.result_decode)
-    ingest._stage_archive = timed_call("  _stage_archive (write result ZIP file)", ingest._stage_archive)
-    ingest._place_archive = timed_call("  _place_archive (rename it into place)", ingest._place_archive)
+    ingest._archive_write = timed_call(
+        "  _archive_write (write result ZIP file, beside the SQL)", ingest._archive_write
+    )
     tasks = 0
     watch = common.CpuWatch().start()
     try:
@@ -561,7 +593,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
                 common.fail(f"steps: {outcome.ingested} of {len(leased)} results ingested")
             tasks += len(leased)
     finally:
-        ingest.result_decode, ingest._stage_archive, ingest._place_archive = originals
+        ingest.result_decode, ingest._archive_write = originals
         connection.commit = original_commit
     inside = sum(seconds for label, seconds in spent.items() if label.startswith("  "))
     spent["  rest of result_ingest (COPY, Python)"] = spent["result_ingest (total)"] - inside
@@ -653,7 +685,8 @@ def main() -> None:
     """Prepare the corpus, measure the dispatcher, then Celery, and print the ratio."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=20_000)
-    parser.add_argument("--workers", type=int, default=4, help="no-op worker processes")
+    parser.add_argument("--workers", type=int, default=4, help="no-op workers (each a DEALER asking for one task)")
+    parser.add_argument("--worker-processes", type=int, default=1, help="processes the no-op workers run in")
     parser.add_argument("--max-in-flight", type=int, default=5000)
     parser.add_argument("--lease-batch", type=int, default=500)
     parser.add_argument("--result-batch", type=int, default=500)
@@ -668,29 +701,53 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=900, help="seconds each side may take at most")
     parser.add_argument("--profile", action="store_true", help="sample the dispatcher with py-spy")
     parser.add_argument("--skip-celery", action="store_true")
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="dispatcher runs, each on a fresh corpus; the median counts"
+    )
     parser.add_argument("--no-vacuum", action="store_true", help="no VACUUM (ANALYZE) before each side")
     parser.add_argument("--steps", type=int, default=4, help="batches for the in-process step timing (0: none)")
-    parser.add_argument("--results-dir", type=Path, help=f"where result archives go (default {common.RESULTS_DIR})")
+    parser.add_argument(
+        "--results-dir",
+        type=Path,
+        help=f"where result archives go (default: a new ext4 at {FRESH_FS}; {common.RESULTS_DIR} if that fails)",
+    )
     args = parser.parse_args()
 
+    fresh = args.results_dir is None
     if args.results_dir:
         common.results_dir_set(args.results_dir)
+    elif (why := common.fresh_ext4(FRESH_FS)) is None:
+        common.results_dir_set(FRESH_FS / "results")
+    else:
+        fresh = False
+        print(f"could not make a new file system for the result archives ({why})")
+    print(f"result archives in {common.RESULTS_DIR}" + (", on a new ext4 file system for each run" if fresh else ""))
     common.setup()
-    print(f"result archives in {common.RESULTS_DIR}")
-    corpus_name, corpus_id, zmq_id, celery_id = corpus_prepare(args.documents)
+    rates = []
+    for run in range(1, args.repeat + 1):
+        corpus_name, corpus_id, zmq_id, celery_id = corpus_prepare(args.documents)
+        if fresh and run > 1 and (why := common.fresh_ext4(FRESH_FS)) is not None:
+            common.fail(f"could not make a new file system for run {run}: {why}")
+        with common.children_owned() as children:
+            if not args.no_vacuum:
+                tables_vacuum()
+            rates.append(dispatcher_measure(children, args, corpus_id, zmq_id))
+    dispatcher_rate = statistics.median(rates)
+    if len(rates) > 1:
+        print(
+            f"dispatcher, {len(rates)} runs: median {dispatcher_rate:,.0f} tasks/s"
+            f" (min {min(rates):,.0f}, max {max(rates):,.0f}; each: {', '.join(f'{r:,.0f}' for r in rates)})"
+        )
+    verdict = "met" if dispatcher_rate >= TARGET_TASKS_PER_SECOND else "MISSED"
+    print(f"dispatcher target >= {TARGET_TASKS_PER_SECOND:,.0f} tasks/s (median of the runs): {verdict}")
     celery_rate = None
-    with common.children_owned() as children:
-        if not args.no_vacuum:
-            tables_vacuum()
-        dispatcher_rate = dispatcher_measure(children, args, corpus_id, zmq_id)
-        verdict = "met" if dispatcher_rate >= TARGET_TASKS_PER_SECOND else "MISSED"
-        print(f"dispatcher target >= {TARGET_TASKS_PER_SECOND:,.0f} tasks/s: {verdict}")
-        if not args.skip_celery:
+    if not args.skip_celery:
+        with common.children_owned() as children:
             if not args.no_vacuum:
                 tables_vacuum()
             celery_rate = celery_measure(children, args, corpus_id, celery_id)
     if celery_rate is not None:
-        print(f"ratio dispatcher / celery: {dispatcher_rate / celery_rate:.2f}")
+        print(f"ratio dispatcher (median) / celery: {dispatcher_rate / celery_rate:.2f}")
     if args.steps:
         steps_measure(corpus_name, batches=args.steps, batch=args.lease_batch, vacuum=not args.no_vacuum)
 

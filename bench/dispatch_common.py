@@ -449,6 +449,74 @@ def corpus_remove(name: str) -> float | None:
     return timer.seconds
 
 
+def fresh_ext4(mount_point: Path, *, gigabytes: int = 2) -> str | None:
+    """Mount a newly made ext4 file system (a sparse image file under BENCH_ROOT, on a loop device) at
+    `mount_point`, unmounted and deleted when the script ends; None on success, else why not (not root,
+    no loop devices). Result archives go there so that a run does not pay for the last run's deleted
+    ones (see files_settle): on the shared root file system that costs a run up to half its speed."""
+    image = BENCH_ROOT / "results-fs.img"
+    subprocess.run(["umount", str(mount_point)], capture_output=True, check=False)  # left by a killed run
+    try:
+        BENCH_ROOT.mkdir(parents=True, exist_ok=True)
+        image.unlink(missing_ok=True)
+        with open(image, "wb") as handle:
+            handle.truncate(gigabytes << 30)
+        mount_point.mkdir(parents=True, exist_ok=True)
+        # Inode tables and journal written now: left lazy, a kernel thread would write them during the run.
+        make = ["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(image)]
+        for command in (make, ["mount", "-o", "loop", str(image), str(mount_point)]):
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                image.unlink(missing_ok=True)
+                return f"{' '.join(command[:2])}: {(done.stderr or done.stdout).strip()}"
+    except OSError as exc:
+        return str(exc)
+
+    def remove() -> None:
+        subprocess.run(["umount", str(mount_point)], capture_output=True, check=False)
+        image.unlink(missing_ok=True)
+
+    atexit.register(remove)
+    return None
+
+
+FILES_SETTLED_MICROSECONDS = 100
+
+
+def files_settle(directory: Path, *, probe: int = 200, timeout: float = 420.0) -> float:
+    """Wait until creating a small file in `directory` is cheap again; the last probe's µs per file.
+
+    ext4 does not reuse an inode freed in the last 60 s (360 s while its inode table block is not yet
+    written back): to find a free inode for a new file it walks past every recently freed one of the
+    directory's block group, in the kernel, on the CPU (`recently_deleted` in perf). After an earlier
+    run's 20,000 result archives are deleted, creating a file in the dispatcher's staging directory
+    costs 250-1,100 µs instead of ~30 µs (measured) until those inodes age, and the sink spends most of
+    its time there. The benchmark measures the dispatcher, not that clean-up, so it waits for it; the
+    probe runs in the directory the dispatcher creates its files in, because the walk is per block
+    group. Probe files are kept until the script ends (deleting them would prolong the wait)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    made: list[Path] = []
+
+    def remove() -> None:
+        for path in made:
+            with suppress(OSError):
+                path.unlink()
+
+    atexit.register(remove)
+    deadline = time.monotonic() + timeout
+    data = b"x" * 1000
+    while True:
+        started = time.perf_counter()
+        for _ in range(probe):
+            path = directory / f"settle-probe.{os.getpid()}.{len(made)}"
+            path.write_bytes(data)
+            made.append(path)
+        each = (time.perf_counter() - started) / probe * 1e6
+        if each < FILES_SETTLED_MICROSECONDS or time.monotonic() > deadline:
+            return each
+        time.sleep(5.0)
+
+
 def corpus_import_now(name: str, directory: Path) -> tuple[int, float]:
     """Import `directory` as corpus `name` through corpus_import and its job, run here; (id, seconds)."""
     from corpora.actions import corpus_import

@@ -13,9 +13,11 @@ import os
 import re
 import tarfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+
+from conversion.zips import zip_build
 
 # How much of a .tex file is read to look for \documentclass; preambles are short.
 HEAD_BYTES = 64 * 1024
@@ -207,44 +209,50 @@ def pack_entry(path: Path, kind: str, entry: str) -> bytes:
     """The document at `path` as ZIP bytes, as workers expect it: a directory's files, a lone .tex, a
     .zip as it is, a tar or gzipped .tex repacked. Unsafe archive members and links out of the entry
     are left out. Raises OSError / ValueError for an entry that cannot be packed."""
-    import io
-
     if kind == "zip":
         return path.read_bytes()
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive:
-        if kind == "dir":
-            base = path.resolve()
-            for root, dirs, files in os.walk(path, followlinks=False):
-                dirs[:] = [d for d in dirs if not d.startswith(".")]
-                for file in files:
-                    full = Path(root) / file
-                    if full.is_symlink() and not full.resolve().is_relative_to(base):
-                        continue
-                    if full.is_file():
-                        archive.write(full, full.relative_to(path).as_posix())
-        elif kind == "tex":
-            archive.write(path, entry)
-        elif kind in ("tar.gz", "gz"):
-            _repack_gzip(path, document_name(entry), archive)
-        else:
-            raise ValueError(f"cannot pack an entry of kind {kind!r}")
-    data = buffer.getvalue()
+    if kind == "tex":
+        members = [_file_member(str(path), entry)]
+    elif kind == "dir":
+        members = list(_directory_members(path))
+    elif kind in ("tar.gz", "gz"):
+        members = _gzip_members(path, document_name(entry))
+    else:
+        raise ValueError(f"cannot pack an entry of kind {kind!r}")
+    data = zip_build(members)
     if len(data) > PAYLOAD_MAX_BYTES:
         raise ValueError(f"the packed document is larger than {PAYLOAD_MAX_BYTES} bytes")
     return data
 
 
-def _repack_gzip(path: Path, name: str, archive: zipfile.ZipFile) -> None:
+def _file_member(path: str, name: str) -> tuple[str, bytes, float]:
+    with open(path, "rb") as handle:
+        return name, handle.read(), os.fstat(handle.fileno()).st_mtime
+
+
+def _directory_members(path: Path) -> Iterator[tuple[str, bytes, float]]:
+    base = path.resolve()
+    for root, dirs, files in os.walk(path, followlinks=False):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        for file in files:
+            full = Path(root) / file
+            if full.is_symlink() and not full.resolve().is_relative_to(base):
+                continue
+            if full.is_file():
+                yield _file_member(str(full), full.relative_to(path).as_posix())
+
+
+def _gzip_members(path: Path, name: str) -> list[tuple[str, bytes, float]]:
     try:
         with tarfile.open(path, "r:gz") as tar:
+            members = []
             for member in tar:
                 if member.isfile() and not _unsafe_member(member.name):
                     handle = tar.extractfile(member)
                     if handle is not None:
-                        archive.writestr(member.name, handle.read())
-            return
+                        members.append((member.name, handle.read(), member.mtime))
+            return members
     except tarfile.ReadError:
         pass
     with gzip.open(path, "rb") as handle:
-        archive.writestr(f"{name}.tex", handle.read())
+        return [(f"{name}.tex", handle.read(), path.stat().st_mtime)]

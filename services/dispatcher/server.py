@@ -11,6 +11,7 @@ the protocol is counted and ignored: neither loop dies of it.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import multiprocessing
 import os
@@ -18,6 +19,7 @@ import random
 import signal
 import time
 from collections import defaultdict, deque
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import zmq
@@ -110,6 +112,9 @@ class Dispatcher:
         # "no work". New tasks (activation, rerun, resume) wait at most DRY_SECONDS for it.
         self.dry_until: dict[str, float] = {}
         self.in_flight = 0  # handed out and not yet returned (or reaped)
+        # Leases run on a thread of their own (with its own database connection), one batch ahead.
+        self.lease_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dispatcher-lease")
+        self.leasing: dict[str, tuple[Future[list[LeasedTask]], int]] = {}  # service name -> (lease, limit)
         self.sink_process: multiprocessing.process.BaseProcess | None = None
 
     # --- sockets and the loop ------------------------------------------------------------------
@@ -160,6 +165,11 @@ class Dispatcher:
     def close(self) -> None:
         """Let the sink ingest what it holds, give back leased tasks that never left, write the counters."""
         exitcode = self._sink_stop()
+        for name in list(self.leasing):
+            with contextlib.suppress(Exception):  # a failed lease leased nothing
+                self._leases_take(name, wait=True)
+        self.lease_thread.submit(connections.close_all).result()
+        self.lease_thread.shutdown()
         unsent = [task.id for queue in self.queues.values() for task in queue]
         released = lease_release(unsent, mark=self.mark)
         self.queues.clear()
@@ -282,22 +292,46 @@ class Dispatcher:
         if service is None:
             return None
         queue = self.queues[service_name]
-        if not queue:
-            now = time.monotonic()
-            if now < self.dry_until.get(service_name, 0.0):
-                return None
-            room = self.config.max_in_flight - self.in_flight
-            limit = min(self.config.lease_batch, room)
-            batch = lease_batch(service_id=service[0], limit=limit, mark=self.mark, lease_seconds=service[1])
-            self.counters.leased += len(batch)
-            queue.extend(batch)
-            if len(batch) < limit:
-                self.dry_until[service_name] = now + DRY_SECONDS
+        self._leases_take(service_name, wait=not queue)
+        if len(queue) <= self.config.lease_batch // 2:
+            # Lease the next batch on the leasing thread while this one is handed out: the workers would
+            # otherwise wait for every lease statement (tens of ms per batch).
+            self._lease_ahead(service_name, service)
+            if not queue:
+                self._leases_take(service_name, wait=True)
         return queue.popleft() if queue else None
+
+    def _lease_ahead(self, service_name: str, service: tuple[int, int]) -> None:
+        """Start a lease for the service on the leasing thread unless one is running or it ran dry."""
+        if service_name in self.leasing or time.monotonic() < self.dry_until.get(service_name, 0.0):
+            return
+        queued = sum(len(queue) for queue in self.queues.values())
+        limit = min(self.config.lease_batch, self.config.max_in_flight - self.in_flight - queued)
+        if limit <= 0:
+            return
+        future = self.lease_thread.submit(
+            lease_batch, service_id=service[0], limit=limit, mark=self.mark, lease_seconds=service[1]
+        )
+        self.leasing[service_name] = (future, limit)
+
+    def _leases_take(self, service_name: str | None = None, *, wait: bool = False) -> None:
+        """Queue the tasks of finished leases (of one service, or all); `wait` waits for a running one."""
+        for name in [service_name] if service_name is not None else list(self.leasing):
+            running = self.leasing.get(name)
+            if running is None or not (wait or running[0].done()):
+                continue
+            del self.leasing[name]
+            future, limit = running
+            batch = future.result()  # a database error stops the dispatcher, as it did on this thread
+            self.counters.leased += len(batch)
+            self.queues[name].extend(batch)
+            if len(batch) < limit:
+                self.dry_until[name] = time.monotonic() + DRY_SECONDS
 
     # --- timers ----------------------------------------------------------------------------------
 
     def _reap(self) -> None:
+        self._leases_take(wait=True)  # so that the recount below sees every leased task queued
         returned, fatal = leases_reap(max_attempts=self.config.max_attempts)
         self.counters.reaped += returned + fatal
         self.counters.failed_for_retries += fatal

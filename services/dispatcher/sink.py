@@ -1,6 +1,6 @@
 """The sink: a process of its own, forked by the dispatcher, that takes results back (PULL) and ingests
 them in batches, so decoding, result files and SQL use the second CPU while the ventilator keeps
-answering workers. Inside it, the main thread receives and prepares batches (decode, stage files)
+answering workers. Inside it, the main thread receives and prepares batches (decodes them)
 while a writer thread applies the previous batch (one transaction): the writer mostly waits on
 PostgreSQL, with the GIL released.
 
@@ -99,6 +99,7 @@ class Sink:
         while not self.stopping:
             if self.socket.poll(100):
                 self._drain()
+                self._send_report()  # before ingesting, which may wait for the writer
             now = time.monotonic()
             if len(self.results) >= self.result_batch or (self.results and now >= next_ingest):
                 self._ingest()
@@ -124,8 +125,10 @@ class Sink:
         self.context.term()
 
     def _drain(self) -> None:
+        """Receive at most one batch of results; the loop then ingests them and reports at once, since the
+        ventilator counts results in flight until it hears of them (and stops handing out work at the cap)."""
         now: datetime | None = None
-        for _ in range(5000):
+        for _ in range(self.result_batch):
             try:
                 frames = self.socket.recv_multipart(zmq.NOBLOCK)
             except zmq.Again:
@@ -145,21 +148,16 @@ class Sink:
             tally = self.report.returned.setdefault((identity[:200], service), [0, now, now])
             tally[0] += 1
             tally[2] = now
-            if len(self.results) >= self.result_batch:
-                self._ingest()
 
     def _ingest(self) -> None:
-        """Prepare the results held (decode, stage files) and hand the batch to the writer thread; waits
+        """Prepare the results held (decode them) and hand the batch to the writer thread; waits
         only while the writer is still busy with the batch before the last one."""
         if not self.results:
             return
         results, self.results = self.results, []
-        batch = results_prepare(
-            results, service_ids=self.services, results_dir=settings.RESULTS_DIR, max_bytes=settings.RESULT_MAX_BYTES
-        )
+        batch = results_prepare(results, service_ids=self.services, max_bytes=settings.RESULT_MAX_BYTES)
         while True:
             if self.failure is not None:
-                batch.unstage()
                 return
             try:
                 self.batches.put(batch, timeout=1)
@@ -172,7 +170,6 @@ class Sink:
         try:
             while (batch := self.batches.get()) is not None:
                 if self.failure is not None:
-                    batch.unstage()
                     continue
                 try:
                     outcome = results_apply(batch, results_dir=settings.RESULTS_DIR)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from conversion.zips import zip_build
 from corpora.models import Task
 from reports.models import LogMessage, TaskRuntime
-from services.dispatcher.ingest import BadResult, RawResult, result_decode, result_ingest
+from services.dispatcher.ingest import BadResult, RawResult, result_decode, result_ingest, result_path
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import CLEAN_LOG, WARNING_LOG, result_zip
 
@@ -21,6 +22,19 @@ def test_an_empty_result_is_fatal_and_a_non_zip_is_refused():
     assert result_decode(b"", max_bytes=1000).messages[0].what == "empty_result"
     with pytest.raises(BadResult):
         result_decode(b"definitely not a zip", max_bytes=1000)
+
+
+def test_a_result_whose_log_cannot_be_read_is_refused_whatever_zipfile_raises():
+    data = zip_build([("cortex.log", WARNING_LOG.encode(), 0.0)])  # deflated
+    flags = data.index(b"PK\x01\x02") + 8
+    encrypted = bytes(data[:6]) + bytes([data[6] | 1]) + bytes(data[7:flags]) + bytes([data[flags] | 1])
+    encrypted += bytes(data[flags + 1 :])
+    body = 30 + len("cortex.log")  # the deflate stream of the first member, cortex.log
+    broken = bytes(data[:body]) + b"\xff" * 8 + bytes(data[body + 8 :])
+    # zipfile raises RuntimeError (a password is wanted) and zlib.error; either used to stop the sink.
+    for damaged in (encrypted, broken):
+        with pytest.raises(BadResult):
+            result_decode(damaged, max_bytes=10_000)
 
 
 def test_a_result_without_cortex_log_is_fatal_and_keeps_its_archive():
@@ -54,7 +68,37 @@ def test_a_batch_applies_leased_results_once_and_discards_the_rest(corpus_root, 
     assert LogMessage.objects.filter(task_id=tasks[0].pk).count() == 3
     assert dict(TaskRuntime.objects.values_list("task_id", "runtime_ms")) == {tasks[0].pk: 42, tasks[1].pk: 7}
     assert outcome.pairs == {(tasks[0].corpus_id, tasks[0].service_id)}
-    # Result files: in place for the two applied, none for the discarded, nothing left in staging.
+    # Result files: in place for the two applied, none for the discarded, nothing else.
     kept = sorted(p.relative_to(results_dir).as_posix() for p in results_dir.rglob("*") if p.is_file())
     pair_dir = f"{tasks[0].corpus_id}/{tasks[0].service_id}"
     assert kept == sorted([f"{pair_dir}/{tasks[0].pk}.zip", f"{pair_dir}/{tasks[1].pk}.zip"])
+
+
+@pytest.mark.django_db
+def test_a_rerun_result_replaces_the_file_whole_and_a_failed_write_leaves_no_file(corpus_root, tmp_path, monkeypatch):
+    results_dir = tmp_path / "results"
+    imported(corpus_root, "c", documents=2)
+    activated("c")
+    first, second = Task.objects.filter(service__name="tex_to_html").order_by("pk")
+    service_ids = {"tex_to_html": first.service_id}
+    path = result_path(results_dir, first.corpus_id, first.service_id, first.pk)
+
+    def ingest_one(task: Task, data: bytes) -> int:
+        Task.objects.filter(pk=task.pk).update(status=99)
+        raw = [RawResult("w", "tex_to_html", str(task.pk), data)]
+        return result_ingest(raw, service_ids=service_ids, results_dir=results_dir, max_bytes=10**6).ingested
+
+    old, new = result_zip(WARNING_LOG), result_zip(CLEAN_LOG, {"doc.html": b"<p>new</p>"})
+    assert ingest_one(first, old) == 1 and path.read_bytes() == old
+    assert ingest_one(first, new) == 1 and path.read_bytes() == new  # the rerun's archive, whole
+    assert sorted(p.name for p in path.parent.iterdir()) == [f"{first.pk}.zip"]  # no temporary file left
+
+    def disk_full(fd: int, data: object) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("services.dispatcher.ingest.os.write", disk_full)
+    with pytest.raises(OSError, match="No space"):
+        ingest_one(second, new)
+    # Nothing committed, no half-written file: the task is still leased and its result will come again.
+    assert Task.objects.get(pk=second.pk).status == 99
+    assert sorted(p.name for p in path.parent.iterdir()) == [f"{first.pk}.zip"]
