@@ -84,7 +84,9 @@ class Task(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]
         indexes = [
-            models.Index(fields=["corpus", "service", "status"], name="task_corpus_service_status"),
+            # With the id last, the tasks of one status of a pair come in id order from the index alone:
+            # the entry list merges them with the message index's task ids instead of probing each task.
+            models.Index(fields=["corpus", "service", "status", "id"], name="task_pair_status_id"),
             # Deleting documents checks the tasks that reference each one: without this index every
             # check scans the whole (service, document) index, which makes a corpus delete quadratic.
             models.Index(fields=["document"], name="task_document"),

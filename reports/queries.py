@@ -6,7 +6,9 @@ budget, else by a background job while the page says it is computing.
 
 from __future__ import annotations
 
+import itertools
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -268,31 +270,60 @@ def what_report(corpus_name: str, service_name: str, severity: str, category: st
 def entry_list(
     corpus_name: str, service_name: str, severity: str, category: str, what: str, page: Page
 ) -> dict[str, Any]:
-    """The documents with a message (severity, category, what), in task order, paginated."""
+    """The documents with a message (severity, category, what), in task order, paginated.
+
+    The page is found from indexes alone: the message index gives the (category, what)'s task ids in
+    order, and for a severity of one status the task index (corpus, service, status, id) gives that
+    status's task ids in order, so the two merge without a look at either table, however deep the
+    offset. Only the page's own rows then fetch a document name and one message's details. The info
+    severity takes every completed status, and messages exist only for completed tasks, so it needs
+    no task side at all."""
     corpus, service = pair_get(corpus_name, service_name)
     statuses, message_severity = severity_check(severity)
-    with connection.cursor() as cursor:
+    pair = [corpus.pk, service.pk]
+    message = [message_severity, category, what]
+    if COMPLETED_STATUSES.issubset(statuses):
+        page_sql = """
+            SELECT DISTINCT m.task_id FROM reports_logmessage m
+             WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND m.category = %s AND m.what = %s
+             ORDER BY m.task_id OFFSET %s LIMIT %s
+        """
+        params = [*pair, *message, page.offset, page.page_size]
+    else:
+        page_sql = """
+            SELECT e.task_id
+              FROM (SELECT DISTINCT m.task_id FROM reports_logmessage m
+                     WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND m.category = %s
+                       AND m.what = %s ORDER BY m.task_id) e
+              JOIN (SELECT t.id FROM corpora_task t
+                     WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = %s ORDER BY t.id) s
+                ON s.id = e.task_id
+             ORDER BY e.task_id OFFSET %s LIMIT %s
+        """
+        # Every severity but info stands for exactly one status; `status = ANY(...)` would lose the order.
+        (status,) = statuses
+        params = [*pair, *message, *pair, status, page.offset, page.page_size]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_hashjoin = off")  # the merge join keeps both sides in index order
         cursor.execute(
-            """
-            SELECT d.name, t.status, e.details
-              FROM (SELECT DISTINCT ON (m.task_id) m.task_id, m.details
-                      FROM reports_logmessage m
-                     WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s
-                       AND m.category = %s AND m.what = %s
-                     ORDER BY m.task_id) e
-              JOIN corpora_task t ON t.id = e.task_id AND t.status = ANY(%s)
+            f"""
+            SELECT d.name, t.status,
+                   (SELECT x.details FROM reports_logmessage x
+                     WHERE x.task_id = p.task_id AND x.severity = %s AND x.category = %s AND x.what = %s
+                     ORDER BY x.id LIMIT 1)
+              FROM ({page_sql}) p
+              JOIN corpora_task t ON t.id = p.task_id
               JOIN corpora_document d ON d.id = t.document_id
-             ORDER BY e.task_id
-             OFFSET %s LIMIT %s
-            """,
-            [corpus.pk, service.pk, message_severity, category, what, list(statuses), page.offset, page.page_size],
+             ORDER BY p.task_id
+            """,  # noqa: S608  (page_sql is one of the two constants above)
+            [*message, *params],
         )
         rows = cursor.fetchall()
     return {
         "corpus": corpus.name, "service": service.name, "severity": severity, "category": category, "what": what,
         "offset": page.offset, "page_size": page.page_size,
         "entries": [
-            {"document": name, "status": status_name(status), "details": details[:300]}
+            {"document": name, "status": status_name(status), "details": (details or "")[:300]}
             for name, status, details in rows
         ],
     }  # fmt: skip
@@ -336,40 +367,53 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
 
 
 def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
-    """Distribution, fixed-bucket histogram and the slowest conversions of a service (all corpora)."""
+    """Distribution, fixed-bucket histogram and the slowest conversions of a service (all corpora).
+
+    All from the index (service, runtime desc, task): one index-only pass for the count, mean, maximum
+    and histogram; each percentile read at its rank (percentile_disc: the value at rank ceil(p * n))
+    from the slow end, which is a short walk for p90 and p99; the slowest page found by offset in the
+    same index before the page's own rows fetch their names."""
     service = service_get(service_name)
+    # Bucket i counts runtimes in [bounds[i-1], bounds[i]), as width_bucket numbers them.
+    edges = [int(bound) for bound in RUNTIME_BUCKETS_MS]
+    conditions = [f"runtime_ms < {edges[0]}"]
+    conditions += [f"runtime_ms >= {low} AND runtime_ms < {high}" for low, high in itertools.pairwise(edges)]
+    conditions.append(f"runtime_ms >= {edges[-1]}")
+    buckets = ", ".join(f"count(*) FILTER (WHERE {condition})" for condition in conditions)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(*), avg(runtime_ms), max(runtime_ms),"
-            " percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms)"
+            f"SELECT count(*), avg(runtime_ms), max(runtime_ms), {buckets}"  # noqa: S608  (integers of our own)
             " FROM reports_taskruntime WHERE service_id = %s",
             [service.pk],
         )
-        count, mean, maximum, percentiles = cursor.fetchone()
-        cursor.execute(
-            "SELECT width_bucket(runtime_ms, %s::int[]), count(*) FROM reports_taskruntime"
-            " WHERE service_id = %s GROUP BY 1",
-            [RUNTIME_BUCKETS_MS, service.pk],
-        )
-        per_bucket = dict(cursor.fetchall())
+        count, mean, maximum, *per_bucket = cursor.fetchone()
+        percentiles = []
+        for fraction in (0.5, 0.9, 0.99):
+            rank = math.ceil(fraction * count)  # 1-based, ascending
+            cursor.execute(
+                "SELECT runtime_ms FROM reports_taskruntime WHERE service_id = %s"
+                " ORDER BY runtime_ms DESC OFFSET %s LIMIT 1",
+                [service.pk, count - rank],
+            )
+            row = cursor.fetchone()
+            percentiles.append(row[0] if row else None)
         cursor.execute(
             """
-            SELECT c.name, d.name, r.runtime_ms
-              FROM reports_taskruntime r
-              JOIN corpora_task t ON t.id = r.task_id
+            SELECT c.name, d.name, p.runtime_ms
+              FROM (SELECT r.task_id, r.corpus_id, r.runtime_ms FROM reports_taskruntime r
+                     WHERE r.service_id = %s ORDER BY r.runtime_ms DESC, r.task_id OFFSET %s LIMIT %s) p
+              JOIN corpora_task t ON t.id = p.task_id
               JOIN corpora_document d ON d.id = t.document_id
-              JOIN corpora_corpus c ON c.id = r.corpus_id
-             WHERE r.service_id = %s
-             ORDER BY r.runtime_ms DESC, r.task_id
-             OFFSET %s LIMIT %s
+              JOIN corpora_corpus c ON c.id = p.corpus_id
+             ORDER BY p.runtime_ms DESC, p.task_id
             """,
             [service.pk, page.offset, page.page_size],
         )
         slowest = [{"corpus": c, "document": d, "runtime_ms": ms} for c, d, ms in cursor.fetchall()]
     bounds = [*RUNTIME_BUCKETS_MS, None]
     # Bucket i holds runtimes below bounds[i] (and at least bounds[i-1]); the last is open-ended.
-    histogram = [{"lt_ms": bound, "count": per_bucket.get(index, 0)} for index, bound in enumerate(bounds)]
-    p50, p90, p99 = percentiles or (None, None, None)
+    histogram = [{"lt_ms": bound, "count": per_bucket[index]} for index, bound in enumerate(bounds)]
+    p50, p90, p99 = percentiles if count else (None, None, None)
     return {
         "service": service.name,
         "count": count,

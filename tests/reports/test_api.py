@@ -7,6 +7,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from corpora.models import Task
@@ -150,6 +151,16 @@ def test_the_runtime_report_has_distribution_histogram_and_slowest(authed, conve
     # 40, 90 and 95 ms below 100; 150 below 250; 2600 twice below 5000; 70000 below 120000
     assert (buckets[100], buckets[250], buckets[5000], buckets[120000]) == (3, 1, 2, 1)
     assert [s["runtime_ms"] for s in body["slowest"]] == [70000, 2600]
+    # The percentiles are read by rank from the index; they equal PostgreSQL's own percentile_disc.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms),"
+            " round(avg(runtime_ms), 1) FROM reports_taskruntime"
+        )
+        expected, mean = cursor.fetchone()
+    assert [body["p50_ms"], body["p90_ms"], body["p99_ms"]] == expected == [150, 70000, 70000]
+    assert body["mean_ms"] == float(mean)
+    assert authed.get("/api/services/tex_to_html/runtimes", {"offset": 6}).json()["slowest"][0]["runtime_ms"] == 40
     assert APIClient().get("/api/services/tex_to_html/runtimes").status_code == 401
 
 
