@@ -61,6 +61,23 @@ class TaskRuntime(models.Model):
         return f"{self.task_id}: {self.runtime_ms} ms"
 
 
+class RuntimeCount(models.Model):
+    """How many tasks of a service took each runtime (ms), over all corpora: the runtime report's count,
+    mean, maximum, histogram and percentiles come from these few rows, not from a million runtimes.
+    Kept exact by statement-level triggers on `reports_taskruntime` (migration 0007), as task counts
+    are; rows that fall to zero stay and are skipped."""
+
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    runtime_ms = models.IntegerField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["service", "runtime_ms"], name="runtimecount_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.service_id}/{self.runtime_ms} ms: {self.count}"
+
+
 class ReportGrain(models.Model):
     """Rollup of messages for one (corpus, service, severity) slice: one row per (category, what),
     one per category (what null) and the slice total (both null). Built with GROUP BY ROLLUP."""

@@ -369,34 +369,36 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
 def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
     """Distribution, fixed-bucket histogram and the slowest conversions of a service (all corpora).
 
-    All from the index (service, runtime desc, task): one index-only pass for the count, mean, maximum
-    and histogram; each percentile read at its rank (percentile_disc: the value at rank ceil(p * n))
-    from the slow end, which is a short walk for p90 and p99; the slowest page found by offset in the
-    same index before the page's own rows fetch their names."""
+    Count, mean, maximum, histogram and percentiles come from the service's runtime counts (one row per
+    distinct runtime, kept by triggers): percentile_disc's value at rank ceil(p * n) is the first
+    runtime whose running count reaches it. The slowest page is found by offset in the index
+    (service, runtime desc, task) before the page's own rows read their names."""
     service = service_get(service_name)
     # Bucket i counts runtimes in [bounds[i-1], bounds[i]), as width_bucket numbers them.
     edges = [int(bound) for bound in RUNTIME_BUCKETS_MS]
     conditions = [f"runtime_ms < {edges[0]}"]
     conditions += [f"runtime_ms >= {low} AND runtime_ms < {high}" for low, high in itertools.pairwise(edges)]
     conditions.append(f"runtime_ms >= {edges[-1]}")
-    buckets = ", ".join(f"count(*) FILTER (WHERE {condition})" for condition in conditions)
+    buckets = ", ".join(f"coalesce(sum(count) FILTER (WHERE {condition}), 0)::bigint" for condition in conditions)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT count(*), avg(runtime_ms), max(runtime_ms), {buckets}"  # noqa: S608  (integers of our own)
-            " FROM reports_taskruntime WHERE service_id = %s",
+            f"SELECT coalesce(sum(count), 0)::bigint, sum(count * runtime_ms::numeric) / nullif(sum(count), 0),"  # noqa: S608
+            f" max(runtime_ms), {buckets}"  # (integers of our own)
+            " FROM reports_runtimecount WHERE service_id = %s AND count > 0",
             [service.pk],
         )
         count, mean, maximum, *per_bucket = cursor.fetchone()
-        percentiles = []
-        for fraction in (0.5, 0.9, 0.99):
-            rank = math.ceil(fraction * count)  # 1-based, ascending
-            cursor.execute(
-                "SELECT runtime_ms FROM reports_taskruntime WHERE service_id = %s"
-                " ORDER BY runtime_ms DESC OFFSET %s LIMIT 1",
-                [service.pk, count - rank],
-            )
-            row = cursor.fetchone()
-            percentiles.append(row[0] if row else None)
+        ranks = [math.ceil(fraction * count) for fraction in (0.5, 0.9, 0.99)]
+        cursor.execute(
+            """
+            SELECT min(runtime_ms) FILTER (WHERE reached >= %s), min(runtime_ms) FILTER (WHERE reached >= %s),
+                   min(runtime_ms) FILTER (WHERE reached >= %s)
+              FROM (SELECT runtime_ms, sum(count) OVER (ORDER BY runtime_ms) AS reached
+                      FROM reports_runtimecount WHERE service_id = %s AND count > 0) running
+            """,
+            [*ranks, service.pk],
+        )
+        percentiles = list(cursor.fetchone())
         cursor.execute(
             """
             SELECT c.name, d.name, p.runtime_ms

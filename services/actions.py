@@ -52,8 +52,8 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, i
         cursor.execute("DELETE FROM corpora_task WHERE service_id = %s", [service.pk])
         tasks = cursor.rowcount
         for table in (
-            "reports_taskruntime", "reports_reportgrain", "reports_grainslice", "corpora_taskcount",
-            "corpora_activation", "runs_run", "services_worker",
+            "reports_taskruntime", "reports_runtimecount", "reports_reportgrain", "reports_grainslice",
+            "corpora_taskcount", "corpora_activation", "runs_run", "services_worker",
         ):  # fmt: skip
             cursor.execute(f"DELETE FROM {table} WHERE service_id = %s", [service.pk])  # noqa: S608
         cursor.execute("DELETE FROM services_service WHERE id = %s", [service.pk])

@@ -6,7 +6,7 @@ import pytest
 
 from corpora.models import Activation, Corpus, Document, Task, TaskCount
 from jobs.runner import job_run
-from reports.models import LogMessage
+from reports.models import LogMessage, RuntimeCount
 from runs.models import Run
 from services.models import Service
 from tests.corpora.helpers import activated, imported, make_corpus_dir
@@ -179,6 +179,19 @@ def _orphans() -> dict[str, int]:
     return found
 
 
+def _runtime_counts() -> dict[tuple[int, int], int]:
+    return {(row.service_id, row.runtime_ms): row.count for row in RuntimeCount.objects.exclude(count=0)}
+
+
+def _runtimes_grouped() -> dict[tuple[int, int], int]:
+    from django.db.models import Count
+
+    from reports.models import TaskRuntime
+
+    rows = TaskRuntime.objects.values("service_id", "runtime_ms").annotate(n=Count("task_id"))
+    return {(row["service_id"], row["runtime_ms"]): row["n"] for row in rows}
+
+
 def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, settings):
     from reports.models import ReportGrain
     from services.dispatcher.ingest import RawResult, result_ingest
@@ -199,9 +212,16 @@ def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, set
     for name in ("a", "b", "c"):
         authed.get(f"/api/reports/{name}/tex_to_html/error")
     assert ReportGrain.objects.exists() and LogMessage.objects.count() == 18 * 3
+    assert _runtime_counts() == _runtimes_grouped() != {}
     authed.delete("/api/corpora/a?confirm=a")
+    assert _runtime_counts() == _runtimes_grouped()
     authed.delete("/api/corpora/b/services/tex_to_html?confirm=tex_to_html")
+    assert _runtime_counts() == _runtimes_grouped()
     authed.delete("/api/services/other?confirm=other")
     assert _orphans() == {"tasks": 0, "messages": 0, "runtimes": 0, "grains": 0}
+    # The runtime report's counts (kept by triggers) still equal the runtimes left, and the deleted
+    # service has no count rows at all.
+    assert _runtime_counts() == _runtimes_grouped() == {(ids["tex_to_html"], 42): 3}
+    assert not RuntimeCount.objects.filter(service_id=ids["other"]).exists()
     assert Task.objects.filter(service__name="tex_to_html").count() == 3  # corpus c only
     assert LogMessage.objects.count() == 3 * 3

@@ -173,6 +173,8 @@ def test_a_rerun_of_a_what_class_resets_exactly_those_tasks_and_new_results_chan
     assert ack["tasks"] == 1 and ack["run_id"]
     rerun_task = Task.objects.get(pk=converted[3].pk)
     assert rerun_task.status == 0 and not rerun_task.logmessage_set.exists()
+    # Its runtime is gone from the runtime report's counts too (kept by triggers on the runtimes).
+    assert authed.get("/api/services/tex_to_html/runtimes").json()["count"] == 6
     assert not GrainSlice.objects.exists() and not ReportGrain.objects.exists()
     _convert([rerun_task], [LOGS["clean"]], tmp_path)
     after = authed.get("/api/reports/c/tex_to_html/error").json()
