@@ -530,57 +530,52 @@ def rerun_measure(pair: Pair, expected: int) -> tuple[float, dict, StatementLog]
 # --- EXPLAIN of the queries behind missed targets ---------------------------------------------------
 
 
+def explain_calls(title: str, call: Callable[[], object]) -> None:
+    """EXPLAIN (ANALYZE, BUFFERS) of every statement a query function runs: the function is called once
+    with its statements captured, then they are replayed under EXPLAIN in a rolled-back transaction (SET
+    statements as they are), so what is explained is always the code's own SQL."""
+    from django.db import connection, transaction
+
+    captured: list[tuple[str, Any]] = []
+
+    def capture(execute, sql, params, many, context):  # noqa: ANN001, ANN202  (Django's wrapper signature)
+        captured.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(capture):
+        call()
+    with transaction.atomic(), connection.cursor() as cursor:
+        for sql, params in captured:
+            if sql.lstrip().upper().startswith(("SET ", "SAVEPOINT", "RELEASE")):
+                cursor.execute(sql, params)
+                continue
+            print(f"\nEXPLAIN (ANALYZE, BUFFERS) -- {title}: {' '.join(sql.split())[:100]}")
+            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, params)
+            for (line,) in cursor.fetchall():
+                print(f"    {line}")
+        transaction.set_rollback(True)
+
+
 def explain_entry_list(pair: Pair, url: str) -> None:
-    """EXPLAIN of the entry-list query behind one measured URL (/api/reports/c/s/severity/category/what?offset=)."""
+    """EXPLAIN of the entry-list statements behind one measured URL (/api/reports/c/s/sev/category/what?offset=)."""
     from urllib.parse import unquote
 
-    from reports.queries import SEVERITIES
+    from reports.queries import Page, entry_list
 
     path = url.partition("?")[0]
     severity, category, what = (unquote(part) for part in path.split("/")[5:8])
     offset = _offset(url)
-    statuses, message_severity = SEVERITIES[severity]
-    sql = """
-            SELECT d.name, t.status, e.details
-              FROM (SELECT DISTINCT ON (m.task_id) m.task_id, m.details
-                      FROM reports_logmessage m
-                     WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s
-                       AND m.category = %s AND m.what = %s
-                     ORDER BY m.task_id) e
-              JOIN corpora_task t ON t.id = e.task_id AND t.status = ANY(%s)
-              JOIN corpora_document d ON d.id = t.document_id
-             ORDER BY e.task_id
-             OFFSET %s LIMIT %s"""
-    params = [pair.corpus_id, pair.service_id, message_severity, category, what, list(statuses), offset, 100]
-    explain(sql, params, title=f"entry_list {severity}/{category}/{what} offset {offset}")
+    page = Page(offset, 100)
+    explain_calls(
+        f"entry_list {severity}/{category}/{what} offset {offset}",
+        partial(entry_list, pair.corpus, pair.service, severity, category, what, page),
+    )
 
 
 def explain_runtime(pair: Pair) -> None:
-    explain(
-        "SELECT count(*), avg(runtime_ms), max(runtime_ms),"
-        " percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms)"
-        " FROM reports_taskruntime WHERE service_id = %s",
-        [pair.service_id],
-        title="runtime_report: distribution",
-    )
-    explain(
-        "SELECT width_bucket(runtime_ms, %s::int[]), count(*) FROM reports_taskruntime"
-        " WHERE service_id = %s GROUP BY 1",
-        [[100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000], pair.service_id],
-        title="runtime_report: histogram",
-    )
-    explain(
-        """SELECT c.name, d.name, r.runtime_ms
-              FROM reports_taskruntime r
-              JOIN corpora_task t ON t.id = r.task_id
-              JOIN corpora_document d ON d.id = t.document_id
-              JOIN corpora_corpus c ON c.id = r.corpus_id
-             WHERE r.service_id = %s
-             ORDER BY r.runtime_ms DESC, r.task_id
-             OFFSET %s LIMIT %s""",
-        [pair.service_id, 10_000, 100],
-        title="runtime_report: slowest, offset 10000",
-    )
+    from reports.queries import Page, runtime_report
+
+    explain_calls("runtime_report, slowest at offset 10000", partial(runtime_report, pair.service, Page(10_000, 100)))
 
 
 def explain_slice_build(pair: Pair, severity: str) -> None:
