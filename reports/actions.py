@@ -137,6 +137,11 @@ def rerun(
             f" WHERE {' AND '.join(conditions)}",
             params,
         )
+        # With its statistics and the memory of a bulk job, the joins below hash the scope rather than
+        # spill a hash of the whole message table to disk (measured on 100,000 tasks and 10M messages).
+        cursor.execute("ANALYZE rerun_scope")
+        cursor.execute("SET LOCAL work_mem = '256MB'")
+        cursor.execute("SET LOCAL jit = off")
         cursor.execute("DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id")
         cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
         cursor.execute(
