@@ -108,7 +108,7 @@ def rerun(
 ) -> dict[str, Any]:
     """Mark a slice for reprocessing in one transaction: open a new run, delete the old messages and
     runtimes of the tasks in scope, set them TODO, and clear the pair's grains."""
-    from reports.queries import SEVERITIES, severity_check
+    from reports.queries import BULK_SETTINGS, SEVERITIES, severity_check
     from runs.actions import run_open
 
     corpus, service = corpus_get(corpus_name), service_get(service_name)
@@ -140,8 +140,8 @@ def rerun(
         # With its statistics and the memory of a bulk job, the joins below hash the scope rather than
         # spill a hash of the whole message table to disk (measured on 100,000 tasks and 10M messages).
         cursor.execute("ANALYZE rerun_scope")
-        cursor.execute("SET LOCAL work_mem = '256MB'")
-        cursor.execute("SET LOCAL jit = off")
+        for statement in BULK_SETTINGS:
+            cursor.execute(statement)
         cursor.execute("DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id")
         cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
         cursor.execute(

@@ -118,13 +118,14 @@ def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
 
 
 COMPLETED_STATUSES = frozenset(STATUS_NAMES)
-# For one slice build only (measured on 1M tasks / 10M messages, bench/README.md): sorts for
-# count(DISTINCT) and the join's hash stay in memory (the server default of 4 MB sent them to disk);
-# JIT compilation (about 1 s) buys nothing; the planner's nested loop over 6M messages (its status
-# estimate is off by 6x) took 13 s where a hash join takes 5; parallel workers split the join.
+# For one bulk transaction (a slice build, a rerun; measured on 1M tasks / 10M messages,
+# bench/README.md): sorts and hashes stay in memory (the server default of 4 MB sent them to disk), and
+# JIT compilation (about 1 s) buys nothing.
+BULK_SETTINGS = ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off")
+# And for a slice build: the planner's nested loop over 6M messages (its status estimate is off by 6x)
+# took 13 s where a hash join takes 5; parallel workers split the join.
 _SLICE_BUILD_SETTINGS = (
-    "SET LOCAL work_mem = '256MB'",
-    "SET LOCAL jit = off",
+    *BULK_SETTINGS,
     "SET LOCAL enable_nestloop = off",
     "SET LOCAL parallel_setup_cost = 0",
     "SET LOCAL parallel_tuple_cost = 0.001",
@@ -366,6 +367,19 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
 # --- runtimes --------------------------------------------------------------------------------------
 
 
+def _runtime_bucket_sums() -> str:
+    """The histogram's columns over the runtime counts: bucket i sums runtimes in [bounds[i-1],
+    bounds[i]), as width_bucket numbers them, in the same pass as count, mean and maximum."""
+    edges = [int(bound) for bound in RUNTIME_BUCKETS_MS]
+    conditions = [f"runtime_ms < {edges[0]}"]
+    conditions += [f"runtime_ms >= {low} AND runtime_ms < {high}" for low, high in itertools.pairwise(edges)]
+    conditions.append(f"runtime_ms >= {edges[-1]}")
+    return ", ".join(f"coalesce(sum(count) FILTER (WHERE {condition}), 0)::bigint" for condition in conditions)
+
+
+_RUNTIME_BUCKET_SUMS = _runtime_bucket_sums()
+
+
 def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
     """Distribution, fixed-bucket histogram and the slowest conversions of a service (all corpora).
 
@@ -374,16 +388,10 @@ def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
     runtime whose running count reaches it. The slowest page is found by offset in the index
     (service, runtime desc, task) before the page's own rows read their names."""
     service = service_get(service_name)
-    # Bucket i counts runtimes in [bounds[i-1], bounds[i]), as width_bucket numbers them.
-    edges = [int(bound) for bound in RUNTIME_BUCKETS_MS]
-    conditions = [f"runtime_ms < {edges[0]}"]
-    conditions += [f"runtime_ms >= {low} AND runtime_ms < {high}" for low, high in itertools.pairwise(edges)]
-    conditions.append(f"runtime_ms >= {edges[-1]}")
-    buckets = ", ".join(f"coalesce(sum(count) FILTER (WHERE {condition}), 0)::bigint" for condition in conditions)
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT coalesce(sum(count), 0)::bigint, sum(count * runtime_ms::numeric) / nullif(sum(count), 0),"  # noqa: S608
-            f" max(runtime_ms), {buckets}"  # (integers of our own)
+            f" max(runtime_ms), {_RUNTIME_BUCKET_SUMS}"  # (integers of our own)
             " FROM reports_runtimecount WHERE service_id = %s AND count > 0",
             [service.pk],
         )

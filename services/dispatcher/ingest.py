@@ -133,7 +133,6 @@ class Prepared:
     """A decoded result waiting to be applied."""
 
     task_id: int
-    identity: str
     service_id: int
     decoded: Decoded
 
@@ -166,7 +165,7 @@ def results_prepare(results: list[RawResult], *, service_ids: dict[str, int], ma
             logger.warning("discarding unreadable result for task %s from %s: %s", task_id, result.identity, exc)
             batch.discarded += 1
             continue
-        batch.results.append(Prepared(task_id, result.identity, service_id, decoded))
+        batch.results.append(Prepared(task_id, service_id, decoded))
     return batch
 
 
@@ -199,15 +198,15 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path) -> IngestOutcome:
             # before the commit: a status never commits ahead of its file. Should the transaction fail,
             # the files written stay; the tasks are still leased, and their next result replaces them.
             writing = _file_writer().submit(_archives_write, writes)
+            outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
             try:
                 _rows_write(cursor, rows)
                 # In the same transaction, so no one (nor a dispatcher killed right after) sees a pair
                 # with every task done and its run still open.
-                runs_close_drained({(corpus_id, service_id) for _, corpus_id, service_id, _ in rows})
+                runs_close_drained(outcome.pairs)
             finally:
                 writing.result()
     outcome.ingested = len(rows)
-    outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
     return outcome
 
 

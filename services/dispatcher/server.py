@@ -292,13 +292,13 @@ class Dispatcher:
         if service is None:
             return None
         queue = self.queues[service_name]
-        self._leases_take(service_name, wait=not queue)
+        self._leases_take(service_name)
         if len(queue) <= self.config.lease_batch // 2:
             # Lease the next batch on the leasing thread while this one is handed out: the workers would
             # otherwise wait for every lease statement (tens of ms per batch).
             self._lease_ahead(service_name, service)
-            if not queue:
-                self._leases_take(service_name, wait=True)
+        if not queue:
+            self._leases_take(service_name, wait=True)
         return queue.popleft() if queue else None
 
     def _lease_ahead(self, service_name: str, service: tuple[int, int]) -> None:
