@@ -138,8 +138,8 @@ def celery_result_apply(task_id: int, corpus_id: int, service_id: int, result: b
     decoded = result_decode(result, max_bytes=settings.RESULT_MAX_BYTES)
     messages = [
         LogMessage(
-            task_id=task_id, corpus_id=corpus_id, service_id=service_id, severity=m.severity, category=m.category,
-            what=m.what, details=m.details,
+            task_id=task_id, corpus_id=corpus_id, service_id=service_id, task_status=decoded.status,
+            severity=m.severity, category=m.category, what=m.what, details=m.details,
         )
         for m in decoded.messages
     ]  # fmt: skip

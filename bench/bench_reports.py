@@ -464,8 +464,8 @@ def pages_measure(page_set: PageSet, requests: int, token: str) -> None:
 
 LIVE_CATEGORY_SQL = """
 SELECT m.category, count(DISTINCT m.task_id) AS tasks, count(*) AS messages
-  FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id
- WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)
+  FROM reports_logmessage m
+ WHERE m.corpus_id = %s AND m.service_id = %s AND m.task_status = ANY(%s) AND m.severity = %s
  GROUP BY m.category
  ORDER BY tasks DESC, m.category
  LIMIT 100
@@ -487,7 +487,7 @@ def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, 
         for _ in range(runs):
             began = time.perf_counter()
             with connection.cursor() as cursor:
-                cursor.execute(LIVE_CATEGORY_SQL, [pair.corpus_id, pair.service_id, message_severity, list(statuses)])
+                cursor.execute(LIVE_CATEGORY_SQL, [pair.corpus_id, pair.service_id, list(statuses), message_severity])
                 rows = cursor.fetchall()
             live.append((time.perf_counter() - began) * 1000)
         grain = []
@@ -530,10 +530,14 @@ def rerun_measure(pair: Pair, expected: int) -> tuple[float, dict, StatementLog]
 # --- EXPLAIN of the queries behind missed targets ---------------------------------------------------
 
 
-def explain_calls(title: str, call: Callable[[], object]) -> None:
+EXPLAINABLE = ("SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "CREATE TEMP TABLE")
+
+
+def explain_calls(title: str, call: Callable[[], object], *, roll_back_call: bool = False) -> None:
     """EXPLAIN (ANALYZE, BUFFERS) of every statement a query function runs: the function is called once
-    with its statements captured, then they are replayed under EXPLAIN in a rolled-back transaction (SET
-    statements as they are), so what is explained is always the code's own SQL."""
+    with its statements captured (inside a transaction rolled back afterwards if `roll_back_call`), then
+    they are replayed in a rolled-back transaction, each query under EXPLAIN and every other statement
+    (SET, ANALYZE, DROP, savepoints) as it is, so what is explained is always the code's own SQL."""
     from django.db import connection, transaction
 
     captured: list[tuple[str, Any]] = []
@@ -543,10 +547,15 @@ def explain_calls(title: str, call: Callable[[], object]) -> None:
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(capture):
-        call()
+        if roll_back_call:
+            with transaction.atomic():
+                call()
+                transaction.set_rollback(True)
+        else:
+            call()
     with transaction.atomic(), connection.cursor() as cursor:
         for sql, params in captured:
-            if sql.lstrip().upper().startswith(("SET ", "SAVEPOINT", "RELEASE")):
+            if not sql.lstrip().upper().startswith(EXPLAINABLE):
                 cursor.execute(sql, params)
                 continue
             print(f"\nEXPLAIN (ANALYZE, BUFFERS) -- {title}: {' '.join(sql.split())[:100]}")
@@ -579,21 +588,12 @@ def explain_runtime(pair: Pair) -> None:
 
 
 def explain_slice_build(pair: Pair, severity: str) -> None:
-    """EXPLAIN of the slice build's INSERT itself (rolled back): an INSERT ... SELECT runs without
-    parallel workers, which an EXPLAIN of its SELECT alone would hide."""
-    from reports.queries import SEVERITIES
+    """EXPLAIN of a slice build's own statements (the build itself runs for real first: it only rebuilds
+    the slice)."""
+    from reports.queries import grain_slice_rebuild
 
-    statuses, message_severity = SEVERITIES[severity]
-    explain(
-        """INSERT INTO reports_reportgrain
-                   (corpus_id, service_id, severity, category, what, task_count, message_count)
-            SELECT %s, %s, %s, m.category, m.what, count(DISTINCT m.task_id), count(*)
-              FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id
-             WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)
-             GROUP BY ROLLUP (m.category, m.what)""",
-        [pair.corpus_id, pair.service_id, severity, pair.corpus_id, pair.service_id, message_severity, list(statuses)],
-        title=f"grain_slice_rebuild {severity} (its INSERT, rolled back)",
-        rollback=True,
+    explain_calls(
+        f"grain_slice_rebuild {severity}", partial(grain_slice_rebuild, pair.corpus_id, pair.service_id, severity)
     )
 
 
@@ -607,39 +607,19 @@ def explain_grain_page(pair: Pair) -> None:
 
 
 def explain_rerun(pair: Pair) -> None:
-    """The rerun's statements one by one, in one rolled-back transaction."""
-    from django.db import connection, transaction
+    """EXPLAIN of the rerun's own statements: the rerun is run and rolled back to capture them, then they
+    are replayed in a rolled-back transaction. Rolled-back bulk DELETEs clear the visibility map of
+    the pages they touch: the caller VACUUMs afterwards."""
+    from reports.actions import rerun
 
-    scope = (
-        "SELECT t.id FROM corpora_task t WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
-        " AND EXISTS (SELECT 1 FROM reports_logmessage m WHERE m.task_id = t.id AND m.severity = %s"
-        " AND m.category = %s AND m.what = %s)"
-    )
-    params = [pair.corpus_id, pair.service_id, [-3], "error", reports_data.SPECIAL_CATEGORY, reports_data.SPECIAL_WHAT]
-    steps = [
-        ("CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS " + scope, params, False),
-        ("DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id", [], True),
-        ("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id", [], True),
-        (
-            "UPDATE corpora_task t SET status = 0, attempts = 0, leased_until = NULL FROM rerun_scope s"
-            " WHERE t.id = s.id",
-            [],
-            True,
+    explain_calls(
+        "rerun",
+        partial(
+            rerun, corpus_name=pair.corpus, service_name=pair.service, actor=ACTOR, severity="error",
+            category=reports_data.SPECIAL_CATEGORY, what=reports_data.SPECIAL_WHAT, description="explain",
         ),
-    ]
-    print("\nEXPLAIN (ANALYZE, BUFFERS) -- the rerun's statements (rolled back)")
-    with transaction.atomic(), connection.cursor() as cursor:
-        for sql, values, analyzed in steps:
-            if not analyzed:
-                began = time.perf_counter()
-                cursor.execute(sql, values)
-                print(f"    [{(time.perf_counter() - began) * 1000:.0f} ms] {sql[:100]}")
-                continue
-            cursor.execute("EXPLAIN (ANALYZE, BUFFERS) " + sql, values)
-            print(f"  -- {sql[:100]}")
-            for (line,) in cursor.fetchall():
-                print(f"    {line}")
-        transaction.set_rollback(True)
+        roll_back_call=True,
+    )  # fmt: skip
 
 
 # --- main ------------------------------------------------------------------------------------------

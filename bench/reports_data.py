@@ -170,8 +170,9 @@ def messages_sql(frame_filter: str) -> str:
         " || ' while digesting the body - In Core::Definition::Expandable'"
     )
     return (
-        "INSERT INTO reports_logmessage (task_id, corpus_id, service_id, severity, category, what, details)"
-        f" SELECT f.task_id, %s, %s, m.severity, m.category, m.what, {details}"
+        "INSERT INTO reports_logmessage"
+        " (task_id, corpus_id, service_id, task_status, severity, category, what, details)"
+        f" SELECT f.task_id, %s, %s, f.status, m.severity, m.category, m.what, {details}"
         f" FROM bench_reports_frame f {frame_filter} CROSS JOIN LATERAL ({branches}) AS m"
     )
 

@@ -156,8 +156,9 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> d
             [corpus.pk, import_id],
         )
         cursor.execute(
-            "INSERT INTO reports_logmessage (task_id, corpus_id, service_id, severity, category, what, details)"
-            " SELECT t.id, t.corpus_id, t.service_id, 'fatal', 'invalid', e.problem, e.detail"
+            "INSERT INTO reports_logmessage"
+            " (task_id, corpus_id, service_id, task_status, severity, category, what, details)"
+            " SELECT t.id, t.corpus_id, t.service_id, t.status, 'fatal', 'invalid', e.problem, e.detail"
             " FROM import_entries e JOIN corpora_task t ON t.document_id = e.document_id AND t.service_id = %s"
             " WHERE e.problem <> ''",
             [import_id],

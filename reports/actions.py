@@ -93,6 +93,9 @@ def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
     return {"pairs": len(pairs), "slices": done, "rows": rows}
 
 
+# The messages of a pair whose tasks have one of some statuses (a range of the report index per status).
+MESSAGE_PAIR = "m.corpus_id = %s AND m.service_id = %s AND m.task_status = ANY(%s)"
+
 # --- rerun ---------------------------------------------------------------------------------------
 
 
@@ -120,23 +123,25 @@ def rerun(
         statuses, message_severity = severity_check(severity)
     else:
         statuses, message_severity = SEVERITIES["info"][0], None
-    conditions = ["t.corpus_id = %s", "t.service_id = %s", "t.status = ANY(%s)"]
-    params: list[Any] = [corpus.pk, service.pk, list(statuses)]
     if category:
-        message_filter = ["m.task_id = t.id", "m.severity = %s", "m.category = %s"]
-        params += [message_severity, category]
-        if what:
-            message_filter.append("m.what = %s")
-            params.append(what)
-        # Only fixed fragments are joined here; every value goes in as a parameter.
-        exists = " AND ".join(message_filter)
-        conditions.append(f"EXISTS (SELECT 1 FROM reports_logmessage m WHERE {exists})")  # noqa: S608
+        # The tasks with such a message: one range of the message index, since messages carry their
+        # task's status (only completed tasks have messages, and their status cannot change under them).
+        narrow = " AND ".join(["m.severity = %s", "m.category = %s"] + (["m.what = %s"] if what else []))
+        scope = f"SELECT DISTINCT m.task_id AS id FROM reports_logmessage m WHERE {MESSAGE_PAIR} AND {narrow}"  # noqa: S608
+        params: list[Any] = [
+            corpus.pk,
+            service.pk,
+            list(statuses),
+            message_severity,
+            category,
+            *([what] if what else []),
+        ]
+    else:
+        scope = "SELECT t.id FROM corpora_task t WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
+        params = [corpus.pk, service.pk, list(statuses)]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS SELECT t.id FROM corpora_task t"  # noqa: S608
-            f" WHERE {' AND '.join(conditions)}",
-            params,
-        )
+        # Only fixed fragments are joined into the scope; every value goes in as a parameter.
+        cursor.execute(f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS {scope}", params)
         # With its statistics and the memory of a bulk job, the joins below hash the scope rather than
         # spill a hash of the whole message table to disk (measured on 100,000 tasks and 10M messages).
         cursor.execute("ANALYZE rerun_scope")
@@ -144,9 +149,12 @@ def rerun(
             cursor.execute(statement)
         cursor.execute("DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id")
         cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
+        # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
+        # keeps its lease.
         cursor.execute(
             "UPDATE corpora_task t SET status = 0, attempts = 0, leased_until = NULL FROM rerun_scope s"
-            " WHERE t.id = s.id"
+            " WHERE t.id = s.id AND t.status = ANY(%s)",
+            [list(statuses)],
         )
         count = cursor.rowcount
         cursor.execute("DROP TABLE rerun_scope")

@@ -27,13 +27,20 @@ class LogMessage(models.Model):
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
     details = models.CharField(max_length=DETAILS_MAX, blank=True)
+    # The status of the task, written with the message. It cannot go stale: messages exist only for tasks
+    # with a final status, they are written in the same statement or transaction as that status
+    # (ingestion, the reaper, import), and every change of a final status (rerun, a new result) deletes
+    # them first. A report of one status then needs no join with the tasks.
+    task_status = models.SmallIntegerField()
 
     class Meta:
         indexes = [
             models.Index(fields=["task"], name="logmessage_task"),
-            # Serves the grain rollups and the entry lists (which page through tasks in index order).
+            # Serves the grain rollups, the entry lists (which page through one status's tasks in index
+            # order) and the rerun's scope, each one range of it, without a look at the tasks.
             models.Index(
-                fields=["corpus", "service", "severity", "category", "what", "task"], name="logmessage_report_task"
+                fields=["corpus", "service", "task_status", "severity", "category", "what", "task"],
+                name="logmessage_report_status",
             ),
         ]
 

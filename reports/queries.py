@@ -117,54 +117,55 @@ def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
 # --- grains ----------------------------------------------------------------------------------------
 
 
-COMPLETED_STATUSES = frozenset(STATUS_NAMES)
 # For one bulk transaction (a slice build, a rerun; measured on 1M tasks / 10M messages,
 # bench/README.md): sorts and hashes stay in memory (the server default of 4 MB sent them to disk), and
 # JIT compilation (about 1 s) buys nothing.
 BULK_SETTINGS = ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off")
-# And for a slice build: the planner's nested loop over 6M messages (its status estimate is off by 6x)
-# took 13 s where a hash join takes 5; parallel workers split the join.
+# And for a slice build: parallel workers take the statuses' ranges (a Parallel Append) between them.
 _SLICE_BUILD_SETTINGS = (
     *BULK_SETTINGS,
-    "SET LOCAL enable_nestloop = off",
     "SET LOCAL parallel_setup_cost = 0",
     "SET LOCAL parallel_tuple_cost = 0.001",
+)
+# An entry list merges its statuses' ranges (each in task order) instead of hashing or sorting them: the
+# planner, which cannot estimate one what's share of a status, would otherwise sort 400,000 task ids to
+# show 100 of them.
+_ENTRY_LIST_SETTINGS = (
+    "SET LOCAL enable_hashagg = off",
+    "SET LOCAL enable_sort = off",
+    "SET LOCAL max_parallel_workers_per_gather = 0",
 )
 
 
 def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeout_ms: int | None = None) -> int:
-    """Rebuild one (corpus, service, severity) slice with one GROUP BY ROLLUP; returns its rows.
+    """Rebuild one (corpus, service, severity) slice; returns its rows.
 
-    The aggregate runs as a SELECT of its own and its few thousand rows are inserted after it: an
-    INSERT ... SELECT may not use parallel workers. When the slice takes every completed status (the
-    info slice), the join with the tasks is left out: messages exist only for tasks with a completed
-    status (ingestion writes both in one transaction; rerun deletes the messages as it sets TODO)."""
+    The messages carry their task's status, so each status the slice takes is one range of the message
+    index, already in (category, what, task) order: each is rolled up on its own without a sort (in
+    parallel when there are several) and the rollups are added. Adding task counts is exact because a
+    task has one status, so no task is counted in two ranges. The aggregate runs as a SELECT of its own
+    and its few thousand rows are inserted after it: an INSERT ... SELECT may not use parallel workers."""
     import time
 
     statuses, message_severity = SEVERITIES[severity]
     started = time.monotonic()
+    rollup = (
+        "(SELECT m.category, m.what, count(DISTINCT m.task_id) AS tasks, count(*) AS messages"
+        " FROM reports_logmessage m WHERE m.corpus_id = %s AND m.service_id = %s AND m.task_status = %s"
+        " AND m.severity = %s GROUP BY ROLLUP (m.category, m.what))"
+    )
+    ranges = " UNION ALL ".join([rollup] * len(statuses))
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in _SLICE_BUILD_SETTINGS:
             cursor.execute(statement)
         if timeout_ms is not None:
             cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
-        if COMPLETED_STATUSES.issubset(statuses):
-            source, params = "reports_logmessage m", []
-        else:
-            # The task side filtered on its own columns: the hash key stays one integer.
-            source = (
-                "reports_logmessage m JOIN corpora_task t ON t.id = m.task_id"
-                " AND t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
-            )
-            params = [corpus_id, service_id, list(statuses)]
+        # Rollup rows carry NULL category or what (message columns are never NULL), and GROUP BY puts
+        # NULLs together, so the per-status subtotals and totals add up like the detail rows.
         cursor.execute(
-            f"""
-            SELECT m.category, m.what, count(DISTINCT m.task_id), count(*)
-              FROM {source}
-             WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s
-             GROUP BY ROLLUP (m.category, m.what)
-            """,  # noqa: S608  (source is one of the two constants above)
-            [*params, corpus_id, service_id, message_severity],
+            f"SELECT r.category, r.what, sum(r.tasks)::bigint, sum(r.messages)::bigint FROM ({ranges}) r"  # noqa: S608
+            " GROUP BY r.category, r.what",
+            [value for status in statuses for value in (corpus_id, service_id, status, message_severity)],
         )
         grains = cursor.fetchall()
         key = [corpus_id, service_id, severity]
@@ -273,51 +274,45 @@ def entry_list(
 ) -> dict[str, Any]:
     """The documents with a message (severity, category, what), in task order, paginated.
 
-    The page is found from indexes alone: the message index gives the (category, what)'s task ids in
-    order, and for a severity of one status the task index (corpus, service, status, id) gives that
-    status's task ids in order, so the two merge without a look at either table, however deep the
-    offset. Only the page's own rows then fetch a document name and one message's details. The info
-    severity takes every completed status, and messages exist only for completed tasks, so it needs
-    no task side at all."""
+    Messages carry their task's status and the report index leads with it, so the tasks of one status
+    with that message are one range of the index, in task order, read without a look at either table
+    however deep the offset. The info severity takes every completed status: one range per status,
+    merged in task order. Only the page's own rows then fetch a document name and one message's
+    details."""
     corpus, service = pair_get(corpus_name, service_name)
     statuses, message_severity = severity_check(severity)
-    pair = [corpus.pk, service.pk]
-    message = [message_severity, category, what]
-    if COMPLETED_STATUSES.issubset(statuses):
-        page_sql = """
-            SELECT DISTINCT m.task_id FROM reports_logmessage m
-             WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND m.category = %s AND m.what = %s
-             ORDER BY m.task_id OFFSET %s LIMIT %s
-        """
-        params = [*pair, *message, page.offset, page.page_size]
-    else:
-        page_sql = """
-            SELECT e.task_id
-              FROM (SELECT DISTINCT m.task_id FROM reports_logmessage m
-                     WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND m.category = %s
-                       AND m.what = %s ORDER BY m.task_id) e
-              JOIN (SELECT t.id FROM corpora_task t
-                     WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = %s ORDER BY t.id) s
-                ON s.id = e.task_id
-             ORDER BY e.task_id OFFSET %s LIMIT %s
-        """
-        # Every severity but info stands for exactly one status; `status = ANY(...)` would lose the order.
-        (status,) = statuses
-        params = [*pair, *message, *pair, status, page.offset, page.page_size]
+    ranges = " UNION ALL ".join(
+        ["(SELECT m.task_id FROM reports_logmessage m WHERE m.corpus_id = %s AND m.service_id = %s"
+         " AND m.task_status = %s AND m.severity = %s AND m.category = %s AND m.what = %s ORDER BY m.task_id)"]
+        * len(statuses)
+    )  # fmt: skip
+    page_sql = f"SELECT DISTINCT r.task_id FROM ({ranges}) r ORDER BY r.task_id OFFSET %s LIMIT %s"  # noqa: S608
+    params = [
+        *itertools.chain.from_iterable(
+            (corpus.pk, service.pk, status, message_severity, category, what) for status in sorted(statuses)
+        ),
+        page.offset,
+        page.page_size,
+    ]
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("SET LOCAL enable_hashjoin = off")  # the merge join keeps both sides in index order
+        for statement in _ENTRY_LIST_SETTINGS:
+            cursor.execute(statement)
+        cursor.execute(page_sql, params)
+        task_ids = [task_id for (task_id,) in cursor.fetchall()]
+    # The page's own rows, with the planner's usual settings (its first message's details by the task index).
+    with connection.cursor() as cursor:
         cursor.execute(
-            f"""
+            """
             SELECT d.name, t.status,
                    (SELECT x.details FROM reports_logmessage x
                      WHERE x.task_id = p.task_id AND x.severity = %s AND x.category = %s AND x.what = %s
                      ORDER BY x.id LIMIT 1)
-              FROM ({page_sql}) p
+              FROM unnest(%s::bigint[]) WITH ORDINALITY AS p(task_id, n)
               JOIN corpora_task t ON t.id = p.task_id
               JOIN corpora_document d ON d.id = t.document_id
-             ORDER BY p.task_id
-            """,  # noqa: S608  (page_sql is one of the two constants above)
-            [*message, *params],
+             ORDER BY p.n
+            """,
+            [message_severity, category, what, task_ids],
         )
         rows = cursor.fetchall()
     return {

@@ -217,11 +217,13 @@ def _rows_write(cursor: CursorWrapper, rows: list[tuple[int, int, int, Decoded]]
     for table in ("reports_logmessage", "reports_taskruntime"):
         cursor.execute(f"DELETE FROM {table} x USING unnest(%s::bigint[]) AS v(id) WHERE x.task_id = v.id", [ids])  # noqa: S608
     with cursor.cursor.copy(
-        "COPY reports_logmessage (task_id, corpus_id, service_id, severity, category, what, details) FROM STDIN"
+        "COPY reports_logmessage (task_id, corpus_id, service_id, task_status, severity, category, what, details)"
+        " FROM STDIN"
     ) as copy:
         for task_id, corpus_id, service_id, decoded in rows:
+            status = decoded.status
             for m in decoded.messages:
-                copy.write_row((task_id, corpus_id, service_id, m.severity, m.category, m.what, m.details))
+                copy.write_row((task_id, corpus_id, service_id, status, m.severity, m.category, m.what, m.details))
     runtimes = [(t, c, s, d.runtime_ms) for t, c, s, d in rows if d.runtime_ms is not None]
     if runtimes:
         copy_runtimes = "COPY reports_taskruntime (task_id, corpus_id, service_id, runtime_ms) FROM STDIN"

@@ -83,8 +83,9 @@ def leases_reap(*, max_attempts: int) -> tuple[int, int]:
             cursor.execute("DELETE FROM reports_logmessage WHERE task_id = ANY(%s)", [ids])
             severity, category, what = NEVER_COMPLETED
             cursor.execute(
-                "INSERT INTO reports_logmessage (task_id, corpus_id, service_id, severity, category, what, details)"
-                " SELECT t.id, t.corpus_id, t.service_id, %s, %s, %s,"
+                "INSERT INTO reports_logmessage"
+                " (task_id, corpus_id, service_id, task_status, severity, category, what, details)"
+                " SELECT t.id, t.corpus_id, t.service_id, t.status, %s, %s, %s,"
                 " 'no result came back after ' || t.attempts || ' attempts'"
                 " FROM corpora_task t WHERE t.id = ANY(%s)",
                 [severity, category, what, ids],

@@ -51,6 +51,7 @@ def test_an_import_records_one_document_and_one_import_task_per_entry(authed, co
     assert statuses == {"lone": -1, "dir": -1, "1234.5678": -1, "hep-th0001": -1, "figs": -5, "empty": -5}
     messages = {(m.task.document.name, m.severity, m.category, m.what) for m in LogMessage.objects.all()}
     assert messages == {("figs", "fatal", "invalid", "archive"), ("empty", "fatal", "invalid", "no_main_file")}
+    assert set(LogMessage.objects.values_list("task_status", flat=True)) == {-5}  # the invalid tasks' status
     corpus = authed.get("/api/corpora/mixed").json()
     assert corpus["state"] == "ready" and corpus["documents"] == 6
     assert corpus["services"][0]["name"] == "import"

@@ -17,8 +17,9 @@ pytestmark = pytest.mark.django_db
 
 def _message(task: Task, what: str = "undefined") -> LogMessage:
     return LogMessage.objects.create(
-        task=task, corpus_id=task.corpus_id, service_id=task.service_id, severity="error", category="x", what=what
-    )
+        task=task, corpus_id=task.corpus_id, service_id=task.service_id, task_status=task.status, severity="error",
+        category="x", what=what,
+    )  # fmt: skip
 
 
 def test_activation_creates_one_todo_task_per_valid_document_and_opens_a_run(authed, corpus_root):

@@ -154,6 +154,7 @@ def test_expired_leases_are_retried_then_fatal_after_the_attempts(pair, dispatch
     wait_for(lambda: pair.filter(status=-4).count() == 3, timeout=30, message="all fatal")
     whats = set(LogMessage.objects.filter(task__in=pair).values_list("category", "what"))
     assert whats == {("cortex", "never_completed_with_retries")}
+    assert set(LogMessage.objects.filter(task__in=pair).values_list("task_status", flat=True)) == {-4}
     assert worker.ask("tex_to_html", timeout=2) is None
     worker.close()
 

@@ -239,15 +239,18 @@ def test_a_slice_that_does_not_fit_the_budget_is_built_in_the_background(convert
     assert APIClient().get("/api/reports/c/tex_to_html/error").json()["computing"] is False
 
 
-def test_messages_exist_only_for_completed_tasks_so_the_info_slice_needs_no_join(authed, converted):
-    """The info slice is built from the messages alone (no join with the tasks); that is right only
-    while no task outside the completed statuses has messages, through rerun and pause alike."""
+def test_messages_carry_their_tasks_status_through_ingestion_rerun_and_pause(authed, converted, tmp_path):
+    """Reports of one status read the messages alone (their task_status, no join with the tasks); that
+    is right only while every message's task_status is its task's status and no task outside the
+    completed statuses has messages, through ingestion, rerun, new results and pause alike."""
     from django.db import connection
+    from django.db.models import F
 
     def stray_messages() -> int:
         return (
             LogMessage.objects.filter(task__status__gte=0).count()
             + LogMessage.objects.filter(task__status__lt=-5).count()
+            + LogMessage.objects.exclude(task_status=F("task__status")).count()
         )
 
     def info_tasks_joined() -> int:
@@ -259,12 +262,45 @@ def test_messages_exist_only_for_completed_tasks_so_the_info_slice_needs_no_join
             )
             return cursor.fetchone()[0]
 
+    assert set(LogMessage.objects.values_list("task_status", flat=True)) == {-1, -2, -3, -4}
     info = authed.get("/api/reports/c/tex_to_html/info").json()
     assert info["messages"] >= 1 and stray_messages() == 0
     assert sum(r["tasks"] for r in info["rows"] if r["name"] == "loaded_file") == info_tasks_joined()
+    authed.post("/api/reports/c/tex_to_html/rerun?severity=error&category=undefined&what=%5Cbar")
+    _convert([Task.objects.get(pk=converted[3].pk)], [LOGS["warning"]], tmp_path)  # error before, warning now
+    assert LogMessage.objects.filter(task=converted[3].pk).values_list("task_status", flat=True).distinct().get() == -2
+    assert stray_messages() == 0
     authed.post("/api/reports/c/tex_to_html/rerun?severity=no_problem")
     assert stray_messages() == 0
     authed.post("/api/reports/c/tex_to_html/pause")
     assert stray_messages() == 0
     info_after = authed.get("/api/reports/c/tex_to_html/info").json()
     assert info_after["messages"] == 0 and info_tasks_joined() == 0  # the one info message was on a clean task
+
+
+def test_an_entry_list_holds_only_the_tasks_of_its_status(api, converted):
+    # expected:label is a warning on the warning task and on both "error" tasks; the warning page is about
+    # warning tasks, so only the first is listed, and the slice says the same.
+    entries = api.get("/api/reports/c/tex_to_html/warning/expected/label").json()["entries"]
+    assert [(e["document"], e["status"]) for e in entries] == [(converted[0].document.name, "warning")]
+    assert api.get("/api/reports/c/tex_to_html/warning/expected").json()["rows"][0]["tasks"] == 1
+
+
+def test_the_info_entry_list_merges_every_status_in_task_order(api, corpus_root, tmp_path, settings):
+    """An info message of tasks of four statuses: one list in task order, paged without gaps or repeats."""
+    imported(corpus_root, "c", documents=8)
+    activated("c")
+    tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
+    loading = "(Loading /x/article.cls.ltxml...\n"
+    ends = ["Status:conversion:0\n", "Warning:w:x y\nStatus:conversion:1\n", "Error:e:x y\nStatus:conversion:2\n",
+            "Fatal:f:x y\nStatus:conversion:3\n"]  # fmt: skip
+    # Statuses interleaved over the task ids: 0 1 2 3 0 1 2 3; the last two tasks log no loaded file.
+    logs = [loading + ends[i % 4] for i in range(6)] + [ends[0], ends[1]]
+    _convert(tasks, logs, tmp_path)
+    base = "/api/reports/c/tex_to_html/info/loaded_file/" + quote("/x/article.cls.ltxml")
+    pages = [api.get(base, {"offset": offset, "page_size": 4}).json()["entries"] for offset in (0, 4, 8)]
+    listed = [(e["document"], e["status"]) for page in pages for e in page]
+    names = {t.pk: t.document.name for t in tasks}
+    expected_statuses = ["no_problem", "warning", "error", "fatal"]
+    assert listed == [(names[t.pk], expected_statuses[i % 4]) for i, t in enumerate(tasks[:6])]
+    assert [len(page) for page in pages] == [4, 2, 0]

@@ -70,7 +70,8 @@ def converted(corpus_root: Path, tmp_path: Path, settings) -> list[Task]:
     result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=settings.RESULTS_DIR,
                   max_bytes=10**7)  # fmt: skip
     LogMessage.objects.create(
-        task=tasks[1], corpus_id=tasks[1].corpus_id, service_id=tasks[1].service_id, severity="error",
+        task=tasks[1], corpus_id=tasks[1].corpus_id, service_id=tasks[1].service_id,
+        task_status=Task.objects.values_list("status", flat=True).get(pk=tasks[1].pk), severity="error",
         category="I/O", what=WEIRD_WHAT, details="cannot read\nsecond line",
     )  # fmt: skip
     return tasks

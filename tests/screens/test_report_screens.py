@@ -61,7 +61,8 @@ def converted(corpus_root, tmp_path, settings) -> list[Task]:
     result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=settings.RESULTS_DIR,
                   max_bytes=10**7)  # fmt: skip
     LogMessage.objects.create(
-        task=tasks[0], corpus_id=tasks[0].corpus_id, service_id=tasks[0].service_id, severity="error",
+        task=tasks[0], corpus_id=tasks[0].corpus_id, service_id=tasks[0].service_id,
+        task_status=Task.objects.values_list("status", flat=True).get(pk=tasks[0].pk), severity="error",
         category="I/O", what="a b/c?d#e", details="could not read the file\n\tsecond line",
     )  # fmt: skip
     return tasks

@@ -53,8 +53,9 @@ def test_deleting_a_service_removes_its_tasks_and_messages_in_every_corpus(authe
     activated("a", service="keep")
     for task in Task.objects.filter(service__name__in=["tex_to_html", "keep"]):
         LogMessage.objects.create(
-            task=task, corpus_id=task.corpus_id, service_id=task.service_id, severity="warning", category="c", what="w"
-        )
+            task=task, corpus_id=task.corpus_id, service_id=task.service_id, task_status=task.status,
+            severity="warning", category="c", what="w",
+        )  # fmt: skip
     assert authed.delete("/api/services/tex_to_html").status_code == 400
     assert authed.delete("/api/services/tex_to_html?confirm=keep").status_code == 400
     assert authed.delete("/api/services/tex_to_html?confirm=tex_to_html").status_code == 204
