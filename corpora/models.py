@@ -84,8 +84,7 @@ class Task(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]
         indexes = [
-            # With the id last, the tasks of one status of a pair come in id order from the index alone:
-            # the entry list merges them with the message index's task ids instead of probing each task.
+            # The tasks of one status of a pair (a rerun of a severity, the run task lists), in id order.
             models.Index(fields=["corpus", "service", "status", "id"], name="task_pair_status_id"),
             # Deleting documents checks the tasks that reference each one: without this index every
             # check scans the whole (service, document) index, which makes a corpus delete quadratic.

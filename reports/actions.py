@@ -93,9 +93,6 @@ def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
     return {"pairs": len(pairs), "slices": done, "rows": rows}
 
 
-# The messages of a pair whose tasks have one of some statuses (a range of the report index per status).
-MESSAGE_PAIR = "m.corpus_id = %s AND m.service_id = %s AND m.task_status = ANY(%s)"
-
 # --- rerun ---------------------------------------------------------------------------------------
 
 
@@ -126,16 +123,12 @@ def rerun(
     if category:
         # The tasks with such a message: one range of the message index, since messages carry their
         # task's status (only completed tasks have messages, and their status cannot change under them).
-        narrow = " AND ".join(["m.severity = %s", "m.category = %s"] + (["m.what = %s"] if what else []))
-        scope = f"SELECT DISTINCT m.task_id AS id FROM reports_logmessage m WHERE {MESSAGE_PAIR} AND {narrow}"  # noqa: S608
-        params: list[Any] = [
-            corpus.pk,
-            service.pk,
-            list(statuses),
-            message_severity,
-            category,
-            *([what] if what else []),
-        ]
+        conditions = ["m.corpus_id = %s", "m.service_id = %s", "m.task_status = ANY(%s)", "m.severity = %s"]
+        conditions += ["m.category = %s", "m.what = %s"] if what else ["m.category = %s"]
+        where = " AND ".join(conditions)  # fixed fragments only; every value is a parameter
+        scope = f"SELECT DISTINCT m.task_id AS id FROM reports_logmessage m WHERE {where}"  # noqa: S608
+        params: list[Any] = [corpus.pk, service.pk, list(statuses), message_severity, category]
+        params += [what] if what else []
     else:
         scope = "SELECT t.id FROM corpora_task t WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
         params = [corpus.pk, service.pk, list(statuses)]

@@ -437,8 +437,11 @@ def report_path_split(corpus_name: str, service_name: str, severity: str, rest: 
     and a web server decodes %2F before routing, so the split is decided by the data: the whole rest
     when it is a category of the pair, else the first split that names an existing (category, what)."""
     corpus, service = pair_get(corpus_name, service_name)
-    _, message_severity = severity_check(severity)
-    messages = LogMessage.objects.filter(corpus=corpus, service=service, severity=message_severity)
+    statuses, message_severity = severity_check(severity)
+    # The status too, so that each probe is a range of the report index (which leads with it).
+    messages = LogMessage.objects.filter(
+        corpus=corpus, service=service, task_status__in=statuses, severity=message_severity
+    )
     if "/" not in rest or messages.filter(category=rest).exists():
         return rest, None
     positions = [index for index, char in enumerate(rest) if char == "/"]

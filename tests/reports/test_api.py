@@ -304,3 +304,40 @@ def test_the_info_entry_list_merges_every_status_in_task_order(api, corpus_root,
     expected_statuses = ["no_problem", "warning", "error", "fatal"]
     assert listed == [(names[t.pk], expected_statuses[i % 4]) for i, t in enumerate(tasks[:6])]
     assert [len(page) for page in pages] == [4, 2, 0]
+
+
+def test_every_slice_equals_its_definition_as_one_plain_rollup(api, corpus_root, tmp_path):
+    """A slice adds per-status rollups; its rows must equal one GROUP BY ROLLUP over the messages joined
+    with their tasks (tasks counted once however many messages they have), for every severity."""
+    from reports.queries import SEVERITIES, grain_slice_rebuild
+
+    imported(corpus_root, "c", documents=8)
+    activated("c")
+    tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
+    twice = "(Loading /x/a.cls.ltxml...\n(Loading /x/a.cls.ltxml...\n(Loading /x/b.sty.ltxml...\n"
+    once = "(Loading /x/a.cls.ltxml...\n"
+    ends = [
+        "Status:conversion:0\n",
+        "Warning:w:x y\nWarning:w:x again\nStatus:conversion:1\n",
+        "Warning:w:x y\nError:e:x y\nStatus:conversion:2\n",
+        "Error:e:x y\nFatal:f:x y\nStatus:conversion:3\n",
+    ]
+    _convert(tasks, [(twice if i % 3 else once) + ends[i % 4] for i in range(8)], tmp_path)
+    pair = (tasks[0].corpus_id, tasks[0].service_id)
+    for severity, (statuses, message_severity) in SEVERITIES.items():
+        grain_slice_rebuild(*pair, severity)
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT m.category, m.what, count(DISTINCT m.task_id), count(*)"
+                " FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id"
+                " WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)"
+                " GROUP BY ROLLUP (m.category, m.what)",
+                [*pair, message_severity, list(statuses)],
+            )
+            expected = set(cursor.fetchall())
+        built = set(
+            ReportGrain.objects.filter(severity=severity).values_list("category", "what", "task_count", "message_count")
+        )
+        assert built == expected, severity
+    info_total = ReportGrain.objects.get(severity="info", category__isnull=True, what__isnull=True)
+    assert (info_total.task_count, info_total.message_count) == (8, 8 + 2 * 5)  # 3 of 8 logged `once`
