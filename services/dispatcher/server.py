@@ -116,6 +116,7 @@ class Dispatcher:
         self.lease_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dispatcher-lease")
         self.leasing: dict[str, tuple[Future[list[LeasedTask]], int]] = {}  # service name -> (lease, limit)
         self.sink_process: multiprocessing.process.BaseProcess | None = None
+        self.sink_stopped: str | None = None  # why the sink stopped, from its last report
 
     # --- sockets and the loop ------------------------------------------------------------------
 
@@ -215,7 +216,9 @@ class Dispatcher:
                 self._prune_queues()
                 next_flush = now + 1.0
                 if not self.sink_process.is_alive():
-                    raise SinkFailed(f"the sink process died (exit code {self.sink_process.exitcode})")
+                    self._take_sink_reports()
+                    why = f"; {self.sink_stopped}" if self.sink_stopped else ""
+                    raise SinkFailed(f"the sink process died (exit code {self.sink_process.exitcode}{why})")
 
     def _take_sink_reports(self) -> None:
         try:
@@ -225,6 +228,7 @@ class Dispatcher:
             return
 
     def _apply(self, report: SinkReport) -> None:
+        self.sink_stopped = report.stopped or self.sink_stopped
         self.in_flight = max(self.in_flight - report.received, 0)
         self.counters.ingested += report.ingested
         self.counters.discarded += report.discarded

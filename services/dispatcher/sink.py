@@ -62,9 +62,12 @@ class SinkReport:
     returned: dict[tuple[str, str], list] = field(default_factory=dict)
     ready: bool = False
     error: str | None = None
+    stopped: str | None = None  # in the last report: why the sink stopped
 
     def __bool__(self) -> bool:
-        return bool(self.received or self.ingested or self.discarded or self.garbage or self.ready or self.error)
+        return bool(
+            self.received or self.ingested or self.discarded or self.garbage or self.ready or self.error or self.stopped
+        )
 
 
 @dataclass
@@ -75,6 +78,7 @@ class Sink:
     reports: Connection
     parent_pid: int
     stopping: bool = False
+    stop_reason: str | None = None
 
     def __post_init__(self) -> None:
         self.results: list[RawResult] = []
@@ -110,6 +114,7 @@ class Sink:
                 if os.getppid() != self.parent_pid:  # the ventilator is gone (it was killed outright)
                     logger.warning("the dispatcher process is gone; the sink stops")
                     self.stopping = True
+                    self.stop_reason = "the dispatcher process was gone"
             if self.failure is not None:
                 raise WriterFailed(f"the sink could not apply results: {self.failure}") from self.failure
             self._send_report()
@@ -120,6 +125,7 @@ class Sink:
             self._ingest()
         self.batches.put(None)
         self.writer.join()
+        self.report.stopped = self.stop_reason or "it stopped"
         self._send_report()
         self.socket.close(0)
         self.context.term()
@@ -210,6 +216,7 @@ def sink_main(*, bind: str, port: int, result_batch: int, reports: Connection, p
 
     def stop(signum: int, frame: object) -> None:
         sink.stopping = True
+        sink.stop_reason = f"it was sent {signal.Signals(signum).name}"
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the ventilator stops us

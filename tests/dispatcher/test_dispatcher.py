@@ -208,12 +208,21 @@ def test_paused_tasks_are_not_handed_out_and_resume_brings_them_back(pair, dispa
     worker.close()
 
 
-def test_a_dead_sink_stops_the_dispatcher_with_an_error(pair, dispatcher):
+def test_a_dead_sink_stops_the_dispatcher_with_an_error(pair, dispatcher, capfd):
     process = dispatcher()
     _state()
     os.kill(process.sink_pid(), signal.SIGKILL)
     assert process.process.wait(20) != 0  # the supervisor (or compose) restarts it
     assert not process.alive
+    assert "the sink process died (exit code -9)" in capfd.readouterr().err
+
+
+def test_a_sink_stopped_from_outside_says_so_and_stops_the_dispatcher(pair, dispatcher, capfd):
+    process = dispatcher()
+    _state()
+    os.kill(process.sink_pid(), signal.SIGTERM)
+    assert process.process.wait(20) != 0
+    assert "the sink process died (exit code 0; it was sent SIGTERM)" in capfd.readouterr().err
 
 
 def test_the_sink_does_not_outlive_a_ventilator_killed_alone(pair, dispatcher):
