@@ -47,6 +47,7 @@ for _path in (str(PROJECT_ROOT), str(BENCH_DIR)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
+from steal import StealWatch  # noqa: E402  (bench/ is on the path from here on)
 
 # --- database and Django ---------------------------------------------------------------------------
 
@@ -175,9 +176,11 @@ class CpuWatch:
     started: float = 0.0
     before: dict[int, tuple[int, int, str]] = field(default_factory=dict)
     machine_before: tuple[int, int] = (0, 0)
+    steal: StealWatch = field(default_factory=StealWatch)
 
     def start(self) -> CpuWatch:
         self.started, self.before, self.machine_before = time.monotonic(), _process_times(), _machine_ticks()
+        self.steal.start()
         return self
 
     def machine_busy(self) -> float:
@@ -210,8 +213,10 @@ class CpuWatch:
                     used.append((share, command))
         used.sort(reverse=True)
         top = "; ".join(f"{100 * share:.0f}% {command[:70]}" for share, command in used[:3])
-        return f"other processes used {100 * sum(share for share, _ in used):.0f}% of a CPU" + (
-            f": {top}" if top else ""
+        return (
+            f"other processes used {100 * sum(share for share, _ in used):.0f}% of a CPU"
+            + (f": {top}" if top else "")
+            + f"; {self.steal.line()}"
         )
 
 
