@@ -136,11 +136,13 @@ def _process_times() -> dict[int, tuple[int, int, str]]:
 
 
 def _machine_ticks() -> tuple[int, int]:
-    """(busy, total) CPU ticks of the whole machine so far, from /proc/stat."""
+    """(busy, total) CPU ticks of the whole machine so far, from /proc/stat. Time the hypervisor took
+    (steal) is not this machine's work and is not counted as busy; StealWatch reports it."""
     with open("/proc/stat") as handle:
         values = [int(value) for value in handle.readline().split()[1:]]
     idle = values[3] + values[4]  # idle and iowait
-    return sum(values) - idle, sum(values)
+    steal = values[7] if len(values) > 7 else 0
+    return sum(values) - idle - steal, sum(values)
 
 
 def _foreign(processes: dict[int, tuple[int, int, str]]) -> dict[int, str]:
@@ -494,11 +496,11 @@ def files_settle(directory: Path, *, probe: int = 200, timeout: float = 420.0) -
     ext4 does not reuse an inode freed in the last 60 s (360 s while its inode table block is not yet
     written back): to find a free inode for a new file it walks past every recently freed one of the
     directory's block group, in the kernel, on the CPU (`recently_deleted` in perf). After an earlier
-    run's 20,000 result archives are deleted, creating a file in the dispatcher's staging directory
-    costs 250-1,100 µs instead of ~30 µs (measured) until those inodes age, and the sink spends most of
-    its time there. The benchmark measures the dispatcher, not that clean-up, so it waits for it; the
-    probe runs in the directory the dispatcher creates its files in, because the walk is per block
-    group. Probe files are kept until the script ends (deleting them would prolong the wait)."""
+    run's 20,000 result archives are deleted, creating a file in the directory the dispatcher writes
+    result files in costs 250-1,100 µs instead of ~30 µs (measured) until those inodes age, and the sink
+    spends most of its time there. The benchmark measures the dispatcher, not that clean-up, so it waits
+    for it; the probe runs in the directory the dispatcher creates its files in, because the walk is per
+    block group. Probe files are kept until the script ends (deleting them would prolong the wait)."""
     directory.mkdir(parents=True, exist_ok=True)
     made: list[Path] = []
 
@@ -562,12 +564,6 @@ def pair_buckets(corpus_id: int, service_id: int) -> dict[int, int]:
             [corpus_id, service_id],
         )
         return dict(cursor.fetchall())
-
-
-def pair_open(corpus_id: int, service_id: int) -> int:
-    """Tasks of the pair not yet final (TODO or leased)."""
-    buckets = pair_buckets(corpus_id, service_id)
-    return buckets.get(0, 0) + buckets.get(1, 0)
 
 
 def pair_drained_wait(

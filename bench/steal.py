@@ -6,6 +6,7 @@ it beside its results, so a slow number can be told from a slow machine."""
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 
@@ -45,8 +46,6 @@ STEAL_DISTURBED = 0.15
 def steal_settle(max_share: float = STEAL_QUIET, *, probe: float = 3.0, timeout: float = 900.0) -> tuple[float, float]:
     """Wait until the steal over one `probe` window is at most `max_share` (or `timeout` passed);
     returns (seconds waited, the last window's share)."""
-    import time
-
     began = time.monotonic()
     while True:
         watch = StealWatch().start()

@@ -288,12 +288,9 @@ def entry_list(
     )  # fmt: skip
     page_sql = f"SELECT DISTINCT r.task_id FROM ({ranges}) r ORDER BY r.task_id OFFSET %s LIMIT %s"  # noqa: S608
     params = [
-        *itertools.chain.from_iterable(
-            (corpus.pk, service.pk, status, message_severity, category, what) for status in sorted(statuses)
-        ),
-        page.offset,
-        page.page_size,
+        value for status in statuses for value in (corpus.pk, service.pk, status, message_severity, category, what)
     ]
+    params += [page.offset, page.page_size]
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in _ENTRY_LIST_SETTINGS:
             cursor.execute(statement)
