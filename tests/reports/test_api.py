@@ -3,6 +3,7 @@ rerun and refresh. Data arrives the way it does in production: through result in
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from urllib.parse import quote
 
@@ -211,6 +212,56 @@ def test_the_rerun_probes_each_tables_task_index_instead_of_hashing_the_scope(au
     assert set(plans) == {"DELETE FROM reports_logmessage", "DELETE FROM reports_taskruntime", "UPDATE corpora_task t"}
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
+
+
+@pytest.mark.django_db(transaction=True)  # the rerun's own transaction ends, and its settings with it
+def test_the_rerun_compresses_its_wal_where_the_server_lets_it(authed, converted):
+    """The rerun's page images go into the WAL compressed with lz4 (a third of the bytes on 1M tasks,
+    bench/README.md), for its own transaction only; on a server built without lz4 (the embedded one)
+    it runs uncompressed."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT setting, 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'wal_compression'")
+        server, has_lz4 = cursor.fetchone()
+    assert server == "off", "this test expects the server's default: no WAL compression"
+    seen: list[str] = []
+
+    def watching(execute, sql, params, many, context):
+        result = execute(sql, params, many, context)
+        if sql.startswith("DELETE FROM reports_logmessage"):
+            context["cursor"].execute("SHOW wal_compression")
+            seen.append(context["cursor"].fetchone()[0])
+        return result
+
+    with connection.execute_wrapper(watching):
+        assert authed.post("/api/reports/c/tex_to_html/rerun?severity=error").json()["tasks"] == 3
+    assert seen == ["lz4" if has_lz4 else "off"]
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW wal_compression")
+        assert cursor.fetchone()[0] == "off"
+
+
+def test_a_role_that_may_not_set_wal_compression_reruns_uncompressed(authed, converted, caplog):
+    from reports.actions import wal_compress
+
+    role = f"ccs_test_plain_{os.getpid()}"  # roles are the server's, not the test database's
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE ROLE {role} NOLOGIN")  # undone with the test's transaction
+        cursor.execute(f"GRANT ALL ON ALL TABLES IN SCHEMA public TO {role}")
+        cursor.execute(f"SET LOCAL ROLE {role}")
+        assert wal_compress(cursor) is False
+        cursor.execute("SHOW wal_compression")
+        assert cursor.fetchone()[0] == "off"
+        cursor.execute("RESET ROLE")
+        cursor.execute(f"GRANT SET ON PARAMETER wal_compression TO {role}")
+        cursor.execute(f"SET LOCAL ROLE {role}")
+        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'wal_compression'")
+        has_lz4 = cursor.fetchone()[0]
+        assert wal_compress(cursor) is has_lz4
+        cursor.execute("SHOW wal_compression")
+        assert cursor.fetchone()[0] == ("lz4" if has_lz4 else "off")
+        cursor.execute("RESET ROLE")
+        cursor.execute(f"REVOKE SET ON PARAMETER wal_compression FROM {role}")
+    assert ("no SET privilege" if has_lz4 else "no lz4") in caplog.text
 
 
 def test_the_pair_refresh_clears_grains_and_the_global_refresh_is_a_debounced_job(authed, converted):
