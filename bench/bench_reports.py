@@ -680,7 +680,9 @@ def main() -> None:
     pair = pair_get()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_size_pretty(pg_total_relation_size('reports_logmessage')),"
+            # The table is partitioned (reports migration 0009): its size is its partitions'.
+            "SELECT pg_size_pretty((SELECT sum(pg_total_relation_size(relid))"
+            " FROM pg_partition_tree('reports_logmessage') WHERE isleaf)),"
             " pg_size_pretty(pg_database_size(current_database()))"
         )
         messages_size, database_size = cursor.fetchone()

@@ -105,6 +105,8 @@ def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
 # CHECKPOINT: for 100,000 tasks the message DELETE took 3.2 s instead of 4.6-4.7 s (it reads only the
 # 136,000 pages it changes, not all 255,000), the runtime DELETE 0.7-1.0 s instead of 0.9 s, the
 # UPDATE 1.5-1.8 s instead of 1.7-2.1 s; for 600,000 tasks (7.5M messages) both ways took the same.
+# Since the messages are partitioned by status (migration 0009), the DELETE changes 94,000 pages of the
+# error partition instead of 136,000 of the whole table: 2.9-3.2 s instead of 4.1-5.0 s.
 _RERUN_SETTINGS = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
 
 
@@ -178,7 +180,12 @@ def rerun(
         for statement in (*BULK_SETTINGS, *_RERUN_SETTINGS):
             cursor.execute(statement)
         wal_compress(cursor)
-        cursor.execute("DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id")
+        # The messages carry the status of their task, so the statuses in scope name the partitions that
+        # hold them (migration 0009); each task is looked up in those partitions' task indexes only.
+        cursor.execute(
+            "DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id AND m.task_status = ANY(%s)",
+            [list(statuses)],
+        )
         cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
         # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
         # keeps its lease.

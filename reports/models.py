@@ -30,7 +30,9 @@ class LogMessage(models.Model):
     # The status of the task, written with the message. It cannot go stale: messages exist only for tasks
     # with a final status, they are written in the same statement or transaction as that status
     # (ingestion, the reaper, import), and every change of a final status (rerun, a new result) deletes
-    # them first. A report of one status then needs no join with the tasks.
+    # them first. A report of one status then needs no join with the tasks. The table is partitioned by
+    # it (migration 0009: one partition per final status, and a default one), with the primary key
+    # (id, task_status) in the database; a message never moves between partitions.
     task_status = models.SmallIntegerField()
 
     class Meta:

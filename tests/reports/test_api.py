@@ -4,6 +4,7 @@ rerun and refresh. Data arrives the way it does in production: through result in
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -212,6 +213,26 @@ def test_the_rerun_probes_each_tables_task_index_instead_of_hashing_the_scope(au
     assert set(plans) == {"DELETE FROM reports_logmessage", "DELETE FROM reports_taskruntime", "UPDATE corpora_task t"}
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
+    # The message DELETE looks for the error tasks' messages in the error partition only (migration 0009).
+    scanned = set(re.findall(r" on (reports_logmessage_\w+)", plans["DELETE FROM reports_logmessage"]))
+    assert scanned == {"reports_logmessage_error"}, plans["DELETE FROM reports_logmessage"]
+
+
+def test_messages_lie_in_the_partition_of_their_tasks_status(converted):
+    """Ingestion writes each message into its task's status partition, through the parent table."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT m.tableoid::regclass::text, t.status, count(*) FROM reports_logmessage m"
+            " JOIN corpora_task t ON t.id = m.task_id GROUP BY 1, 2 ORDER BY 2 DESC"
+        )
+        placed = cursor.fetchall()
+    assert [(table, status) for table, status, _ in placed] == [
+        ("reports_logmessage_no_problem", -1),
+        ("reports_logmessage_warning", -2),
+        ("reports_logmessage_error", -3),
+        ("reports_logmessage_fatal", -4),
+    ]
+    assert sum(count for _, _, count in placed) == LogMessage.objects.count() > 0
 
 
 def _wal_compression_server() -> tuple[str, bool]:
