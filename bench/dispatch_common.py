@@ -47,7 +47,7 @@ for _path in (str(PROJECT_ROOT), str(BENCH_DIR)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from steal import StealWatch  # noqa: E402  (bench/ is on the path from here on)
+from steal import StealWatch, cpu_ticks  # noqa: E402  (bench/ is on the path from here on)
 
 # --- database and Django ---------------------------------------------------------------------------
 
@@ -138,10 +138,8 @@ def _process_times() -> dict[int, tuple[int, int, str]]:
 def _machine_ticks() -> tuple[int, int]:
     """(busy, total) CPU ticks of the whole machine so far, from /proc/stat. Time the hypervisor took
     (steal) is not this machine's work and is not counted as busy; StealWatch reports it."""
-    with open("/proc/stat") as handle:
-        values = [int(value) for value in handle.readline().split()[1:]]
+    values, steal = cpu_ticks()
     idle = values[3] + values[4]  # idle and iowait
-    steal = values[7] if len(values) > 7 else 0
     return sum(values) - idle - steal, sum(values)
 
 

@@ -10,11 +10,17 @@ import time
 from dataclasses import dataclass
 
 
-def _ticks() -> tuple[int, int]:
-    """(steal, total) CPU ticks of the machine so far."""
+def cpu_ticks() -> tuple[list[int], int]:
+    """The machine's CPU ticks so far, from the first line of /proc/stat (user, nice, system, idle,
+    iowait, irq, softirq, steal, ...), and of them the steal (0 where the kernel does not count it)."""
     with open("/proc/stat") as handle:
         values = [int(value) for value in handle.readline().split()[1:]]
-    steal = values[7] if len(values) > 7 else 0
+    return values, values[7] if len(values) > 7 else 0
+
+
+def _ticks() -> tuple[int, int]:
+    """(steal, total) CPU ticks of the machine so far."""
+    values, steal = cpu_ticks()
     return steal, sum(values)
 
 

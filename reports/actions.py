@@ -157,6 +157,7 @@ def rerun(
         statuses, message_severity = severity_check(severity)
     else:
         statuses, message_severity = SEVERITIES["info"][0], None
+    status_list = list(statuses)  # a parameter of every statement below
     if category:
         # The tasks with such a message: one range of the message index, since messages carry their
         # task's status (only completed tasks have messages, and their status cannot change under them).
@@ -164,14 +165,14 @@ def rerun(
         conditions += ["m.category = %s", "m.what = %s"] if what else ["m.category = %s"]
         where = " AND ".join(conditions)  # fixed fragments only; every value is a parameter
         scope = f"SELECT DISTINCT m.task_id AS id FROM reports_logmessage m WHERE {where} ORDER BY 1"  # noqa: S608
-        params: list[Any] = [corpus.pk, service.pk, list(statuses), message_severity, category]
+        params: list[Any] = [corpus.pk, service.pk, status_list, message_severity, category]
         params += [what] if what else []
     else:
         scope = (
             "SELECT t.id FROM corpora_task t WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
             " ORDER BY 1"
         )
-        params = [corpus.pk, service.pk, list(statuses)]
+        params = [corpus.pk, service.pk, status_list]
     with transaction.atomic(), connection.cursor() as cursor:
         # Only fixed fragments are joined into the scope; every value goes in as a parameter. The scope is
         # in task order, so the probes below walk each index (and, as tasks are written in about that
@@ -184,7 +185,7 @@ def rerun(
         # hold them (migration 0009); each task is looked up in those partitions' task indexes only.
         cursor.execute(
             "DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id AND m.task_status = ANY(%s)",
-            [list(statuses)],
+            [status_list],
         )
         cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
         # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
@@ -192,7 +193,7 @@ def rerun(
         cursor.execute(
             "UPDATE corpora_task t SET status = 0, attempts = 0, leased_until = NULL FROM rerun_scope s"
             " WHERE t.id = s.id AND t.status = ANY(%s)",
-            [list(statuses)],
+            [status_list],
         )
         count = cursor.rowcount
         cursor.execute("DROP TABLE rerun_scope")
