@@ -171,6 +171,8 @@ DISPATCHER_RESULT_BATCH = env_int("DISPATCHER_RESULT_BATCH", 500, minimum=1)
 DISPATCHER_REAP_SECONDS = env_int("DISPATCHER_REAP_SECONDS", 5, minimum=1)
 RESULTS_DIR = Path(env_str("RESULTS_DIR", str(VAR_DIR / "results"))).resolve()
 RESULT_MAX_BYTES = env_int("RESULT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# A deletion removes up to this many result archives itself; more are removed by a background job.
+RESULTS_REMOVE_INLINE = env_int("RESULTS_REMOVE_INLINE", 1000, minimum=0)
 CONVERSION_TIMEOUT_SECONDS = env_int("CONVERSION_TIMEOUT_SECONDS", 300, minimum=1)
 CONVERSION_MEMORY_MB = env_int("CONVERSION_MEMORY_MB", 4096, minimum=64)
 CONVERT_MAX_BYTES = env_int("CONVERT_MAX_BYTES", 1024 * 1024, minimum=1)

@@ -17,6 +17,7 @@ from conversion.archive import Entry
 from corpora import scan
 from corpora.models import Activation, Corpus, CorpusState
 from corpora.queries import corpus_get
+from corpora.results import results_discard
 from jobs.actions import job_enqueue
 from jobs.models import Job
 from jobs.runner import JobFailed
@@ -179,12 +180,13 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> d
 # --- delete --------------------------------------------------------------------------------------
 
 
-def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, int]:
-    """Delete a corpus with its documents, tasks and messages; other corpora are untouched."""
+def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+    """Delete a corpus with its documents, tasks, messages and result archives; other corpora are untouched."""
     corpus = corpus_get(name)
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the corpus {name!r} with all its tasks and messages.")
-    return _corpus_purge(corpus.pk)
+    counts = _corpus_purge(corpus.pk)
+    return {**counts, **results_discard(corpus_id=corpus.pk, actor=actor).counts()}
 
 
 def _corpus_purge(corpus_id: int) -> dict[str, int]:
@@ -256,8 +258,8 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
     return {"tasks": created, "run_id": run.pk}
 
 
-def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> dict[str, int]:
-    """Delete the tasks and messages of one (corpus, service) pair; nothing else is touched."""
+def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+    """Delete the tasks, messages and result archives of one (corpus, service) pair; nothing else is touched."""
     corpus = corpus_get(corpus_name)
     service = service_get(service_name)
     activation = Activation.objects.filter(corpus=corpus, service=service).first()
@@ -276,4 +278,5 @@ def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | No
             cursor.execute(f"DELETE FROM {table} WHERE corpus_id = %s AND service_id = %s", pair)  # noqa: S608
         run_close(corpus_id=corpus.pk, service_id=service.pk)
         activation.delete()
-    return {"tasks": tasks, "messages": messages}
+    discarded = results_discard(corpus_id=corpus.pk, service_id=service.pk, actor=actor)
+    return {"tasks": tasks, "messages": messages, **discarded.counts()}

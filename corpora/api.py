@@ -11,7 +11,14 @@ from config.api.schema import problems
 from config.api.views import PublicReadApiView, TokenApiView
 from corpora import actions
 from corpora.queries import corpus_detail, corpus_records
-from corpora.serializers import ConfirmSerializer, CorpusDetailSerializer, CorpusSerializer, ImportRequestSerializer
+from corpora.serializers import (
+    RESULT_FILES_HEADERS,
+    ConfirmSerializer,
+    CorpusDetailSerializer,
+    CorpusSerializer,
+    ImportRequestSerializer,
+    result_files_headers,
+)
 from jobs.serializers import JobSerializer
 
 CONFIRM = OpenApiParameter("confirm", str, required=False, description="must equal the name being deleted")
@@ -60,16 +67,16 @@ class CorpusDetailApi(PublicReadApiView):
 
     @extend_schema(
         operation_id="corpora_destroy",
-        summary="Delete a corpus with all its documents, tasks and log messages (confirm=name)",
-        parameters=[CONFIRM],
+        summary="Delete a corpus with all its documents, tasks, log messages and result archives (confirm=name)",
+        parameters=[CONFIRM, *RESULT_FILES_HEADERS],
         responses={204: None, **problems(400, 404)},
         tags=["corpora"],
     )
     def delete(self, request: Request, name: str) -> Response:
         params = ConfirmSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        actions.corpus_delete(name=name, confirm=params.validated_data.get("confirm"), actor=self.actor_name())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        counts = actions.corpus_delete(name=name, confirm=params.validated_data.get("confirm"), actor=self.actor_name())
+        return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))
 
 
 class CorpusExtendApi(TokenApiView):
@@ -103,16 +110,16 @@ class ActivationApi(TokenApiView):
 
     @extend_schema(
         operation_id="corpora_service_deactivate",
-        summary="Deactivate a service on a corpus: delete that pair's tasks and messages (confirm=service)",
-        parameters=[CONFIRM],
+        summary="Deactivate a service on a corpus: delete that pair's tasks, messages and results (confirm=service)",
+        parameters=[CONFIRM, *RESULT_FILES_HEADERS],
         responses={204: None, **problems(400, 404)},
         tags=["corpora"],
     )
     def delete(self, request: Request, corpus: str, service: str) -> Response:
         params = ConfirmSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        actions.service_deactivate(
+        counts = actions.service_deactivate(
             corpus_name=corpus, service_name=service, confirm=params.validated_data.get("confirm"),
             actor=self.actor_name(),
         )  # fmt: skip
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))

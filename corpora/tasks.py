@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corpora import actions
+from corpora import actions, results
 from jobs.registry import job_kind
 from jobs.runner import JobContext
 
@@ -25,3 +25,9 @@ def corpus_extend_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str,
 def service_activate_job(ctx: JobContext, *, activation_id: int, **_: Any) -> dict[str, Any]:
     """Create one TODO task per valid document for a newly activated service and open a run."""
     return actions.service_activate_run(activation_id=activation_id, progress=ctx.progress, log=ctx.log)
+
+
+@job_kind("results_remove")
+def results_remove_job(ctx: JobContext, *, names: list[str], **_: Any) -> dict[str, Any]:
+    """Remove the result archives of a deleted corpus, service or pair (moved aside at the deletion)."""
+    return {"files_removed": results.discarded_remove(names=names, progress=ctx.progress)}

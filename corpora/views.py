@@ -17,7 +17,13 @@ from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
 from corpora import actions
 from corpora.queries import corpus_detail, corpus_records
-from corpora.serializers import ConfirmSerializer, CorpusDetailSerializer, CorpusSerializer, ImportRequestSerializer
+from corpora.serializers import (
+    ConfirmSerializer,
+    CorpusDetailSerializer,
+    CorpusSerializer,
+    ImportRequestSerializer,
+    result_files_sentence,
+)
 from services.queries import service_list
 from services.serializers import ServiceSerializer
 
@@ -122,10 +128,13 @@ def corpus_delete_view(request: HttpRequest, name: str) -> HttpResponse:
             actor=request.user.username, action="corpus.delete", target=name, params=form_params(request.POST)
         ):
             confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
-            actions.corpus_delete(name=name, confirm=confirm, actor=request.user.username)
+            counts = actions.corpus_delete(name=name, confirm=confirm, actor=request.user.username)
     except ServiceError as exc:
         return render(request, "corpora/delete.html", {"corpus": corpus, "error": exc.detail}, status=exc.status)
-    messages.success(request, f"The corpus {name} was deleted with all its documents, tasks and messages.")
+    messages.success(
+        request,
+        f"The corpus {name} was deleted with all its documents, tasks and messages. {result_files_sentence(counts)}",
+    )
     return redirect("corpora")
 
 
@@ -152,12 +161,16 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
             params=form_params(request.POST),
         ):
             confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
-            actions.service_deactivate(
+            counts = actions.service_deactivate(
                 corpus_name=name, service_name=service, confirm=confirm, actor=request.user.username
             )
     except ServiceError as exc:
         if exc.status == 404:
             return error_page(request, exc)
         return render(request, "corpora/deactivate.html", {**context, "error": exc.detail}, status=exc.status)
-    messages.success(request, f"The service {service} was deactivated on {name}; its tasks and messages are gone.")
+    messages.success(
+        request,
+        f"The service {service} was deactivated on {name}; its tasks and messages are gone."
+        f" {result_files_sentence(counts)}",
+    )
     return redirect("corpus", name=name)

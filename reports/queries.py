@@ -329,7 +329,7 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
     """One document's status for a service and every log message behind it, with its result links."""
     from urllib.parse import quote
 
-    from services.dispatcher.ingest import result_path
+    from corpora.results import result_path
 
     corpus, service = pair_get(corpus_name, service_name)
     document = Document.objects.filter(corpus=corpus, name=document_name).first()
@@ -451,7 +451,7 @@ def report_path_split(corpus_name: str, service_name: str, severity: str, rest: 
 
 def document_result_archive(corpus_name: str, service_name: str, document_name: str) -> Path:
     """The stored result ZIP of a document's task, or NotFound."""
-    from services.dispatcher.ingest import result_path
+    from corpora.results import result_path
 
     corpus, service = pair_get(corpus_name, service_name)
     task_id = (

@@ -8,6 +8,7 @@ from django.db import IntegrityError, connection, transaction
 
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
+from corpora.results import results_discard
 from services.models import Service
 from services.queries import service_get
 
@@ -39,8 +40,8 @@ def service_register(*, name: str, actor: str, **fields: Any) -> Service:
     return service_get(service.name)
 
 
-def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, int]:
-    """Delete a service and every task and message of it in every corpus (set-based)."""
+def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+    """Delete a service and every task, message and result archive of it in every corpus (set-based)."""
     service = service_get(name)
     if service.is_protected:
         raise Forbidden(f"{name!r} is a protected infrastructure service and cannot be deleted.")
@@ -57,7 +58,8 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, i
         ):  # fmt: skip
             cursor.execute(f"DELETE FROM {table} WHERE service_id = %s", [service.pk])  # noqa: S608
         cursor.execute("DELETE FROM services_service WHERE id = %s", [service.pk])
-    return {"tasks": tasks, "messages": messages}
+    discarded = results_discard(service_id=service.pk, actor=actor)
+    return {"tasks": tasks, "messages": messages, **discarded.counts()}
 
 
 def service_lease_set(*, name: str, seconds: int | None, actor: str) -> Service:

@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from config.api.schema import problems
 from config.api.views import TokenApiView
-from corpora.serializers import ConfirmSerializer
+from corpora.serializers import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (
@@ -63,16 +63,21 @@ class ServiceDetailApi(TokenApiView):
 
     @extend_schema(
         operation_id="services_destroy",
-        summary="Delete a service with all its tasks and messages in every corpus (confirm=name)",
-        parameters=[OpenApiParameter("confirm", str, required=False, description="must equal the service name")],
+        summary="Delete a service with all its tasks, messages and result archives in every corpus (confirm=name)",
+        parameters=[
+            OpenApiParameter("confirm", str, required=False, description="must equal the service name"),
+            *RESULT_FILES_HEADERS,
+        ],
         responses={204: None, **problems(400, 403, 404)},
         tags=["services"],
     )
     def delete(self, request: Request, service: str) -> Response:
         params = ConfirmSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
-        actions.service_delete(name=service, confirm=params.validated_data.get("confirm"), actor=self.actor_name())
-        return Response(status=status.HTTP_204_NO_CONTENT)
+        counts = actions.service_delete(
+            name=service, confirm=params.validated_data.get("confirm"), actor=self.actor_name()
+        )
+        return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))
 
 
 class ServiceLeaseApi(TokenApiView):

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from accounts.actions import journaled
 from config.errors import ServiceError
 from config.screens import error_page, form_params, validated
-from corpora.serializers import ConfirmSerializer
+from corpora.serializers import ConfirmSerializer, result_files_sentence
 from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (
@@ -123,10 +123,14 @@ def service_delete_view(request: HttpRequest, service: str) -> HttpResponse:
             actor=request.user.username, action="service.delete", target=service, params=form_params(request.POST)
         ):
             confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
-            actions.service_delete(name=service, confirm=confirm, actor=request.user.username)
+            counts = actions.service_delete(name=service, confirm=confirm, actor=request.user.username)
     except ServiceError as exc:
         return render(request, "services/delete.html", {"service": dto, "error": exc.detail}, status=exc.status)
-    messages.success(request, f"The service {service} was deleted with its tasks and messages in every corpus.")
+    messages.success(
+        request,
+        f"The service {service} was deleted with its tasks and messages in every corpus."
+        f" {result_files_sentence(counts)}",
+    )
     return redirect("services")
 
 

@@ -23,6 +23,7 @@ from django.db.backends.utils import CursorWrapper
 
 from conversion.logparse import Message, parse_log
 from conversion.zips import zip_member
+from corpora.results import result_path
 
 logger = logging.getLogger(__name__)
 
@@ -121,11 +122,6 @@ def _file_writer() -> ThreadPoolExecutor:
     if _WRITER is None:
         _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="result-files")
     return _WRITER
-
-
-def result_path(results_dir: Path, corpus_id: int, service_id: int, task_id: int) -> Path:
-    """Where the result archive of a task is kept (for the document report and export)."""
-    return results_dir / str(corpus_id) / str(service_id) / f"{task_id}.zip"
 
 
 @dataclass(frozen=True)
