@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversion.engine import EngineMissing, latexmlc_path
 from conversion.worker import run_worker, stop_on_signals
+from services.queries import conversion_sandbox
 
 
 class Command(BaseCommand):
@@ -32,7 +33,11 @@ class Command(BaseCommand):
         stop = threading.Event()
         # Without this a SIGTERM would end the process and leave running latexmlc groups behind.
         stop_on_signals(stop)
-        self.stdout.write(f"worker serving {service} from {ventilator}, results to {sink}, concurrency {concurrency}")
+        sandbox = conversion_sandbox()
+        self.stdout.write(
+            f"worker serving {service} from {ventilator}, results to {sink}, concurrency {concurrency},"
+            f" sandbox {sandbox.mode}"
+        )
         try:
             run_worker(
                 ventilator=ventilator,
@@ -44,7 +49,9 @@ class Command(BaseCommand):
                 memory_mb=getattr(settings, "CONVERSION_MEMORY_MB", 4096),
                 message_size=getattr(settings, "DISPATCHER_MESSAGE_SIZE", 100_000),
                 stop=stop,
+                sandbox=sandbox,
             )
         except EngineMissing as exc:
+            # SandboxUnavailable too: the worker refuses to convert, saying why in one line.
             raise CommandError(str(exc)) from exc
         self.stdout.write("worker stopped")
