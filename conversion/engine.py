@@ -106,8 +106,10 @@ def convert(
     extra_args: Sequence[str] = (),
     cancel: threading.Event | None = None,
     sandbox: Sandbox = sandboxes.DEFAULT,
+    root: Path | None = None,
 ) -> Conversion:
     """Convert `main_file` (relative to `source_dir`) to HTML5 in a fresh directory inside `source_dir`.
+    The run sees `root` (`source_dir` by default, which must lie inside it) and nothing else.
 
     Raises EngineMissing without latexmlc, SandboxUnavailable when the sandbox cannot start,
     ConversionCancelled when `cancel` is set meanwhile."""
@@ -118,7 +120,8 @@ def convert(
     log_path = source_dir / LOG_NAME
     # A log left by an earlier run must not be read as this run's.
     log_path.unlink(missing_ok=True)
-    with sandboxes.launched(sandbox, source_dir, executable) as launch:
+    root = source_dir if root is None else Path(root).resolve()
+    with sandboxes.launched(sandbox, root, executable, start=source_dir) as launch:
         argv = [
             launch.executable,
             "--format=html5",

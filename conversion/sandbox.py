@@ -159,14 +159,17 @@ def _probe(sandbox: Sandbox) -> str | None:
 
 
 @contextlib.contextmanager
-def launched(sandbox: Sandbox, work_dir: Path, executable: str) -> Iterator[Launch]:
-    """The launch settings for running `executable` on `work_dir`; on exit the directory is ours again.
+def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None) -> Iterator[Launch]:
+    """The launch settings for running `executable` on `work_dir`, in `start` (a directory inside it,
+    `work_dir` itself by default); on exit the directory is ours again.
 
     Without a sandbox the run is direct. With one, the working directory is bound at /work; as root
     it is handed to the sandbox user for the run, through a copy when that user cannot reach it."""
     work_dir = Path(work_dir).resolve()
+    start = work_dir if start is None else Path(start).resolve()
+    inside_start = INSIDE_WORK / start.relative_to(work_dir)  # ValueError when start is not inside work_dir
     if not sandbox.enabled:
-        yield Launch(argv_prefix=[], executable=executable, cwd=work_dir, work_dir=work_dir)
+        yield Launch(argv_prefix=[], executable=executable, cwd=start, work_dir=work_dir)
         return
     bwrap = shutil.which(sandbox.bwrap)
     if bwrap is None:
@@ -187,7 +190,7 @@ def launched(sandbox: Sandbox, work_dir: Path, executable: str) -> Iterator[Laun
             _chown_tree(bound, SANDBOX_UID, SANDBOX_GID)
         info_read, info_write = os.pipe()
         opened += [info_read, info_write]
-        argv = [bwrap, *_filesystem_options(), "--bind", str(bound), str(INSIDE_WORK), "--chdir", str(INSIDE_WORK)]
+        argv = [bwrap, *_filesystem_options(), "--bind", str(bound), str(INSIDE_WORK), "--chdir", str(inside_start)]
         inside_executable = executable
         if not any(_is_within(Path(executable), Path(path)) for path in _READ_ONLY):
             # A stand-in engine from elsewhere is copied in: bwrap could not reach a private directory.

@@ -157,9 +157,10 @@ def convert_payload(
             return fatal_result("invalid", "archive", entry.detail or entry.problem)
         main = PurePosixPath(entry.main_file)
         # A ZIP that wraps the document in a folder has its main file there; TeX resolves \input from it.
+        # The run sees the whole payload, as it would unsandboxed: a file may \input ../shared.tex.
         conversion = engine.convert(
             source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, latexmlc=latexmlc, cancel=cancel,
-            sandbox=sandbox,
+            sandbox=sandbox, root=source,
         )  # fmt: skip
         return result_archive(conversion.log, conversion.output_dir)
 

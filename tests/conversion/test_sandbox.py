@@ -252,3 +252,15 @@ def test_manage_worker_refuses_an_unusable_sandbox_in_one_command_error(settings
     settings.CONVERSION_BWRAP = str(tmp_path / "no-bwrap")
     with pytest.raises(CommandError, match=r"^the conversion sandbox cannot start: [^\n]*no-bwrap is not installed"):
         call_command("worker", "--service", "tex_to_html")
+
+
+@pytest.mark.slow
+def test_a_payload_whose_main_file_is_in_a_folder_still_sees_the_rest_of_the_payload(latexmlc):
+    payload = io.BytesIO()
+    with zipfile.ZipFile(payload, "w") as archive:
+        main = "\\documentclass{article}\\begin{document}\\input{../shared/part}\\end{document}"
+        archive.writestr("paper/main.tex", main)
+        archive.writestr("shared/part.tex", "Sharedpart sentence.\n")
+    result = zipfile.ZipFile(io.BytesIO(convert_payload(payload.getvalue(), timeout=120, sandbox=BWRAP)))
+    assert b"Status:conversion:0" in result.read("cortex.log")
+    assert "Sharedpart sentence." in result.read("main.html").decode()
