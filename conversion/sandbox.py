@@ -290,7 +290,7 @@ def _copy_back(staged: Path, work_dir: Path) -> None:
         for name in files:
             source, target = Path(directory) / name, target_dir / name
             info = os.lstat(source)
-            if not stat.S_ISREG(info.st_mode) or target.is_symlink():
+            if not stat.S_ISREG(info.st_mode) or target.is_symlink() or (target.exists() and not target.is_file()):
                 continue
             if target.exists() and _same_file_content(info, os.stat(target)):
                 continue
