@@ -21,12 +21,11 @@ from pathlib import Path
 import psutil
 import pytest
 from django.conf import settings as django_settings
-from django.core.management import CommandError, call_command
 
 from conversion.engine import TERMINATE_GRACE_SECONDS, SandboxUnavailable, convert, latexmlc_path, sandbox_check
 from conversion.sandbox import Sandbox, problem
 from conversion.worker import convert_payload, run_worker
-from tests.support import PASSWD_LINE, PROJECT_DIR, Planted, plant, write_tex
+from tests.support import PASSWD_LINE, PROJECT_DIR, Planted, child_env, plant, write_tex
 
 BWRAP = Sandbox()
 NONE = Sandbox(mode="none")
@@ -247,11 +246,14 @@ def test_the_worker_command_line_refuses_an_unusable_sandbox_in_one_line(tmp_pat
     assert bad.returncode == 2 and "CONVERSION_SANDBOX must be one of bwrap, none, not 'off'" in bad.stderr
 
 
-def test_manage_worker_refuses_an_unusable_sandbox_in_one_command_error(settings, tmp_path):
-    # settings: pytest-django's fixture, restored after the test
-    settings.CONVERSION_BWRAP = str(tmp_path / "no-bwrap")
-    with pytest.raises(CommandError, match=r"^the conversion sandbox cannot start: [^\n]*no-bwrap is not installed"):
-        call_command("worker", "--service", "tex_to_html")
+def test_manage_worker_refuses_an_unusable_sandbox_in_one_line_and_serves_nothing(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "worker", "--service", "tex_to_html"], cwd=PROJECT_DIR,
+        env=child_env(CONVERSION_BWRAP=str(tmp_path / "no-bwrap")), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert re.match(r"^CommandError: the conversion sandbox cannot start: \S*no-bwrap is not installed", result.stderr)
 
 
 @pytest.mark.slow

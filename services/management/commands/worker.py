@@ -7,7 +7,7 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversion.engine import EngineMissing, latexmlc_path
+from conversion.engine import EngineMissing, latexmlc_path, sandbox_check
 from conversion.worker import run_worker, stop_on_signals
 from services.queries import conversion_sandbox
 
@@ -23,8 +23,11 @@ class Command(BaseCommand):
     def handle(self, *args: object, service: str, concurrency: int, identity: str | None, **options: object) -> None:
         if concurrency < 1:
             raise CommandError("--concurrency must be at least 1")
+        sandbox = conversion_sandbox()
         try:
             latexmlc_path()
+            # Before saying it serves: a worker whose sandbox cannot start only says why, in one line.
+            sandbox_check(sandbox)
         except EngineMissing as exc:
             raise CommandError(str(exc)) from exc
         host = getattr(settings, "DISPATCHER_HOST", "127.0.0.1")
@@ -33,7 +36,6 @@ class Command(BaseCommand):
         stop = threading.Event()
         # Without this a SIGTERM would end the process and leave running latexmlc groups behind.
         stop_on_signals(stop)
-        sandbox = conversion_sandbox()
         self.stdout.write(
             f"worker serving {service} from {ventilator}, results to {sink}, concurrency {concurrency},"
             f" sandbox {sandbox.mode}"
@@ -52,6 +54,5 @@ class Command(BaseCommand):
                 sandbox=sandbox,
             )
         except EngineMissing as exc:
-            # SandboxUnavailable too: the worker refuses to convert, saying why in one line.
             raise CommandError(str(exc)) from exc
         self.stdout.write("worker stopped")
