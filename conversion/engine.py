@@ -121,7 +121,7 @@ def convert(
     # A log left by an earlier run must not be read as this run's.
     log_path.unlink(missing_ok=True)
     root = source_dir if root is None else Path(root).resolve()
-    with sandboxes.launched(sandbox, root, executable, start=source_dir) as launch:
+    with sandboxes.launched(sandbox, root, executable, start=source_dir, tmp_mb=memory_mb) as launch:
         argv = [
             launch.executable,
             "--format=html5",
@@ -176,7 +176,7 @@ def convert_text(
         # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
         (work_dir / "input.tex").write_text(source, encoding="utf-8")
         dest = work_dir / f"result.{_FORMATS[format]}"
-        with sandboxes.launched(sandbox, work_dir, executable) as launch:
+        with sandboxes.launched(sandbox, work_dir, executable, tmp_mb=memory_mb) as launch:
             argv = [
                 launch.executable,
                 f"--format={format}",

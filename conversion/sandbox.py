@@ -159,9 +159,11 @@ def _probe(sandbox: Sandbox) -> str | None:
 
 
 @contextlib.contextmanager
-def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None) -> Iterator[Launch]:
+def launched(
+    sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None, tmp_mb: int | None = None
+) -> Iterator[Launch]:
     """The launch settings for running `executable` on `work_dir`, in `start` (a directory inside it,
-    `work_dir` itself by default); on exit the directory is ours again.
+    `work_dir` itself by default), with a /tmp of at most `tmp_mb` MB; on exit the directory is ours again.
 
     Without a sandbox the run is direct. With one, the working directory is bound at /work; as root
     it is handed to the sandbox user for the run, through a copy when that user cannot reach it."""
@@ -190,7 +192,8 @@ def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path |
             _chown_tree(bound, SANDBOX_UID, SANDBOX_GID)
         info_read, info_write = os.pipe()
         opened += [info_read, info_write]
-        argv = [bwrap, *_filesystem_options(), "--bind", str(bound), str(INSIDE_WORK), "--chdir", str(inside_start)]
+        argv = [bwrap, *_filesystem_options(tmp_mb)]
+        argv += ["--bind", str(bound), str(INSIDE_WORK), "--chdir", str(inside_start)]
         inside_executable = executable
         if not any(_is_within(Path(executable), Path(path)) for path in _READ_ONLY):
             # A stand-in engine from elsewhere is copied in: bwrap could not reach a private directory.
@@ -227,7 +230,7 @@ def exit_status(returncode: int) -> int:
     return -(returncode - 128) if 128 < returncode < 128 + 65 else returncode
 
 
-def _filesystem_options() -> list[str]:
+def _filesystem_options(tmp_mb: int | None) -> list[str]:
     options: list[str] = []
     for path in _READ_ONLY:
         options += ["--ro-bind-try", path, path]
@@ -237,7 +240,9 @@ def _filesystem_options() -> list[str]:
             options += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             options += ["--ro-bind", str(host), str(host)]
-    return [*options, "--proc", "/proc", "--dev", "/dev", "--tmpfs", INSIDE_TMP]
+    # A tmpfs lives in memory outside RLIMIT_AS: without a size, filling /tmp would take the host's RAM.
+    size = ["--size", str(tmp_mb * 1024 * 1024)] if tmp_mb else []
+    return [*options, "--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", INSIDE_TMP]
 
 
 def _is_within(path: Path, directory: Path) -> bool:

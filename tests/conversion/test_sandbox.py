@@ -266,3 +266,17 @@ def test_a_payload_whose_main_file_is_in_a_folder_still_sees_the_rest_of_the_pay
     result = zipfile.ZipFile(io.BytesIO(convert_payload(payload.getvalue(), timeout=120, sandbox=BWRAP)))
     assert b"Status:conversion:0" in result.read("cortex.log")
     assert "Sharedpart sentence." in result.read("main.html").decode()
+
+
+def test_the_sandbox_tmp_holds_no_more_than_the_memory_limit(tmp_path):
+    # A tmpfs lives in RAM outside the address-space limit: unbounded, a document could fill the host's memory.
+    script = tmp_path / "filling-latexmlc"
+    script.write_text(
+        "#!/bin/sh\nhead -c 200000000 /dev/zero > /tmp/fill 2> fill-error.txt\n"
+        "wc -c < /tmp/fill > fill-size.txt\necho Status:conversion:0 > cortex.log\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    write_tex(tmp_path / "work" / "doc.tex")
+    convert(tmp_path / "work", "doc.tex", timeout=60, memory_mb=100, latexmlc=str(script), sandbox=BWRAP)
+    assert int((tmp_path / "work" / "fill-size.txt").read_text()) <= 100 * 1024 * 1024
+    assert "No space left on device" in (tmp_path / "work" / "fill-error.txt").read_text()
