@@ -3,7 +3,8 @@ fenced by a memory limit and a hard wall-clock timeout enforced from outside (La
 --timeout is not reliable).
 
 A bad document never raises: what went wrong is written into the log as LaTeXML would have
-(`Fatal:...` then `Status:conversion:3`). Only a missing latexmlc or a programming error raises.
+(`Fatal:...` then `Status:conversion:3`). Only a missing latexmlc, a sandbox that cannot start or a
+programming error raises.
 """
 
 from __future__ import annotations
@@ -109,8 +110,8 @@ def convert(
     root: Path | None = None,
 ) -> Conversion:
     """Convert `main_file` (relative to `source_dir`) to HTML5 in a fresh directory inside `source_dir`.
-    The run sees `root` (`source_dir` by default, which must lie inside it) and nothing else.
 
+    The run sees `root` (`source_dir` by default; `source_dir` must lie inside it) and nothing else.
     Raises EngineMissing without latexmlc, SandboxUnavailable when the sandbox cannot start,
     ConversionCancelled when `cancel` is set meanwhile."""
     executable = latexmlc_path(latexmlc)
