@@ -111,7 +111,8 @@ def convert(
 ) -> Conversion:
     """Convert `main_file` (relative to `source_dir`) to HTML5 in a fresh directory inside `source_dir`.
 
-    The run sees `root` (`source_dir` by default; `source_dir` must lie inside it) and nothing else.
+    The run sees `root` (`source_dir` by default; `source_dir` must lie inside it) and nothing else;
+    paths in `extra_args` must be given as the run sees them (`root` is /work in the sandbox).
     Raises EngineMissing without latexmlc, SandboxUnavailable when the sandbox cannot start,
     ConversionCancelled when `cancel` is set meanwhile."""
     executable = latexmlc_path(latexmlc)
