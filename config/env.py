@@ -47,6 +47,16 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     return number
 
 
+def env_choice(name: str, default: str, *, choices: tuple[str, ...]) -> str:
+    """Read one of a fixed set of words, refusing anything else (no case folding, no guessing)."""
+    value = env_str(name)
+    if value is None:
+        return default
+    if value not in choices:
+        raise ConfigError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return value
+
+
 def env_list(name: str, default: list[str], *, separator: str = ",") -> list[str]:
     """Read a separated list, dropping empty items."""
     value = env_str(name)

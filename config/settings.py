@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 
 from config import embedded
-from config.env import database_config, env_bool, env_int, env_list, env_str
+from config.env import database_config, env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -175,6 +175,9 @@ RESULT_MAX_BYTES = env_int("RESULT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 RESULTS_REMOVE_INLINE = env_int("RESULTS_REMOVE_INLINE", 1000, minimum=0)
 CONVERSION_TIMEOUT_SECONDS = env_int("CONVERSION_TIMEOUT_SECONDS", 300, minimum=1)
 CONVERSION_MEMORY_MB = env_int("CONVERSION_MEMORY_MB", 4096, minimum=64)
+# Every latexmlc run (workers and POST /convert) is sandboxed with bubblewrap; `none` turns that off.
+CONVERSION_SANDBOX = env_choice("CONVERSION_SANDBOX", "bwrap", choices=("bwrap", "none"))
+CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")
 CONVERT_MAX_BYTES = env_int("CONVERT_MAX_BYTES", 1024 * 1024, minimum=1)
 CONVERT_TIMEOUT_SECONDS = env_int("CONVERT_TIMEOUT_SECONDS", 60, minimum=1)
 CONVERT_CONCURRENCY = env_int("CONVERT_CONCURRENCY", 2, minimum=1)

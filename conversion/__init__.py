@@ -1,4 +1,4 @@
-"""The conversion library: LaTeXML wrapper, log parser, worker client, archive helpers.
+"""The conversion library: LaTeXML wrapper and its sandbox, log parser, worker client, archive helpers.
 
-It imports nothing from Django, so a worker machine can run it with only latexmlc and pyzmq.
+It imports nothing from Django, so a worker machine can run it with only latexmlc, bwrap and pyzmq.
 """

@@ -1,8 +1,10 @@
-"""Running latexmlc: one conversion in its own process group, fenced by a memory limit and a hard
-wall-clock timeout enforced from outside (LaTeXML's own --timeout is not reliable).
+"""Running latexmlc: one conversion in a sandbox (conversion.sandbox) and its own process group,
+fenced by a memory limit and a hard wall-clock timeout enforced from outside (LaTeXML's own
+--timeout is not reliable).
 
 A bad document never raises: what went wrong is written into the log as LaTeXML would have
-(`Fatal:...` then `Status:conversion:3`). Only a missing latexmlc or a programming error raises.
+(`Fatal:...` then `Status:conversion:3`). Only a missing latexmlc, a sandbox that cannot start or a
+programming error raises.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import subprocess
 import tempfile
 import threading
@@ -22,6 +25,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+
+from conversion import sandbox as sandboxes
+from conversion.sandbox import Launch, Sandbox
 
 LOG_NAME = "cortex.log"
 DEFAULT_TIMEOUT_SECONDS = 300
@@ -49,6 +55,10 @@ _PRELOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(?:\[[A-Za-z0-9_.,=\- ]
 
 class EngineMissing(RuntimeError):
     """latexmlc cannot be found: nothing can be converted on this machine."""
+
+
+class SandboxUnavailable(EngineMissing):
+    """The sandbox cannot start here (bwrap missing, user namespaces refused): nothing is converted."""
 
 
 class ConversionCancelled(Exception):
@@ -80,6 +90,13 @@ def latexmlc_path(latexmlc: str = "latexmlc") -> str:
     return found
 
 
+def sandbox_check(sandbox: Sandbox) -> None:
+    """Raise SandboxUnavailable, with the reason in one line, when `sandbox` cannot run a command here."""
+    why = sandboxes.problem(sandbox)
+    if why is not None:
+        raise SandboxUnavailable(" ".join(why.split()))
+
+
 def convert(
     source_dir: Path,
     main_file: str,
@@ -89,26 +106,35 @@ def convert(
     latexmlc: str = "latexmlc",
     extra_args: Sequence[str] = (),
     cancel: threading.Event | None = None,
+    sandbox: Sandbox = sandboxes.DEFAULT,
+    root: Path | None = None,
 ) -> Conversion:
     """Convert `main_file` (relative to `source_dir`) to HTML5 in a fresh directory inside `source_dir`.
 
-    Raises EngineMissing without latexmlc, ConversionCancelled when `cancel` is set meanwhile."""
+    The run sees `root` (`source_dir` by default; `source_dir` must lie inside it) and nothing else;
+    paths in `extra_args` must be given as the run sees them (`root` is /work in the sandbox).
+    Raises EngineMissing without latexmlc, SandboxUnavailable when the sandbox cannot start,
+    ConversionCancelled when `cancel` is set meanwhile."""
     executable = latexmlc_path(latexmlc)
+    sandbox_check(sandbox)
     source_dir = Path(source_dir).resolve()
     output_dir = Path(tempfile.mkdtemp(prefix=".cortex-output-", dir=source_dir))
     log_path = source_dir / LOG_NAME
     # A log left by an earlier run must not be read as this run's.
     log_path.unlink(missing_ok=True)
-    argv = [
-        executable,
-        "--format=html5",
-        f"--dest={output_dir / (PurePath(main_file).stem + '.html')}",
-        f"--log={LOG_NAME}",
-        f"--timeout={_latexmlc_timeout(timeout)}",
-        *extra_args,
-        _source_argument(main_file),
-    ]
-    run = _run_latexmlc(argv, cwd=source_dir, timeout=timeout, memory_mb=memory_mb, cancel=cancel)
+    root = source_dir if root is None else Path(root).resolve()
+    with sandboxes.launched(sandbox, root, executable, start=source_dir, tmp_mb=memory_mb) as launch:
+        argv = [
+            launch.executable,
+            "--format=html5",
+            f"--dest={launch.inside(output_dir / (PurePath(main_file).stem + '.html'))}",
+            f"--log={LOG_NAME}",
+            f"--timeout={_latexmlc_timeout(timeout)}",
+            *extra_args,
+            _source_argument(main_file),
+        ]
+        run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, cancel=cancel)
+    _keep_directory(output_dir)
     log, status_code = _finish_log(_read_log(log_path), run, timeout=timeout, memory_mb=memory_mb)
     return Conversion(
         log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms
@@ -128,10 +154,12 @@ def convert_text(
     preload: Sequence[str] = (),
     latexmlc: str = "latexmlc",
     memory_mb: int = DEFAULT_MEMORY_MB,
+    sandbox: Sandbox = sandboxes.DEFAULT,
 ) -> dict:
     """Convert TeX given as text (a `literal:` prefix is accepted and dropped) in a temporary directory.
 
-    Returns {"result", "log", "status", "status_code"}; raises ValueError for an unknown switch value."""
+    Returns {"result", "log", "status", "status_code"}; raises ValueError for an unknown switch value,
+    EngineMissing without latexmlc and SandboxUnavailable when the sandbox cannot start."""
     if whatsin not in _CHUNKS or whatsout not in _CHUNKS:
         raise ValueError(f"whatsin and whatsout must be one of {sorted(_CHUNKS)}")
     if format not in _FORMATS:
@@ -140,32 +168,34 @@ def convert_text(
     if bad:
         raise ValueError(f"not a binding name to preload: {bad[0]!r}")
     executable = latexmlc_path(latexmlc)
+    sandbox_check(sandbox)
     source = tex.removeprefix("literal:")
     # Formula in, formula out: without a math switch LaTeXML would answer in its own XMath schema.
     if whatsin in _MATH_CHUNKS and whatsout in _MATH_CHUNKS and not (pmml or cmml):
         pmml = True
     with tempfile.TemporaryDirectory(prefix="cortex-text-") as work:
-        work_dir = Path(work)
+        work_dir = Path(work).resolve()
         # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
         (work_dir / "input.tex").write_text(source, encoding="utf-8")
         dest = work_dir / f"result.{_FORMATS[format]}"
-        argv = [
-            executable,
-            f"--format={format}",
-            f"--whatsin={whatsin}",
-            f"--whatsout={whatsout}",
-            f"--dest={dest}",
-            f"--log={LOG_NAME}",
-            f"--timeout={_latexmlc_timeout(timeout)}",
-            *(["--includestyles"] if includestyles else []),
-            *(["--pmml"] if pmml else []),
-            *(["--cmml"] if cmml else []),
-            *(f"--preload={name}" for name in preload),
-            "./input.tex",
-        ]
-        run = _run_latexmlc(argv, cwd=work_dir, timeout=timeout, memory_mb=memory_mb, cancel=None)
+        with sandboxes.launched(sandbox, work_dir, executable, tmp_mb=memory_mb) as launch:
+            argv = [
+                launch.executable,
+                f"--format={format}",
+                f"--whatsin={whatsin}",
+                f"--whatsout={whatsout}",
+                f"--dest={launch.inside(dest)}",
+                f"--log={LOG_NAME}",
+                f"--timeout={_latexmlc_timeout(timeout)}",
+                *(["--includestyles"] if includestyles else []),
+                *(["--pmml"] if pmml else []),
+                *(["--cmml"] if cmml else []),
+                *(f"--preload={name}" for name in preload),
+                "./input.tex",
+            ]
+            run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, cancel=None)
         log, status_code = _finish_log(_read_log(work_dir / LOG_NAME), run, timeout=timeout, memory_mb=memory_mb)
-        result = dest.read_bytes() if dest.is_file() else b""
+        result = _read_regular_file(dest)
     code = FATAL if status_code is None else status_code
     return {
         "result": result.decode("utf-8", errors="replace").strip(),
@@ -173,6 +203,16 @@ def convert_text(
         "status": STATUS_NAMES.get(code, "fatal"),
         "status_code": code,
     }
+
+
+def _keep_directory(path: Path) -> None:
+    """Make `path` a real directory again when the run replaced it: a link there would point the
+    caller, who reads the output on the host, at the host's files."""
+    if path.is_dir() and not path.is_symlink():
+        return
+    if path.is_symlink() or path.exists():
+        path.unlink()
+    path.mkdir()
 
 
 def status_code_of(log: bytes) -> int | None:
@@ -191,9 +231,13 @@ def _source_argument(main_file: str) -> str:
 
 
 def _run_latexmlc(
-    argv: list[str], *, cwd: Path, timeout: float, memory_mb: int, cancel: threading.Event | None
+    argv: list[str], *, launch: Launch, timeout: float, memory_mb: int, cancel: threading.Event | None
 ) -> _Run:
-    """Run latexmlc in its own session; kill the whole group at the deadline; leave no process behind."""
+    """Run latexmlc (in its sandbox) in its own session; kill it all at the deadline; leave no process behind.
+
+    In the sandbox latexmlc runs in a session and a pid namespace of its own under bwrap: killing
+    bwrap's group kills bwrap, whose death kills the namespace's first process (--die-with-parent),
+    and the kernel kills every process of a namespace whose first process ends."""
     if memory_mb < 1 or timeout <= 0:
         raise ValueError("memory_mb and timeout must be positive")
     limit = memory_mb * 1024 * 1024
@@ -205,16 +249,19 @@ def _run_latexmlc(
     with tempfile.TemporaryFile() as stderr:
         started = time.monotonic()
         process = subprocess.Popen(
-            argv,
-            cwd=cwd,
+            [*launch.argv_prefix, *argv],
+            **launch.popen_options(),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
             start_new_session=True,
             preexec_fn=limit_memory,
         )
+        launch.started()
         timed_out = cancelled = False
+        namespace_pidfd: int | None = None
         try:
+            namespace_pidfd = _open_pidfd(launch.first_process(timeout=max(timeout, 1)))
             outcome = _wait_for_exit(process.pid, started + timeout, cancel)
             timed_out, cancelled = outcome == "deadline", outcome == "cancelled"
             if outcome != "exited":
@@ -226,12 +273,38 @@ def _run_latexmlc(
             _signal_group(process.pid, signal.SIGKILL)
             process.wait()
             _wait_for_group_gone(process.pid)
+            if namespace_pidfd is not None:
+                _wait_for_namespace_gone(namespace_pidfd)
         runtime_ms = int((time.monotonic() - started) * 1000)
         if cancelled:
             raise ConversionCancelled("the conversion was cancelled")
         size = stderr.seek(0, os.SEEK_END)
         stderr.seek(max(0, size - _STDERR_MAX_BYTES))
-        return _Run(returncode=process.returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr.read())
+        returncode = process.returncode if launch.info_fd is None else sandboxes.exit_status(process.returncode)
+        return _Run(returncode=returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr.read())
+
+
+def _open_pidfd(pid: int | None) -> int | None:
+    if pid is None:
+        return None
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+def _wait_for_namespace_gone(pidfd: int, limit: float = 5.0) -> None:
+    """Wait until the sandbox's first process has ended: the kernel ends it only after every other
+    process of its pid namespace is gone. It gets SIGKILL itself if bwrap's death did not end it."""
+    poller = select.poll()
+    poller.register(pidfd, select.POLLIN)
+    try:
+        if not poller.poll(int(limit * 1000)):
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            poller.poll(int(limit * 1000))
+    finally:
+        os.close(pidfd)
 
 
 def _wait_for_exit(pid: int, deadline: float, cancel: threading.Event | None) -> str:
@@ -284,10 +357,26 @@ def _wait_for_group_gone(pgid: int, limit: float = 2.0) -> None:
         time.sleep(0.01)
 
 
+def _open_no_link(path: Path) -> int:
+    # The run may have put a link where its log or result was: read on the host, it would leak host files.
+    return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+
+
+def _read_regular_file(path: Path) -> bytes:
+    """The file's bytes, or nothing when it is missing, a link or not a regular file."""
+    try:
+        with open(_open_no_link(path), "rb") as handle:
+            return handle.read() if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else b""
+    except OSError:
+        return b""
+
+
 def _read_log(path: Path) -> bytes:
     """The log file, cut in the middle when it is huge (the end holds the status line)."""
     try:
-        with open(path, "rb") as handle:
+        with open(_open_no_link(path), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return b""
             size = handle.seek(0, os.SEEK_END)
             handle.seek(0)
             if size <= LOG_MAX_BYTES:
@@ -295,7 +384,8 @@ def _read_log(path: Path) -> bytes:
             head = handle.read(LOG_MAX_BYTES - _LOG_TAIL_BYTES)
             handle.seek(size - _LOG_TAIL_BYTES)
             tail = handle.read()
-    except FileNotFoundError:
+    except OSError:
+        # Missing, or a link the run left in its place (ELOOP): there is no log to read.
         return b""
     cut = f"\nInfo:truncated:log the log was {size} bytes; its middle was left out\n".encode()
     return head + cut + tail

@@ -2,7 +2,10 @@
 latexmlc, push the result ZIP to the sink. Needs only Python, latexmlc and pyzmq:
 
     python -m conversion.worker --ventilator tcp://host:51695 --sink tcp://host:51696 \\
-        --service tex_to_html --concurrency 2 [--timeout 300] [--memory-mb 4096]
+        --service tex_to_html --concurrency 2 [--timeout 300] [--memory-mb 4096] [--sandbox bwrap|none]
+
+Every conversion runs in the bubblewrap sandbox (conversion.sandbox) unless `--sandbox none` (or
+CONVERSION_SANDBOX=none) is given; a worker whose sandbox cannot start refuses to run.
 
 A bad payload is answered with a `Fatal:invalid:archive` result and the loop goes on; a dispatcher
 that goes away is waited for (the request is resent on a fresh socket), never blocked on forever.
@@ -29,6 +32,7 @@ import zmq
 
 from conversion import engine
 from conversion.archive import inspect_entry
+from conversion.sandbox import MODES, Sandbox
 from conversion.wire import DEFAULT_MESSAGE_SIZE, join_frames, payload_complete, split_frames
 
 logger = logging.getLogger(__name__)
@@ -137,9 +141,12 @@ def convert_payload(
     memory_mb: int = engine.DEFAULT_MEMORY_MB,
     latexmlc: str = "latexmlc",
     cancel: threading.Event | None = None,
+    sandbox: Sandbox = engine.sandboxes.DEFAULT,
 ) -> bytes:
     """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result."""
     with tempfile.TemporaryDirectory(prefix="cortex-task-") as work:
+        # Passable, not listable: the sandbox user (nobody, when we are root) reaches source/ through it.
+        os.chmod(work, 0o711)  # noqa: S103
         source = Path(work) / "source"
         try:
             unpack_payload(payload, source)
@@ -150,9 +157,11 @@ def convert_payload(
             return fatal_result("invalid", "archive", entry.detail or entry.problem)
         main = PurePosixPath(entry.main_file)
         # A ZIP that wraps the document in a folder has its main file there; TeX resolves \input from it.
+        # The run sees the whole payload, as it would unsandboxed: a file may \input ../shared.tex.
         conversion = engine.convert(
-            source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, latexmlc=latexmlc, cancel=cancel
-        )
+            source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, latexmlc=latexmlc, cancel=cancel,
+            sandbox=sandbox, root=source,
+        )  # fmt: skip
         return result_archive(conversion.log, conversion.output_dir)
 
 
@@ -172,6 +181,7 @@ class _WorkerLoop:
         message_size: int,
         reply_timeout: float,
         latexmlc: str,
+        sandbox: Sandbox,
         stop: threading.Event,
     ) -> None:
         self.context = context
@@ -184,6 +194,7 @@ class _WorkerLoop:
         self.message_size = message_size
         self.reply_timeout = reply_timeout
         self.latexmlc = latexmlc
+        self.sandbox = sandbox
         self.stop = stop
         self.dealer: zmq.Socket | None = None
         self.sink: zmq.Socket | None = None
@@ -279,8 +290,9 @@ class _WorkerLoop:
         label = task_id.decode(errors="replace")
         try:
             result = convert_payload(
-                payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc, cancel=self.stop
-            )
+                payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc, cancel=self.stop,
+                sandbox=self.sandbox,
+            )  # fmt: skip
         except engine.ConversionCancelled:
             # Stopping: no result, so the lease runs out and the task goes to another worker.
             logger.info("task %s: conversion cancelled by shutdown", label)
@@ -333,9 +345,12 @@ def run_worker(
     stop: threading.Event | None = None,
     reply_timeout: float = REPLY_TIMEOUT_SECONDS,
     latexmlc: str = "latexmlc",
+    sandbox: Sandbox = engine.sandboxes.DEFAULT,
 ) -> None:
-    """Serve `service` with `concurrency` threads until `stop` is set; raises EngineMissing without latexmlc."""
+    """Serve `service` with `concurrency` threads until `stop` is set; raises EngineMissing without latexmlc
+    and SandboxUnavailable (before serving anything) when the sandbox cannot start."""
     engine.latexmlc_path(latexmlc)
+    engine.sandbox_check(sandbox)
     if concurrency < 1 or message_size < 1 or reply_timeout <= 0:
         raise ValueError("concurrency, message_size and reply_timeout must be positive")
     stop = stop if stop is not None else threading.Event()
@@ -355,10 +370,14 @@ def run_worker(
     for index, name in enumerate(names):
         loop = _WorkerLoop(
             context=context, ventilator=ventilator, sink=sink, service=service, identity=name, timeout=timeout,
-            memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc, stop=stop,
+            memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc,
+            sandbox=sandbox, stop=stop,
         )  # fmt: skip
         threads.append(threading.Thread(target=serve, args=(loop,), name=f"cortex-worker-{index}", daemon=True))
-    logger.info("worker %s: %d thread(s) serving %s from %s", names[0], concurrency, service, ventilator)
+    logger.info(
+        "worker %s: %d thread(s) serving %s from %s, sandbox %s", names[0], concurrency, service, ventilator,
+        sandbox.mode,
+    )  # fmt: skip
     for thread in threads:
         thread.start()
     try:
@@ -398,7 +417,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
     parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
     parser.add_argument("--latexmlc", default="latexmlc")
+    parser.add_argument(
+        "--sandbox", choices=MODES, default=os.environ.get("CONVERSION_SANDBOX") or "bwrap",
+        help="bwrap (default; env CONVERSION_SANDBOX) or none: run latexmlc without isolation",
+    )  # fmt: skip
+    parser.add_argument("--bwrap", default=os.environ.get("CONVERSION_BWRAP") or "bwrap", help="the bwrap executable")
     args = parser.parse_args(argv)
+    if args.sandbox not in MODES:
+        parser.error(f"CONVERSION_SANDBOX must be one of {', '.join(MODES)}, not {args.sandbox!r}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s")
     stop = threading.Event()
     stop_on_signals(stop)
@@ -406,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
         run_worker(
             ventilator=args.ventilator, sink=args.sink, service=args.service, concurrency=args.concurrency,
             identity=args.identity, timeout=args.timeout, memory_mb=args.memory_mb, message_size=args.message_size,
-            stop=stop, latexmlc=args.latexmlc,
+            stop=stop, latexmlc=args.latexmlc, sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap),
         )  # fmt: skip
     except (engine.EngineMissing, ValueError) as exc:
         print(exc, file=sys.stderr)

@@ -1,4 +1,4 @@
-"""GET /healthz: liveness, with nothing more than status and database.reachable."""
+"""GET /healthz: liveness: status, database.reachable and the conversion sandbox's state."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from ops.serializers import LivenessSerializer
 class HealthzApi(PublicApiView):
     @extend_schema(
         operation_id="healthz",
-        summary="Liveness: status and whether the database is reachable",
+        summary="Liveness: status, whether the database is reachable, and whether conversions run sandboxed",
         responses={
             200: LivenessSerializer,
             503: OpenApiResponse(LivenessSerializer, description="The database does not answer"),

@@ -20,6 +20,22 @@ def database_reachable() -> bool:
         return False
 
 
+def conversion_sandbox_state() -> str:
+    """`bwrap` when conversions run sandboxed, `unavailable` when the sandbox cannot start (conversions
+    are refused), `none` when the sandbox is turned off."""
+    from conversion.sandbox import problem
+    from services.queries import conversion_sandbox
+
+    sandbox = conversion_sandbox()
+    if not sandbox.enabled:
+        return "none"
+    return sandbox.mode if problem(sandbox) is None else "unavailable"
+
+
 def liveness() -> dict:
     reachable = database_reachable()
-    return {"status": "ok" if reachable else "unavailable", "database": {"reachable": reachable}}
+    return {
+        "status": "ok" if reachable else "unavailable",
+        "database": {"reachable": reachable},
+        "conversion_sandbox": conversion_sandbox_state(),
+    }

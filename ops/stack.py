@@ -154,6 +154,14 @@ def check_prerequisites(*, latexml_workers: int) -> None:
         raise PrerequisiteMissing(
             "latexmlc is not installed: apt-get install latexml (or start with --workers 0 and run workers elsewhere)"
         )
+    if latexml_workers > 0:
+        from conversion.sandbox import problem
+        from services.queries import conversion_sandbox
+
+        # Workers would refuse to start one by one and be restarted forever: say it once, here.
+        why = problem(conversion_sandbox())
+        if why is not None:
+            raise PrerequisiteMissing(f"{why} (or start with --workers 0 and run workers elsewhere)")
     for module, package in (("gunicorn", "gunicorn"), ("celery", "celery[redis]")):
         try:
             __import__(module)

@@ -56,12 +56,13 @@ class ConvertApi(PublicApiView):
         responses={
             200: ConversionSerializer,
             400: OpenApiResponse(description="empty, oversized or invalid input"),
-            503: OpenApiResponse(description="all conversion slots are busy"),
+            503: OpenApiResponse(description="all conversion slots are busy, or the conversion sandbox cannot start"),
         },
         tags=["conversion"],
     )
     def post(self, request: Request) -> Response:
         from conversion.engine import EngineMissing, convert_text
+        from services.queries import conversion_sandbox
 
         params = ConvertRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
@@ -78,7 +79,7 @@ class ConvertApi(PublicApiView):
         if not _slots.acquire(timeout=2):
             return _refusal(503, "All conversion slots are busy; retry shortly.", "busy")
         try:
-            converted = convert_text(tex, **options)
+            converted = convert_text(tex, sandbox=conversion_sandbox(), **options)
         except EngineMissing as exc:
             return _refusal(503, str(exc), "engine_missing")
         finally:

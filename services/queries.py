@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from config.errors import NotFound
+from conversion.sandbox import Sandbox
 from services.models import Service
 
 
@@ -23,6 +24,11 @@ def service_get(name: str) -> Service:
 def effective_lease_seconds(service: Service) -> int:
     """The lease a task of this service gets when leased now: the override or the global default."""
     return service.lease_seconds or settings.DISPATCHER_LEASE_SECONDS
+
+
+def conversion_sandbox() -> Sandbox:
+    """The sandbox latexmlc runs in here, as the settings say (CONVERSION_SANDBOX, CONVERSION_BWRAP)."""
+    return Sandbox(mode=settings.CONVERSION_SANDBOX, bwrap=settings.CONVERSION_BWRAP)
 
 
 def worker_list(service_name: str) -> list:

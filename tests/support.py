@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
 import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 
@@ -96,3 +100,57 @@ def write_targz(path: Path, members: dict[str, str]) -> Path:
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     return path
+
+
+# The first line of /etc/passwd (root's): a leak of the file shows it.
+PASSWD_LINE = Path("/etc/passwd").read_text().splitlines()[0]
+
+
+@dataclass
+class Planted:
+    """Files with unique markers outside the working directory: beside it and in the project's var/."""
+
+    markers: dict[str, str]  # attack name -> the marker its file holds
+    document: str
+
+    def leaked(self, text: str) -> list[str]:
+        return sorted(name for name, marker in self.markers.items() if marker in text)
+
+
+@contextlib.contextmanager
+def plant(outside: Path, work: Path) -> Iterator[Planted]:
+    """Plant one marker file per attack and yield a document that tries all of them from `work`."""
+    token = uuid.uuid4().hex[:10]
+    markers = {name: f"LEAK{name}{token}" for name in ("abs", "rel", "read", "incabs", "increl", "var", "varrel")}
+    outside.mkdir(parents=True, exist_ok=True)
+    for name in ("abs", "rel", "incabs", "increl"):
+        (outside / f"{name}.tex").write_text(f"{markers[name]} marker text.\n")
+    (outside / "read.txt").write_text(f"{markers['read']} marker text.\n")
+    var_files = [settings.VAR_DIR / f"sandbox-test-{token}-{name}.tex" for name in ("var", "varrel")]
+    for path, name in zip(var_files, ("var", "varrel"), strict=True):
+        path.write_text(f"{markers[name]} marker text.\n")
+
+    def up_from(path: Path) -> str:
+        # Relative and climbing out of the working directory: enough ../ to reach / from any depth.
+        return "../" * (len(work.parts) + 3) + str(path).lstrip("/")
+
+    document = "\n".join([
+        "\\documentclass{article}", "\\usepackage{verbatim}", "\\begin{document}", "Start.",
+        "\\verbatiminput{/etc/passwd}",
+        "\\input{/etc/passwd}",
+        f"\\input{{{outside / 'abs.tex'}}}",
+        f"\\input{{{os.path.relpath(outside / 'rel.tex', work)}}}",
+        f"\\input{{{settings.VAR_DIR / 'secret_key'}}}",
+        f"\\input{{{var_files[0]}}}",
+        f"\\input{{{up_from(var_files[1])}}}",
+        "\\newread\\secretfile", f"\\openin\\secretfile={outside / 'read.txt'}",
+        "\\read\\secretfile to\\secretline", "\\closein\\secretfile", "Read: \\secretline.",
+        f"\\include{{{outside / 'incabs'}}}",
+        f"\\include{{{up_from(outside / 'increl')}}}",
+        "End.", "\\end{document}", "",
+    ])  # fmt: skip
+    try:
+        yield Planted(markers=markers, document=document)
+    finally:
+        for path in var_files:
+            path.unlink(missing_ok=True)

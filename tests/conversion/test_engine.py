@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from conversion.engine import TERMINATE_GRACE_SECONDS, EngineMissing, convert, convert_text, latexmlc_path
+from conversion.sandbox import Sandbox
 from tests.support import write_tex
 
 DOCUMENT = "\\documentclass{article}\n\\begin{document}\nHello $x^2$ world.\n\\end{document}\n"
@@ -71,12 +72,13 @@ def test_a_document_that_loops_forever_is_killed_at_the_timeout_and_leaves_no_pr
 @pytest.mark.slow
 def test_a_converter_that_ignores_sigterm_is_killed_with_its_whole_process_group(tmp_path):
     # A stand-in latexmlc that ignores SIGTERM and leaves a helper process running, as a hung one might.
+    # Unsandboxed, so the pids it writes are the host's; tests/conversion/test_sandbox.py has the sandboxed case.
     script = tmp_path / "stubborn-latexmlc"
     script.write_text("#!/bin/sh\ntrap '' TERM\necho $$ > leader.pid\nsleep 300 &\necho $! > helper.pid\nsleep 300\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     source = tmp_path / "source"
     write_tex(source / "doc.tex", DOCUMENT)
-    conversion = convert(source, "doc.tex", timeout=1, latexmlc=str(script))
+    conversion = convert(source, "doc.tex", timeout=1, latexmlc=str(script), sandbox=Sandbox(mode="none"))
     assert conversion.timed_out and conversion.status_code == 3
     assert b"Fatal:timeout:timedout Conversion exceeded the timeout of 1 seconds" in conversion.log
     leader, helper = (int((source / name).read_text()) for name in ("leader.pid", "helper.pid"))

@@ -128,7 +128,8 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         up = Up(var_dir, port)
         token = up.wait_for("TOKEN=").split("=", 1)[1]
         up.wait_for("BASE_URL=")
-        assert _get(f"{base}/healthz") == (200, {"status": "ok", "database": {"reachable": True}})
+        healthy = {"status": "ok", "database": {"reachable": True}, "conversion_sandbox": "bwrap"}
+        assert _get(f"{base}/healthz") == (200, healthy)
         assert _get(f"{base}/api/jobs")[0] == 401
         assert _get(f"{base}/api/jobs", token)[0] == 200
 

@@ -7,8 +7,9 @@ import threading
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from conversion.engine import EngineMissing, latexmlc_path
+from conversion.engine import EngineMissing, latexmlc_path, sandbox_check
 from conversion.worker import run_worker, stop_on_signals
+from services.queries import conversion_sandbox
 
 
 class Command(BaseCommand):
@@ -22,8 +23,11 @@ class Command(BaseCommand):
     def handle(self, *args: object, service: str, concurrency: int, identity: str | None, **options: object) -> None:
         if concurrency < 1:
             raise CommandError("--concurrency must be at least 1")
+        sandbox = conversion_sandbox()
         try:
             latexmlc_path()
+            # Before saying it serves: a worker whose sandbox cannot start only says why, in one line.
+            sandbox_check(sandbox)
         except EngineMissing as exc:
             raise CommandError(str(exc)) from exc
         host = getattr(settings, "DISPATCHER_HOST", "127.0.0.1")
@@ -32,7 +36,10 @@ class Command(BaseCommand):
         stop = threading.Event()
         # Without this a SIGTERM would end the process and leave running latexmlc groups behind.
         stop_on_signals(stop)
-        self.stdout.write(f"worker serving {service} from {ventilator}, results to {sink}, concurrency {concurrency}")
+        self.stdout.write(
+            f"worker serving {service} from {ventilator}, results to {sink}, concurrency {concurrency},"
+            f" sandbox {sandbox.mode}"
+        )
         try:
             run_worker(
                 ventilator=ventilator,
@@ -44,6 +51,7 @@ class Command(BaseCommand):
                 memory_mb=getattr(settings, "CONVERSION_MEMORY_MB", 4096),
                 message_size=getattr(settings, "DISPATCHER_MESSAGE_SIZE", 100_000),
                 stop=stop,
+                sandbox=sandbox,
             )
         except EngineMissing as exc:
             raise CommandError(str(exc)) from exc

@@ -1,0 +1,282 @@
+"""The bubblewrap sandbox around latexmlc, with the real latexmlc and bwrap: a document cannot read
+files outside its working directory, reach the network or outlive its deadline; an unusable sandbox
+is refused in one line. Each attack is also run unsandboxed, to show that it does read the file there."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+import threading
+import time
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import psutil
+import pytest
+from django.conf import settings as django_settings
+
+from conversion.engine import TERMINATE_GRACE_SECONDS, SandboxUnavailable, convert, latexmlc_path, sandbox_check
+from conversion.sandbox import Sandbox, problem
+from conversion.worker import convert_payload, run_worker
+from tests.support import PASSWD_LINE, PROJECT_DIR, Planted, child_env, plant, write_tex
+
+BWRAP = Sandbox()
+NONE = Sandbox(mode="none")
+LOOPING = "\\documentclass{article}\n\\begin{document}\n\\loop\\iftrue\\repeat\n\\end{document}\n"
+MEMORY_HOG = "\\documentclass{article}\n\\begin{document}\n\\def\\x{aaaaaaaa}\\loop\\edef\\x{\\x\\x}\\iftrue\\repeat\n\\end{document}\n"  # noqa: E501
+
+
+@pytest.fixture
+def latexmlc() -> str:
+    return latexmlc_path()
+
+
+@pytest.fixture
+def planted(tmp_path) -> Iterator[Planted]:
+    with plant(tmp_path / "outside", tmp_path / "work") as planted:
+        yield planted
+
+
+def output_text(conversion) -> str:
+    files = [path for path in conversion.output_dir.rglob("*") if path.is_file()]
+    return "\n".join(path.read_text(errors="replace") for path in files) + conversion.log.decode(errors="replace")
+
+
+def secret_key_file() -> str:
+    return (django_settings.VAR_DIR / "secret_key").read_text().strip()
+
+
+@pytest.mark.slow
+def test_an_unsandboxed_run_reads_every_planted_file(tmp_path, planted, latexmlc):
+    # The control: each attack works without the sandbox, so the sandboxed test below can fail.
+    write_tex(tmp_path / "work" / "doc.tex", planted.document)
+    text = output_text(convert(tmp_path / "work", "doc.tex", timeout=120, sandbox=NONE))
+    assert planted.leaked(text) == sorted(planted.markers)
+    assert PASSWD_LINE in text
+
+
+@pytest.mark.slow
+def test_a_sandboxed_run_reads_no_file_outside_its_working_directory(tmp_path, planted, latexmlc):
+    write_tex(tmp_path / "work" / "doc.tex", planted.document)
+    conversion = convert(tmp_path / "work", "doc.tex", timeout=120, sandbox=BWRAP)
+    text = output_text(conversion)
+    assert conversion.status_code == 2 and "Start." in text and "End." in text  # converted, around the holes
+    assert planted.leaked(text) == []
+    assert PASSWD_LINE not in text and secret_key_file() not in text
+    assert (tmp_path / "work" / "cortex.log").is_file()
+    assert re.search(rb"^Error:missing_file:/etc/passwd ", conversion.log, re.MULTILINE)
+
+
+@pytest.mark.slow
+def test_the_worker_payload_conversion_reads_no_file_outside_its_task(tmp_path, latexmlc):
+    # convert_payload works in its own temporary directory, the way the worker converts every task,
+    # /tmp/cortex-task-XXXX/source: the relative attacks are written from a directory of the same depth.
+    with plant(tmp_path / "outside", Path("/tmp/cortex-task-unknown/source")) as planted:
+        payload = io.BytesIO()
+        with zipfile.ZipFile(payload, "w") as archive:
+            archive.writestr("paper.tex", planted.document)
+        for sandbox, expected in ((NONE, sorted(planted.markers)), (BWRAP, [])):
+            result = zipfile.ZipFile(io.BytesIO(convert_payload(payload.getvalue(), timeout=120, sandbox=sandbox)))
+            text = "\n".join(result.read(name).decode(errors="replace") for name in result.namelist())
+            assert planted.leaked(text) == expected, sandbox.mode
+            assert (PASSWD_LINE in text) == (sandbox is NONE)
+            assert "Start." in text and "End." in text
+
+
+def network_probe_script(tmp_path: Path, port: int) -> Path:
+    """A stand-in latexmlc that tries to open a TCP connection to 127.0.0.1:port and writes what happened."""
+    script = tmp_path / "network-latexmlc"
+    script.write_text(
+        "#!/bin/sh\n"
+        "perl -MIO::Socket::INET -e 'print IO::Socket::INET->new(PeerAddr => \"127.0.0.1:"
+        f'{port}", Timeout => 5) ? "connected" : "refused"\' > network.txt\n'
+        "echo Status:conversion:0 > cortex.log\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    return script
+
+
+def test_the_network_is_not_reachable_from_the_sandbox(tmp_path):
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(4)
+        listener.settimeout(0)
+        script = network_probe_script(tmp_path, listener.getsockname()[1])
+        for sandbox, expected in ((NONE, "connected"), (BWRAP, "refused")):
+            work = tmp_path / sandbox.mode
+            write_tex(work / "doc.tex")
+            conversion = convert(work, "doc.tex", timeout=30, latexmlc=str(script), sandbox=sandbox)
+            assert conversion.status_code == 0
+            assert (work / "network.txt").read_text() == expected, sandbox.mode
+
+
+@dataclass
+class Descendants:
+    """Every process below this one seen while a conversion runs (sampled), to check none outlives it."""
+
+    seen: dict[int, tuple[float, str]] = field(default_factory=dict)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def watch(self) -> None:
+        me = psutil.Process()
+        while not self.stop.is_set():
+            for child in me.children(recursive=True):
+                try:
+                    self.seen.setdefault(child.pid, (child.create_time(), " ".join(child.cmdline())))
+                except psutil.Error:
+                    continue
+            self.stop.wait(0.05)
+
+    def alive(self) -> list[str]:
+        left = []
+        for pid, (created, cmdline) in self.seen.items():
+            try:
+                process = psutil.Process(pid)
+                if process.create_time() == created and process.status() != psutil.STATUS_ZOMBIE:
+                    left.append(f"{pid} {cmdline}")
+            except psutil.NoSuchProcess:
+                continue
+        return left
+
+
+def watched(run):
+    descendants = Descendants()
+    watcher = threading.Thread(target=descendants.watch, daemon=True)
+    watcher.start()
+    try:
+        result = run()
+    finally:
+        descendants.stop.set()
+        watcher.join()
+    return result, descendants
+
+
+@pytest.mark.slow
+def test_a_looping_document_is_killed_at_the_timeout_inside_the_sandbox_and_leaves_no_process(tmp_path, latexmlc):
+    write_tex(tmp_path / "loop.tex", LOOPING)
+    started = time.monotonic()
+    conversion, descendants = watched(lambda: convert(tmp_path, "loop.tex", timeout=3, sandbox=BWRAP))
+    elapsed = time.monotonic() - started
+    assert conversion.timed_out and conversion.status_code == 3
+    assert 3 <= elapsed < 3 + TERMINATE_GRACE_SECONDS + 2
+    assert b"Fatal:timeout:timedout Conversion exceeded the timeout of 3 seconds" in conversion.log
+    assert any("latexmlc" in cmdline and "bwrap" not in cmdline for _, cmdline in descendants.seen.values())
+    assert descendants.alive() == []
+
+
+@pytest.mark.slow
+def test_a_document_over_the_memory_limit_is_killed_inside_the_sandbox_and_leaves_no_process(tmp_path, latexmlc):
+    write_tex(tmp_path / "hog.tex", MEMORY_HOG)
+    conversion, descendants = watched(lambda: convert(tmp_path, "hog.tex", timeout=120, memory_mb=250, sandbox=BWRAP))
+    assert not conversion.timed_out and conversion.status_code == 3
+    assert re.search(rb"^Fatal:perl:(out_of_memory|die) ", conversion.log, re.MULTILINE)
+    assert any("latexmlc" in cmdline and "bwrap" not in cmdline for _, cmdline in descendants.seen.values())
+    assert descendants.alive() == []
+
+
+def test_a_converter_that_ignores_sigterm_inside_the_sandbox_is_killed_with_all_it_started(tmp_path):
+    script = tmp_path / "stubborn-latexmlc"
+    script.write_text("#!/bin/sh\ntrap '' TERM\nsleep 300 &\nsleep 301\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    write_tex(tmp_path / "source" / "doc.tex")
+    conversion, descendants = watched(
+        lambda: convert(tmp_path / "source", "doc.tex", timeout=1, latexmlc=str(script), sandbox=BWRAP)
+    )
+    assert conversion.timed_out and conversion.status_code == 3
+    seen = [cmdline for _, cmdline in descendants.seen.values()]
+    assert "sleep 300" in seen and "sleep 301" in seen  # the helper and the leader ran, in the sandbox
+    assert descendants.alive() == []
+
+
+def test_links_the_run_leaves_are_not_followed_when_its_output_is_read(tmp_path):
+    # Code in the sandbox (a Perl binding a document ships) replaces its log and output by links to host files.
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("HOSTSECRET marker\n")
+    script = tmp_path / "linking-latexmlc"
+    script.write_text(
+        "#!/bin/sh\n"
+        'for arg in "$@"; do case "$arg" in --dest=*) dest="${arg#--dest=}";; esac; done\n'
+        f'out=$(dirname "$dest"); rm -rf "$out"; ln -s {tmp_path} "$out"\n'
+        f"rm -f cortex.log; ln -s {secret} cortex.log\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    payload = io.BytesIO()
+    with zipfile.ZipFile(payload, "w") as archive:
+        archive.writestr("paper.tex", "\\documentclass{article}\\begin{document}x\\end{document}")
+    result = zipfile.ZipFile(io.BytesIO(convert_payload(payload.getvalue(), timeout=30, latexmlc=str(script))))
+    assert result.namelist() == ["cortex.log"]
+    log = result.read("cortex.log")
+    assert b"HOSTSECRET" not in log and b"Status:conversion:3" in log
+
+
+def test_an_unusable_sandbox_refuses_to_convert_with_the_reason(tmp_path):
+    missing = Sandbox(bwrap=str(tmp_path / "no-bwrap-here"))
+    write_tex(tmp_path / "doc.tex")
+    with pytest.raises(SandboxUnavailable, match=r"^the conversion sandbox cannot start: .*no-bwrap-here is not inst"):
+        convert(tmp_path, "doc.tex", sandbox=missing)
+    assert not list(tmp_path.glob(".cortex-output-*"))  # refused before anything ran
+    # A bwrap that starts but fails (as with user namespaces refused) is refused too; its last stderr line says why.
+    assert problem(Sandbox(bwrap="false")) == "the conversion sandbox cannot start: bwrap exited with code 1"
+    with pytest.raises(SandboxUnavailable):
+        run_worker(ventilator="tcp://127.0.0.1:1", sink="tcp://127.0.0.1:2", service="x", sandbox=missing)
+    sandbox_check(NONE)  # none is never refused
+
+
+def test_the_worker_command_line_refuses_an_unusable_sandbox_in_one_line(tmp_path):
+    env = {key: value for key, value in os.environ.items() if key not in ("CONVERSION_SANDBOX", "CONVERSION_BWRAP")}
+    result = subprocess.run(
+        [sys.executable, "-m", "conversion.worker", "--ventilator", "tcp://127.0.0.1:1", "--sink", "tcp://127.0.0.1:2",
+         "--service", "tex_to_html", "--bwrap", str(tmp_path / "no-bwrap")],
+        cwd=PROJECT_DIR, env=env, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("the conversion sandbox cannot start: ")
+    bad = subprocess.run(
+        [sys.executable, "-m", "conversion.worker", "--ventilator", "tcp://127.0.0.1:1", "--sink", "tcp://127.0.0.1:2",
+         "--service", "tex_to_html"],
+        cwd=PROJECT_DIR, env={**env, "CONVERSION_SANDBOX": "off"}, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "CONVERSION_SANDBOX must be one of bwrap, none, not 'off'" in bad.stderr
+
+
+def test_manage_worker_refuses_an_unusable_sandbox_in_one_line_and_serves_nothing(tmp_path):
+    result = subprocess.run(
+        [sys.executable, "manage.py", "worker", "--service", "tex_to_html"], cwd=PROJECT_DIR,
+        env=child_env(CONVERSION_BWRAP=str(tmp_path / "no-bwrap")), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode != 0 and result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert re.match(r"^CommandError: the conversion sandbox cannot start: \S*no-bwrap is not installed", result.stderr)
+
+
+@pytest.mark.slow
+def test_a_payload_whose_main_file_is_in_a_folder_still_sees_the_rest_of_the_payload(latexmlc):
+    payload = io.BytesIO()
+    with zipfile.ZipFile(payload, "w") as archive:
+        main = "\\documentclass{article}\\begin{document}\\input{../shared/part}\\end{document}"
+        archive.writestr("paper/main.tex", main)
+        archive.writestr("shared/part.tex", "Sharedpart sentence.\n")
+    result = zipfile.ZipFile(io.BytesIO(convert_payload(payload.getvalue(), timeout=120, sandbox=BWRAP)))
+    assert b"Status:conversion:0" in result.read("cortex.log")
+    assert "Sharedpart sentence." in result.read("main.html").decode()
+
+
+def test_the_sandbox_tmp_holds_no_more_than_the_memory_limit(tmp_path):
+    # A tmpfs lives in RAM outside the address-space limit: unbounded, a document could fill the host's memory.
+    script = tmp_path / "filling-latexmlc"
+    script.write_text(
+        "#!/bin/sh\nhead -c 200000000 /dev/zero > /tmp/fill 2> fill-error.txt\n"
+        "wc -c < /tmp/fill > fill-size.txt\necho Status:conversion:0 > cortex.log\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    write_tex(tmp_path / "work" / "doc.tex")
+    convert(tmp_path / "work", "doc.tex", timeout=60, memory_mb=100, latexmlc=str(script), sandbox=BWRAP)
+    assert int((tmp_path / "work" / "fill-size.txt").read_text()) <= 100 * 1024 * 1024
+    assert "No space left on device" in (tmp_path / "work" / "fill-error.txt").read_text()
