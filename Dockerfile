@@ -10,4 +10,4 @@ COPY . .
 RUN useradd --create-home ccs && mkdir -p /app/var && chown -R ccs /app/var
 USER ccs
 EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--worker-class", "gthread", "--threads", "8"]

@@ -10,6 +10,7 @@ programming error raises.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import math
 import os
 import re
@@ -36,6 +37,9 @@ FATAL = 3
 STATUS_NAMES = {0: "no_problem", 1: "warning", 2: "error", 3: "fatal"}
 # latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
 LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
+# latexmlc runs at this lower CPU priority, so that on a machine it shares (web tier, dispatcher, database)
+# the others' short requests are scheduled ahead of a long conversion; with nothing else to run it has no cost.
+LATEXMLC_NICENESS = 10
 # Time latexmlc gets to exit after SIGTERM before the whole group is killed.
 TERMINATE_GRACE_SECONDS = 2.0
 # A document that spams warnings can write a huge log; the worker must not run out of memory reading it.
@@ -50,6 +54,12 @@ _MATH_CHUNKS = frozenset({"formula", "math"})
 _FORMATS = {
     "tex": "tex", "box": "box", "xml": "xml", "html": "html", "html4": "html", "html5": "html", "xhtml": "xhtml"
 }  # fmt: skip
+# prctl, looked up before any fork: the child sets PR_SET_PDEATHSIG with it between fork and exec.
+try:
+    _prctl = ctypes.CDLL(None, use_errno=True).prctl
+except (OSError, AttributeError):  # not Linux: a killed parent leaves latexmlc to its own --timeout
+    _prctl = None
+_PR_SET_PDEATHSIG = 1
 _PRELOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(?:\[[A-Za-z0-9_.,=\- ]*\])?$")
 
 
@@ -245,6 +255,12 @@ def _run_latexmlc(
     def limit_memory() -> None:
         # Runs in the child between fork and exec; setrlimit takes no lock, so this is safe with threads.
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        os.nice(LATEXMLC_NICENESS)
+        # latexmlc runs in its own session, so nothing else stops it when its caller (a web worker, the
+        # worker) is killed outright; the signal comes when the thread that started it ends, and that
+        # thread waits for latexmlc, so only its death sends it.
+        if _prctl is not None:
+            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
     with tempfile.TemporaryFile() as stderr:
         started = time.monotonic()

@@ -22,6 +22,9 @@ FIRST_ACTOR = "admin"
 DEMO_CORPUS = "demo"
 DEMO_SERVICE = "tex_to_html"
 DEMO_SOURCE = Path(__file__).resolve().parent / "demo_corpus"
+# Threads per web process: more than CONVERT_CONCURRENCY (so conversions never hold them all) and no
+# more than DB_POOL_MAX (so no thread waits for a database connection).
+WEB_THREADS = 8
 
 
 class PrerequisiteMissing(Exception):
@@ -79,14 +82,27 @@ def wait_for_redis(timeout: float = 20.0) -> None:
             time.sleep(0.1)
 
 
-def web_child(*, host: str, port: int, processes: int) -> Child:
+def web_child(*, host: str, port: int, processes: int, threads: int = WEB_THREADS) -> Child:
+    """gunicorn with threaded workers: a long request (a /convert conversion) holds one thread of a
+    process, and the process's other threads keep answering."""
     argv = [
         sys.executable, "-m", "gunicorn", "config.wsgi:application",
         "--bind", f"{host}:{port}", "--workers", str(processes),
+        "--worker-class", "gthread", "--threads", str(threads),
         "--timeout", "120", "--graceful-timeout", "10",
         "--access-logfile", "-", "--error-logfile", "-", "--log-level", "warning",
     ]  # fmt: skip
     return Child("web", argv, child_env())
+
+
+def check_web_threads(threads: int) -> None:
+    """Conversions run on web threads: with no more threads than CONVERT_CONCURRENCY they could take
+    every thread of a process and leave none for other requests."""
+    if threads <= settings.CONVERT_CONCURRENCY:
+        raise PrerequisiteMissing(
+            f"--web-threads {threads} must be more than CONVERT_CONCURRENCY ({settings.CONVERT_CONCURRENCY}), "
+            "so that conversions leave threads for other requests"
+        )
 
 
 def celery_worker_child(*, concurrency: int) -> Child:

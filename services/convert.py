@@ -1,12 +1,15 @@
 """POST /convert: the conversion engine over HTTP (form-encoded), limited in size, time and concurrency
-so that a public endpoint cannot be used to tie up the machine."""
+so that a public endpoint cannot be used to tie up the machine.
+
+A conversion runs on the request's thread of a gthread web worker (see `ops.stack.web_child`), so it
+holds one thread, never a whole process; the slots of `services.convert_slots` bound how many run at
+once across all web processes, and a request over that limit is refused at once."""
 
 from __future__ import annotations
 
-import threading
-
 from django.conf import settings
-from drf_spectacular.utils import OpenApiResponse, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
@@ -14,10 +17,12 @@ from rest_framework.response import Response
 
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.views import PublicApiView
+from services.convert_slots import convert_slot_take
 
 _FORMATS = ["html5", "html", "html4", "xhtml", "xml"]
 _WHATS = ["document", "fragment", "math"]
-_slots = threading.BoundedSemaphore(max(settings.CONVERT_CONCURRENCY, 1))
+# What a refused client is told to wait: about one short conversion (latexmlc alone takes ~1 s to start).
+RETRY_AFTER_SECONDS = 2
 
 
 class ConvertRequestSerializer(serializers.Serializer):
@@ -56,8 +61,20 @@ class ConvertApi(PublicApiView):
         responses={
             200: ConversionSerializer,
             400: OpenApiResponse(description="empty, oversized or invalid input"),
-            503: OpenApiResponse(description="all conversion slots are busy, or the conversion sandbox cannot start"),
+            503: OpenApiResponse(
+                description="all conversion slots are busy (at once, with Retry-After), or the conversion sandbox"
+                " or the engine is missing"
+            ),
         },
+        parameters=[
+            OpenApiParameter(
+                "Retry-After",
+                OpenApiTypes.INT,
+                OpenApiParameter.HEADER,
+                response=[503],
+                description="seconds to wait before retrying, when all conversion slots are busy",
+            ),
+        ],
         tags=["conversion"],
     )
     def post(self, request: Request) -> Response:
@@ -76,12 +93,15 @@ class ConvertApi(PublicApiView):
                                  settings.CONVERT_TIMEOUT_SECONDS)  # fmt: skip
         if options["whatsin"] == "math" and options["whatsout"] == "math" and not (options["pmml"] or options["cmml"]):
             options["pmml"] = True  # formula in, formula out: presentation MathML unless asked otherwise
-        if not _slots.acquire(timeout=2):
-            return _refusal(503, "All conversion slots are busy; retry shortly.", "busy")
+        slot = convert_slot_take()
+        if slot is None:
+            busy = _refusal(503, "All conversion slots are busy; retry shortly.", "busy")
+            busy["Retry-After"] = str(RETRY_AFTER_SECONDS)
+            return busy
         try:
             converted = convert_text(tex, sandbox=conversion_sandbox(), **options)
         except EngineMissing as exc:
             return _refusal(503, str(exc), "engine_missing")
         finally:
-            _slots.release()
+            slot.release()
         return Response(ConversionSerializer(converted).data)

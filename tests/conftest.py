@@ -164,3 +164,15 @@ def _protected_services(request: pytest.FixtureRequest) -> None:
 
     protected_service("init")
     protected_service("import")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def own_convert_slots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """In-process /convert calls take their slots in a directory of this run, not in VAR_DIR/run, which a
+    `make run` of the same checkout shares: its conversions must not make a test's request busy."""
+    import services.convert_slots
+
+    directory = tmp_path_factory.mktemp("convert-slots")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(services.convert_slots, "convert_slots_dir", lambda: directory)
+        yield

@@ -192,6 +192,16 @@ def test_a_bad_setting_stops_start_up_with_one_line_naming_it():
     assert result.stderr.strip() == "configuration error: DEBUG must be true or false, not 'yes'"
 
 
+def test_up_refuses_no_more_web_threads_than_conversions_as_they_could_take_them_all(tmp_path):
+    result = _run_command(
+        "up", "--port", str(free_port()), "--web-threads", "2", CONVERT_CONCURRENCY="2", VAR_DIR=str(tmp_path),
+        DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/ccs", REDIS_URL="x",
+    )  # fmt: skip
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "--web-threads 2 must be more than CONVERT_CONCURRENCY (2)" in result.stderr
+
+
 def test_up_says_in_one_line_when_the_database_does_not_answer():
     closed = free_port()
     result = _run_command(

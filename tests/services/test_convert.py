@@ -53,3 +53,36 @@ def test_unknown_switch_values_are_400_field_errors(api):
 
 def test_json_bodies_are_refused_as_the_engine_takes_forms(api):
     assert api.post("/convert", {"tex": "x"}, format="json").status_code == 415
+
+
+def test_over_the_limit_the_answer_is_an_immediate_503_problem_with_retry_after(api, settings):
+    from services.convert_slots import convert_slot_take
+
+    settings.CONVERT_CONCURRENCY = 1
+    held = convert_slot_take()
+    assert held is not None
+    try:
+        response = _post(api, tex="literal:x", whatsin="math", whatsout="math")
+    finally:
+        held.release()
+    assert response.status_code == 503 and response["Content-Type"] == PROBLEM
+    assert int(response["Retry-After"]) >= 1
+    body = response.json()
+    assert body["status_code"] == 3 and body["log"].startswith("Fatal:input:busy")
+
+
+def test_slots_exclude_each_other_within_a_process_and_come_back_when_released(tmp_path):
+    from services.convert_slots import convert_slot_take, convert_slots_busy
+
+    first, second = (convert_slot_take(limit=2, directory=tmp_path) for _ in range(2))
+    assert {first.number, second.number} == {0, 1}
+    assert convert_slot_take(limit=2, directory=tmp_path) is None
+    assert convert_slots_busy(limit=2, directory=tmp_path) == 2
+    first.release()
+    first.release()  # a second release does nothing
+    assert convert_slots_busy(limit=2, directory=tmp_path) == 1
+    again = convert_slot_take(limit=2, directory=tmp_path)
+    assert again is not None and again.number == first.number
+    second.release()
+    again.release()
+    assert convert_slots_busy(limit=2, directory=tmp_path) == 0

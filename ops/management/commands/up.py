@@ -28,6 +28,10 @@ class Command(BaseCommand):
         parser.add_argument("--workers", type=int, default=2, help="LaTeXML conversion workers (default 2; 0 for none)")
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo corpus on the first start")
         parser.add_argument("--web-processes", type=int, default=2, help="gunicorn worker processes (default 2)")
+        parser.add_argument(
+            "--web-threads", type=int, default=stack.WEB_THREADS,
+            help=f"threads per gunicorn process, more than CONVERT_CONCURRENCY (default {stack.WEB_THREADS})",
+        )  # fmt: skip
         parser.add_argument("--job-concurrency", type=int, default=2, help="Celery job worker processes (default 2)")
 
     def handle(self, *args: object, **options: object) -> None:
@@ -35,6 +39,7 @@ class Command(BaseCommand):
         supervisor.install_signal_handlers()
         try:
             stack.check_prerequisites(latexml_workers=options["workers"])
+            stack.check_web_threads(options["web_threads"])
             self._start(supervisor, options)
             supervisor.watch()
         except stack.PrerequisiteMissing as exc:
@@ -64,7 +69,12 @@ class Command(BaseCommand):
         supervisor.start(stack.celery_worker_child(concurrency=options["job_concurrency"]))
         supervisor.start(stack.celery_beat_child())
         supervisor.start(
-            stack.web_child(host=options["host"], port=options["port"], processes=options["web_processes"])
+            stack.web_child(
+                host=options["host"],
+                port=options["port"],
+                processes=options["web_processes"],
+                threads=options["web_threads"],
+            )
         )
         base_url = f"http://{options['host']}:{options['port']}"
         if not stack.wait_for_web(base_url):
