@@ -85,6 +85,7 @@ def web_child(*, host: str, port: int, processes: int) -> Child:
         "--bind", f"{host}:{port}", "--workers", str(processes),
         "--timeout", "120", "--graceful-timeout", "10",
         "--access-logfile", "-", "--error-logfile", "-", "--log-level", "warning",
+        "--logger-class", "config.gunicorn.TokenMaskingLogger",
     ]  # fmt: skip
     return Child("web", argv, child_env())
 

@@ -164,3 +164,21 @@ def _protected_services(request: pytest.FixtureRequest) -> None:
 
     protected_service("init")
     protected_service("import")
+
+
+@pytest.fixture(autouse=True)
+def _auth_failures_of_its_own(settings) -> Iterator[str]:
+    """Each test counts failed authentications under keys of its own (tests send wrong tokens from the
+    same address, and a count left by one would lock out the next); the keys are removed after it."""
+    import uuid
+
+    prefix = f"ccs-test:{uuid.uuid4().hex}:auth-failures:"
+    settings.AUTH_FAILURE_KEY_PREFIX = prefix
+    url = settings.REDIS_URL  # a test may point REDIS_URL elsewhere; its keys are here
+    yield prefix
+    from accounts.lockout import redis_for
+
+    client = redis_for(url)
+    keys = list(client.scan_iter(match=prefix + "*"))
+    if keys:
+        client.delete(*keys)
