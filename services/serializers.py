@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField
+from config.api.fields import StrictCharField, StrictIntegerField
 from config.names import NAME_MAX
 from corpora.serializers import validate_plain_name
 from services.models import Service
@@ -41,7 +41,7 @@ class ServiceRegisterRequestSerializer(serializers.Serializer):
     outputformat = serializers.ChoiceField(choices=["html"], required=False)
     command = StrictCharField(max_length=500, required=False, allow_blank=True)
     description = StrictCharField(max_length=2000, required=False, allow_blank=True)
-    lease_seconds = serializers.IntegerField(min_value=1, max_value=2_000_000_000, required=False, allow_null=True)
+    lease_seconds = StrictIntegerField(min_value=1, max_value=2_000_000_000, required=False, allow_null=True)
 
 
 class LeaseUpdateRequestSerializer(serializers.Serializer):

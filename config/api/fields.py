@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.http import QueryDict
 from rest_framework import serializers
 
 
@@ -13,5 +14,16 @@ class StrictCharField(serializers.CharField):
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """In a JSON body an integer is a JSON integer: DRF's IntegerField also takes "5" and 5.0. Form and
+    query values are text by nature (the screens' forms share these serializers), so they are parsed."""
+
+    def to_internal_value(self, data: Any) -> int:
+        from_text = isinstance(getattr(self.root, "initial_data", None), QueryDict)
+        if not from_text and (isinstance(data, bool) or not isinstance(data, int)):
             self.fail("invalid")
         return super().to_internal_value(data)

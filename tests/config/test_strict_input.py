@@ -12,8 +12,8 @@ from services.models import Service
 pytestmark = pytest.mark.django_db
 
 
-def _json_string_fields() -> list[tuple[str, str, str]]:
-    """(method, path, field) for every string property of every JSON request body in the document."""
+def _json_fields(kind: str) -> list[tuple[str, str, str]]:
+    """(method, path, field) for every property of type `kind` of every JSON request body in the document."""
     document = openapi_document()
     schemas = document["components"]["schemas"]
     found = []
@@ -26,12 +26,13 @@ def _json_string_fields() -> list[tuple[str, str, str]]:
             if "$ref" in schema:
                 schema = schemas[schema["$ref"].rsplit("/", 1)[1]]
             for name, prop in schema.get("properties", {}).items():
-                if prop.get("type") == "string" and not prop.get("readOnly"):
+                if prop.get("type") == kind and not prop.get("readOnly"):
                     found.append((method, path, name))
     return found
 
 
-STRING_FIELDS = _json_string_fields()
+STRING_FIELDS = _json_fields("string")
+INTEGER_FIELDS = _json_fields("integer")
 
 
 def test_the_document_has_json_bodies_with_string_fields():
@@ -44,6 +45,25 @@ def test_a_string_field_refuses_anything_but_a_string(authed, method, path, fiel
     response = getattr(authed, method)(path, {field: value}, format="json")
     assert response.status_code == 400, response.content
     assert response.json()["errors"][field] == ["Not a valid string."]
+
+
+def test_the_document_has_json_bodies_with_integer_fields():
+    assert ("post", "/api/services", "lease_seconds") in INTEGER_FIELDS
+    assert ("put", "/api/services/{service}/lease", "seconds") in INTEGER_FIELDS
+
+
+@pytest.mark.parametrize(("method", "path", "field"), INTEGER_FIELDS)
+@pytest.mark.parametrize("value", ["5", 5.0, 5.5, True])
+def test_an_integer_field_refuses_anything_but_an_integer(authed, method, path, field, value):
+    assert authed.post("/api/services", {"name": "svc"}, format="json").status_code == 201
+    response = getattr(authed, method)(path.replace("{service}", "svc"), {field: value}, format="json")
+    assert response.status_code == 400, response.content
+    assert field in response.json()["errors"]
+
+
+def test_the_service_form_still_takes_its_lease_as_text(screen_client):
+    response = screen_client.post("/services", {"name": "formsvc", "lease_seconds": "60"})
+    assert response.status_code == 302 and Service.objects.get(name="formsvc").lease_seconds == 60
 
 
 def test_a_service_named_by_a_number_is_refused(authed):
