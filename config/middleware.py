@@ -51,21 +51,19 @@ def url_without_token(url: str) -> str:
 
 
 def _has_nul(request: HttpRequest) -> bool:
-    if "\x00" in request.path_info:
+    query = request.META.get("QUERY_STRING", "")  # still percent-encoded; the path is decoded already
+    if "\x00" in request.path_info or "%00" in query or "\x00" in query:
         return True
-    query = request.META.get("QUERY_STRING", "")
-    if "%00" in query or "\x00" in query:
-        return True
-    return any(
-        "\x00" in value for key, value in request.META.items() if key.startswith("HTTP_") and isinstance(value, str)
-    )
+    headers = (value for key, value in request.META.items() if key.startswith("HTTP_"))
+    return any(isinstance(value, str) and "\x00" in value for value in headers)
 
 
 class RequestGuardMiddleware:
-    """Refuse what no view can handle before anything reads the request: NUL characters in the path, the
-    query or a header (PostgreSQL text cannot hold them) answer 400, a body above
-    DATA_UPLOAD_MAX_MEMORY_SIZE answers 413, both as problem+json. On the way out, a redirect never
-    carries a service token (it would end up in the next page, the history and the logs)."""
+    """Refuse what no view can handle before anything reads the request: a NUL character in the path,
+    the query, a header or a URL-encoded form (PostgreSQL text cannot hold one) answers 400, a body
+    above DATA_UPLOAD_MAX_MEMORY_SIZE (REQUEST_MAX_BYTES) answers 413, both as problem+json on every
+    path. On the way out, a redirect never carries a service token (it would end up in the next page,
+    the browser's history and the logs)."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
@@ -92,12 +90,8 @@ class RequestGuardMiddleware:
             return problem_json_response(400, "The Content-Length header is not a number.")
         if limit is not None and length > limit:
             return problem_json_response(413, too_large_detail())
-        content_type = request.META.get("CONTENT_TYPE", "")
-        if (
-            length
-            and content_type.startswith("application/x-www-form-urlencoded")
-            and (b"%00" in request.body or b"\x00" in request.body)
-        ):
+        is_form = request.META.get("CONTENT_TYPE", "").startswith("application/x-www-form-urlencoded")
+        if length and is_form and (b"%00" in request.body or b"\x00" in request.body):  # read once, kept
             return problem_json_response(400, "The form holds a NUL character, which no field may contain.")
         return None
 

@@ -63,6 +63,7 @@ def speaks_problem(path: str) -> bool:
 
 
 def too_large_detail() -> str:
+    """The words of every 413: the limit, in bytes."""
     from django.conf import settings
 
     return f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
