@@ -1,5 +1,6 @@
-"""Service tokens stay out of log lines and out of redirects: gunicorn's access log (a real gunicorn),
-Django's log lines, and the login redirect of a screen requested with ?token=."""
+"""Service tokens stay out of log lines and out of redirects: gunicorn's access log (a real gunicorn), a
+Celery worker's log (a real worker), Django's log lines, and the login redirect of a screen requested
+with ?token=."""
 
 from __future__ import annotations
 
@@ -117,3 +118,30 @@ def test_the_login_page_drops_a_token_from_the_page_it_returns_to(client, token)
     assert token not in page.content.decode() and 'value="/audit"' in page.content.decode()
     signed_in = client.post("/login", {"token": token, "next": f"/jobs?token={token}&active=true"})
     assert signed_in.status_code == 302 and signed_in["Location"] == "/jobs?active=true"
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_a_celery_workers_log_masks_tokens(tmp_path, purge_broker):
+    """Celery writes the whole body of a message it cannot run into its log: a token there is masked."""
+    from config.celery import app
+
+    log_path = tmp_path / "celery.log"
+    argv = [
+        sys.executable, "-m", "celery", "-A", "config", "worker", "--loglevel", "INFO", "--concurrency", "1",
+        "--pool", "solo", "--hostname", "masking@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
+    ]  # fmt: skip
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            argv, cwd=PROJECT_DIR, env=child_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    try:
+        wait_until(lambda: "ready." in log_path.read_text(), 60, message="the worker to be ready")
+        app.send_task("tests.no_such_task", args=[f"/api/jobs?token={SECRET}", SECRET])
+        wait_until(lambda: "unregistered task" in log_path.read_text(), 30, message="the worker to log the message")
+    finally:
+        process.terminate()
+        process.wait(30)
+    text = log_path.read_text()
+    assert SECRET not in text
+    assert "token=***" in text and "ccs_***" in text
