@@ -6,6 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from accounts.models import AuditEntry
+from config.api.fields import StrictCharField
 
 
 class AuditEntrySerializer(serializers.ModelSerializer):
@@ -26,15 +27,19 @@ class AuditEntrySerializer(serializers.ModelSerializer):
 
 
 class AuditListParamsSerializer(serializers.Serializer):
-    """Filters of the journal; a limit above the maximum is reduced to it."""
+    """Filters of the journal; a limit above the maximum is reduced to it. An empty filter (the screen's
+    form sends one) means no filter, as the OpenAPI document says (no minLength)."""
 
-    actor = serializers.CharField(required=False, max_length=100)
-    action = serializers.CharField(required=False, max_length=100)
+    actor = StrictCharField(required=False, allow_blank=True, max_length=100)
+    action = StrictCharField(required=False, allow_blank=True, max_length=100)
     limit = serializers.IntegerField(required=False, default=settings.AUDIT_PAGE_DEFAULT, min_value=1)
 
     def validate_limit(self, value: int) -> int:
         return min(value, settings.AUDIT_PAGE_MAX)
 
+    def validate(self, attrs: dict) -> dict:
+        return {key: value for key, value in attrs.items() if value != ""}
+
 
 class TokenLoginSerializer(serializers.Serializer):
-    token = serializers.CharField(max_length=200, trim_whitespace=True)
+    token = StrictCharField(max_length=200, trim_whitespace=True)

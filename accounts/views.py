@@ -9,27 +9,37 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.lockout import token_check
 from accounts.middleware import SESSION_TOKEN_KEY
-from accounts.queries import audit_list, token_verify
+from accounts.queries import audit_list
 from accounts.serializers import AuditEntrySerializer, AuditListParamsSerializer, TokenLoginSerializer
+from config.api.auth import client_address
+from config.errors import TooManyRequests
+from config.middleware import url_without_token
 
 
 @require_http_methods(["GET", "POST"])
 def login_view(request: HttpRequest) -> HttpResponse:
-    next_url = request.POST.get("next") or request.GET.get("next") or "/corpora"
+    # A token in the page to return to would be written into this page and the browser's history.
+    next_url = url_without_token(request.POST.get("next") or request.GET.get("next") or "/corpora")
     if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
         next_url = "/corpora"
-    error = ""
-    if request.method == "POST":
-        form = TokenLoginSerializer(data=request.POST)
-        token = token_verify(form.validated_data["token"]) if form.is_valid() else None
-        if token is not None:
-            user, _ = get_user_model().objects.get_or_create(username=token.actor)
-            login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-            request.session[SESSION_TOKEN_KEY] = token.pk
-            return redirect(next_url)
+    if request.method == "GET":
+        return render(request, "accounts/login.html", {"next": next_url, "error": ""})
+    form = TokenLoginSerializer(data=request.POST)
+    try:
+        token = token_check(form.validated_data["token"], client_address(request)) if form.is_valid() else None
+    except TooManyRequests as exc:
+        response = render(request, "accounts/login.html", {"next": next_url, "error": exc.detail}, status=429)
+        response["Retry-After"] = str(exc.retry_after)
+        return response
+    if token is None:
         error = "That token is not valid or has been revoked."
-    return render(request, "accounts/login.html", {"next": next_url, "error": error}, status=401 if error else 200)
+        return render(request, "accounts/login.html", {"next": next_url, "error": error}, status=401)
+    user, _ = get_user_model().objects.get_or_create(username=token.actor)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    request.session[SESSION_TOKEN_KEY] = token.pk
+    return redirect(next_url)
 
 
 @require_POST

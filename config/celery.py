@@ -2,12 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import os
+from typing import Any
 
 from celery import Celery
+from celery.signals import after_setup_logger, after_setup_task_logger
+
+from config.logs import TokenMaskingFormatter
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
 app = Celery("ccs")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def mask_tokens_in_worker_logs(logger: logging.Logger, *args: Any, **kwargs: Any) -> None:
+    """Celery sets up its own log handlers in workers and beat; their lines mask tokens like every other."""
+    for handler in logger.handlers:
+        if not isinstance(handler.formatter, TokenMaskingFormatter):
+            handler.setFormatter(TokenMaskingFormatter(handler.formatter or logging.Formatter()))

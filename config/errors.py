@@ -41,3 +41,13 @@ class Unprocessable(ServiceError):
 
 class Unavailable(ServiceError):
     status, title, slug = 503, "Service unavailable", "unavailable"
+
+
+class TooManyRequests(ServiceError):
+    """The caller must wait `retry_after` seconds (answered with a Retry-After header)."""
+
+    status, title, slug = 429, "Too many requests", "too-many-requests"
+
+    def __init__(self, detail: str, *, retry_after: int) -> None:
+        super().__init__(detail)
+        self.retry_after = retry_after

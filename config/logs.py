@@ -4,9 +4,35 @@ from __future__ import annotations
 
 import contextvars
 import logging
+import re
 from datetime import UTC, datetime
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
+
+# A `token=` parameter (also URL-encoded inside another parameter, e.g. next=/x%3Ftoken%3D...), and any
+# string shaped like one of our tokens wherever it appears (a header echoed in an error, a traceback).
+_TOKEN_PARAMETER = re.compile(r"(?i)(token(?:=|%3D))[^&\s\"'#]+")
+_TOKEN_SHAPE = re.compile(r"\bccs_[A-Za-z0-9_-]{16,}")
+MASK = "***"
+
+
+def mask_tokens(text: str) -> str:
+    """The text with every service token replaced by ***: no log line may carry a usable token."""
+    if "oken" not in text and "OKEN" not in text and "ccs_" not in text:  # the common case, cheaply
+        return text
+    return _TOKEN_SHAPE.sub("ccs_" + MASK, _TOKEN_PARAMETER.sub(r"\g<1>" + MASK, text))
+
+
+class TokenMaskingFormatter(logging.Formatter):
+    """Wraps another formatter and masks tokens in what it writes, tracebacks included (used for
+    gunicorn's access and error logs, which do not go through Django's LOGGING)."""
+
+    def __init__(self, inner: logging.Formatter) -> None:
+        super().__init__()
+        self.inner = inner
+
+    def format(self, record: logging.LogRecord) -> str:
+        return mask_tokens(self.inner.format(record))
 
 
 class RequestIdFilter(logging.Filter):
@@ -18,7 +44,8 @@ class RequestIdFilter(logging.Filter):
 
 
 class LineFormatter(logging.Formatter):
-    """`2026-11-22T15:47:23.123Z INFO jobs.runner req=4f2c… message` with tracebacks indented."""
+    """`2026-11-22T15:47:23.123Z INFO jobs.runner req=4f2c… message` with tracebacks indented and
+    service tokens masked."""
 
     def format(self, record: logging.LogRecord) -> str:
         stamp = datetime.fromtimestamp(record.created, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -26,4 +53,4 @@ class LineFormatter(logging.Formatter):
         line = f"{stamp} {record.levelname} {record.name} req={request_id} {record.getMessage()}"
         if record.exc_info:
             line += "\n" + "\n".join("    " + row for row in self.formatException(record.exc_info).splitlines())
-        return line
+        return mask_tokens(line)

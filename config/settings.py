@@ -53,6 +53,9 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "config.middleware.RequestIdMiddleware",
+    # Before anything reads the path, the query or the body (sessions, CSRF, Host checks, views).
+    "config.middleware.RequestGuardMiddleware",
+    "config.middleware.ScreenSecurityPolicyMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -126,12 +129,18 @@ LOGIN_REDIRECT_URL = "/corpora"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+CSRF_FAILURE_VIEW = "config.api.errors.csrf_failure"
+AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 20, minimum=1)
+AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 600, minimum=1)
+AUTH_FAILURE_KEY_PREFIX = "ccs:auth-failures:"
+# Every request body is refused above this size (413) before it is read; /convert's TeX limit is smaller.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_MAX_BYTES", 2_621_440, minimum=1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.auth.ServiceTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["config.api.parsers.BoundedJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "config.api.errors.problem_exception_handler",
     "UNAUTHENTICATED_USER": None,

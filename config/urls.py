@@ -38,5 +38,6 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
 ]
 
+handler400 = "config.api.errors.handler400"
 handler404 = "config.api.errors.handler404"
 handler500 = "config.api.errors.handler500"

@@ -7,6 +7,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
+from config.api.fields import StrictCharField
 from config.names import NAME_MAX, NAME_RULE, name_is_valid
 
 
@@ -17,9 +18,9 @@ def validate_plain_name(value: str) -> str:
 
 
 class ImportRequestSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
-    path = serializers.CharField(max_length=4096, help_text="a readable directory inside the corpus roots")
-    description = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
+    name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
+    path = StrictCharField(max_length=4096, help_text="a readable directory inside the corpus roots")
+    description = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
 class StatusCountsSerializer(serializers.Serializer):
@@ -63,7 +64,7 @@ class CorpusDetailSerializer(CorpusSerializer):
 
 
 class ConfirmSerializer(serializers.Serializer):
-    confirm = serializers.CharField(required=False, help_text="must equal the name of what is deleted")
+    confirm = StrictCharField(required=False, help_text="must equal the name of what is deleted")
 
 
 # A deletion answers 204 with no body (the specification), so what it did to the result archives

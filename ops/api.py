@@ -32,11 +32,18 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
     """GET /metrics (text exposition format), gated like the API: header X-Service-Token or ?token=."""
     from django_prometheus.exports import ExportToDjangoView
 
-    from accounts.queries import token_verify
-    from config.api.auth import TOKEN_HEADER, TOKEN_QUERY
+    from accounts.lockout import token_check
+    from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
+    from config.errors import TooManyRequests
 
     raw = request.headers.get(TOKEN_HEADER) or request.GET.get(TOKEN_QUERY) or ""
-    if token_verify(raw) is None:
+    try:
+        token = token_check(raw, client_address(request)) if raw else None
+    except TooManyRequests as exc:
+        response = problem_json_response(429, exc.detail)
+        response["Retry-After"] = str(exc.retry_after)
+        return response
+    if token is None:
         response = problem_json_response(401, "A valid service token is required for /metrics.")
         response["WWW-Authenticate"] = 'ServiceToken realm="api"'
         return response

@@ -91,6 +91,7 @@ def web_child(*, host: str, port: int, processes: int, threads: int = WEB_THREAD
         "--worker-class", "gthread", "--threads", str(threads),
         "--timeout", "120", "--graceful-timeout", "10",
         "--access-logfile", "-", "--error-logfile", "-", "--log-level", "warning",
+        "--logger-class", "config.gunicorn.TokenMaskingLogger",
     ]  # fmt: skip
     return Child("web", argv, child_env())
 

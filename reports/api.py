@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -91,10 +91,8 @@ class FleetResumeApi(TokenApiView):
 
 # --- reports --------------------------------------------------------------------------------------
 
-PAGE = [
-    OpenApiParameter("offset", int, required=False, description="0 to MAX_REPORT_OFFSET"),
-    OpenApiParameter("page_size", int, required=False, description="1 to MAX_REPORT_PAGE_SIZE (default 100)"),
-]
+# From the serializer that checks them, so the document states the same bounds (minimum 0 and 1).
+PAGE = [PageParamsSerializer]
 
 
 def _page(request: Request) -> Page:
@@ -172,8 +170,7 @@ class RerunApi(TokenApiView):
 
     @extend_schema(
         operation_id="reports_rerun", summary="Rerun a slice: its tasks back to TODO in a new run (202)",
-        parameters=[OpenApiParameter(name, str, required=False) for name in ("severity", "category", "what",
-                                                                              "description")],
+        parameters=[RerunParamsSerializer],
         request=None, responses={202: RerunAckSerializer, **problems(400, 404)}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:

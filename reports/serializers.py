@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from config.api.fields import StrictCharField
 from corpora.serializers import StatusCountsSerializer
 
 
@@ -141,12 +142,22 @@ class ScopeRefreshSerializer(serializers.Serializer):
 
 
 class RerunParamsSerializer(serializers.Serializer):
-    severity = serializers.CharField(required=False)
-    category = serializers.CharField(required=False, max_length=100)
-    what = serializers.CharField(required=False, max_length=200)
-    description = serializers.CharField(required=False, max_length=2000, default="")
+    """The slice to rerun; an empty severity, category or what means not narrowed by it."""
+
+    severity = StrictCharField(required=False, allow_blank=True, help_text="a severity key; empty or left out: all")
+    category = StrictCharField(required=False, allow_blank=True, max_length=100)
+    what = StrictCharField(required=False, allow_blank=True, max_length=200)
+    description = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
+
+    def validate(self, attrs: dict) -> dict:
+        return {key: value for key, value in attrs.items() if value != "" or key == "description"}
 
 
 class PageParamsSerializer(serializers.Serializer):
-    offset = serializers.IntegerField(required=False, min_value=0)
-    page_size = serializers.IntegerField(required=False, min_value=1)
+    """A report page. The offset limit is checked by page_check (it follows MAX_REPORT_OFFSET at run
+    time); a page size above MAX_REPORT_PAGE_SIZE is reduced to it."""
+
+    offset = serializers.IntegerField(required=False, min_value=0, help_text="0 to MAX_REPORT_OFFSET")
+    page_size = serializers.IntegerField(
+        required=False, min_value=1, help_text="1 to MAX_REPORT_PAGE_SIZE (default 100); more is reduced to it"
+    )

@@ -16,6 +16,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
+from config.api.fields import StrictCharField
 from config.api.views import PublicApiView
 from services.convert_slots import convert_slot_take
 
@@ -26,8 +27,8 @@ RETRY_AFTER_SECONDS = 2
 
 
 class ConvertRequestSerializer(serializers.Serializer):
-    tex = serializers.CharField(allow_blank=True, trim_whitespace=False, required=False, default="",
-                                help_text="the TeX source or formula; a 'literal:' prefix passes it as is")  # fmt: skip
+    tex = StrictCharField(allow_blank=True, trim_whitespace=False, required=False, default="",
+                          help_text="the TeX source or formula; a 'literal:' prefix passes it as is")  # fmt: skip
     format = serializers.ChoiceField(choices=_FORMATS, required=False, default="html5")
     whatsin = serializers.ChoiceField(choices=_WHATS, required=False, default="document")
     whatsout = serializers.ChoiceField(choices=_WHATS, required=False, default="document")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.api.fields import StrictCharField, StrictIntegerField
 from config.names import NAME_MAX
 from corpora.serializers import validate_plain_name
 from services.models import Service
@@ -34,13 +35,13 @@ class ServiceSerializer(serializers.ModelSerializer):
 
 
 class ServiceRegisterRequestSerializer(serializers.Serializer):
-    name = serializers.CharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
-    version = serializers.CharField(max_length=50, required=False)
+    name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
+    version = StrictCharField(max_length=50, required=False)
     inputformat = serializers.ChoiceField(choices=["tex"], required=False)
     outputformat = serializers.ChoiceField(choices=["html"], required=False)
-    command = serializers.CharField(max_length=500, required=False, allow_blank=True)
-    description = serializers.CharField(max_length=2000, required=False, allow_blank=True)
-    lease_seconds = serializers.IntegerField(min_value=1, max_value=2_000_000_000, required=False, allow_null=True)
+    command = StrictCharField(max_length=500, required=False, allow_blank=True)
+    description = StrictCharField(max_length=2000, required=False, allow_blank=True)
+    lease_seconds = StrictIntegerField(min_value=1, max_value=2_000_000_000, required=False, allow_null=True)
 
 
 class LeaseUpdateRequestSerializer(serializers.Serializer):

@@ -176,3 +176,21 @@ def own_convert_slots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(services.convert_slots, "convert_slots_dir", lambda: directory)
         yield
+
+
+@pytest.fixture(autouse=True)
+def _auth_failures_of_its_own(settings) -> Iterator[str]:
+    """Each test counts failed authentications under keys of its own (tests send wrong tokens from the
+    same address, and a count left by one would lock out the next); the keys are removed after it."""
+    import uuid
+
+    prefix = f"ccs-test:{uuid.uuid4().hex}:auth-failures:"
+    settings.AUTH_FAILURE_KEY_PREFIX = prefix
+    url = settings.REDIS_URL  # a test may point REDIS_URL elsewhere; its keys are here
+    yield prefix
+    from accounts.lockout import redis_for
+
+    client = redis_for(url)
+    keys = list(client.scan_iter(match=prefix + "*"))
+    if keys:
+        client.delete(*keys)

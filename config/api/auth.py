@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from django.http import HttpRequest
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.exceptions import NotAuthenticated
@@ -9,8 +10,8 @@ from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 
 from accounts.actions import token_touch
+from accounts.lockout import token_check
 from accounts.models import ApiToken
-from accounts.queries import token_verify
 
 TOKEN_HEADER = "X-Service-Token"
 TOKEN_QUERY = "token"
@@ -29,15 +30,22 @@ class TokenActor:
         return self.name
 
 
+def client_address(request: Request | HttpRequest) -> str:
+    """The peer address the failure limit counts against (the web server is not behind a proxy we trust)."""
+    return request.META.get("REMOTE_ADDR") or "unknown"
+
+
 def raw_token(request: Request) -> str:
     return request.headers.get(TOKEN_HEADER) or request.query_params.get(TOKEN_QUERY) or ""
 
 
 class ServiceTokenAuthentication(BaseAuthentication):
-    """Resolve the caller's token; a wrong token is reported by the permission, as a 401."""
+    """Resolve the caller's token; a wrong token is reported by the permission, as a 401, and counts
+    towards the failure limit of the caller's address (429 beyond it)."""
 
     def authenticate(self, request: Request) -> tuple[TokenActor, ApiToken] | None:
-        token = token_verify(raw_token(request))
+        raw = raw_token(request)
+        token = token_check(raw, client_address(request)) if raw else None
         if token is None:
             return None
         token_touch(token)

@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 import logging
+import math
+import re
 from typing import Any
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import DisallowedHost, PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.db import OperationalError
-from django.http import Http404, HttpRequest, JsonResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from config.errors import ServiceError
+from config.errors import ServiceError, TooManyRequests
 from config.logs import request_id_var
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 logger = logging.getLogger(__name__)
+
+# Paths whose callers are programs: their errors are problem+json, never an HTML page.
+_MACHINE_PATH = re.compile(r"^/(?:api|convert|healthz)(?:/|$)")
 
 _TITLES = {
     400: ("Bad request", "bad-request"),
@@ -51,6 +57,18 @@ def problem_body(
     return body
 
 
+def speaks_problem(path: str) -> bool:
+    """Whether errors on this path answer problem+json (the API, /convert, /healthz) or a screen page."""
+    return bool(_MACHINE_PATH.match(path))
+
+
+def too_large_detail() -> str:
+    """The words of every 413: the limit, in bytes."""
+    from django.conf import settings
+
+    return f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
+
+
 def problem_json_response(status_code: int, detail: str, **kwargs: Any) -> JsonResponse:
     """A plain Django response for code paths outside DRF (404 catch-all, handler500)."""
     return JsonResponse(
@@ -75,6 +93,8 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     title = None
     if isinstance(exc, ServiceError):
         code, detail, errors, slug, title = exc.status, exc.detail, exc.errors, exc.slug, exc.title
+        if isinstance(exc, TooManyRequests):
+            headers["Retry-After"] = str(exc.retry_after)
     elif isinstance(exc, exceptions.ValidationError):
         code, detail, errors = 400, "The request has invalid fields.", exc.detail
     elif isinstance(exc, exceptions.APIException):
@@ -82,6 +102,12 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             headers["WWW-Authenticate"] = 'ServiceToken realm="api"'
             code = status.HTTP_401_UNAUTHORIZED
+        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
+            headers["Retry-After"] = str(math.ceil(exc.wait))
+    elif isinstance(exc, RequestDataTooBig):  # a body Django refused to read while the view parsed it
+        code, detail = 413, too_large_detail()
+    elif isinstance(exc, SuspiciousOperation):  # e.g. too many form fields: the caller's fault, not ours
+        code, detail = 400, str(exc) or "The request was refused."
     elif isinstance(exc, Http404):
         code, detail = 404, str(exc) or "Not found."
     elif isinstance(exc, PermissionDenied):
@@ -98,15 +124,43 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
     return Response(body, status=code, headers=headers, content_type=PROBLEM_CONTENT_TYPE)
 
 
+@csrf_exempt  # an unknown path answers 404 whatever the method; a CSRF page would hide that
 def api_not_found(request: HttpRequest, unmatched: str = "") -> JsonResponse:
     """Catch-all for unknown /api/... paths so they answer problem+json, not an HTML page."""
     return problem_json_response(404, f"No endpoint at {request.path}; GET /api lists them all.")
 
 
+def handler400(request: HttpRequest, exception: Exception | None = None):  # noqa: ANN201
+    """A request Django refused before any view (a Host not allowed, a body too big): problem+json on
+    machine paths, Django's short page on screens."""
+    from django.views.defaults import bad_request
+
+    if isinstance(exception, RequestDataTooBig):
+        if speaks_problem(request.path):
+            return problem_json_response(413, too_large_detail())
+        return HttpResponse(too_large_detail(), status=413, content_type="text/plain; charset=utf-8")
+    if speaks_problem(request.path):
+        if isinstance(exception, DisallowedHost):
+            detail = "The Host header names a host this server does not answer for (see ALLOWED_HOSTS)."
+        else:
+            detail = str(exception) or "The request was refused."
+        return problem_json_response(400, detail)
+    return bad_request(request, exception)
+
+
+def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
+    """CSRF_FAILURE_VIEW: the API uses tokens, not cookies, so a CSRF refusal there is a 403 problem."""
+    from django.views.csrf import csrf_failure as django_csrf_failure
+
+    if speaks_problem(request.path):
+        return problem_json_response(403, f"CSRF verification failed: {reason}")
+    return django_csrf_failure(request, reason)
+
+
 def handler404(request: HttpRequest, exception: Exception | None = None):  # noqa: ANN201
     from django.views.defaults import page_not_found
 
-    if request.path.startswith("/api"):
+    if speaks_problem(request.path):
         return problem_json_response(404, f"Nothing at {request.path}.")
     return page_not_found(request, exception)
 
@@ -114,7 +168,7 @@ def handler404(request: HttpRequest, exception: Exception | None = None):  # noq
 def handler500(request: HttpRequest):  # noqa: ANN201
     from django.views.defaults import server_error
 
-    if request.path.startswith("/api"):
+    if speaks_problem(request.path):
         return problem_json_response(
             500, f"An internal error occurred; quote request id {request_id_var.get()} when reporting it."
         )

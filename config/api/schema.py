@@ -26,7 +26,9 @@ _DESCRIPTIONS = {
     403: "Forbidden",
     404: "Not found",
     409: "Conflict",
+    413: "The request body is larger than the server accepts",
     422: "Unprocessable request",
+    429: "Too many failed authentications from this address; wait Retry-After seconds",
     503: "Service unavailable (database or connection pool)",
 }
 
@@ -37,8 +39,9 @@ def problems(*codes: int) -> dict[int, OpenApiResponse]:
 
 
 def problem_responses_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
-    """Give every 4xx/5xx response the Problem schema under application/problem+json, add 401 to gated
-    operations and 503 to all, since any of them can meet a database outage."""
+    """Give every 4xx/5xx response the Problem schema under application/problem+json, add 401 and 429 to
+    gated operations, and 400 (a NUL in the request, a Host not allowed), 413 (a body over the limit) and
+    503 (a database outage) to all, since the request guard and the database stand before every one."""
     result.setdefault("components", {}).setdefault("schemas", {})["Problem"] = PROBLEM_SCHEMA
     ref = {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}
     for path_item in result.get("paths", {}).values():
@@ -47,9 +50,11 @@ def problem_responses_hook(result: dict[str, Any], generator: Any, request: Any,
             security = operation.get("security", [])
             if security and {} not in security:
                 responses.setdefault("401", {"description": _DESCRIPTIONS[401]})
+                responses.setdefault("429", {"description": _DESCRIPTIONS[429]})
             else:  # a public endpoint: spectacular's anonymous [{}] only adds noise
                 operation.pop("security", None)
-            responses.setdefault("503", {"description": _DESCRIPTIONS[503]})
+            for code in (400, 413, 503):
+                responses.setdefault(str(code), {"description": _DESCRIPTIONS[code]})
             for code, response in responses.items():
                 if int(code) >= 400 and "content" not in response:
                     response["content"] = ref

@@ -1,4 +1,5 @@
-"""Property-based run over the whole OpenAPI document: no 5xx, every response matches its schema.
+"""Property-based run over the whole OpenAPI document, every operation and method alone and then in
+chains along the links schemathesis infers: no 5xx, every response matches its schema.
 
 The schema is loaded once at import (building it touches no table); each generated case then runs
 inside the test's transaction with a valid token, so gated endpoints are exercised for real.
@@ -45,4 +46,26 @@ def test_the_api_honours_its_openapi_document(case, token):
             content_type_conformance,
             status_code_conformance,
         ],
+    )
+
+
+CHECKS = [not_a_server_error, response_schema_conformance, content_type_conformance, status_code_conformance]
+
+
+@pytest.mark.django_db
+def test_the_api_honours_its_openapi_document_through_linked_calls(token):
+    """Stateful: schemathesis chains operations by the links it infers (POST /api/corpora's job to
+    GET /api/jobs/{uuid}, a created service to its detail, lease and delete, ...)."""
+
+    class LinkedCalls(schema.as_state_machine()):
+        def get_call_kwargs(self, case):
+            return {"headers": {"X-Service-Token": token}}
+
+        def validate_response(self, response, case, additional_checks=None, **kwargs):
+            case.validate_response(response, checks=CHECKS, transport_kwargs=kwargs)
+
+    LinkedCalls.run(
+        settings=settings(
+            max_examples=25, stateful_step_count=6, deadline=None, suppress_health_check=list(HealthCheck)
+        )
     )

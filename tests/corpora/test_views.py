@@ -59,7 +59,8 @@ def test_the_status_bar_shows_the_count_of_every_status(screen_client, corpus_ro
     row = row[: row.index("</tr>")]
     for key, count in {"no_problem": 1, "warning": 1, "error": 1, "fatal": 0, "todo": 1, "total": 4}.items():
         assert f'data-count="{key}">{count}<' in row, key
-    assert 'class="seg st-warning" style="flex-grow: 1"' in row
+    assert 'viewBox="0 0 4 1"' in row  # one unit per task
+    assert 'class="seg st-no_problem" x="0" width="1"' in row and 'class="seg st-warning" x="1" width="1"' in row
     assert "st-fatal" in row and 'class="seg st-fatal"' not in row  # in the legend, but no empty segment
 
 

@@ -1,0 +1,29 @@
+"""Serializer fields of the request side: a string field takes a string and nothing else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import QueryDict
+from rest_framework import serializers
+
+
+class StrictCharField(serializers.CharField):
+    """DRF's CharField turns 123 or 1.5 into "123" and "1.5"; the OpenAPI document says string, so a
+    JSON number (or anything but a string) is refused. Form and query values are strings anyway."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """In a JSON body an integer is a JSON integer: DRF's IntegerField also takes "5" and 5.0. Form and
+    query values are text by nature (the screens' forms share these serializers), so they are parsed."""
+
+    def to_internal_value(self, data: Any) -> int:
+        from_text = isinstance(getattr(self.root, "initial_data", None), QueryDict)
+        if not from_text and (isinstance(data, bool) or not isinstance(data, int)):
+            self.fail("invalid")
+        return super().to_internal_value(data)
