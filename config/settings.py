@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 
 from config import embedded
-from config.env import database_config, env_bool, env_int, env_list, env_str
+from config.env import ConfigError, database_config, env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -171,6 +171,9 @@ DISPATCHER_RESULT_BATCH = env_int("DISPATCHER_RESULT_BATCH", 500, minimum=1)
 DISPATCHER_REAP_SECONDS = env_int("DISPATCHER_REAP_SECONDS", 5, minimum=1)
 RESULTS_DIR = Path(env_str("RESULTS_DIR", str(VAR_DIR / "results"))).resolve()
 RESULT_MAX_BYTES = env_int("RESULT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+PAYLOAD_MAX_BYTES = env_int("PAYLOAD_MAX_BYTES", 512 * 1024 * 1024, minimum=1024)
+if PAYLOAD_MAX_BYTES >= 4 * 1024**3:  # payloads are plain ZIP archives (conversion.zips.zip_stream)
+    raise ConfigError(f"PAYLOAD_MAX_BYTES must be below 4 GiB, not {PAYLOAD_MAX_BYTES}")
 CONVERSION_TIMEOUT_SECONDS = env_int("CONVERSION_TIMEOUT_SECONDS", 300, minimum=1)
 CONVERSION_MEMORY_MB = env_int("CONVERSION_MEMORY_MB", 4096, minimum=64)
 CONVERT_MAX_BYTES = env_int("CONVERT_MAX_BYTES", 1024 * 1024, minimum=1)
