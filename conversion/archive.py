@@ -9,6 +9,7 @@ An entry is a sub-directory with a main .tex, a lone .tex file, a .zip, or an ar
 from __future__ import annotations
 
 import errno
+import functools
 import gzip
 import lzma
 import os
@@ -109,45 +110,83 @@ def _inside(path: str, base: str) -> bool:
 
 
 def source_open(path: Path, roots: Sequence[Path] | None = None) -> int:
-    """A file descriptor on the regular file or directory at `path`, resolved now and checked to lie inside
-    one of `roots` (the corpus roots; by default the directory holding `path`), then opened one component at
-    a time from its root without following links, so that a link swapped in after the check is refused
-    rather than followed. Raises SourceRefused, or OSError (FileNotFoundError: dangling or gone)."""
+    """A file descriptor on the regular file or directory at `path`, which must lie inside one of `roots`
+    (the corpus roots; by default the directory holding `path`). It is opened one component at a time from
+    its root's descriptor without following links, so a link swapped in after any check is refused rather
+    than followed. A path that holds a link is resolved now and opened the same way along its resolution,
+    when that lies inside the roots. Raises SourceRefused, or OSError (FileNotFoundError: dangling, gone)."""
+    bases = [_real_root(str(root)) for root in (roots if roots is not None else [path.parent])]
+    # Most entries hold no link: their path itself, normalized, is walked; a link met on the way sends
+    # the walk to the path's resolution (a link inside the roots is allowed, as import allows it).
+    absolute = os.path.abspath(path)
+    base = next((base for base in bases if _inside(absolute, base)), None)
+    if base is not None:
+        try:
+            return _open_below(_directory_open(base), _parts_below(absolute, base), path.name)
+        except _LinkMet:
+            pass
     resolved = os.path.realpath(path)
-    for root in roots if roots is not None else [path.parent]:
-        base = os.path.realpath(root)
-        if _inside(resolved, base):
-            break
-    else:
+    base = next((base for base in bases if _inside(resolved, base)), None)
+    if base is None:
         raise SourceRefused("unsafe_path", f"{path.name} resolves outside the corpus roots")
-    parts = [part for part in resolved[len(base) :].split("/") if part]
-    return _open_below(os.open(base, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC), parts, path.name)
+    try:
+        return _open_below(_directory_open(base), _parts_below(resolved, base), path.name)
+    except _LinkMet as exc:  # the resolution has no link: one met now was swapped in since
+        raise SourceRefused("unsafe_path", f"{path.name}: a link was swapped in while it was read") from exc
+
+
+class _LinkMet(SourceRefused):
+    def __init__(self) -> None:
+        super().__init__("unsafe_path", "a link on the path")
+
+
+@functools.lru_cache(maxsize=64)
+def _real_root(root: str) -> str:
+    return os.path.realpath(root)
+
+
+def _directory_open(path: str) -> int:
+    return os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+
+
+def _parts_below(path: str, base: str) -> list[str]:
+    return [part for part in path[len(base) :].split("/") if part]
 
 
 def _open_below(base_fd: int, parts: Sequence[str], shown: str) -> int:
-    """Open `parts` below the directory `base_fd` (taken over and closed) following no link: the path was
-    resolved, so a link met now was swapped in since. Each component is checked by lstat before the open
-    (no FIFO or device is opened) and by fstat after it (the same inode), which closes the window between."""
+    """Open `parts` below the directory `base_fd` (taken over and closed) following no link (_LinkMet when
+    one is there). Directories are opened with O_DIRECTORY | O_NOFOLLOW, which opens nothing else; the last
+    component is checked by lstat before its open (no FIFO or device is opened) and by fstat after it (the
+    same inode), which closes the window between."""
     fd = base_fd
     try:
-        for index, part in enumerate(parts):
-            last = index == len(parts) - 1
-            before = os.stat(part, dir_fd=fd, follow_symlinks=False)
-            if stat.S_ISLNK(before.st_mode):
-                raise SourceRefused("unsafe_path", f"{shown}: a link was swapped in while it was read")
-            if not stat.S_ISDIR(before.st_mode) and not (last and stat.S_ISREG(before.st_mode)):
-                raise SourceRefused("unsupported", f"{shown}: not a regular file or directory")
+        for part in parts[:-1]:
             try:
-                opened = os.open(part, _OPEN_FLAGS | (0 if last else os.O_DIRECTORY), dir_fd=fd)
+                opened = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
             except OSError as exc:
                 if exc.errno in (errno.ELOOP, errno.ENOTDIR):
-                    raise SourceRefused("unsafe_path", f"{shown}: a link was swapped in while it was read") from exc
+                    raise _LinkMet from exc
                 raise
             os.close(fd)
             fd = opened
-            after = os.fstat(fd)
-            if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
-                raise SourceRefused("unsafe_path", f"{shown}: the file was swapped while it was read")
+        if not parts:
+            return fd
+        before = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+        if stat.S_ISLNK(before.st_mode):
+            raise _LinkMet
+        if not stat.S_ISDIR(before.st_mode) and not stat.S_ISREG(before.st_mode):
+            raise SourceRefused("unsupported", f"{shown}: not a regular file or directory")
+        try:
+            opened = os.open(parts[-1], _OPEN_FLAGS, dir_fd=fd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _LinkMet from exc
+            raise
+        os.close(fd)
+        fd = opened
+        after = os.fstat(fd)
+        if (after.st_dev, after.st_ino) != (before.st_dev, before.st_ino):
+            raise SourceRefused("unsafe_path", f"{shown}: the file was swapped while it was read")
         return fd
     except BaseException:
         os.close(fd)
@@ -159,8 +198,10 @@ def _open_inside(entry_fd: int, entry_real: str, relative: str) -> int:
     resolved = os.path.realpath(os.path.join(entry_real, relative))
     if not _inside(resolved, entry_real):
         raise SourceRefused("unsafe_path", f"{relative} leads out of the entry")
-    parts = [part for part in resolved[len(entry_real) :].split("/") if part]
-    return _open_below(os.dup(entry_fd), parts, relative)
+    try:
+        return _open_below(os.dup(entry_fd), _parts_below(resolved, entry_real), relative)
+    except _LinkMet as exc:
+        raise SourceRefused("unsafe_path", f"{relative}: a link was swapped in while it was read") from exc
 
 
 def _directory_files(entry_real: str) -> Iterator[str]:

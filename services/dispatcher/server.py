@@ -46,6 +46,10 @@ SINK_STOP_SECONDS = 60
 # Threads that read and compress payloads: zlib and file reads release the GIL, and two keep one huge entry
 # from holding up every other one on this two-CPU design.
 PACK_THREADS = 2
+# A lone .tex file is packed on the loop itself while it reads no more than this: a handful of system calls
+# and a small compression, where a hand-over to a packing thread costs the loop more than the packing.
+# A bigger one goes to a packing thread (the part read is read again there).
+INLINE_PACK_BYTES = 256 * 1024
 
 
 class SinkFailed(RuntimeError):
@@ -132,6 +136,7 @@ class Dispatcher:
         self.packed_wake, self.packed_signal = os.pipe()
         os.set_blocking(self.packed_wake, False)
         os.set_blocking(self.packed_signal, False)
+        self.wake_sent = False  # a byte is in the pipe that the loop has not taken yet: no need for another
         self.sink_process: multiprocessing.process.BaseProcess | None = None
         self.sink_stopped: str | None = None  # why the sink stopped, from its last report
 
@@ -231,6 +236,8 @@ class Dispatcher:
                 self._take_packed()
             if self.ventilator in events:
                 self._drain_ventilator()
+            if self.packed:  # packed on the loop while it answered
+                self._take_packed()
             now = time.monotonic()
             if now >= next_reap:
                 self._reap()
@@ -299,6 +306,20 @@ class Dispatcher:
             self._send(identity, NO_WORK)
             return
         self.in_flight += 1  # counted from now, so that packings under way keep to max_in_flight
+        if task.kind == "tex" and self.config.payload_max_bytes > INLINE_PACK_BYTES:
+            future: Future[bytes] = Future()
+            try:
+                future.set_result(pack_entry(
+                    task.path, task.kind, task.entry, roots=self.config.corpus_roots, max_bytes=INLINE_PACK_BYTES,
+                ))  # fmt: skip
+            except SourceRefused as exc:
+                if exc.what != "too_large":
+                    future.set_exception(exc)
+            except Exception as exc:
+                future.set_exception(exc)
+            if future.done():
+                self.packed.append((identity, service_name, task, future))  # sent once the ventilator is drained
+                return
         future = self.pack_threads.submit(
             pack_entry, task.path, task.kind, task.entry,
             roots=self.config.corpus_roots, max_bytes=self.config.payload_max_bytes,
@@ -308,8 +329,10 @@ class Dispatcher:
     def _packed_put(self, identity: bytes, service_name: str, task: LeasedTask, future: Future[bytes]) -> None:
         """On a packing thread: queue the finished packing and wake the loop."""
         self.packed.append((identity, service_name, task, future))
-        with contextlib.suppress(BlockingIOError):  # the pipe is full: the loop is awake anyway
-            os.write(self.packed_signal, b"\0")
+        if not self.wake_sent:
+            self.wake_sent = True
+            with contextlib.suppress(BlockingIOError):  # the pipe is full: the loop is awake anyway
+                os.write(self.packed_signal, b"\0")
 
     def _take_packed(self) -> None:
         """Send finished payloads. An entry refused at packing (a link out of the corpus roots, over the
@@ -318,30 +341,34 @@ class Dispatcher:
         with contextlib.suppress(BlockingIOError):
             while os.read(self.packed_wake, 4096):
                 pass
-        refused: list[tuple[int, str, str]] = []
-        again: list[tuple[bytes, str]] = []
-        while self.packed:
-            identity, service_name, task, future = self.packed.popleft()
-            try:
-                payload = future.result()
-            except SourceRefused as exc:
-                logger.warning("task %s (%s) is invalid: %s: %s", task.id, task.path, exc.what, exc)
-                self.in_flight = max(self.in_flight - 1, 0)
-                refused.append((task.id, exc.what, str(exc)))
-                again.append((identity, service_name))
-                continue
-            except Exception as exc:  # OSError above all: the document cannot be read now
-                logger.warning("cannot pack task %s (%s): %s", task.id, task.path, exc)
-                self.in_flight = max(self.in_flight - 1, 0)
-                self._send(identity, NO_WORK)
-                continue
-            self._send(identity, [str(task.id).encode(), *split_frames(payload, self.config.message_size)])
-            self.counters.dispatched += 1
-            self._tally(identity, task.service_id).dispatched += 1
-        if refused:
-            grains_clear(leases_invalidate(refused, mark=self.mark))
-            for identity, service_name in again:
-                self._hand_out(identity, service_name)
+        # Cleared after the pipe is drained and before the queue is: a packing that lands after the last
+        # pop sees it clear and writes a new byte.
+        self.wake_sent = False
+        while self.packed:  # refused tasks' workers are handed out again, maybe packed on the loop at once
+            refused: list[tuple[int, str, str]] = []
+            again: list[tuple[bytes, str]] = []
+            while self.packed:
+                identity, service_name, task, future = self.packed.popleft()
+                try:
+                    payload = future.result()
+                except SourceRefused as exc:
+                    logger.warning("task %s (%s) is invalid: %s: %s", task.id, task.path, exc.what, exc)
+                    self.in_flight = max(self.in_flight - 1, 0)
+                    refused.append((task.id, exc.what, str(exc)))
+                    again.append((identity, service_name))
+                    continue
+                except Exception as exc:  # OSError above all: the document cannot be read now
+                    logger.warning("cannot pack task %s (%s): %s", task.id, task.path, exc)
+                    self.in_flight = max(self.in_flight - 1, 0)
+                    self._send(identity, NO_WORK)
+                    continue
+                self._send(identity, [str(task.id).encode(), *split_frames(payload, self.config.message_size)])
+                self.counters.dispatched += 1
+                self._tally(identity, task.service_id).dispatched += 1
+            if refused:
+                grains_clear(leases_invalidate(refused, mark=self.mark))
+                for identity, service_name in again:
+                    self._hand_out(identity, service_name)
 
     def _send(self, identity: bytes, frames: list[bytes]) -> None:
         try:

@@ -5,6 +5,7 @@ entry does not hold up the other workers."""
 from __future__ import annotations
 
 import io
+import shutil
 import uuid
 import zipfile
 
@@ -14,7 +15,7 @@ from corpora.actions import corpus_import
 from corpora.models import Task
 from jobs.runner import job_run
 from reports.models import LogMessage
-from tests.corpora.helpers import activated, imported
+from tests.corpora.helpers import activated, make_corpus_dir
 from tests.dispatcher.harness import DispatcherProcess, FakeWorker, wait_for
 from tests.support import TEX_DOCUMENT, write_tex, write_zero_bomb
 
@@ -47,17 +48,25 @@ def _message(task: Task) -> tuple[str, str, str, int]:
     return message.severity, message.category, message.what, message.task_status
 
 
-def test_an_entry_swapped_for_a_link_out_of_the_roots_is_invalid_and_never_sent(
+def test_entries_swapped_for_links_out_of_the_roots_are_invalid_and_never_sent(
     corpus_root, tmp_path, dispatcher, client
 ):
-    imported(corpus_root, "demo", documents=3)
+    directory = make_corpus_dir(corpus_root, "demo", documents=3)
+    write_tex(directory / "folder" / "main.tex")
+    job = corpus_import(name="demo", path=str(directory), actor="tester", send=False)
+    job_run(job.pk)
     activated("demo")
     marker = f"OUTSIDE-THE-ROOTS-{uuid.uuid4().hex}"
-    outside = write_tex(tmp_path / "outside" / "secret.tex", TEX_DOCUMENT.replace("Hello", marker) + f"% {marker}\n")
-    victim = corpus_root / "demo" / "doc1.tex"
-    victim.unlink()
-    victim.symlink_to(outside)  # after the import checked it
-    task = Task.objects.get(corpus__name="demo", service__name="tex_to_html", document__name="doc1")
+    secret = TEX_DOCUMENT.replace("Hello", marker) + f"% {marker}\n"
+    outside = write_tex(tmp_path / "outside" / "secret.tex", secret)
+    write_tex(tmp_path / "outside" / "main.tex", secret)
+    # After the import checked them: a lone .tex (packed on the loop) and a directory (on a packing thread).
+    (directory / "doc1.tex").unlink()
+    (directory / "doc1.tex").symlink_to(outside)
+    shutil.rmtree(directory / "folder")
+    (directory / "folder").symlink_to(tmp_path / "outside")
+    tasks = Task.objects.filter(corpus__name="demo", service__name="tex_to_html")
+    swapped = list(tasks.filter(document__name__in=["doc1", "folder"]))
     worker = FakeWorker(dispatcher())
     payloads: list[bytes] = []
 
@@ -65,17 +74,19 @@ def test_an_entry_swapped_for_a_link_out_of_the_roots_is_invalid_and_never_sent(
         got = worker.ask("tex_to_html", timeout=5)
         if got is not None:
             payloads.append(got[1])
-        return len(payloads) == 2 and Task.objects.get(pk=task.pk).status == -5
+        return len(payloads) == 2 and tasks.filter(status=-5).count() == 2
 
-    wait_for(handed_out_or_refused, timeout=60, message="two tasks out and the swapped one invalid")
+    wait_for(handed_out_or_refused, timeout=60, message="two tasks out and the swapped ones invalid")
     assert all(marker.encode() not in payload and marker.encode() not in _contents(payload) for payload in payloads)
-    assert _message(task) == ("fatal", "invalid", "unsafe_path", -5)
-    assert Task.objects.get(pk=task.pk).attempts == 1  # invalid at once, not left to the reaper's retries
+    for task in swapped:
+        assert _message(task) == ("fatal", "invalid", "unsafe_path", -5)
+        assert Task.objects.get(pk=task.pk).attempts == 1  # invalid at once, not left to the reaper's retries
     assert worker.ask("tex_to_html", timeout=5) is None
-    page = client.get("/corpus/demo/tex_to_html/document/doc1")
-    assert page.status_code == 200 and marker not in page.content.decode()
-    assert "unsafe_path" in page.content.decode()
-    assert client.get("/corpus/demo/tex_to_html/document/doc1/html").status_code == 404
+    for name in ("doc1", "folder"):
+        page = client.get(f"/corpus/demo/tex_to_html/document/{name}")
+        assert page.status_code == 200 and marker not in page.content.decode()
+        assert "unsafe_path" in page.content.decode()
+        assert client.get(f"/corpus/demo/tex_to_html/document/{name}/html").status_code == 404
     worker.close()
 
 
