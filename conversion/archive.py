@@ -415,7 +415,8 @@ def pack_entry(
                     raise SourceRefused("too_large", f"the document is larger than {limit} bytes")
                 return handle.read(limit + 1)
             if kind == "tex":
-                return _zip_limited([(entry, _chunks(handle), status.st_mtime)], limit)
+                # Chunks no bigger than the limit: a small limit reads little more than itself.
+                return _zip_limited([(entry, _chunks(handle, min(_CHUNK, limit + 1)), status.st_mtime)], limit)
             try:
                 return _zip_limited(_gzip_members(handle, document_name(entry), status.st_mtime), limit)
             except SourceRefused:
@@ -433,8 +434,8 @@ def _zip_limited(members: Iterable[tuple[str, Iterable[bytes], float]], limit: i
         raise SourceRefused("too_large", f"the document is larger than {limit} bytes unpacked ({exc})") from exc
 
 
-def _chunks(handle: BinaryIO) -> Iterator[bytes]:
-    while chunk := handle.read(_CHUNK):
+def _chunks(handle: BinaryIO, size: int = _CHUNK) -> Iterator[bytes]:
+    while chunk := handle.read(size):
         yield chunk
 
 
