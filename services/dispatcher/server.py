@@ -132,7 +132,8 @@ class Dispatcher:
         # Payloads are packed on their own threads; a finished packing lands in `packed` and wakes the loop
         # through a pipe, and the loop sends it (ZeroMQ sockets are not shared between threads).
         self.pack_threads = ThreadPoolExecutor(max_workers=PACK_THREADS, thread_name_prefix="dispatcher-pack")
-        self.packed: deque[tuple[bytes, str, LeasedTask, Future[bytes]]] = deque()
+        # (identity, service name, task, the payload or what packing raised)
+        self.packed: deque[tuple[bytes, str, LeasedTask, bytes | Exception]] = deque()
         self.packed_wake, self.packed_signal = os.pipe()
         os.set_blocking(self.packed_wake, False)
         os.set_blocking(self.packed_signal, False)
@@ -190,6 +191,7 @@ class Dispatcher:
         exitcode = self._sink_stop()
         self.stopping = True  # a refused entry's worker is told "no work" rather than given another task
         self.pack_threads.shutdown(wait=True)
+        self._wake_clear()
         self._take_packed()
         os.close(self.packed_wake)
         os.close(self.packed_signal)
@@ -233,10 +235,10 @@ class Dispatcher:
             if self.sink_reports.fileno() in events:
                 self._take_sink_reports()
             if self.packed_wake in events:
-                self._take_packed()
+                self._wake_clear()
             if self.ventilator in events:
                 self._drain_ventilator()
-            if self.packed:  # packed on the loop while it answered
+            if self.packed:  # packed on a thread, or on the loop while it answered
                 self._take_packed()
             now = time.monotonic()
             if now >= next_reap:
@@ -307,18 +309,17 @@ class Dispatcher:
             return
         self.in_flight += 1  # counted from now, so that packings under way keep to max_in_flight
         if task.kind == "tex" and self.config.payload_max_bytes > INLINE_PACK_BYTES:
-            future: Future[bytes] = Future()
+            outcome: bytes | Exception | None
             try:
-                future.set_result(pack_entry(
-                    task.path, task.kind, task.entry, roots=self.config.corpus_roots, max_bytes=INLINE_PACK_BYTES,
-                ))  # fmt: skip
+                outcome = pack_entry(
+                    task.path, task.kind, task.entry, roots=self.config.corpus_roots, max_bytes=INLINE_PACK_BYTES
+                )
             except SourceRefused as exc:
-                if exc.what != "too_large":
-                    future.set_exception(exc)
+                outcome = None if exc.what == "too_large" else exc
             except Exception as exc:
-                future.set_exception(exc)
-            if future.done():
-                self.packed.append((identity, service_name, task, future))  # sent once the ventilator is drained
+                outcome = exc
+            if outcome is not None:
+                self.packed.append((identity, service_name, task, outcome))  # sent once the ventilator is drained
                 return
         future = self.pack_threads.submit(
             pack_entry, task.path, task.kind, task.entry,
@@ -328,43 +329,44 @@ class Dispatcher:
 
     def _packed_put(self, identity: bytes, service_name: str, task: LeasedTask, future: Future[bytes]) -> None:
         """On a packing thread: queue the finished packing and wake the loop."""
-        self.packed.append((identity, service_name, task, future))
+        error = future.exception()
+        self.packed.append((identity, service_name, task, future.result() if error is None else error))
         if not self.wake_sent:
             self.wake_sent = True
             with contextlib.suppress(BlockingIOError):  # the pipe is full: the loop is awake anyway
                 os.write(self.packed_signal, b"\0")
 
-    def _take_packed(self) -> None:
-        """Send finished payloads. An entry refused at packing (a link out of the corpus roots, over the
-        size limit, a damaged archive) makes its task invalid at once and its worker is given the next
-        task; one that cannot be read now keeps its lease, which runs out, and the reaper retries it."""
+    def _wake_clear(self) -> None:
+        """Take the wake bytes of packing threads, before the packings they announce are taken."""
         with contextlib.suppress(BlockingIOError):
             while os.read(self.packed_wake, 4096):
                 pass
         # Cleared after the pipe is drained and before the queue is: a packing that lands after the last
         # pop sees it clear and writes a new byte.
         self.wake_sent = False
+
+    def _take_packed(self) -> None:
+        """Send finished payloads. An entry refused at packing (a link out of the corpus roots, over the
+        size limit, a damaged archive) makes its task invalid at once and its worker is given the next
+        task; one that cannot be read now keeps its lease, which runs out, and the reaper retries it."""
         while self.packed:  # refused tasks' workers are handed out again, maybe packed on the loop at once
             refused: list[tuple[int, str, str]] = []
             again: list[tuple[bytes, str]] = []
             while self.packed:
-                identity, service_name, task, future = self.packed.popleft()
-                try:
-                    payload = future.result()
-                except SourceRefused as exc:
-                    logger.warning("task %s (%s) is invalid: %s: %s", task.id, task.path, exc.what, exc)
-                    self.in_flight = max(self.in_flight - 1, 0)
-                    refused.append((task.id, exc.what, str(exc)))
+                identity, service_name, task, outcome = self.packed.popleft()
+                if isinstance(outcome, bytes):
+                    self._send(identity, [str(task.id).encode(), *split_frames(outcome, self.config.message_size)])
+                    self.counters.dispatched += 1
+                    self._tally(identity, task.service_id).dispatched += 1
+                    continue
+                self.in_flight = max(self.in_flight - 1, 0)
+                if isinstance(outcome, SourceRefused):
+                    logger.warning("task %s (%s) is invalid: %s: %s", task.id, task.path, outcome.what, outcome)
+                    refused.append((task.id, outcome.what, str(outcome)))
                     again.append((identity, service_name))
-                    continue
-                except Exception as exc:  # OSError above all: the document cannot be read now
-                    logger.warning("cannot pack task %s (%s): %s", task.id, task.path, exc)
-                    self.in_flight = max(self.in_flight - 1, 0)
+                else:  # OSError above all: the document cannot be read now
+                    logger.warning("cannot pack task %s (%s): %s", task.id, task.path, outcome)
                     self._send(identity, NO_WORK)
-                    continue
-                self._send(identity, [str(task.id).encode(), *split_frames(payload, self.config.message_size)])
-                self.counters.dispatched += 1
-                self._tally(identity, task.service_id).dispatched += 1
             if refused:
                 grains_clear(leases_invalidate(refused, mark=self.mark))
                 for identity, service_name in again:
