@@ -15,6 +15,7 @@ from corpora.actions import corpus_import
 from corpora.models import Task
 from jobs.runner import job_run
 from reports.models import LogMessage
+from services.dispatcher.server import INLINE_PACK_BYTES
 from tests.corpora.helpers import activated, make_corpus_dir
 from tests.dispatcher.harness import DispatcherProcess, FakeWorker, wait_for
 from tests.support import TEX_DOCUMENT, write_tex, write_zero_bomb
@@ -125,3 +126,18 @@ def test_a_huge_entry_is_packed_beside_the_loop_and_made_invalid_at_the_size_lim
     assert _peak_rss_mib(process.process.pid) < 250
     first.close()
     second.close()
+
+
+def test_a_lone_tex_over_the_inline_budget_is_packed_on_a_thread_and_sent_whole(corpus_root, dispatcher):
+    directory = corpus_root / "long"
+    text = TEX_DOCUMENT.replace("Hello.", "Hello. " * (INLINE_PACK_BYTES // 6))
+    assert len(text) > INLINE_PACK_BYTES
+    write_tex(directory / "long.tex", text)
+    job = corpus_import(name="long", path=str(directory), actor="tester", send=False)
+    job_run(job.pk)
+    activated("long")
+    worker = FakeWorker(dispatcher())
+    got = wait_for(lambda: worker.ask("tex_to_html", timeout=5), timeout=60, message="the long document")
+    with zipfile.ZipFile(io.BytesIO(got[1])) as archive:
+        assert archive.read("long.tex") == text.encode()
+    worker.close()
