@@ -6,7 +6,7 @@ import secrets
 from pathlib import Path
 
 from config import embedded
-from config.env import database_config, env_bool, env_choice, env_int, env_list, env_str
+from config.env import ConfigError, database_config, env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -182,6 +182,9 @@ RESULTS_DIR = Path(env_str("RESULTS_DIR", str(VAR_DIR / "results"))).resolve()
 RESULT_MAX_BYTES = env_int("RESULT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # A deletion removes up to this many result archives itself; more are removed by a background job.
 RESULTS_REMOVE_INLINE = env_int("RESULTS_REMOVE_INLINE", 1000, minimum=0)
+PAYLOAD_MAX_BYTES = env_int("PAYLOAD_MAX_BYTES", 512 * 1024 * 1024, minimum=1024)
+if PAYLOAD_MAX_BYTES >= 4 * 1024**3:  # payloads are plain ZIP archives (conversion.zips.zip_stream)
+    raise ConfigError(f"PAYLOAD_MAX_BYTES must be below 4 GiB, not {PAYLOAD_MAX_BYTES}")
 CONVERSION_TIMEOUT_SECONDS = env_int("CONVERSION_TIMEOUT_SECONDS", 300, minimum=1)
 CONVERSION_MEMORY_MB = env_int("CONVERSION_MEMORY_MB", 4096, minimum=64)
 # Every latexmlc run (workers and POST /convert) is sandboxed with bubblewrap; `none` turns that off.

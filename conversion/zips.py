@@ -1,11 +1,12 @@
 """ZIP archives built and read by hand for the dispatcher's hot path. Pure library (standard library only).
 
-The dispatcher packs every document it hands out and opens every result that comes back; `zipfile` spends
-most of its time on bookkeeping those one- or two-member archives do not need (ZipInfo objects, file
-objects, a seekable buffer). `zip_build` writes a plain archive (no ZIP64, no encryption) that every ZIP
-reader accepts; `zip_member` reads one member out of an archive in memory, and hands anything it does not
-read itself (ZIP64, several disks, prepended data, other compression methods) to `zipfile`, so it accepts
-what `zipfile` accepts. It returns a member's content only once its size and CRC-32 check out, and raises
+The dispatcher packs every document it hands out and opens every result that comes back; `zipfile`
+spends most of its time on bookkeeping those one- or two-member archives do not need (ZipInfo objects,
+file objects, a seekable buffer). `zip_build` writes a plain archive (no ZIP64, no encryption) that
+every ZIP reader accepts, and `zip_stream` the same from members read in chunks, under a size limit;
+`zip_member` reads one member out of an archive in memory, and hands anything it does not read itself
+(ZIP64, several disks, prepended data, other compression methods) to `zipfile`, so it accepts what
+`zipfile` accepts. It returns a member's content only once its size and CRC-32 check out, and raises
 only `KeyError` for a missing member and `zipfile.BadZipFile` for anything else (a damaged archive, an
 encrypted member, a compression method `zipfile` cannot read either).
 """
@@ -72,6 +73,55 @@ def zip_build(members: Iterable[tuple[str, bytes, float]], *, level: int = 1) ->
     if offset > _MAX_32:
         return _zip_build_zipfile(members, level)
     end = _END.pack(_END_SIGNATURE, 0, 0, len(members), len(members), len(directory), offset, 0)
+    return b"".join((*parts, directory, end))
+
+
+class ZipTooLarge(ValueError):
+    """The members passed the size limit of `zip_stream` while they were read."""
+
+
+def zip_stream(members: Iterable[tuple[str, Iterable[bytes], float]], *, max_bytes: int, level: int = 1) -> bytes:
+    """A ZIP like `zip_build`'s, of (name, chunks of content, modification time) members, each compressed
+    chunk by chunk as it is read, so memory holds the compressed archive and one chunk, never a whole
+    member. Raises ZipTooLarge as soon as the contents read pass `max_bytes` (kept below 4 GiB, so the
+    archive stays plain), or when there are more members than a plain archive holds."""
+    if max_bytes >= _MAX_32:
+        raise ValueError("zip_stream writes plain archives: max_bytes must stay below 4 GiB")
+    parts: list[bytes] = []
+    central: list[bytes] = []
+    offset = total = count = 0
+    for name, chunks, mtime in members:
+        count += 1
+        if count >= _MAX_MEMBERS:
+            raise ZipTooLarge(f"more than {_MAX_MEMBERS - 1} files")
+        encoded = name.encode("utf-8")
+        flags = 0 if encoded.isascii() else _UTF8_NAME
+        compressor = zlib.compressobj(level, zlib.DEFLATED, -zlib.MAX_WBITS)
+        packed: list[bytes] = []
+        crc = size = packed_size = 0
+        for chunk in chunks:
+            size += len(chunk)
+            total += len(chunk)
+            if total > max_bytes:
+                raise ZipTooLarge(f"read {total} bytes by {name}")
+            crc = zlib.crc32(chunk, crc)
+            piece = compressor.compress(chunk)
+            if piece:
+                packed.append(piece)
+                packed_size += len(piece)
+        piece = compressor.flush()
+        packed.append(piece)
+        packed_size += len(piece)
+        clock, date = dos_time(mtime)
+        fields = (_VERSION, flags, _DEFLATED, clock, date, crc, packed_size, size, len(encoded))
+        parts += (_LOCAL.pack(_LOCAL_SIGNATURE, *fields, 0), encoded, *packed)
+        record = _CENTRAL.pack(_CENTRAL_SIGNATURE, _MADE_BY_UNIX, *fields, 0, 0, 0, 0, _REGULAR_FILE, offset)
+        central += (record, encoded)
+        offset += _LOCAL.size + len(encoded) + packed_size
+        if offset >= _MAX_32:  # deflate can grow incompressible data a little beyond max_bytes
+            raise ZipTooLarge(f"the archive passes {_MAX_32} bytes")
+    directory = b"".join(central)
+    end = _END.pack(_END_SIGNATURE, 0, 0, count, count, len(directory), offset, 0)
     return b"".join((*parts, directory, end))
 
 

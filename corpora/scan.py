@@ -9,7 +9,7 @@ from pathlib import Path
 from django.conf import settings
 
 from config.errors import Unprocessable
-from conversion.archive import Entry, document_name, inspect_entry
+from conversion.archive import Entry, inspect_entry
 
 
 def within_roots(path: Path, roots: list[Path] | None = None) -> bool:
@@ -38,6 +38,12 @@ def corpus_path_check(raw: object) -> Path:
         )
     if not is_directory:
         raise Unprocessable(f"{raw} is not a directory on the server.", errors={"path": ["not a directory"]})
+    if resolved in settings.CORPUS_ROOTS:
+        # A root holds the other corpora's directories: as a corpus it would take them all as documents.
+        raise Unprocessable(
+            f"{raw} is a corpus root itself; import one of the directories inside it.",
+            errors={"path": ["a corpus root itself"]},
+        )
     try:
         with os.scandir(resolved) as entries:
             next(entries, None)
@@ -53,13 +59,9 @@ def entry_names(directory: Path) -> list[str]:
 
 
 def scan(directory: Path, names: list[str], progress: Callable[[int, int], None]) -> Iterator[Entry]:
-    """Inspect each entry; a symlink pointing outside the corpus roots is an invalid entry."""
+    """Inspect each entry, read confined to the corpus roots: one that leads outside them is invalid."""
     total = len(names)
     for index, name in enumerate(names, start=1):
-        path = directory / name
-        if path.is_symlink() and not within_roots(path):
-            yield Entry(document_name(name), name, "link", problem="unsafe_path", detail="symlink points outside roots")
-        else:
-            yield inspect_entry(path, name)
+        yield inspect_entry(directory / name, name, roots=settings.CORPUS_ROOTS)
         if index % 500 == 0 or index == total:
             progress(index, total)

@@ -154,3 +154,32 @@ def plant(outside: Path, work: Path) -> Iterator[Planted]:
     finally:
         for path in var_files:
             path.unlink(missing_ok=True)
+
+
+def write_zero_bomb(path: Path, size: int) -> Path:
+    """A gzipped tar of one file of `size` zero bytes (a few MB on disk per GiB unpacked), written chunk by
+    chunk without holding it in memory."""
+    import gzip
+    import io
+    import tarfile
+
+    chunk = bytes(1024 * 1024)
+
+    class Zeros(io.RawIOBase):
+        left = size
+
+        def readable(self) -> bool:
+            return True
+
+        def readinto(self, buffer: bytearray) -> int:
+            count = min(len(buffer), self.left, len(chunk))
+            buffer[:count] = chunk[:count]
+            self.left -= count
+            return count
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    info = tarfile.TarInfo("main.tex")
+    info.size = size
+    with gzip.open(path, "wb", compresslevel=1) as packed, tarfile.open(fileobj=packed, mode="w") as archive:
+        archive.addfile(info, io.BufferedReader(Zeros(), buffer_size=len(chunk)))
+    return path

@@ -8,6 +8,8 @@ from pathlib import Path
 
 from django.db import connection, transaction
 
+from services.dispatcher.ingest import runs_close_drained
+
 logger = logging.getLogger(__name__)
 
 NEVER_COMPLETED = ("fatal", "cortex", "never_completed_with_retries")
@@ -93,3 +95,34 @@ def leases_reap(*, max_attempts: int) -> tuple[int, int]:
     if rows:
         logger.info("reaped %d expired leases (%d now fatal)", len(rows), len(fatal))
     return len(rows) - len(fatal), len(fatal)
+
+
+def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[tuple[int, int]]:
+    """Make leased tasks whose entry must not be packed invalid (-5) at once, not retried, each with a
+    Fatal:invalid:<what> message; `refused` holds (task id, what, details). Returns the (corpus, service)
+    pairs touched; their drained runs are closed in the same transaction, as ingestion does."""
+    if not refused:
+        return set()
+    ids = [task_id for task_id, _, _ in refused]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE corpora_task t SET status = -5, leased_until = NULL FROM unnest(%s::bigint[]) AS v(id)"
+            " WHERE t.id = v.id AND t.status = %s RETURNING t.id, t.corpus_id, t.service_id",
+            [ids, mark],
+        )
+        rows = cursor.fetchall()
+        if not rows:
+            return set()
+        cursor.execute("DELETE FROM reports_logmessage WHERE task_id = ANY(%s)", [[row[0] for row in rows]])
+        cursor.execute(
+            "INSERT INTO reports_logmessage"
+            " (task_id, corpus_id, service_id, task_status, severity, category, what, details)"
+            " SELECT t.id, t.corpus_id, t.service_id, t.status, 'fatal', 'invalid', v.what, left(v.details, 2000)"
+            " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(id, what, details)"
+            " JOIN corpora_task t ON t.id = v.id WHERE t.id = ANY(%s)",
+            [ids, [r[1] for r in refused], [r[2] for r in refused], [row[0] for row in rows]],
+        )
+        pairs = {(corpus_id, service_id) for _, corpus_id, service_id in rows}
+        runs_close_drained(pairs)
+    logger.info("made %d task(s) invalid: their entries cannot be packed", len(rows))
+    return pairs

@@ -1,12 +1,13 @@
 """The dispatcher: a ROUTER (ventilator) hands out tasks, a PULL (sink) takes results back.
 
-Two processes. This one, the ventilator, claims leases in batches when workers ask, packs and sends
-payloads, reaps expired leases on a timer and writes worker tallies and counters once a second. The
-sink (`services.dispatcher.sink`), forked at start, receives results and ingests them in batches on
-the other CPU; after each drain it reports through a pipe what arrived, which keeps the in-flight
-count here. Either process stops the other when it ends: the sink watches for the ventilator's death,
-and the ventilator exits with an error when the sink dies. Anything a peer sends that does not fit
-the protocol is counted and ignored: neither loop dies of it.
+Two processes. This one, the ventilator, claims leases in batches when workers ask, has payloads packed
+on a small thread pool (a huge or slow entry never holds up the loop) and sends them, reaps expired
+leases on a timer and writes worker tallies and counters once a second. The sink
+(`services.dispatcher.sink`), forked at start, receives results and ingests them in batches on the other
+CPU; after each drain it reports through a pipe what arrived, which keeps the in-flight count here.
+Either process stops the other when it ends: the sink watches for the ventilator's death, and the
+ventilator exits with an error when the sink dies. Anything a peer sends that does not fit the protocol
+is counted and ignored: neither loop dies of it.
 """
 
 from __future__ import annotations
@@ -21,15 +22,17 @@ import time
 from collections import defaultdict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import zmq
 from django.conf import settings
 from django.db import connection, connections
 from django.utils import timezone
 
-from conversion.archive import pack_entry
+from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
 from conversion.wire import split_frames
-from services.dispatcher.leases import LeasedTask, lease_batch, lease_release, leases_reap
+from reports.actions import grains_clear
+from services.dispatcher.leases import LeasedTask, lease_batch, lease_release, leases_invalidate, leases_reap
 from services.dispatcher.sink import SinkReport, sink_main
 from services.models import DispatcherState, Service
 from services.queries import effective_lease_seconds
@@ -40,6 +43,13 @@ NO_WORK = [b"0", b""]
 DRY_SECONDS = 0.5
 SINK_START_SECONDS = 30
 SINK_STOP_SECONDS = 60
+# Threads that read and compress payloads: zlib and file reads release the GIL, and two keep one huge entry
+# from holding up every other one on this two-CPU design.
+PACK_THREADS = 2
+# A lone .tex file is packed on the loop itself while it reads no more than this: a handful of system calls
+# and a small compression, where a hand-over to a packing thread costs the loop more than the packing.
+# A bigger one goes to a packing thread (the part read is read again there).
+INLINE_PACK_BYTES = 256 * 1024
 
 
 class SinkFailed(RuntimeError):
@@ -79,6 +89,8 @@ class DispatcherConfig:
     lease_batch: int
     result_batch: int
     reap_seconds: int
+    corpus_roots: list[Path] = field(default_factory=list)
+    payload_max_bytes: int = PAYLOAD_MAX_BYTES
 
     @classmethod
     def from_settings(cls) -> DispatcherConfig:
@@ -92,6 +104,8 @@ class DispatcherConfig:
             lease_batch=settings.DISPATCHER_LEASE_BATCH,
             result_batch=settings.DISPATCHER_RESULT_BATCH,
             reap_seconds=settings.DISPATCHER_REAP_SECONDS,
+            corpus_roots=list(settings.CORPUS_ROOTS),
+            payload_max_bytes=settings.PAYLOAD_MAX_BYTES,
         )
 
 
@@ -115,6 +129,15 @@ class Dispatcher:
         # Leases run on a thread of their own (with its own database connection), one batch ahead.
         self.lease_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dispatcher-lease")
         self.leasing: dict[str, tuple[Future[list[LeasedTask]], int]] = {}  # service name -> (lease, limit)
+        # Payloads are packed on their own threads; a finished packing lands in `packed` and wakes the loop
+        # through a pipe, and the loop sends it (ZeroMQ sockets are not shared between threads).
+        self.pack_threads = ThreadPoolExecutor(max_workers=PACK_THREADS, thread_name_prefix="dispatcher-pack")
+        # (identity, service name, task, the payload or what packing raised)
+        self.packed: deque[tuple[bytes, str, LeasedTask, bytes | Exception]] = deque()
+        self.packed_wake, self.packed_signal = os.pipe()
+        os.set_blocking(self.packed_wake, False)
+        os.set_blocking(self.packed_signal, False)
+        self.wake_sent = False  # a byte is in the pipe that the loop has not taken yet: no need for another
         self.sink_process: multiprocessing.process.BaseProcess | None = None
         self.sink_stopped: str | None = None  # why the sink stopped, from its last report
 
@@ -166,6 +189,12 @@ class Dispatcher:
     def close(self) -> None:
         """Let the sink ingest what it holds, give back leased tasks that never left, write the counters."""
         exitcode = self._sink_stop()
+        self.stopping = True  # a refused entry's worker is told "no work" rather than given another task
+        self.pack_threads.shutdown(wait=True)
+        self._wake_clear()
+        self._take_packed()
+        os.close(self.packed_wake)
+        os.close(self.packed_signal)
         for name in list(self.leasing):
             with contextlib.suppress(Exception):  # a failed lease leased nothing
                 self._leases_take(name, wait=True)
@@ -198,14 +227,19 @@ class Dispatcher:
         poller = zmq.Poller()
         poller.register(self.ventilator, zmq.POLLIN)
         poller.register(self.sink_reports.fileno(), zmq.POLLIN)
+        poller.register(self.packed_wake, zmq.POLLIN)
         next_flush = next_reap = time.monotonic()
         self._refresh_services()
         while not self.stopping and (until is None or time.monotonic() < until):
             events = dict(poller.poll(100))
             if self.sink_reports.fileno() in events:
                 self._take_sink_reports()
+            if self.packed_wake in events:
+                self._wake_clear()
             if self.ventilator in events:
                 self._drain_ventilator()
+            if self.packed:  # packed on a thread, or on the loop while it answered
+                self._take_packed()
             now = time.monotonic()
             if now >= next_reap:
                 self._reap()
@@ -265,23 +299,78 @@ class Dispatcher:
             self.counters.garbage += 1
             self._send(identity, NO_WORK)
             return
-        task = self._next_task(service_name)
+        self._hand_out(identity, service_name)
+
+    def _hand_out(self, identity: bytes, service_name: str) -> None:
+        """Answer "no work", or lease a task and have it packed; `_take_packed` sends it once packed."""
+        task = None if self.stopping else self._next_task(service_name)
         if task is None:
             self._send(identity, NO_WORK)
             return
-        try:
-            payload = pack_entry(task.path, task.kind, task.entry)
-        except (OSError, ValueError) as exc:
-            # The document cannot be read now: the lease runs out, the reaper retries it and, once the
-            # attempts are used up, makes it fatal with a message saying so.
-            logger.warning("cannot pack task %s (%s): %s", task.id, task.path, exc)
-            self._send(identity, NO_WORK)
-            return
-        self._send(identity, [str(task.id).encode(), *split_frames(payload, self.config.message_size)])
-        self.in_flight += 1
-        self.counters.dispatched += 1
-        tally = self._tally(identity, task.service_id)
-        tally.dispatched += 1
+        self.in_flight += 1  # counted from now, so that packings under way keep to max_in_flight
+        if task.kind == "tex" and self.config.payload_max_bytes > INLINE_PACK_BYTES:
+            outcome: bytes | Exception | None
+            try:
+                outcome = pack_entry(
+                    task.path, task.kind, task.entry, roots=self.config.corpus_roots, max_bytes=INLINE_PACK_BYTES
+                )
+            except SourceRefused as exc:
+                outcome = None if exc.what == "too_large" else exc
+            except Exception as exc:
+                outcome = exc
+            if outcome is not None:
+                self.packed.append((identity, service_name, task, outcome))  # sent once the ventilator is drained
+                return
+        future = self.pack_threads.submit(
+            pack_entry, task.path, task.kind, task.entry,
+            roots=self.config.corpus_roots, max_bytes=self.config.payload_max_bytes,
+        )  # fmt: skip
+        future.add_done_callback(lambda done: self._packed_put(identity, service_name, task, done))
+
+    def _packed_put(self, identity: bytes, service_name: str, task: LeasedTask, future: Future[bytes]) -> None:
+        """On a packing thread: queue the finished packing and wake the loop."""
+        error = future.exception()
+        self.packed.append((identity, service_name, task, future.result() if error is None else error))
+        if not self.wake_sent:
+            self.wake_sent = True
+            with contextlib.suppress(BlockingIOError):  # the pipe is full: the loop is awake anyway
+                os.write(self.packed_signal, b"\0")
+
+    def _wake_clear(self) -> None:
+        """Take the wake bytes of packing threads, before the packings they announce are taken."""
+        with contextlib.suppress(BlockingIOError):
+            while os.read(self.packed_wake, 4096):
+                pass
+        # Cleared after the pipe is drained and before the queue is: a packing that lands after the last
+        # pop sees it clear and writes a new byte.
+        self.wake_sent = False
+
+    def _take_packed(self) -> None:
+        """Send finished payloads. An entry refused at packing (a link out of the corpus roots, over the
+        size limit, a damaged archive) makes its task invalid at once and its worker is given the next
+        task; one that cannot be read now keeps its lease, which runs out, and the reaper retries it."""
+        while self.packed:  # refused tasks' workers are handed out again, maybe packed on the loop at once
+            refused: list[tuple[int, str, str]] = []
+            again: list[tuple[bytes, str]] = []
+            while self.packed:
+                identity, service_name, task, outcome = self.packed.popleft()
+                if isinstance(outcome, bytes):
+                    self._send(identity, [str(task.id).encode(), *split_frames(outcome, self.config.message_size)])
+                    self.counters.dispatched += 1
+                    self._tally(identity, task.service_id).dispatched += 1
+                    continue
+                self.in_flight = max(self.in_flight - 1, 0)
+                if isinstance(outcome, SourceRefused):
+                    logger.warning("task %s (%s) is invalid: %s: %s", task.id, task.path, outcome.what, outcome)
+                    refused.append((task.id, outcome.what, str(outcome)))
+                    again.append((identity, service_name))
+                else:  # OSError above all: the document cannot be read now
+                    logger.warning("cannot pack task %s (%s): %s", task.id, task.path, outcome)
+                    self._send(identity, NO_WORK)
+            if refused:
+                grains_clear(leases_invalidate(refused, mark=self.mark))
+                for identity, service_name in again:
+                    self._hand_out(identity, service_name)
 
     def _send(self, identity: bytes, frames: list[bytes]) -> None:
         try:

@@ -1,9 +1,17 @@
 from __future__ import annotations
 
 import gzip
+import io
+import os
+import random
+import time
+import tracemalloc
+import zipfile
 
-from conversion.archive import document_name, inspect_entry
-from tests.support import TEX_DOCUMENT, TEX_FRAGMENT, write_targz, write_tex, write_zip
+import pytest
+
+from conversion.archive import Entry, SourceRefused, document_name, inspect_entry, pack_entry, source_open
+from tests.support import TEX_DOCUMENT, TEX_FRAGMENT, write_targz, write_tex, write_zero_bomb, write_zip
 
 
 def test_a_lone_tex_file_is_its_own_main_file(tmp_path):
@@ -102,3 +110,148 @@ def test_special_files_and_dangling_links_are_invalid_without_blocking(tmp_path)
     assert inspect_entry(tmp_path / "pipe.tex", "pipe.tex").problem == "unsupported"
     assert inspect_entry(tmp_path / "gone.tex", "gone.tex").problem == "unreadable"
     assert inspect_entry(tmp_path / "d", "d").main_file == "b.tex"
+
+
+# --- damaged archives: the inspector describes them, it never raises --------------------------------
+
+
+def _archive_kinds(tmp_path) -> dict[str, bytes]:
+    """A valid archive of every kind the inspector reads, by entry name."""
+    members = {"main.tex": TEX_DOCUMENT * 20, "sec/part.tex": TEX_FRAGMENT * 20}
+    tar = write_targz(tmp_path / "src.tar.gz", members).read_bytes()
+    return {
+        "a.zip": write_zip(tmp_path / "src.zip", members).read_bytes(),
+        "a.tar.gz": tar,
+        "a.tgz": tar,
+        "tar.gz": tar,  # arXiv's .gz of a tar
+        "tex.gz": gzip.compress((TEX_DOCUMENT * 50).encode()),  # arXiv's .gz of a single .tex
+    }
+
+
+def _check_inspected(path, name: str) -> None:
+    entry = inspect_entry(path, name)
+    assert isinstance(entry, Entry)
+    assert bool(entry.main_file) != bool(entry.problem), entry
+
+
+def test_truncated_and_mutated_archives_of_every_kind_become_problems_never_exceptions(tmp_path):
+    rng = random.Random(13)
+    deadline = time.monotonic() + 60
+    cases = 0
+    for name, data in _archive_kinds(tmp_path).items():
+        entry_name = name if name.endswith((".zip", ".tgz")) or name == "a.tar.gz" else f"x{name[-3:]}"
+        path = tmp_path / entry_name
+        assert inspect_entry(_write(path, data), entry_name).main_file, name  # the intact one is valid
+        step = max(len(data) // 150, 1)
+        for cut in range(0, len(data), step):
+            _check_inspected(_write(path, data[:cut]), entry_name)
+            cases += 1
+        for _ in range(300):
+            mutated = bytearray(data)
+            for _ in range(rng.randint(1, 8)):
+                mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+            if rng.random() < 0.2:  # a run of random bytes, as a damaged block would be
+                at = rng.randrange(len(mutated))
+                mutated[at : at + 64] = rng.randbytes(64)
+            _check_inspected(_write(path, bytes(mutated)), entry_name)
+            cases += 1
+        assert time.monotonic() < deadline, "the fuzz cases must stay bounded in time"
+    assert cases > 5 * 400
+
+
+def _write(path, data: bytes):
+    path.write_bytes(data)
+    return path
+
+
+def test_a_gzip_whose_deflate_stream_is_damaged_is_an_archive_problem(tmp_path):
+    data = bytearray(gzip.compress((TEX_DOCUMENT * 200).encode()))
+    data[30:40] = b"\xff" * 10  # zlib.error: invalid block type / distance
+    entry = inspect_entry(_write(tmp_path / "bad.gz", bytes(data)), "bad.gz")
+    assert entry.problem == "archive" and entry.detail, entry
+
+
+# --- reads confined to the corpus roots --------------------------------------------------------------
+
+
+def test_an_entry_linking_out_of_the_roots_is_refused_and_links_inside_stay(tmp_path):
+    root = tmp_path / "root"
+    write_tex(tmp_path / "outside.tex")
+    write_tex(root / "other" / "shared.tex")
+    (root / "corpus").mkdir()
+    (root / "corpus" / "out.tex").symlink_to(tmp_path / "outside.tex")
+    (root / "corpus" / "in.tex").symlink_to(root / "other" / "shared.tex")
+    with pytest.raises(SourceRefused) as refused:
+        source_open(root / "corpus" / "out.tex", [root])
+    assert refused.value.what == "unsafe_path"
+    assert inspect_entry(root / "corpus" / "out.tex", "out.tex", roots=[root]).problem == "unsafe_path"
+    assert inspect_entry(root / "corpus" / "in.tex", "in.tex", roots=[root]).main_file == "in.tex"
+
+
+def test_a_link_swapped_in_after_the_path_was_resolved_is_not_followed(tmp_path, monkeypatch):
+    root = tmp_path / "root"
+    write_tex(tmp_path / "outside" / "secret.tex", "OUTSIDE")
+    entry = write_tex(root / "corpus" / "paper.tex")
+    resolved = os.path.realpath(entry)
+    # The race: the check resolved the real file, then the file (or a directory above it) became a link.
+    realpath = os.path.realpath
+    monkeypatch.setattr(
+        "conversion.archive.os.path.realpath", lambda path: resolved if str(path) == str(entry) else realpath(path)
+    )
+    entry.unlink()
+    entry.symlink_to(tmp_path / "outside" / "secret.tex")
+    with pytest.raises(SourceRefused, match="swapped"):
+        pack_entry(entry, "tex", "paper.tex", roots=[root])
+    entry.unlink()
+    write_tex(entry)
+    (root / "corpus").rename(root / "moved")
+    (root / "corpus").symlink_to(tmp_path / "outside")
+    with pytest.raises(SourceRefused, match="swapped"):
+        pack_entry(entry, "tex", "paper.tex", roots=[root])
+
+
+def test_links_inside_a_directory_entry_are_packed_only_when_they_stay_inside_it(tmp_path):
+    root = tmp_path / "root"
+    write_tex(root / "corpus" / "d" / "main.tex")
+    write_tex(root / "corpus" / "d" / "sub" / "part.tex", TEX_FRAGMENT)
+    write_tex(root / "corpus" / "sibling.tex", "SIBLING")
+    write_tex(tmp_path / "outside.tex", "OUTSIDE")
+    (root / "corpus" / "d" / "part-link.tex").symlink_to(root / "corpus" / "d" / "sub" / "part.tex")
+    (root / "corpus" / "d" / "sibling.tex").symlink_to(root / "corpus" / "sibling.tex")
+    (root / "corpus" / "d" / "out.tex").symlink_to(tmp_path / "outside.tex")
+    (root / "corpus" / "d" / "outdir").symlink_to(tmp_path)
+    with zipfile.ZipFile(io.BytesIO(pack_entry(root / "corpus" / "d", "dir", "d", roots=[root]))) as archive:
+        assert sorted(archive.namelist()) == ["main.tex", "part-link.tex", "sub/part.tex"]
+    assert inspect_entry(root / "corpus" / "d", "d", roots=[root]).main_file == "main.tex"
+
+
+# --- packing damaged and oversized entries -----------------------------------------------------------
+
+
+def test_packing_a_damaged_archive_refuses_it_as_an_archive_problem(tmp_path):
+    noise = random.Random(4).randbytes(20_000).hex()  # incompressible: each cut lands inside the member
+    data = write_targz(tmp_path / "t.tar.gz", {"main.tex": TEX_DOCUMENT + noise}).read_bytes()
+    for cut in (len(data) // 2, len(data) * 3 // 4):
+        _write(tmp_path / "t.tar.gz", data[:cut])
+        with pytest.raises(SourceRefused) as refused:
+            pack_entry(tmp_path / "t.tar.gz", "tar.gz", "t.tar.gz")
+        assert refused.value.what == "archive"
+    damaged = bytearray(gzip.compress((TEX_DOCUMENT * 200).encode()))
+    damaged[30:40] = b"\xff" * 10
+    with pytest.raises(SourceRefused) as refused:
+        pack_entry(_write(tmp_path / "s.gz", bytes(damaged)), "gz", "s.gz")
+    assert refused.value.what == "archive"
+
+
+def test_a_decompression_bomb_stops_at_the_limit_with_bounded_memory(tmp_path):
+    bomb = write_zero_bomb(tmp_path / "bomb.tar.gz", 256 * 1024 * 1024)
+    assert bomb.stat().st_size < 2 * 1024 * 1024
+    tracemalloc.start()
+    try:
+        with pytest.raises(SourceRefused) as refused:
+            pack_entry(bomb, "tar.gz", "bomb.tar.gz", max_bytes=128 * 1024 * 1024)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert refused.value.what == "too_large" and "larger than 134217728 bytes" in str(refused.value)
+    assert peak < 16 * 1024 * 1024, f"peak {peak} bytes while reading 128 MiB"

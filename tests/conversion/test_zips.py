@@ -11,7 +11,7 @@ import zipfile
 import pytest
 
 from conversion.archive import PAYLOAD_MAX_BYTES, pack_entry
-from conversion.zips import zip_build, zip_member
+from conversion.zips import ZipTooLarge, zip_build, zip_member, zip_stream
 from tests.support import TEX_DOCUMENT, write_targz, write_tex, write_zip
 
 LOG = b"Warning:undefined:\\foo The token \\foo is not defined.\n\tat main.tex; line 3\nStatus:conversion:1\n"
@@ -206,3 +206,24 @@ def test_pack_refuses_an_unknown_kind_and_a_packed_document_over_the_limit(tmp_p
     assert PAYLOAD_MAX_BYTES > 50
     with pytest.raises(ValueError, match="larger than 50 bytes"):
         pack_entry(path, "tex", "paper.tex")
+
+
+def test_zip_stream_writes_what_zipfile_reads_and_stops_past_the_limit():
+    now = time.time()
+    members = [
+        ("a.tex", [b"x" * 70_000, b"", b"y" * 5], now), ("d/\u00e9.png", [bytes(range(256)) * 40], now), ("e", [], now),
+    ]  # fmt: skip
+    data = zip_stream(members, max_bytes=70_005 + 10_240)
+    assert unpacked(data) == {"a.tex": b"x" * 70_000 + b"y" * 5, "d/\u00e9.png": bytes(range(256)) * 40, "e": b""}
+    with pytest.raises(ZipTooLarge):
+        zip_stream(members, max_bytes=70_005 + 10_239)
+    read: list[int] = []
+
+    def endless():
+        while True:
+            read.append(1)
+            yield bytes(1000)
+
+    with pytest.raises(ZipTooLarge):
+        zip_stream([("zeros", endless(), now)], max_bytes=50_000)
+    assert len(read) == 51  # it stops at the first chunk past the limit

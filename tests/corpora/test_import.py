@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import os
 import threading
 
@@ -89,6 +90,41 @@ def test_paths_outside_the_roots_are_422(authed, corpus_root, tmp_path):
         assert response.status_code == 422, (path, response.json())
         assert response.json()["errors"]["path"] == ["outside the corpus roots"]
     assert not Corpus.objects.exists()
+
+
+def test_a_corpus_root_itself_is_refused_with_422(authed, corpus_root, settings, tmp_path):
+    make_corpus_dir(corpus_root, "inside")
+    second = (tmp_path / "second").resolve()
+    second.mkdir()
+    settings.CORPUS_ROOTS = [corpus_root, second]
+    (corpus_root / "up").symlink_to(corpus_root)
+    for path in (".", "", str(corpus_root), f"{corpus_root}/", str(corpus_root / "inside" / ".."), "up", str(second)):
+        response = _import(authed, "c", path or "./")
+        assert response.status_code == 422, (path, response.json())
+        assert response["Content-Type"] == "application/problem+json"
+        assert response.json()["errors"]["path"] == ["a corpus root itself"]
+    assert not Corpus.objects.exists()
+
+
+def test_one_corrupt_gz_among_valid_entries_is_an_invalid_document_on_import_and_on_extend(authed, corpus_root):
+    directory = make_corpus_dir(corpus_root, "mixed", documents=2)
+    damaged = bytearray(gzip.compress((TEX_DOCUMENT * 200).encode()))
+    damaged[30:40] = b"\xff" * 10  # zlib.error inside the deflate stream
+    (directory / "broken.gz").write_bytes(bytes(damaged))
+    job = _run(_import(authed, "mixed", str(directory)).json())
+    assert job.state == "succeeded" and job.result["documents"] == 3 and job.result["invalid"] == 1
+    message = LogMessage.objects.get(task__document__name="broken")
+    assert (message.category, message.what, message.task_status) == ("invalid", "archive", -5)
+    assert "zlib" in message.details or "decompress" in message.details
+
+    activated("mixed")
+    (directory / "later.gz").write_bytes(bytes(damaged))
+    write_tex(directory / "later.tex")
+    extended = _run(authed.post("/api/corpora/mixed/extend").json())
+    assert extended.state == "succeeded" and extended.result["documents"] == 2 and extended.result["todo_tasks"] == 1
+    assert Document.objects.filter(corpus__name="mixed").count() == 5
+    later = LogMessage.objects.get(task__document__entry="later.gz")
+    assert (later.category, later.what) == ("invalid", "archive")
 
 
 def test_a_path_that_is_not_a_readable_directory_is_422(authed, corpus_root):

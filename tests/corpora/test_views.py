@@ -110,6 +110,11 @@ def test_the_new_corpus_form_answers_with_the_apis_errors_and_status(screen_clie
     assert outside.status_code == 422 and "lies outside the corpus roots" in outside.content.decode()
     assert outside.context["errors"] == {"path": ["outside the corpus roots"]}
 
+    root = screen_client.post("/corpora/new", {"name": "fresh", "path": "."})
+    root_twin = authed.post("/api/corpora", {"name": "fresh", "path": "."}, format="json")
+    assert root.status_code == 422 == root_twin.status_code and "is a corpus root itself" in root.content.decode()
+    assert root.context["errors"] == root_twin.json()["errors"] == {"path": ["a corpus root itself"]}
+
     imported(corpus_root, "taken", documents=1)
     taken = screen_client.post("/corpora/new", {"name": "taken", "path": str(directory)})
     assert taken.status_code == 409 and "exists already" in taken.content.decode()
