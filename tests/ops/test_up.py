@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 from pathlib import Path
@@ -149,7 +150,7 @@ def _postmaster_pid(var_dir: Path) -> int | None:
 
 
 def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path):
-    var_dir = Path("/tmp") / f"ccs-up-{os.getpid()}"  # short: unix socket paths are limited
+    var_dir = Path(tempfile.mkdtemp(prefix="ccs-up-", dir="/tmp"))  # short: unix socket paths are limited
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     dispatcher = _dispatcher_env()
