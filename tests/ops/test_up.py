@@ -134,12 +134,23 @@ def _own_processes(var_dir: Path) -> list[psutil.Process]:
     return own
 
 
-def _dispatcher_env() -> dict[str, str]:
-    """Free dispatcher ports, and a DISPATCHER_HOST no dispatcher answers at: `up`'s workers must follow
-    the ports it was given to its own dispatcher, never another stack's or an address meant elsewhere."""
-    return {
-        "DISPATCHER_VENTILATOR_PORT": str(free_port()),
-        "DISPATCHER_SINK_PORT": str(free_port()),
+def _free_ports(count: int) -> list[int]:
+    """Free ports, all different (held together while they are picked, so none is handed out twice)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
+def _ports() -> tuple[int, dict[str, str]]:
+    """A free web port and the environment giving free dispatcher ports (all three different), with a
+    DISPATCHER_HOST no dispatcher answers at: `up`'s workers must follow the ports it was given to its
+    own dispatcher, never to another stack's or to an address meant for workers elsewhere."""
+    web, ventilator, sink = _free_ports(3)
+    return web, {
+        "DISPATCHER_VENTILATOR_PORT": str(ventilator),
+        "DISPATCHER_SINK_PORT": str(sink),
         "DISPATCHER_HOST": "192.0.2.1",  # TEST-NET-1: reaches nothing
     }
 
@@ -151,9 +162,8 @@ def _postmaster_pid(var_dir: Path) -> int | None:
 
 def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path):
     var_dir = Path(tempfile.mkdtemp(prefix="ccs-up-", dir="/tmp"))  # short: unix socket paths are limited
-    port = free_port()
+    port, dispatcher = _ports()
     base = f"http://127.0.0.1:{port}"
-    dispatcher = _dispatcher_env()
     try:
         up = Up(port, env=_embedded_env(var_dir, **dispatcher))
         token = up.wait_for("TOKEN=").split("=", 1)[1]
@@ -229,13 +239,14 @@ def test_a_bad_setting_stops_start_up_with_one_line_naming_it():
 
 def test_up_says_in_one_line_when_the_database_does_not_answer():
     closed = free_port()
+    web, dispatcher = _ports()
     result = _run_command(
         "up",
         "--port",
-        str(free_port()),
+        str(web),
         DATABASE_URL=f"postgresql://postgres@127.0.0.1:{closed}/ccs",
         REDIS_URL="x",
-        **_dispatcher_env(),
+        **dispatcher,
     )
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
@@ -251,7 +262,7 @@ def test_up_says_in_one_line_when_the_database_does_not_answer():
     ],
 )
 def test_up_names_a_busy_port_in_one_line_and_starts_nothing(setting, what):
-    ports = {"--port": free_port(), "DISPATCHER_VENTILATOR_PORT": free_port(), "DISPATCHER_SINK_PORT": free_port()}
+    ports = dict(zip(("--port", "DISPATCHER_VENTILATOR_PORT", "DISPATCHER_SINK_PORT"), _free_ports(3), strict=True))
     with socket.socket() as holder:  # another program (another stack's dispatcher, say) holds the port
         holder.bind(("127.0.0.1", ports[setting]))
         holder.listen()
@@ -278,7 +289,8 @@ def test_up_exits_non_zero_when_its_supervisor_gives_up_on_a_crash_looping_child
     from tests.support import test_database_url
 
     env = {**os.environ, "DATABASE_URL": test_database_url(), "DB_POOL": "false", "VAR_DIR": str(tmp_path)}
-    up = Up(free_port(), "--workers", "0", "--no-demo", env={**env, **_dispatcher_env()})
+    web, dispatcher = _ports()
+    up = Up(web, "--workers", "0", "--no-demo", env={**env, **dispatcher})
     try:
         up.wait_for("BASE_URL=")
         killed: set[int] = set()
