@@ -62,10 +62,13 @@ def latexml_corpus(corpus_root, tmp_path):
     return directory
 
 
-def _worker(dispatcher: DispatcherProcess, *extra: str, concurrency: int = 2) -> subprocess.Popen:
+def _worker(dispatcher: DispatcherProcess, *extra: str, scratch: Path, concurrency: int = 2) -> subprocess.Popen:
+    """A `manage.py worker`; its conversions' scratch directories go under `scratch` (a worker killed
+    mid-task cannot remove its own, and must not leave it in the machine's /tmp)."""
+    scratch.mkdir(exist_ok=True)
     env = child_env(
         DISPATCHER_VENTILATOR_PORT=str(dispatcher.ventilator_port), DISPATCHER_SINK_PORT=str(dispatcher.sink_port),
-        **{k: v for k, v in dispatcher.settings.items() if k.startswith("CONVERSION_")},
+        TMPDIR=str(scratch), **{k: v for k, v in dispatcher.settings.items() if k.startswith("CONVERSION_")},
     )  # fmt: skip
     return subprocess.Popen(
         [sys.executable, "manage.py", "worker", "--service", "tex_to_html", "--concurrency", str(concurrency), *extra],
@@ -87,7 +90,7 @@ def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_p
     expected = {name.removesuffix(".tex"): _latexmlc(latexml_corpus / name) for name in DOCUMENTS}
     assert [expected[n][0] for n in ("clean", "warning", "error", "fatal")] == [-1, -2, -3, -4]
     dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
-    worker = _worker(dispatcher)
+    worker = _worker(dispatcher, scratch=tmp_path / "scratch")
     try:
         tasks = Task.objects.filter(corpus__name="real", service__name="tex_to_html")
         wait_for(lambda: not tasks.filter(status__gte=0).exists(), timeout=240, interval=0.5, message="conversions")
@@ -121,7 +124,7 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_complet
     dispatcher = DispatcherProcess(
         RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root), DISPATCHER_MAX_ATTEMPTS="10"
     ).start()
-    first = _worker(dispatcher, concurrency=1)
+    first = _worker(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
     try:
         wait_for(lambda: Task.objects.filter(pk=task.pk, status__gt=0).exists(), timeout=60, message="the lease")
         Service.objects.filter(name="tex_to_html").update(lease_seconds=900)  # for the leases from now on
@@ -129,7 +132,7 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_complet
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its conversion, with no goodbye
         first.wait(10)
         dispatcher_rounds(2)  # it has reread the services since the update: the next lease is the long one
-        second = _worker(dispatcher, concurrency=1)
+        second = _worker(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
         try:
             done = wait_for(
                 lambda: Task.objects.filter(pk=task.pk, status__lt=0).first(), timeout=600, interval=0.5,
