@@ -41,7 +41,8 @@ class Up:
              "--job-concurrency", "1", *options],
             cwd=PROJECT_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
     def _pump(self) -> None:
         for line in self.process.stdout:
@@ -55,7 +56,7 @@ class Up:
             try:
                 line = self.lines.get(timeout=0.5)
             except queue.Empty:
-                if self.process.poll() is not None:
+                if not self.pump.is_alive():  # the output ended (and every line of it was queued)
                     break
                 continue
             self.seen.append(line)
