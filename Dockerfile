@@ -1,13 +1,18 @@
 FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-# LaTeXML for the conversion workers and POST /convert (Debian's package brings TeX Live's pieces),
-# bubblewrap for the sandbox every conversion runs in.
+# LaTeXML for the conversion workers and POST /convert (Debian's package brings TeX Live's pieces), and
+# bubblewrap, the sandbox each latexmlc runs in.
 RUN apt-get update && apt-get install -y --no-install-recommends latexml bubblewrap && rm -rf /var/lib/apt/lists/*
+RUN useradd --create-home --uid 10001 ccs
 WORKDIR /app
 COPY pyproject.toml ./
 RUN pip install --upgrade pip && pip install -e .
 COPY . .
-RUN useradd --create-home ccs && mkdir -p /app/var && chown -R ccs /app/var
+# Every directory docker-compose.yml mounts a volume on exists here and belongs to ccs: a new named volume
+# starts as a copy of it, owner included, so the services (which run as ccs) can write to it.
+RUN mkdir -p /app/var/corpora /app/var/exports /app/var/results /app/var/beat \
+    && chown -R ccs:ccs /app/var
+ENV VAR_DIR=/app/var
 USER ccs
-EXPOSE 8000
-CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--worker-class", "gthread", "--threads", "8"]
+EXPOSE 8000 51695 51696
+CMD ["gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3", "--worker-class", "gthread", "--threads", "8", "--logger-class", "config.gunicorn.TokenMaskingLogger"]

@@ -5,16 +5,18 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import socket
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
+import psutil
 from django.conf import settings
 
 from config import embedded
 from config.env import env_str
-from ops.supervisor import Child
+from ops.supervisor import Child, Supervisor
 
 logger = logging.getLogger(__name__)
 
@@ -28,11 +30,13 @@ WEB_THREADS = 8
 
 
 class PrerequisiteMissing(Exception):
-    """Something the system needs is not installed; the message says what to install."""
+    """Something the system needs is missing or taken (a program, a server, a port); the message says
+    what to do."""
 
 
 def child_env() -> dict[str, str]:
-    """The environment of every child: the resolved database and broker, so all share the same ones."""
+    """The environment of every child: the resolved database, broker and dispatcher ports, so all share
+    the same ones (the ones `ports_check` found free)."""
     env = dict(os.environ)
     env.update(
         DATABASE_URL=settings.DATABASE_URL,
@@ -40,8 +44,78 @@ def child_env() -> dict[str, str]:
         VAR_DIR=str(settings.VAR_DIR),
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",
+        DISPATCHER_BIND=settings.DISPATCHER_BIND,
+        DISPATCHER_VENTILATOR_PORT=str(settings.DISPATCHER_VENTILATOR_PORT),
+        DISPATCHER_SINK_PORT=str(settings.DISPATCHER_SINK_PORT),
     )
     return env
+
+
+_WILDCARDS = ("", "*", "0.0.0.0", "::")  # noqa: S104
+
+
+def ports_wanted(*, web_host: str, web_port: int) -> list[tuple[str, str, int]]:
+    """(what, address, port) of every port `up` listens on: the web server and the dispatcher's two."""
+    bind = "0.0.0.0" if settings.DISPATCHER_BIND in ("", "*") else settings.DISPATCHER_BIND  # noqa: S104
+    return [
+        ("web server (--port)", web_host, web_port),
+        ("dispatcher ventilator (DISPATCHER_VENTILATOR_PORT)", bind, settings.DISPATCHER_VENTILATOR_PORT),
+        ("dispatcher sink (DISPATCHER_SINK_PORT)", bind, settings.DISPATCHER_SINK_PORT),
+    ]
+
+
+def ports_check(ports: list[tuple[str, str, int]]) -> None:
+    """Raise PrerequisiteMissing naming the first port that is taken (by another process or twice here).
+
+    A child that cannot bind would crash-loop while the others talk to whatever holds the port, e.g.
+    the workers to another stack's dispatcher; so `up` starts nothing until all its ports are free."""
+    seen: dict[int, str] = {}
+    for what, host, port in ports:
+        if port in seen:
+            raise PrerequisiteMissing(f"port {port} is wanted twice: for the {seen[port]} and the {what}")
+        seen[port] = what
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        with socket.socket(family, kind, proto) as probe:
+            # As the servers themselves bind: a port left in TIME_WAIT by an earlier run counts as free.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as exc:
+                raise PrerequisiteMissing(
+                    f"port {port} for the {what} on {host} is not free ({exc.strerror}): stop what holds it"
+                    " or choose another port"
+                ) from exc
+
+
+def dispatcher_endpoint_env() -> dict[str, str]:
+    """Where `up`'s own workers find `up`'s own dispatcher: never a DISPATCHER_HOST meant for elsewhere."""
+    bind = settings.DISPATCHER_BIND
+    return {"DISPATCHER_HOST": "127.0.0.1" if bind in _WILDCARDS else bind}
+
+
+def wait_for_listening(supervisor: Supervisor, child: Child, ports: list[int], timeout: float = 60.0) -> None:
+    """Wait until the child's own process tree listens on all the ports; raise if it exits or times out,
+    so nothing that would connect to these ports starts before its server does."""
+    deadline = time.monotonic() + timeout
+    while not supervisor.stopping:
+        if child.process is None or child.process.poll() is not None:
+            code = child.process.returncode if child.process else None
+            raise PrerequisiteMissing(f"the {child.name} exited with {code} before listening on {ports}")
+        try:
+            root = psutil.Process(child.process.pid)
+            listening = {
+                conn.laddr.port
+                for process in [root, *root.children(recursive=True)]
+                for conn in process.net_connections(kind="tcp")
+                if conn.status == psutil.CONN_LISTEN
+            }
+        except psutil.Error:  # a process of the tree ended meanwhile: look again
+            listening = set()
+        if set(ports) <= listening:
+            return
+        if time.monotonic() > deadline:
+            raise PrerequisiteMissing(f"the {child.name} did not listen on {ports} within {timeout:.0f} s")
+        time.sleep(0.1)
 
 
 def redis_child() -> Child | None:
@@ -129,7 +203,7 @@ def dispatcher_child() -> Child:
 
 def latexml_workers_child(*, concurrency: int, service: str = DEMO_SERVICE) -> Child:
     argv = [sys.executable, "manage.py", "worker", "--service", service, "--concurrency", str(concurrency)]
-    return Child("latexml-workers", argv, child_env())
+    return Child("latexml-workers", argv, {**child_env(), **dispatcher_endpoint_env()})
 
 
 def demo_load(*, actor: str) -> str | None:

@@ -45,6 +45,8 @@ class Supervisor:
     def __init__(self) -> None:
         self.children: list[Child] = []
         self.stopping = False
+        # Why the supervisor gave up (a child that died for good), so `up` can exit non-zero; None on a stop.
+        self.failure: str | None = None
 
     def start(self, child: Child) -> Child:
         logger.info("starting %s: %s", child.name, " ".join(child.argv))
@@ -73,7 +75,9 @@ class Supervisor:
                 now = time.monotonic()
                 child.restarts = [t for t in child.restarts if now - t < 60]
                 if not child.restart or len(child.restarts) >= _MAX_RESTARTS_PER_MINUTE:
-                    logger.error("%s exited with %s and will not be restarted; stopping", child.name, code)
+                    why = "it is not restarted" if not child.restart else f"{len(child.restarts)} restarts in a minute"
+                    self.failure = f"{child.name} exited with {code} ({why}); everything was stopped"
+                    logger.error("%s", self.failure)
                     self.stopping = True
                     break
                 logger.warning("%s exited with %s; restarting", child.name, code)

@@ -3,15 +3,21 @@ stops at once with a message saying which and where, instead of skipping."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
+import tempfile
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from rest_framework.test import APIClient
 
 import tests.jobkinds  # noqa: F401  (registers the test-only job kinds)
 
-_embedded_redis: subprocess.Popen | None = None
+_private_redis: subprocess.Popen | None = None
+_private_redis_dir: Path | None = None
 
 
 def _reach_postgres() -> None:
@@ -33,27 +39,39 @@ def _reach_postgres() -> None:
 
 
 def _reach_redis() -> None:
+    """Without REDIS_URL the tests start a Redis of their own on a private socket: never the embedded
+    one of the checkout (var/run/redis.sock), which a `make run` beside them uses and whose queue
+    their purges would empty."""
     import redis
     from django.conf import settings
 
     from config import embedded
     from config.env import env_str
 
-    global _embedded_redis
-    if not env_str("REDIS_URL") and not embedded.redis_socket(settings.VAR_DIR).exists():
-        _embedded_redis = subprocess.Popen(embedded.redis_server_command(settings.VAR_DIR))
+    global _private_redis, _private_redis_dir
+    if not env_str("REDIS_URL"):
+        _private_redis_dir = Path(tempfile.mkdtemp(prefix="ccs-test-"))  # short: socket paths are limited
+        _private_redis = subprocess.Popen(embedded.redis_server_command(_private_redis_dir), stdout=subprocess.DEVNULL)
+        url = embedded.redis_url(_private_redis_dir)
+        settings.REDIS_URL = settings.CELERY_BROKER_URL = url
+        os.environ["REDIS_URL"] = url  # for the processes the tests start
+
+        from config.celery import app
+
+        app.conf.broker_url = url
     url = settings.REDIS_URL.replace("redis+socket://", "unix://")
     client = redis.Redis.from_url(url, socket_connect_timeout=3)
-    for _ in range(50):
+    deadline = time.monotonic() + 10
+    while True:
         try:
             client.ping()
             return
         except redis.RedisError as exc:
-            error = exc
-            import time
-
+            if time.monotonic() > deadline:
+                pytest.exit(
+                    f"Cannot reach Redis at {settings.REDIS_URL} ({exc}). Start it, or set REDIS_URL.", returncode=3
+                )
             time.sleep(0.1)
-    pytest.exit(f"Cannot reach Redis at {settings.REDIS_URL} ({error}). Start it, or set REDIS_URL.", returncode=3)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -61,10 +79,12 @@ def pytest_configure(config: pytest.Config) -> None:
     _reach_redis()
 
 
-def pytest_unconfigure(config: pytest.Config) -> None:
-    if _embedded_redis is not None:
-        _embedded_redis.terminate()
-        _embedded_redis.wait(10)
+def pytest_unconfigure(config: pytest.Config | None) -> None:
+    if _private_redis is not None:
+        _private_redis.terminate()
+        _private_redis.wait(10)
+    if _private_redis_dir is not None:
+        shutil.rmtree(_private_redis_dir, ignore_errors=True)
 
 
 @pytest.fixture

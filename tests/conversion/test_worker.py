@@ -4,13 +4,14 @@ converting with the real latexmlc (apt-get install latexml); a missing one fails
 from __future__ import annotations
 
 import io
+import logging
 import re
 import tempfile
 import threading
 import time
 import uuid
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -68,10 +69,14 @@ class FakeDispatcher:
         assert self.sink.poll(int(timeout * 1000)), "no result reached the sink"
         return self.sink.recv_multipart()
 
-    def restart_ventilator(self) -> None:
-        """Close the ROUTER and bind a new one on the same port, as a restarted dispatcher would."""
+    def restart_ventilator(self, *, down_until: Callable[[], bool]) -> None:
+        """Close the ROUTER and bind a new one on the same port, as a restarted dispatcher would; it stays
+        down until `down_until()` is true (e.g. until the worker has noticed)."""
         self.ventilator.close(linger=0)
-        time.sleep(1.5)
+        deadline = time.monotonic() + 30
+        while not down_until():
+            assert time.monotonic() < deadline, "the condition for coming back never held"
+            time.sleep(0.05)
         self.ventilator = self.context.socket(zmq.ROUTER)
         self.ventilator.setsockopt(zmq.LINGER, 0)
         deadline = time.monotonic() + 10
@@ -222,15 +227,17 @@ def test_bad_payloads_get_an_invalid_result_and_the_worker_keeps_serving(dispatc
 
 
 @pytest.mark.slow
-def test_the_worker_asks_again_after_no_work_and_survives_a_ventilator_restart(dispatcher, worker):
+def test_the_worker_asks_again_after_no_work_and_survives_a_ventilator_restart(dispatcher, worker, caplog):
+    caplog.set_level(logging.INFO, logger="conversion.worker")
     routing_id, service = dispatcher.next_request()
     assert (routing_id, service) == (IDENTITY.encode(), SERVICE)
     dispatcher.hand(routing_id, NO_WORK)
     # No work: it waits a little and asks again.
     assert dispatcher.next_request(timeout=5)[1] == SERVICE
 
-    # That request goes unanswered: the dispatcher dies and comes back on the same port.
-    dispatcher.restart_ventilator()
+    # That request goes unanswered: the dispatcher dies, and comes back on the same port once the worker
+    # has given up waiting for the answer (whatever the time that takes on this machine).
+    dispatcher.restart_ventilator(down_until=lambda: "no answer from" in caplog.text)
     dispatcher.hand_task(b"77", GOOD_PAYLOAD)
     assert_converted(result_of(dispatcher.next_result(), b"77"))
 

@@ -146,3 +146,21 @@ def wait_for(predicate, timeout: float = 20, interval: float = 0.1, message: str
             return value
         time.sleep(interval)
     raise AssertionError(f"timed out waiting for {message}")
+
+
+def dispatcher_rounds(count: int) -> None:
+    """Wait until the dispatcher has written its heartbeat `count` times from now on. It rereads the
+    services and drops queued tasks no longer leased in the same once-a-second round, right after the
+    heartbeat: two rounds from now, both have seen every change made before the call."""
+    from django.utils import timezone
+
+    from services.models import DispatcherState
+
+    since = timezone.now()
+    for _ in range(count):
+        since = wait_for(
+            lambda since=since: DispatcherState.objects.filter(heartbeat_at__gt=since)
+            .values_list("heartbeat_at", flat=True)
+            .first(),
+            timeout=60, message="a dispatcher round",
+        )  # fmt: skip

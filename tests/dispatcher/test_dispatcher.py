@@ -15,7 +15,15 @@ from reports.models import LogMessage, TaskRuntime
 from runs.models import Run
 from services.models import DispatcherState, Service, Worker
 from tests.corpora.helpers import activated, imported
-from tests.dispatcher.harness import CLEAN_LOG, WARNING_LOG, DispatcherProcess, FakeWorker, result_zip, wait_for
+from tests.dispatcher.harness import (
+    CLEAN_LOG,
+    WARNING_LOG,
+    DispatcherProcess,
+    FakeWorker,
+    dispatcher_rounds,
+    result_zip,
+    wait_for,
+)
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -166,11 +174,9 @@ def test_the_lease_length_is_captured_when_leased(pair, dispatcher):
     _state()
     first, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
     Service.objects.filter(name="tex_to_html").update(lease_seconds=30)
-    import time
-
-    time.sleep(2.5)  # the dispatcher rereads the services every second
+    dispatcher_rounds(2)  # the dispatcher has reread the services
     Task.objects.filter(pk__in=[t.pk for t in pair if str(t.pk) != first]).update(status=0)  # drop its queue
-    time.sleep(1.5)
+    dispatcher_rounds(2)  # and has dropped its queued tasks that are no longer leased
     second, _ = wait_for(lambda: worker.ask("tex_to_html"), message="another task")
     assert Task.objects.get(pk=first).lease_seconds == 600
     assert Task.objects.get(pk=second).lease_seconds == 30
@@ -196,9 +202,7 @@ def test_paused_tasks_are_not_handed_out_and_resume_brings_them_back(pair, dispa
     out, _ = wait_for(lambda: worker.ask("tex_to_html"), message="a task")
     body = authed.post("/api/reports/demo/tex_to_html/pause").json()
     assert body == {"corpus": "demo", "service": "tex_to_html", "action": "pause", "blocked": 3}
-    import time
-
-    time.sleep(1.5)  # the dispatcher drops queued tasks that are no longer leased once a second
+    dispatcher_rounds(2)  # the dispatcher has dropped its queued tasks that are no longer leased
     assert worker.ask("tex_to_html") is None
     worker.give("tex_to_html", out, result_zip(CLEAN_LOG))
     wait_for(lambda: DispatcherState.objects.filter(discarded__gte=1).first(), message="the late result discarded")

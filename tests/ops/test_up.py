@@ -3,12 +3,15 @@ that reuses the data, commands beside it sharing its servers, and nothing left a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import urllib.request
 from pathlib import Path
@@ -21,25 +24,25 @@ from tests.support import PROJECT_DIR, free_port
 pytestmark = pytest.mark.slow
 
 
-def _embedded_env(var_dir: Path) -> dict[str, str]:
+def _embedded_env(var_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1")
+    env.update(VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1", **extra)
     return env
 
 
 class Up:
     """A running `manage.py up` whose output lines are collected as they come."""
 
-    def __init__(self, var_dir: Path, port: int) -> None:
+    def __init__(self, port: int, *options: str, env: dict[str, str]) -> None:
         self.lines: queue.Queue[str] = queue.Queue()
         self.seen: list[str] = []
         self.process = subprocess.Popen(
             [sys.executable, "manage.py", "up", "--port", str(port), "--web-processes", "1",
-             "--job-concurrency", "1"],
-            cwd=PROJECT_DIR, env=_embedded_env(var_dir), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-            text=True,
+             "--job-concurrency", "1", *options],
+            cwd=PROJECT_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         )  # fmt: skip
-        threading.Thread(target=self._pump, daemon=True).start()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
 
     def _pump(self) -> None:
         for line in self.process.stdout:
@@ -53,13 +56,17 @@ class Up:
             try:
                 line = self.lines.get(timeout=0.5)
             except queue.Empty:
-                if self.process.poll() is not None:
+                if not self.pump.is_alive():  # the output ended (and every line of it was queued)
                     break
                 continue
             self.seen.append(line)
             if line.startswith(prefix):
                 return line
         raise AssertionError(f"no line starting {prefix!r}; output was:\n" + "\n".join(self.seen[-60:]))
+
+    def printed(self, prefix: str, timeout: float = 30) -> bool:
+        """True once a line starting with prefix came, earlier or within the timeout."""
+        return any(line.startswith(prefix) for line in self.seen) or bool(self.wait_for(prefix, timeout))
 
     def descendants(self) -> list[psutil.Process]:
         return psutil.Process(self.process.pid).children(recursive=True)
@@ -115,17 +122,51 @@ def _gone(pid: int, timeout: float = 15) -> bool:
     return False
 
 
+def _own_processes(var_dir: Path) -> list[psutil.Process]:
+    """Live processes started for this test's `up`, found by the VAR_DIR every child inherits: they are
+    found even if reparented, and nobody else's processes (another `up`, another user's latexml) count."""
+    own = []
+    for process in psutil.process_iter():
+        try:
+            if process.environ().get("VAR_DIR") == str(var_dir) and process.status() != psutil.STATUS_ZOMBIE:
+                own.append(process)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    return own
+
+
+def _free_ports(count: int) -> list[int]:
+    """Free ports, all different (held together while they are picked, so none is handed out twice)."""
+    with contextlib.ExitStack() as stack:
+        sockets = [stack.enter_context(socket.socket()) for _ in range(count)]
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
+def _ports() -> tuple[int, dict[str, str]]:
+    """A free web port and the environment giving free dispatcher ports (all three different), with a
+    DISPATCHER_HOST no dispatcher answers at: `up`'s workers must follow the ports it was given to its
+    own dispatcher, never to another stack's or to an address meant for workers elsewhere."""
+    web, ventilator, sink = _free_ports(3)
+    return web, {
+        "DISPATCHER_VENTILATOR_PORT": str(ventilator),
+        "DISPATCHER_SINK_PORT": str(sink),
+        "DISPATCHER_HOST": "192.0.2.1",  # TEST-NET-1: reaches nothing
+    }
+
+
 def _postmaster_pid(var_dir: Path) -> int | None:
     pid_file = var_dir / "pgdata" / "postmaster.pid"
     return int(pid_file.read_text().split()[0]) if pid_file.exists() else None
 
 
 def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path):
-    var_dir = Path("/tmp") / f"ccs-up-{os.getpid()}"  # short: unix socket paths are limited
-    port = free_port()
+    var_dir = Path(tempfile.mkdtemp(prefix="ccs-up-", dir="/tmp"))  # short: unix socket paths are limited
+    port, dispatcher = _ports()
     base = f"http://127.0.0.1:{port}"
     try:
-        up = Up(var_dir, port)
+        up = Up(port, env=_embedded_env(var_dir, **dispatcher))
         token = up.wait_for("TOKEN=").split("=", 1)[1]
         up.wait_for("BASE_URL=")
         healthy = {"status": "ok", "database": {"reachable": True}, "conversion_sandbox": "bwrap"}
@@ -151,21 +192,25 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
 
         counts = _wait(demo_counts, 150, "the demo corpus to convert")
         assert counts["total"] == 6  # seven entries, one of them invalid at import
+        ventilator = f"tcp://127.0.0.1:{dispatcher['DISPATCHER_VENTILATOR_PORT']}"
+        assert up.printed(f"worker serving tex_to_html from {ventilator}")
 
         children = up.descendants()
         postgres = _postmaster_pid(var_dir)
         names = " ".join(" ".join(child.cmdline()) for child in children)
         for part in ("gunicorn", "celery", "beat", "redis-server", "dispatcher", "worker --service tex_to_html"):
             assert part in names, part
-        everything = children + [
-            p for p in psutil.process_iter(["cmdline"]) if "latexml" in " ".join(p.info["cmdline"] or [])
-        ]
+        # The supervised children (they stay up) carry the marker; not redis-server, which writes its
+        # process title over its environment.
+        supervised = {c.pid for c in psutil.Process(up.process.pid).children() if "redis" not in c.name()}
+        assert len(supervised) == 5 and supervised <= {process.pid for process in _own_processes(var_dir)}
         assert up.stop() == 0
-        assert not [child for child in everything if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
+        assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
         assert postgres is not None and _gone(postgres)
+        assert not _own_processes(var_dir)  # nor any conversion that left the tree
 
         # A second start reuses the data: no new token, the old one still works.
-        again = Up(var_dir, port)
+        again = Up(port, env=_embedded_env(var_dir, **dispatcher))
         again.wait_for("BASE_URL=")
         assert not any(line.startswith("TOKEN=") for line in again.seen)
         assert _get(f"{base}/api/jobs", token)[0] == 200
@@ -174,6 +219,8 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         for proc in psutil.process_iter(["cmdline"]):
             if str(var_dir) in " ".join(proc.info["cmdline"] or []):
                 proc.kill()
+        for proc in _own_processes(var_dir):
+            proc.kill()
         subprocess.run(["rm", "-rf", str(var_dir)], check=False)
 
 
@@ -204,9 +251,81 @@ def test_up_refuses_no_more_web_threads_than_conversions_as_they_could_take_them
 
 def test_up_says_in_one_line_when_the_database_does_not_answer():
     closed = free_port()
+    web, dispatcher = _ports()
     result = _run_command(
-        "up", "--port", str(free_port()), DATABASE_URL=f"postgresql://postgres@127.0.0.1:{closed}/ccs", REDIS_URL="x"
+        "up",
+        "--port",
+        str(web),
+        DATABASE_URL=f"postgresql://postgres@127.0.0.1:{closed}/ccs",
+        REDIS_URL="x",
+        **dispatcher,
     )
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert f"PostgreSQL at 127.0.0.1:{closed}/ccs does not answer" in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "what"),
+    [
+        ("--port", "web server (--port)"),
+        ("DISPATCHER_VENTILATOR_PORT", "dispatcher ventilator (DISPATCHER_VENTILATOR_PORT)"),
+        ("DISPATCHER_SINK_PORT", "dispatcher sink (DISPATCHER_SINK_PORT)"),
+    ],
+)
+def test_up_names_a_busy_port_in_one_line_and_starts_nothing(setting, what):
+    ports = dict(zip(("--port", "DISPATCHER_VENTILATOR_PORT", "DISPATCHER_SINK_PORT"), _free_ports(3), strict=True))
+    with socket.socket() as holder:  # another program (another stack's dispatcher, say) holds the port
+        holder.bind(("127.0.0.1", ports[setting]))
+        holder.listen()
+        result = _run_command(
+            "up", "--port", str(ports["--port"]),
+            DISPATCHER_VENTILATOR_PORT=str(ports["DISPATCHER_VENTILATOR_PORT"]),
+            DISPATCHER_SINK_PORT=str(ports["DISPATCHER_SINK_PORT"]),
+            # Neither answers: `up` must stop at the port, before it looks for them.
+            DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/ccs", REDIS_URL="redis://127.0.0.1:1/0",
+        )  # fmt: skip
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        f"CommandError: port {ports[setting]} for the {what} on 127.0.0.1 is not free (Address already in use):"
+        " stop what holds it or choose another port"
+    )
+    assert "Ready" not in result.stdout
+
+
+@pytest.mark.django_db(transaction=True)  # `up` writes to the test database from its own processes
+def test_up_exits_non_zero_when_its_supervisor_gives_up_on_a_crash_looping_child(tmp_path):
+    """The dispatcher dies again and again (here: killed each time it is back): `up` stops everything
+    and says so with a non-zero exit, instead of looking like a clean stop."""
+    from tests.support import test_database_url
+
+    env = {**os.environ, "DATABASE_URL": test_database_url(), "DB_POOL": "false", "VAR_DIR": str(tmp_path)}
+    web, dispatcher = _ports()
+    up = Up(web, "--workers", "0", "--no-demo", env={**env, **dispatcher})
+    try:
+        up.wait_for("BASE_URL=")
+        killed: set[int] = set()
+
+        def the_next_dispatcher() -> psutil.Process | str | None:
+            if up.process.poll() is not None:
+                return "up has exited"
+            for child in psutil.Process(up.process.pid).children():
+                with contextlib.suppress(psutil.Error):  # a killed one not reaped yet
+                    if "manage.py dispatcher" in " ".join(child.cmdline()) and child.pid not in killed:
+                        return child
+            return None
+
+        while len(killed) < 20:
+            dispatcher = _wait(the_next_dispatcher, 60, "the dispatcher to be restarted or `up` to exit")
+            if not isinstance(dispatcher, psutil.Process):
+                break
+            killed.add(dispatcher.pid)
+            os.killpg(dispatcher.pid, signal.SIGKILL)  # the dispatcher and its sink, as in a crash
+        assert up.process.wait(90) != 0
+        line = up.wait_for("CommandError:")
+        assert line == "CommandError: dispatcher exited with -9 (5 restarts in a minute); everything was stopped"
+        assert len(killed) >= 6  # the first start and five restarts
+    finally:
+        if up.process.poll() is None:
+            up.process.kill()

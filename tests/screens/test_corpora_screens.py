@@ -15,7 +15,7 @@ def _count(page, service: str, key: str) -> str:
     return page.inner_text(f"tr[data-service='{service}'] .legend [data-count='{key}']")
 
 
-def test_an_operator_watches_a_corpus_convert_live_and_deletes_it(page, live_server, token, corpus_root):
+def test_an_operator_watches_a_corpus_convert_live_and_deletes_it(page, live_server, token, corpus_root, tmp_path):
     imported(corpus_root, "demo", documents=4)
     activated("demo", "tex_to_html")
     url = f"{live_server.url}/corpora/demo"
@@ -40,7 +40,7 @@ def test_an_operator_watches_a_corpus_convert_live_and_deletes_it(page, live_ser
     assert _count(page, "tex_to_html", "warning") == "1" and _count(page, "tex_to_html", "error") == "1"
     assert _count(page, "tex_to_html", "todo") == "0"
     assert page.locator("tr[data-service='tex_to_html'] .statusbar .seg").count() == 3
-    page.screenshot(path="/tmp/ccs-corpus-screen.png", full_page=True)
+    page.screenshot(path=tmp_path / "corpus-screen.png", full_page=True)
 
     page.click("text=Delete corpus…")
     page.wait_for_url(f"{url}/delete")

@@ -12,7 +12,7 @@ from tests.factories import JobFactory
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-def test_an_operator_signs_in_and_watches_a_job_progress_live(page, live_server, token):
+def test_an_operator_signs_in_and_watches_a_job_progress_live(page, live_server, token, tmp_path):
     job = JobFactory(
         kind="maintenance_reindex", state=JobState.RUNNING, started_at=timezone.now(),
         heartbeat_at=timezone.now(), progress_total=4, progress_current=1, message="reindexing jobs_job",
@@ -37,4 +37,4 @@ def test_an_operator_signs_in_and_watches_a_job_progress_live(page, live_server,
     Job.objects.filter(pk=job.pk).update(state=JobState.SUCCEEDED, progress_current=4, finished_at=timezone.now())
     page.wait_for_function("() => document.querySelector('#job-state').innerText === 'succeeded'", timeout=10000)
     assert "4 / 4" in page.inner_text("#job-progress")
-    page.screenshot(path="/tmp/ccs-jobs-screen.png", full_page=True)
+    page.screenshot(path=tmp_path / "jobs-screen.png", full_page=True)

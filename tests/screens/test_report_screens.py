@@ -72,7 +72,7 @@ def _crumbs(page: Any) -> list[str]:
     return [text.strip() for text in page.inner_text("#crumbs").split("\u203a")]
 
 
-def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, token, converted):
+def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, token, converted, tmp_path):
     page.goto(f"{live_server.url}/login?next=/corpora/c")
     page.fill("#token", token)
     page.click("button[type=submit]")
@@ -84,7 +84,7 @@ def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, 
     assert page.inner_text("#status-counts [data-count='error']") == "1"
     assert page.inner_text("#status-counts [data-count='no_problem']") == "2"
     assert page.locator("#manage button", has_text="Pause").count() == 1
-    page.screenshot(path="/tmp/ccs-report-overview.png", full_page=True)
+    page.screenshot(path=tmp_path / "report-overview.png", full_page=True)
 
     page.click("tr[data-status='error'] a")
     page.wait_for_url(f"{live_server.url}/reports/c/tex_to_html/error")
@@ -99,7 +99,7 @@ def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, 
     page.wait_for_url(f"{live_server.url}/reports/c/tex_to_html/error/I%2FO/a%20b%2Fc%3Fd%23e")
     assert _crumbs(page) == ["Corpora", "c", "tex_to_html", "error", "I/O", "a b/c?d#e"]
     assert "could not read the file" in page.inner_text("tr[data-document='x y%z']")
-    page.screenshot(path="/tmp/ccs-report-entries.png", full_page=True)
+    page.screenshot(path=tmp_path / "report-entries.png", full_page=True)
 
     page.click("#entries a:text-is('x y%z')")
     page.wait_for_url("**/corpus/c/tex_to_html/document/x%20y%25z?**")
@@ -121,7 +121,7 @@ def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, 
     image.scroll_into_view_if_needed()
     assert image.evaluate("img => img.complete && img.naturalWidth") == 120
     assert preview.locator("h1").evaluate("h => getComputedStyle(h).color") == "rgb(47, 91, 211)"
-    page.screenshot(path="/tmp/ccs-report-document.png", full_page=True)
+    page.screenshot(path=tmp_path / "report-document.png", full_page=True)
 
     # Up again through the breadcrumbs.
     page.click("#crumbs a:text-is('I/O')")

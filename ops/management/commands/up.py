@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -39,6 +40,9 @@ class Command(BaseCommand):
         supervisor.install_signal_handlers()
         try:
             stack.check_prerequisites(latexml_workers=options["workers"])
+            # Before any child starts: one that cannot bind would crash-loop, and the others would talk to
+            # whatever holds its port (the workers to another stack's dispatcher).
+            stack.ports_check(stack.ports_wanted(web_host=options["host"], web_port=options["port"]))
             stack.check_web_threads(options["web_threads"])
             self._start(supervisor, options)
             supervisor.watch()
@@ -47,6 +51,8 @@ class Command(BaseCommand):
         finally:
             supervisor.stop_all()
             self.stdout.write("stopped")
+        if supervisor.failure:
+            raise CommandError(supervisor.failure)
 
     def _start(self, supervisor: Supervisor, options: dict) -> None:
         stack.check_database()
@@ -63,7 +69,13 @@ class Command(BaseCommand):
             self.stdout.write(f"TOKEN={raw}")
         if not options["no_demo"] and stack.demo_load(actor=stack.FIRST_ACTOR):
             self.stdout.write(f"First start: loaded the demo corpus '{stack.DEMO_CORPUS}' with {stack.DEMO_SERVICE}")
-        supervisor.start(stack.dispatcher_child())
+        dispatcher = supervisor.start(stack.dispatcher_child())
+        # The workers connect only once this stack's dispatcher holds its ports.
+        stack.wait_for_listening(
+            supervisor, dispatcher, [settings.DISPATCHER_VENTILATOR_PORT, settings.DISPATCHER_SINK_PORT]
+        )
+        if supervisor.stopping:
+            return
         if options["workers"] > 0:
             supervisor.start(stack.latexml_workers_child(concurrency=options["workers"]))
         supervisor.start(stack.celery_worker_child(concurrency=options["job_concurrency"]))

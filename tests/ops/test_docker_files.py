@@ -1,0 +1,177 @@
+"""docker-compose.yml, the Dockerfile and .dockerignore, read as Docker would read them (the test
+machines have no Docker engine): every long-running service restarts, every volume is mounted where the
+image has a directory its user owns, health checks back every `service_healthy`, and the image takes no
+secrets or data from the checkout."""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import shlex
+from pathlib import PurePosixPath
+
+import pytest
+import yaml
+
+from tests.support import PROJECT_DIR
+
+RESTARTING = {"always", "unless-stopped", "on-failure"}
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict:
+    return yaml.safe_load((PROJECT_DIR / "docker-compose.yml").read_text())
+
+
+@pytest.fixture(scope="module")
+def dockerfile() -> list[tuple[str, str]]:
+    """(instruction, arguments) of each Dockerfile instruction, continuation lines joined."""
+    text = re.sub(r"\\\n", " ", (PROJECT_DIR / "Dockerfile").read_text())
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
+    return [(line.split(None, 1)[0].upper(), line.split(None, 1)[1]) for line in lines]
+
+
+def _run_commands(dockerfile: list[tuple[str, str]]) -> list[list[str]]:
+    """Every shell command of the RUN instructions, as argument lists."""
+    commands = []
+    for instruction, arguments in dockerfile:
+        if instruction == "RUN":
+            commands += [shlex.split(part) for part in re.split(r"&&|;", arguments) if part.strip()]
+    return commands
+
+
+def _image_user(dockerfile: list[tuple[str, str]]) -> str:
+    users = [arguments.split(":")[0] for instruction, arguments in dockerfile if instruction == "USER"]
+    assert users, "the image must not run as root: the Dockerfile needs a USER"
+    return users[-1]
+
+
+def _one_shot(compose: dict) -> set[str]:
+    """Services others wait to see completed: they run once (migrations), the rest run for good."""
+    return {
+        name
+        for service in compose["services"].values()
+        for name, condition in (service.get("depends_on") or {}).items()
+        if isinstance(condition, dict) and condition.get("condition") == "service_completed_successfully"
+    }
+
+
+def _own_image(service: dict) -> bool:
+    return "build" in service
+
+
+def test_every_long_running_service_restarts_and_only_one_shot_services_do_not(compose):
+    one_shot = _one_shot(compose)
+    assert one_shot == {"migrate"}
+    for name, service in compose["services"].items():
+        restart = str(service.get("restart", "no")).split(":")[0]
+        if name in one_shot:
+            assert restart == "no", name
+        else:
+            assert restart in RESTARTING, f"{name} has no restart policy: a crash (a dead sink) would end it for good"
+
+
+def test_redis_and_postgres_have_health_checks_and_every_service_healthy_wait_has_one(compose):
+    services = compose["services"]
+    assert "redis-cli" in services["redis"]["healthcheck"]["test"]
+    assert "pg_isready" in services["postgres"]["healthcheck"]["test"]
+    for name, service in services.items():
+        for dependency, condition in (service.get("depends_on") or {}).items():
+            if condition.get("condition") == "service_healthy":
+                assert "healthcheck" in services[dependency], f"{name} waits for {dependency}, which has no check"
+
+
+def test_the_workers_start_after_a_healthy_dispatcher_and_the_apps_after_a_healthy_broker(compose):
+    services = compose["services"]
+    assert services["latexml-worker"]["depends_on"]["dispatcher"] == {"condition": "service_healthy"}
+    assert services["migrate"]["depends_on"]["redis"] == {"condition": "service_healthy"}
+
+
+def test_every_volume_is_mounted_on_a_directory_the_image_creates_for_its_user(compose, dockerfile):
+    user = _image_user(dockerfile)
+    created: set[PurePosixPath] = set()
+    owned: set[PurePosixPath] = set()  # chowned recursively to the image's user
+    for command in _run_commands(dockerfile):
+        if command[:1] == ["mkdir"]:
+            created |= {PurePosixPath(arg) for arg in command[1:] if not arg.startswith("-")}
+        if command[:1] == ["chown"] and "-R" in command:
+            owner, *paths = [arg for arg in command[1:] if not arg.startswith("-")]
+            if owner.split(":")[0] == user:
+                owned |= {PurePosixPath(path) for path in paths}
+    mounts = [
+        (name, PurePosixPath(volume.split(":")[1]))
+        for name, service in compose["services"].items()
+        if _own_image(service)
+        for volume in service.get("volumes", [])
+    ]
+    assert mounts
+    for name, target in mounts:
+        assert target in created, f"{name}: {target} does not exist in the image (Docker would create it for root)"
+        assert any(target == path or path in target.parents for path in owned), f"{name}: {target} is not {user}'s"
+
+
+def test_every_named_volume_is_declared(compose):
+    used = {
+        volume.split(":")[0]
+        for service in compose["services"].values()
+        for volume in service.get("volumes", [])
+        if not volume.startswith((".", "/"))
+    }
+    assert used == set(compose["volumes"])
+
+
+def test_the_image_installs_latexml_and_bubblewrap_and_runs_as_its_own_user(dockerfile):
+    installs = [c for c in _run_commands(dockerfile) if c[:2] == ["apt-get", "install"]]
+    packages = {arg for command in installs for arg in command[2:] if not arg.startswith("-")}
+    assert {"latexml", "bubblewrap"} <= packages
+    assert _image_user(dockerfile) not in ("root", "0")
+
+
+@pytest.mark.parametrize(
+    "path", ["var/secret_key", "var/pgdata/PG_VERSION", ".venv/bin/python", ".git/HEAD", "config/__pycache__/a.pyc"]
+)
+def test_dockerignore_keeps_secrets_data_the_virtualenv_and_git_out_of_the_image(path):
+    patterns = [
+        line.strip()
+        for line in (PROJECT_DIR / ".dockerignore").read_text().splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    assert not [p for p in patterns if p.startswith("!")], "no exceptions: they could let a secret back in"
+
+    def excluded(candidate: str) -> bool:
+        # Docker's rule: a pattern excludes the paths it matches and everything under them.
+        parts = candidate.split("/")
+        prefixes = ["/".join(parts[: i + 1]) for i in range(len(parts))]
+        return any(
+            fnmatch.fnmatch(prefix, p.strip("/")) or fnmatch.fnmatch(prefix, p.strip("/").removeprefix("**/"))
+            for p in patterns
+            for prefix in prefixes
+        )
+
+    assert excluded(path)
+    assert not excluded("manage.py") and not excluded("config/settings.py")
+
+
+def _gunicorn_commands(compose: dict, dockerfile: list[tuple[str, str]]) -> list[list[str]]:
+    import json
+
+    commands = [
+        service["command"] for service in compose["services"].values() if "gunicorn" in service.get("command", [])
+    ]
+    commands += [json.loads(arguments) for instruction, arguments in dockerfile if instruction == "CMD"]
+    return [command for command in commands if "gunicorn" in command]
+
+
+def test_every_gunicorn_masks_tokens_and_runs_threaded_workers(compose, dockerfile):
+    commands = _gunicorn_commands(compose, dockerfile)
+    assert len(commands) == 2  # the web service and the image's default command
+    for command in commands:
+        assert command[command.index("--logger-class") + 1] == "config.gunicorn.TokenMaskingLogger"
+        assert command[command.index("--worker-class") + 1] == "gthread"
+
+
+def test_the_services_that_convert_may_start_the_bubblewrap_sandbox(compose):
+    # web (POST /convert) and the LaTeXML workers run latexmlc in bubblewrap, which needs user namespaces.
+    for name in ("web", "latexml-worker"):
+        assert "seccomp=unconfined" in compose["services"][name].get("security_opt", []), name
+        assert compose["services"][name].get("environment", {}).get("CONVERSION_SANDBOX", "bwrap") == "bwrap"
