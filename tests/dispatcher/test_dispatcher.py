@@ -18,7 +18,6 @@ from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import (
     CLEAN_LOG,
     WARNING_LOG,
-    DispatcherProcess,
     FakeWorker,
     dispatcher_rounds,
     result_zip,
@@ -33,22 +32,6 @@ def pair(corpus_root):
     imported(corpus_root, "demo", documents=3)
     activated("demo")
     return Task.objects.filter(corpus__name="demo", service__name="tex_to_html")
-
-
-@pytest.fixture
-def dispatcher(tmp_path, corpus_root):
-    started: list[DispatcherProcess] = []
-
-    def start(**settings: str) -> DispatcherProcess:
-        settings.setdefault("RESULTS_DIR", str(tmp_path / "results"))
-        settings.setdefault("CORPUS_ROOTS", str(corpus_root))
-        process = DispatcherProcess(**settings).start()
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.kill()
 
 
 def _state() -> DispatcherState:

@@ -17,26 +17,10 @@ from jobs.runner import job_run
 from reports.models import LogMessage
 from services.dispatcher.server import INLINE_PACK_BYTES
 from tests.corpora.helpers import activated, make_corpus_dir
-from tests.dispatcher.harness import DispatcherProcess, FakeWorker, wait_for
+from tests.dispatcher.harness import FakeWorker, wait_for
 from tests.support import TEX_DOCUMENT, write_tex, write_zero_bomb
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-@pytest.fixture
-def dispatcher(tmp_path, corpus_root):
-    started: list[DispatcherProcess] = []
-
-    def start(**settings: str) -> DispatcherProcess:
-        settings.setdefault("RESULTS_DIR", str(tmp_path / "results"))
-        settings.setdefault("CORPUS_ROOTS", str(corpus_root))
-        process = DispatcherProcess(**settings).start()
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.kill()
 
 
 def _contents(payload: bytes) -> bytes:

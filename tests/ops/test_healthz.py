@@ -33,7 +33,11 @@ def test_healthz_is_503_when_the_database_does_not_answer():
     )
     status, body = result.stdout.strip().splitlines()[-2:]
     assert status == "503", result.stderr[-2000:]
-    assert json.loads(body) == {"status": "unavailable", "database": {"reachable": False}, "conversion_sandbox": "bwrap"}
+    assert json.loads(body) == {
+        "status": "unavailable",
+        "database": {"reachable": False},
+        "conversion_sandbox": "bwrap",
+    }
 
 
 def test_metrics_need_a_token_and_speak_the_text_format(client, token):
