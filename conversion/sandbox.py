@@ -184,7 +184,7 @@ def launched(
     try:
         if as_root and not _reachable(work_dir.parent):
             # bwrap resolves the path as the sandbox user: a private parent (a 0700 temp dir) would stop it.
-            staging = Path(tempfile.mkdtemp(prefix="cortex-sandbox-"))
+            staging = Path(tempfile.mkdtemp(prefix="cortex-sandbox-", dir=_staging_parent()))
             os.chmod(staging, 0o711)  # noqa: S103 - passable, not listable: the sandbox user must reach work/
             bound = staging / "work"
             shutil.copytree(work_dir, bound, symlinks=True)
@@ -247,6 +247,15 @@ def _filesystem_options(tmp_mb: int | None) -> list[str]:
 
 def _is_within(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
+
+
+def _staging_parent() -> Path:
+    """Where a private working directory is copied for the sandbox user: the temp directory when that
+    user can reach it, else the system's own (TMPDIR may point into a private directory)."""
+    for candidate in (tempfile.gettempdir(), "/tmp", "/var/tmp"):  # noqa: S108 - world-passable, sticky
+        if _reachable(Path(candidate)):
+            return Path(candidate)
+    raise PermissionError(f"no temporary directory the sandbox user {SANDBOX_UID} can reach; set TMPDIR to one")
 
 
 def _reachable(directory: Path) -> bool:

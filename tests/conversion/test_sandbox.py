@@ -11,6 +11,7 @@ import socket
 import stat
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import zipfile
@@ -22,6 +23,7 @@ import psutil
 import pytest
 from django.conf import settings as django_settings
 
+from conversion import sandbox as conversion_sandbox
 from conversion.engine import TERMINATE_GRACE_SECONDS, SandboxUnavailable, convert, latexmlc_path, sandbox_check
 from conversion.sandbox import Sandbox, problem
 from conversion.worker import convert_payload, run_worker
@@ -214,6 +216,21 @@ def test_links_the_run_leaves_are_not_followed_when_its_output_is_read(tmp_path)
     assert result.namelist() == ["cortex.log"]
     log = result.read("cortex.log")
     assert b"HOSTSECRET" not in log and b"Status:conversion:3" in log
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the run to the sandbox user")
+def test_a_temp_directory_the_sandbox_user_cannot_reach_still_converts(tmp_path, monkeypatch):
+    # TMPDIR inside a private directory (as a test's tmp_path is): the probe and the staging copy of a
+    # private working directory go to the system's temp directory instead of failing to bind.
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
+    monkeypatch.setattr(conversion_sandbox, "_usable", set())  # probe again, here
+    assert problem(Sandbox()) is None
+    write_tex(private / "work" / "doc.tex")
+    conversion = convert(private / "work", "doc.tex", timeout=120, sandbox=BWRAP)
+    assert conversion.status_code == 0, conversion.log.decode(errors="replace")[-2000:]
+    assert list(conversion.output_dir.glob("*.html"))
 
 
 def test_an_unusable_sandbox_refuses_to_convert_with_the_reason(tmp_path):
