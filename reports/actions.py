@@ -1,14 +1,19 @@
-"""Writes on conversions: pause and resume, per (corpus, service) or fleet-wide."""
+"""Writes of the reports app: pause and resume (per pair or fleet-wide), report grain slices (build,
+ensure, clear, refresh) and rerun."""
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
-from django.db import connection, transaction
+from django.conf import settings
+from django.db import OperationalError, connection, transaction
 
 from config.errors import BadRequest
 from corpora.queries import corpus_get
+from reports.models import GrainSlice
+from reports.queries import BULK_SETTINGS, SEVERITIES, pair_get, severity_check
 from services.queries import service_get
 
 BLOCKED = -6
@@ -44,7 +49,86 @@ def _update_statuses(assignment: str, condition: str, *, corpus_name: str | None
         return cursor.rowcount
 
 
-# --- grains: clear, rebuild ------------------------------------------------------------------------
+# --- grains: build, ensure, clear ------------------------------------------------------------------------
+
+
+# For a slice build (besides BULK_SETTINGS): parallel workers take the statuses' ranges (a Parallel
+# Append) between them.
+_SLICE_BUILD_SETTINGS = (
+    *BULK_SETTINGS,
+    "SET LOCAL parallel_setup_cost = 0",
+    "SET LOCAL parallel_tuple_cost = 0.001",
+)
+
+
+def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeout_ms: int | None = None) -> int:
+    """Rebuild one (corpus, service, severity) slice; returns its rows.
+
+    The messages carry their task's status, so each status the slice takes is one range of the message
+    index, already in (category, what, task) order: each is rolled up on its own without a sort (in
+    parallel when there are several) and the rollups are added. Adding task counts is exact because a
+    task has one status, so no task is counted in two ranges. The aggregate runs as a SELECT of its own
+    and its few thousand rows are inserted after it: an INSERT ... SELECT may not use parallel workers."""
+    statuses, message_severity = SEVERITIES[severity]
+    started = time.monotonic()
+    rollup = (
+        "(SELECT m.category, m.what, count(DISTINCT m.task_id) AS tasks, count(*) AS messages"
+        " FROM reports_logmessage m WHERE m.corpus_id = %s AND m.service_id = %s AND m.task_status = %s"
+        " AND m.severity = %s GROUP BY ROLLUP (m.category, m.what))"
+    )
+    ranges = " UNION ALL ".join([rollup] * len(statuses))
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in _SLICE_BUILD_SETTINGS:
+            cursor.execute(statement)
+        if timeout_ms is not None:
+            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
+        # Rollup rows carry NULL category or what (message columns are never NULL), and GROUP BY puts
+        # NULLs together, so the per-status subtotals and totals add up like the detail rows.
+        cursor.execute(
+            f"SELECT r.category, r.what, sum(r.tasks)::bigint, sum(r.messages)::bigint FROM ({ranges}) r"  # noqa: S608
+            " GROUP BY r.category, r.what",
+            [value for status in statuses for value in (corpus_id, service_id, status, message_severity)],
+        )
+        grains = cursor.fetchall()
+        key = [corpus_id, service_id, severity]
+        cursor.execute(
+            "DELETE FROM reports_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = %s", key
+        )
+        cursor.execute(
+            """
+            INSERT INTO reports_reportgrain (corpus_id, service_id, severity, category, what, task_count, message_count)
+            SELECT %s, %s, %s, g.category, g.what, g.tasks, g.messages
+              FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS g(category, what, tasks, messages)
+            """,
+            [*key, *([row[i] for row in grains] for i in range(4))],
+        )
+        rows = cursor.rowcount
+        build_ms = int((time.monotonic() - started) * 1000)
+        cursor.execute(
+            "INSERT INTO reports_grainslice (corpus_id, service_id, severity, built_at, build_ms)"
+            " VALUES (%s, %s, %s, now(), %s) ON CONFLICT (corpus_id, service_id, severity)"
+            " DO UPDATE SET built_at = now(), build_ms = EXCLUDED.build_ms",
+            [*key, build_ms],
+        )
+    return rows
+
+
+def slice_ensure(*, corpus_name: str, service_name: str, severity: str) -> bool:
+    """Make sure a report page's (corpus, service, severity) slice is built: True when it is (building it
+    now if that fits REPORT_BUILD_BUDGET_MS); else a background build is started and the page says it is
+    computing (False)."""
+    corpus, service = pair_get(corpus_name, service_name)
+    severity_check(severity)
+    if GrainSlice.objects.filter(corpus=corpus, service=service, severity=severity).exists():
+        return True
+    try:
+        grain_slice_rebuild(corpus.pk, service.pk, severity, timeout_ms=settings.REPORT_BUILD_BUDGET_MS)
+        return True
+    except OperationalError as exc:
+        if "statement timeout" not in str(exc) and "canceling statement" not in str(exc):
+            raise
+    slice_build_enqueue(corpus_id=corpus.pk, service_id=service.pk, severity=severity)
+    return False
 
 
 def grains_clear(pairs: set[tuple[int, int]] | list[tuple[int, int]]) -> int:
@@ -79,8 +163,6 @@ def slice_build_enqueue(*, corpus_id: int, service_id: int, severity: str) -> No
 
 def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
     """The global refresh: rebuild every slice of every (corpus, service) pair that has messages."""
-    from reports.queries import SEVERITIES, grain_slice_rebuild
-
     with connection.cursor() as cursor:
         cursor.execute("SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount WHERE count > 0")
         pairs = cursor.fetchall()

@@ -11,7 +11,7 @@ from config.api.schema import problems
 from config.api.views import PublicApiView, TokenApiView
 from jobs.actions import job_enqueue
 from jobs.serializers import JobAckSerializer
-from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun
+from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun, slice_ensure
 from reports.queries import (
     Page,
     category_report,
@@ -116,7 +116,10 @@ class CategoryReportApi(PublicApiView):
         parameters=PAGE, responses={200: GrainReportSerializer, **problems(400, 404)}, tags=["reports"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, severity: str) -> Response:
-        return Response(GrainReportSerializer(category_report(corpus, service, severity, _page(request))).data)
+        page = _page(request)
+        computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
+        report = category_report(corpus, service, severity, page, computing=computing)
+        return Response(GrainReportSerializer(report).data)
 
 
 class WhatOrEntriesApi(PublicApiView):
@@ -134,7 +137,9 @@ class WhatOrEntriesApi(PublicApiView):
         category, what = report_path_split(corpus, service, severity, rest)
         page = _page(request)
         if what is None:
-            return Response(GrainReportSerializer(what_report(corpus, service, severity, category, page)).data)
+            computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
+            report = what_report(corpus, service, severity, category, page, computing=computing)
+            return Response(GrainReportSerializer(report).data)
         return Response(EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data)
 
 

@@ -1,7 +1,8 @@
 """Reads of reports: overview, severity > category > what > entries, document, runtimes.
 
-Category and what pages read the grain rollup; a missing slice is built on demand within a time
-budget, else by a background job while the page says it is computing.
+Category and what pages read the grain rollup. Building a missing slice is a write
+(reports.actions.slice_ensure): both twins call it first and tell these reads whether the slice is
+still being computed.
 """
 
 from __future__ import annotations
@@ -14,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import OperationalError, connection, transaction
+from django.db import connection, transaction
 
 from config.errors import BadRequest, NotFound
 from corpora.models import Corpus, Document, Task, TaskCount
 from corpora.queries import STATUS_KEYS, corpus_get, status_counts
-from reports.models import GrainSlice, LogMessage, ReportGrain, TaskRuntime
+from reports.models import LogMessage, ReportGrain, TaskRuntime
 from services.models import Service
 from services.queries import service_get
 
@@ -121,12 +122,6 @@ def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
 # bench/README.md): sorts and hashes stay in memory (the server default of 4 MB sent them to disk), and
 # JIT compilation (about 1 s) buys nothing.
 BULK_SETTINGS = ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off")
-# And for a slice build: parallel workers take the statuses' ranges (a Parallel Append) between them.
-_SLICE_BUILD_SETTINGS = (
-    *BULK_SETTINGS,
-    "SET LOCAL parallel_setup_cost = 0",
-    "SET LOCAL parallel_tuple_cost = 0.001",
-)
 # An entry list merges its statuses' ranges (each in task order) instead of hashing or sorting them: the
 # planner, which cannot estimate one what's share of a status, would otherwise sort 400,000 task ids to
 # show 100 of them.
@@ -137,77 +132,6 @@ _ENTRY_LIST_SETTINGS = (
 )
 
 
-def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeout_ms: int | None = None) -> int:
-    """Rebuild one (corpus, service, severity) slice; returns its rows.
-
-    The messages carry their task's status, so each status the slice takes is one range of the message
-    index, already in (category, what, task) order: each is rolled up on its own without a sort (in
-    parallel when there are several) and the rollups are added. Adding task counts is exact because a
-    task has one status, so no task is counted in two ranges. The aggregate runs as a SELECT of its own
-    and its few thousand rows are inserted after it: an INSERT ... SELECT may not use parallel workers."""
-    import time
-
-    statuses, message_severity = SEVERITIES[severity]
-    started = time.monotonic()
-    rollup = (
-        "(SELECT m.category, m.what, count(DISTINCT m.task_id) AS tasks, count(*) AS messages"
-        " FROM reports_logmessage m WHERE m.corpus_id = %s AND m.service_id = %s AND m.task_status = %s"
-        " AND m.severity = %s GROUP BY ROLLUP (m.category, m.what))"
-    )
-    ranges = " UNION ALL ".join([rollup] * len(statuses))
-    with transaction.atomic(), connection.cursor() as cursor:
-        for statement in _SLICE_BUILD_SETTINGS:
-            cursor.execute(statement)
-        if timeout_ms is not None:
-            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
-        # Rollup rows carry NULL category or what (message columns are never NULL), and GROUP BY puts
-        # NULLs together, so the per-status subtotals and totals add up like the detail rows.
-        cursor.execute(
-            f"SELECT r.category, r.what, sum(r.tasks)::bigint, sum(r.messages)::bigint FROM ({ranges}) r"  # noqa: S608
-            " GROUP BY r.category, r.what",
-            [value for status in statuses for value in (corpus_id, service_id, status, message_severity)],
-        )
-        grains = cursor.fetchall()
-        key = [corpus_id, service_id, severity]
-        cursor.execute(
-            "DELETE FROM reports_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = %s", key
-        )
-        cursor.execute(
-            """
-            INSERT INTO reports_reportgrain (corpus_id, service_id, severity, category, what, task_count, message_count)
-            SELECT %s, %s, %s, g.category, g.what, g.tasks, g.messages
-              FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS g(category, what, tasks, messages)
-            """,
-            [*key, *([row[i] for row in grains] for i in range(4))],
-        )
-        rows = cursor.rowcount
-        build_ms = int((time.monotonic() - started) * 1000)
-        cursor.execute(
-            "INSERT INTO reports_grainslice (corpus_id, service_id, severity, built_at, build_ms)"
-            " VALUES (%s, %s, %s, now(), %s) ON CONFLICT (corpus_id, service_id, severity)"
-            " DO UPDATE SET built_at = now(), build_ms = EXCLUDED.build_ms",
-            [*key, build_ms],
-        )
-    return rows
-
-
-def slice_ready(corpus: Corpus, service: Service, severity: str) -> bool:
-    """True when the slice is built (building it now if it fits the time budget); else a background
-    build is started and the page says it is computing."""
-    if GrainSlice.objects.filter(corpus=corpus, service=service, severity=severity).exists():
-        return True
-    try:
-        grain_slice_rebuild(corpus.pk, service.pk, severity, timeout_ms=settings.REPORT_BUILD_BUDGET_MS)
-        return True
-    except OperationalError as exc:
-        if "statement timeout" not in str(exc) and "canceling statement" not in str(exc):
-            raise
-    from reports.actions import slice_build_enqueue
-
-    slice_build_enqueue(corpus_id=corpus.pk, service_id=service.pk, severity=severity)
-    return False
-
-
 def _tasks_of_severity(corpus: Corpus, service: Service, severity: str) -> int:
     statuses, _ = SEVERITIES[severity]
     counts = pair_counts(corpus, service)
@@ -215,7 +139,7 @@ def _tasks_of_severity(corpus: Corpus, service: Service, severity: str) -> int:
 
 
 def _grain_report(
-    corpus_name: str, service_name: str, severity: str, page: Page, *, category: str | None
+    corpus_name: str, service_name: str, severity: str, page: Page, *, category: str | None, computing: bool
 ) -> dict[str, Any]:
     corpus, service = pair_get(corpus_name, service_name)
     severity_check(severity)
@@ -223,7 +147,7 @@ def _grain_report(
             "page_size": page.page_size}  # fmt: skip
     if category is not None:
         base["category"] = category
-    if not slice_ready(corpus, service, severity):
+    if computing:
         return {**base, "computing": True, "count": 0, "rows": [], "tasks": 0, "messages": 0,
                 "tasks_without_messages": None}  # fmt: skip
     grains = ReportGrain.objects.filter(corpus=corpus, service=service, severity=severity)
@@ -259,14 +183,19 @@ def _grain_report(
     return report
 
 
-def category_report(corpus_name: str, service_name: str, severity: str, page: Page) -> dict[str, Any]:
-    """One row per category, by task count; plus the tasks of that status with no such message."""
-    return _grain_report(corpus_name, service_name, severity, page, category=None)
+def category_report(
+    corpus_name: str, service_name: str, severity: str, page: Page, *, computing: bool = False
+) -> dict[str, Any]:
+    """One row per category, by task count; plus the tasks of that status with no such message. With
+    `computing` (the slice is being built in the background) the report says so and has no rows."""
+    return _grain_report(corpus_name, service_name, severity, page, category=None, computing=computing)
 
 
-def what_report(corpus_name: str, service_name: str, severity: str, category: str, page: Page) -> dict[str, Any]:
-    """One row per what within a category, by task count."""
-    return _grain_report(corpus_name, service_name, severity, page, category=category)
+def what_report(
+    corpus_name: str, service_name: str, severity: str, category: str, page: Page, *, computing: bool = False
+) -> dict[str, Any]:
+    """One row per what within a category, by task count (`computing` as in category_report)."""
+    return _grain_report(corpus_name, service_name, severity, page, category=category, computing=computing)
 
 
 def entry_list(

@@ -6,6 +6,7 @@ from typing import Any
 
 from celery import shared_task
 
+from jobs.actions import job_enqueue
 from jobs.registry import job_kind
 from jobs.runner import JobContext
 from reports import actions
@@ -20,17 +21,13 @@ def reports_refresh(ctx: JobContext) -> dict[str, Any]:
 @job_kind("report_slice_build")
 def report_slice_build(ctx: JobContext, *, corpus_id: int, service_id: int, severity: str) -> dict[str, Any]:
     """Build one (corpus, service, severity) slice that did not fit a page's time budget."""
-    from reports.queries import grain_slice_rebuild
-
     ctx.progress(0, 1, f"building the {severity} slice")
-    rows = grain_slice_rebuild(corpus_id, service_id, severity)
+    rows = actions.grain_slice_rebuild(corpus_id, service_id, severity)
     return {"rows": rows}
 
 
 @shared_task(name="reports.tasks.reports_refresh_scheduled", ignore_result=True)
 def reports_refresh_scheduled() -> str:
     """Beat: start the global refresh (debounced: a running one is reused)."""
-    from jobs.actions import job_enqueue
-
     job, _ = job_enqueue(kind="reports_refresh", actor="beat")
     return str(job.pk)

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.actions import journaled
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
-from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun
+from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun, slice_ensure
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
     SEVERITIES,
@@ -194,7 +194,9 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
 def category_view(request: HttpRequest, corpus: str, service: str, severity: str) -> HttpResponse:
     """Screen twin of GET /api/reports/<corpus>/<service>/<severity>: one row per category."""
     try:
-        report = GrainReportSerializer(category_report(corpus, service, severity, page_params(request))).data
+        page = page_params(request)
+        computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
+        report = GrainReportSerializer(category_report(corpus, service, severity, page, computing=computing)).data
     except ServiceError as exc:
         return error_page(request, exc)
     return _grain_page(request, report, f"every {severity} task")
@@ -208,7 +210,9 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
         category, what = report_path_split(corpus, service, severity, rest)
         page = page_params(request)
         if what is None:
-            report = GrainReportSerializer(what_report(corpus, service, severity, category, page)).data
+            computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
+            report = what_report(corpus, service, severity, category, page, computing=computing)
+            report = GrainReportSerializer(report).data
             return _grain_page(request, report, "these tasks")
         entries = EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data
     except ServiceError as exc:
