@@ -116,3 +116,57 @@ def test_reindex_and_analyze_report_progress_per_table():
         assert "jobs_job" in job.result["tables"]
         assert job.progress_current == job.progress_total == len(job.result["tables"])
         assert len(job.log) == len(job.result["tables"])
+
+
+def _relations_and_partitions(cursor, tables: list[str]) -> list[str]:
+    """The tables and, for a partitioned one, every partition of it."""
+    cursor.execute(
+        "SELECT c.relname FROM pg_class c WHERE c.relname = ANY(%s)"
+        " UNION SELECT p.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhparent"
+        " JOIN pg_class p ON p.oid = i.inhrelid WHERE c.relname = ANY(%s)",
+        [tables, tables],
+    )
+    return sorted(name for (name,) in cursor.fetchall())
+
+
+def _index_files(cursor, relations: list[str]) -> dict[str, int]:
+    cursor.execute(
+        "SELECT x.relname, x.relfilenode FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid"
+        " JOIN pg_class x ON x.oid = i.indexrelid WHERE t.relname = ANY(%s) AND t.relkind = 'r'",
+        [relations],
+    )
+    return dict(cursor.fetchall())
+
+
+@pytest.mark.django_db(transaction=True)  # REINDEX CONCURRENTLY refuses to run inside a transaction
+def test_maintenance_covers_tasks_every_message_partition_runtimes_and_grains():
+    from django.db import connection
+
+    busiest = ["corpora_task", "reports_logmessage", "reports_taskruntime", "reports_reportgrain"]
+    with connection.cursor() as cursor:
+        relations = _relations_and_partitions(cursor, busiest)
+        partitions = [name for name in relations if name.startswith("reports_logmessage_")]
+        assert len(partitions) >= 6  # one per completed status and the default
+        before = _index_files(cursor, relations)
+    assert {name.split("_")[0] for name in before} >= {"reports", "corpora"}
+
+    reindex, _ = job_enqueue(kind="maintenance_reindex", actor="tester")
+    assert job_run(reindex.pk) == JobState.SUCCEEDED
+    reindex.refresh_from_db()
+    assert set(busiest) <= set(reindex.result["tables"])
+    with connection.cursor() as cursor:
+        after = _index_files(cursor, relations)
+    # A rebuilt index has a new file: every index of the tables and of every partition was rebuilt.
+    assert after.keys() == before.keys()
+    assert [name for name in before if after[name] == before[name]] == []
+
+    analyze, _ = job_enqueue(kind="maintenance_analyze", actor="tester")
+    assert job_run(analyze.pk) == JobState.SUCCEEDED
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")
+        cursor.execute(
+            "SELECT relname FROM pg_stat_user_tables WHERE relname = ANY(%s) AND last_analyze IS NULL", [relations]
+        )
+        assert cursor.fetchall() == []
+        cursor.execute("SELECT count(*) FROM pg_stat_user_tables WHERE relname = ANY(%s)", [relations])
+        assert cursor.fetchone()[0] == len(relations)
