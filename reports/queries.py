@@ -20,7 +20,10 @@ from django.db import connection, transaction
 from config.errors import BadRequest, NotFound
 from corpora.models import Corpus, Document, Task, TaskCount
 from corpora.queries import STATUS_KEYS, corpus_get, status_counts
+from corpora.results import result_path
+from reports.links import document_html_url, document_result_url
 from reports.models import LogMessage, ReportGrain, TaskRuntime
+from runs.models import Run
 from services.models import Service
 from services.queries import service_get
 
@@ -101,8 +104,6 @@ def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
         for key in STATUS_KEYS
         if key != "invalid"
     }
-    from runs.models import Run
-
     run = Run.objects.filter(corpus=corpus, service=service, finished_at__isnull=True).first()
     return {
         "corpus": corpus.name,
@@ -256,10 +257,6 @@ def entry_list(
 
 def document_report(corpus_name: str, service_name: str, document_name: str) -> dict[str, Any]:
     """One document's status for a service and every log message behind it, with its result links."""
-    from urllib.parse import quote
-
-    from corpora.results import result_path
-
     corpus, service = pair_get(corpus_name, service_name)
     document = Document.objects.filter(corpus=corpus, name=document_name).first()
     task = Task.objects.filter(document=document, service=service).first() if document else None
@@ -270,7 +267,6 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
     )
     runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
     has_result = result_path(settings.RESULTS_DIR, corpus.pk, service.pk, task.pk).exists()
-    base = f"/corpus/{quote(corpus.name)}/{quote(service.name)}/document/{quote(document.name, safe='')}"
     return {
         "corpus": corpus.name,
         "service": service.name,
@@ -280,8 +276,8 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
         "attempts": task.attempts,
         "runtime_ms": runtime,
         "messages": messages,
-        "result_url": f"{base}/result.zip" if has_result else None,
-        "html_url": f"{base}/html" if has_result else None,
+        "result_url": document_result_url(corpus.name, service.name, document.name) if has_result else None,
+        "html_url": document_html_url(corpus.name, service.name, document.name) if has_result else None,
     }
 
 
@@ -380,8 +376,6 @@ def report_path_split(corpus_name: str, service_name: str, severity: str, rest: 
 
 def document_result_archive(corpus_name: str, service_name: str, document_name: str) -> Path:
     """The stored result ZIP of a document's task, or NotFound."""
-    from corpora.results import result_path
-
     corpus, service = pair_get(corpus_name, service_name)
     task_id = (
         Task.objects.filter(corpus=corpus, service=service, document__name=document_name)

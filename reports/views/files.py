@@ -7,7 +7,6 @@ import mimetypes
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
-from urllib.parse import quote
 
 from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
@@ -16,8 +15,8 @@ from django.views.decorators.http import require_GET
 
 from config.errors import NotFound, ServiceError
 from config.screens import error_page
+from reports.links import document_file_url
 from reports.queries import document_result_archive
-from reports.views.pages import document_href
 
 PREVIEW_CSP = (
     "default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; "
@@ -69,7 +68,7 @@ def document_html_view(request: HttpRequest, corpus: str, service: str, name: st
         member = _first_html(document_result_archive(corpus, service, name))
     except ServiceError as exc:
         return error_page(request, exc)
-    return redirect(f"{document_href(corpus, service, name)}/files/{quote(member)}")
+    return redirect(document_file_url(corpus, service, name, member))
 
 
 @xframe_options_sameorigin

@@ -1,15 +1,13 @@
 """Report screens: the same queries, DTOs and input serializers as /api/reports, writes journaled.
 
 Reads are public like their API twins, except the runtime screen (its API needs a token); every write
-needs a signed-in operator. Names in links are escaped as whole path segments ('/' included): a what
-holding '..' or '//' (file paths are whats) would otherwise be rewritten by browsers and proxies, and
-the server decodes %2F before routing anyway, so report_path_split decides where a category ends.
+needs a signed-in operator. Every link is built by reports.links.
 """
 
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -24,6 +22,7 @@ from accounts.actions import journaled
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
 from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun, slice_ensure
+from reports.links import document_url, is_report_url, report_url
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
     SEVERITIES,
@@ -59,24 +58,6 @@ MESSAGE_ORDER = ["fatal", "error", "warning", "info"]
 RERUN_FIELDS = ("severity", "category", "what", "description")
 
 
-def segment(name: str) -> str:
-    """One URL path segment of a name: every reserved character escaped, '/' included."""
-    return quote(name, safe="")
-
-
-def report_href(
-    corpus: str, service: str, severity: str | None = None, category: str | None = None, what: str | None = None
-) -> str:
-    """The screen of a report level: overview, severity, what report or entry list."""
-    parts = [corpus, service, *(part for part in (severity, category, what) if part is not None)]
-    return "/reports/" + "/".join(segment(part) for part in parts)
-
-
-def document_href(corpus: str, service: str, name: str) -> str:
-    """The document screen of a (corpus, service, document)."""
-    return f"/corpus/{segment(corpus)}/{segment(service)}/document/{segment(name)}"
-
-
 def crumbs(
     corpus: str,
     service: str,
@@ -89,12 +70,12 @@ def crumbs(
     trail: list[dict[str, str | None]] = [
         {"label": "Corpora", "href": reverse("corpora")},
         {"label": corpus, "href": reverse("corpus", kwargs={"name": corpus})},
-        {"label": service, "href": report_href(corpus, service)},
+        {"label": service, "href": report_url(corpus, service)},
     ]
     levels = [severity, category, what]
     for depth, label in enumerate(levels):
         if label is not None:
-            trail.append({"label": label, "href": report_href(corpus, service, *levels[: depth + 1])})
+            trail.append({"label": label, "href": report_url(corpus, service, *levels[: depth + 1])})
     if document is not None:
         trail.append({"label": document, "href": None})
     trail[-1]["href"] = None
@@ -150,7 +131,7 @@ def _overview_page(
             "key": key,
             "count": overview["counts"][key],
             "percent": overview["percentages"].get(key),
-            "href": report_href(corpus, service, key) if key in overview["severities"] else None,
+            "href": report_url(corpus, service, key) if key in overview["severities"] else None,
         }
         for key in STATUS_ORDER
     ]
@@ -159,7 +140,7 @@ def _overview_page(
         return _fragment(request, "reports/_overview_body.html", context, live=live)
     context.update(
         crumbs=crumbs(corpus, service),
-        info_href=report_href(corpus, service, "info"),
+        info_href=report_url(corpus, service, "info"),
         error=error.detail if error else "",
     )
     return render(request, "reports/overview.html", context, status=error.status if error else 200)
@@ -178,9 +159,13 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
     """A category report, or a what report when `report` has a category; polls while computing."""
     corpus, service, severity = report["corpus"], report["service"], report["severity"]
     category = report.get("category")
+    # A row of a category report names a category; of a what report, a what within `category`.
+    levels = (lambda name: (name,)) if category is None else (lambda name: (category, name))
     context = {
         "report": report,
-        "row_base": report_href(corpus, service, severity, category),
+        "rows": [
+            {"row": row, "href": report_url(corpus, service, severity, *levels(row["name"]))} for row in report["rows"]
+        ],
         "pager": pager(report["offset"], report["page_size"], len(report["rows"]), report["count"]),
         "rerun_label": rerun_label,
     }
@@ -222,7 +207,7 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
     rows = [
         {
             "entry": entry,
-            "href": document_href(corpus, service, entry["document"]) + trail,
+            "href": document_url(corpus, service, entry["document"]) + trail,
             "first_line": entry["details"].split("\n", 1)[0],
         }
         for entry in entries["entries"]
@@ -316,7 +301,7 @@ def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
     except ServiceError as exc:
         return error_page(request, exc)
     slowest = [
-        {"conversion": row, "href": document_href(row["corpus"], report["service"], row["document"])}
+        {"conversion": row, "href": document_url(row["corpus"], report["service"], row["document"])}
         for row in report["slowest"]
     ]
     context = {
@@ -342,7 +327,7 @@ def _back(request: HttpRequest, corpus: str, service: str) -> str:
     """The report page the form was on, or the overview; never another site."""
     target = request.POST.get("next", "")
     local = url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()})
-    return target if local and target.startswith("/reports/") else report_href(corpus, service)
+    return target if local and is_report_url(target) else report_url(corpus, service)
 
 
 @login_required
@@ -376,7 +361,7 @@ def _pair_write(request: HttpRequest, corpus: str, service: str, action: str, ca
     except ServiceError as exc:
         return _write_failed(request, corpus, service, exc)
     messages.success(request, done.format(count=count))
-    return redirect(report_href(corpus, service))
+    return redirect(report_url(corpus, service))
 
 
 @login_required

@@ -1,0 +1,72 @@
+"""The URLs of report screens and of a document's result files: the one place that builds them.
+
+Routes come from reports/urls.py by name (reverse). Names are escaped as whole path segments, '/'
+included: a category or what holding '/', '..' or '//' (file paths are whats) would otherwise be
+rewritten by browsers and proxies, and the server decodes %2F before routing anyway, so
+report_path_split decides where a category ends. reverse() itself leaves '/' of a path part as it is
+and refuses it in a str part, so the route is reversed with markers that the escaped parts replace.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote
+
+from django.urls import reverse
+
+_MARKER = re.compile(r"__(\w+?)__")
+
+
+def segment(name: str) -> str:
+    """One URL path segment of a name: every reserved character escaped, '/' included."""
+    return quote(name, safe="")
+
+
+def _route(route: str, **parts: str | list[str]) -> str:
+    """The path of a named route, each part one escaped segment (a list: several, joined by '/')."""
+    marked = reverse(route, kwargs={key: f"__{key}__" for key in parts})
+
+    def escaped(match: re.Match[str]) -> str:
+        value = parts[match[1]]
+        return "/".join(segment(item) for item in value) if isinstance(value, list) else segment(value)
+
+    # One pass, so a name that itself looks like a marker is never replaced again.
+    return _MARKER.sub(escaped, marked)
+
+
+def report_url(
+    corpus: str, service: str, severity: str | None = None, category: str | None = None, what: str | None = None
+) -> str:
+    """The screen of a report level: overview, severity, what report of a category, or entry list."""
+    if severity is None:
+        return _route("corpus-report", corpus=corpus, service=service)
+    if category is None:
+        return _route("corpus-report-severity", corpus=corpus, service=service, severity=severity)
+    rest = [category] if what is None else [category, what]
+    return _route("corpus-report-drill", corpus=corpus, service=service, severity=severity, rest=rest)
+
+
+def document_url(corpus: str, service: str, name: str) -> str:
+    """The document screen of a (corpus, service, document)."""
+    return _route("corpus-document", corpus=corpus, service=service, name=name)
+
+
+def document_result_url(corpus: str, service: str, name: str) -> str:
+    """The download of a document's stored result archive."""
+    return _route("corpus-document-result", corpus=corpus, service=service, name=name)
+
+
+def document_html_url(corpus: str, service: str, name: str) -> str:
+    """The converted HTML of a document (a redirect to its first HTML member)."""
+    return _route("corpus-document-html", corpus=corpus, service=service, name=name)
+
+
+def document_file_url(corpus: str, service: str, name: str, member: str) -> str:
+    """One member of a document's result archive; the member's own '/' stay path separators."""
+    return _route("corpus-document-file", corpus=corpus, service=service, name=name, member=member.split("/"))
+
+
+def is_report_url(path: str) -> bool:
+    """Whether a local path (a form's `next`) lies under the report screens."""
+    prefix = reverse("corpus-report", kwargs={"corpus": "__corpus__", "service": "__service__"}).split("__corpus__")[0]
+    return path.startswith(prefix)
