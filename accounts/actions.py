@@ -1,4 +1,6 @@
-"""Writes on tokens and the journal. Every state change of the service is journaled here."""
+"""Writes on tokens and the journal. Every authenticated write is journaled through journaled() (screens,
+commands, token actions) or, for the API, by TokenApiView through audit_record; both record the outcome
+the same way, under a name from accounts.journal.Action."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from django.db import transaction
 from django.utils import timezone
 
+from accounts.journal import Action
 from accounts.models import ApiToken, AuditEntry
 from accounts.queries import TOKEN_PREFIX, token_digest
 from config.errors import BadRequest, NotFound, ServiceError
@@ -27,10 +29,12 @@ def audit_record(
     action: str,
     target: str = "",
     params: dict[str, Any] | None = None,
-    outcome: str = "ok",
     status_code: int | None = None,
+    title: str = "",
 ) -> AuditEntry:
-    """Append one journal entry; secrets in the parameters are masked, oversized values cut."""
+    """Append one journal entry; its outcome is "ok" below status 400, else the status and its title.
+    Secrets in the parameters are masked, oversized values cut."""
+    outcome = "ok" if status_code is None or status_code < 400 else f"{status_code} {title}".strip()
     clean = {_clean(k, 100): ("***" if k.lower() in _SECRET_KEYS else _clean(v)) for k, v in (params or {}).items()}
     return AuditEntry.objects.create(
         actor=actor[:100],
@@ -61,11 +65,11 @@ def token_create(*, actor: str, created_by: str) -> tuple[ApiToken, str]:
     if not _ACTOR_NAME.match(actor):
         raise BadRequest(
             "An actor name is 1-100 characters of letters, digits and . _ @ : - and starts with a letter or digit."
-        )
+        )  # before the journal: a name that is no actor name is not written into it either
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    with transaction.atomic():
+    with journaled(actor=created_by, action=Action.TOKEN_CREATE, target=actor) as params:
         token = ApiToken.objects.create(actor=actor, prefix=raw[:12], digest=token_digest(raw))
-        audit_record(actor=created_by, action="token.create", target=actor, params={"prefix": token.prefix})
+        params["prefix"] = token.prefix
     return token, raw
 
 
@@ -75,16 +79,11 @@ def token_revoke(*, revoked_by: str, actor: str | None = None, prefix: str | Non
         raise BadRequest("Name either an actor or a token prefix to revoke.")
     tokens = ApiToken.objects.filter(revoked_at__isnull=True)
     tokens = tokens.filter(actor=actor) if actor else tokens.filter(prefix=prefix[:12])
-    with transaction.atomic():
+    with journaled(actor=revoked_by, action=Action.TOKEN_REVOKE, target=actor or prefix or "") as params:
         count = tokens.update(revoked_at=timezone.now())
         if count == 0:
             raise NotFound(f"No active token for {'actor ' + actor if actor else 'prefix ' + prefix}.")
-        audit_record(
-            actor=revoked_by,
-            action="token.revoke",
-            target=actor or prefix or "",
-            params={"count": count},
-        )
+        params["count"] = count
     return count
 
 
@@ -97,14 +96,17 @@ def token_touch(token: ApiToken) -> None:
 
 
 @contextmanager
-def journaled(*, actor: str, action: str, target: str = "", params: dict[str, Any] | None = None) -> Iterator[None]:
-    """Journal a write made outside the API (screens, commands), with its outcome, failures included."""
+def journaled(
+    *, actor: str, action: Action, target: str = "", params: dict[str, Any] | None = None
+) -> Iterator[dict[str, Any]]:
+    """Journal a write made outside the API (screens, commands, token actions) with its outcome, failures
+    included. Yields the parameters to record, so the write can add what it learns (a token's prefix)."""
+    recorded = dict(params or {})
     try:
-        yield
+        yield recorded
     except ServiceError as exc:
         audit_record(
-            actor=actor, action=action, target=target, params=params,
-            outcome=f"{exc.status} {exc.title}", status_code=exc.status,
-        )  # fmt: skip
+            actor=actor, action=action, target=target, params=recorded, status_code=exc.status, title=exc.title
+        )
         raise
-    audit_record(actor=actor, action=action, target=target, params=params, outcome="ok")
+    audit_record(actor=actor, action=action, target=target, params=recorded)

@@ -10,13 +10,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from accounts.actions import journaled
 from accounts.cli import cli_actor
+from accounts.journal import Action
 from config.errors import ServiceError
 from jobs.models import Job, JobState
 from jobs.runner import job_run
 
 
 class ServiceCommand(BaseCommand):
-    def write_action(self, action: str, call: Callable[[], Any], *, target: str, params: dict | None = None) -> Any:
+    def write_action(self, action: Action, call: Callable[[], Any], *, target: str, params: dict | None = None) -> Any:
         """Run one action as the CLI actor, journaled; a user error becomes a CommandError line."""
         try:
             with journaled(actor=cli_actor(), action=action, target=target, params=params):

@@ -7,6 +7,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.journal import Action
 from config.api.schema import problems
 from config.api.views import PublicReadApiView, TokenApiView
 from corpora import actions
@@ -25,7 +26,7 @@ CONFIRM = OpenApiParameter("confirm", str, required=False, description="must equ
 
 
 class CorpusListApi(PublicReadApiView):
-    audit_action = "corpus.import"
+    audit_action = Action.CORPUS_IMPORT
 
     @extend_schema(
         operation_id="corpora_list",
@@ -54,7 +55,7 @@ class CorpusListApi(PublicReadApiView):
 
 
 class CorpusDetailApi(PublicReadApiView):
-    audit_action = "corpus.delete"
+    audit_action = Action.CORPUS_DELETE
 
     @extend_schema(
         operation_id="corpora_retrieve",
@@ -80,7 +81,7 @@ class CorpusDetailApi(PublicReadApiView):
 
 
 class CorpusExtendApi(TokenApiView):
-    audit_action = "corpus.extend"
+    audit_action = Action.CORPUS_EXTEND
 
     @extend_schema(
         operation_id="corpora_extend",
@@ -95,7 +96,7 @@ class CorpusExtendApi(TokenApiView):
 
 
 class ActivationApi(TokenApiView):
-    audit_action = "service.activation"
+    audit_actions = {"POST": Action.SERVICE_ACTIVATION, "DELETE": Action.SERVICE_DEACTIVATION}
 
     @extend_schema(
         operation_id="corpora_service_activate",

@@ -13,6 +13,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
 from corpora import actions
@@ -43,7 +44,10 @@ def corpus_new_view(request: HttpRequest) -> HttpResponse:
     name = request.POST.get("name", "")
     try:
         with journaled(
-            actor=request.user.username, action="corpus.import", target=name[:200], params=form_params(request.POST)
+            actor=request.user.username,
+            action=Action.CORPUS_IMPORT,
+            target=name[:200],
+            params=form_params(request.POST),
         ):
             body = validated(ImportRequestSerializer(data=request.POST))
             job = actions.corpus_import(actor=request.user.username, **body)
@@ -88,7 +92,7 @@ def corpus_detail_view(request: HttpRequest, name: str) -> HttpResponse:
 def corpus_extend_view(request: HttpRequest, name: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<name>/extend."""
     try:
-        with journaled(actor=request.user.username, action="corpus.extend", target=name):
+        with journaled(actor=request.user.username, action=Action.CORPUS_EXTEND, target=name):
             job = actions.corpus_extend(name=name, actor=request.user.username)
     except ServiceError as exc:
         return _corpus_page(request, name, error=exc)
@@ -103,7 +107,7 @@ def activation_create_view(request: HttpRequest, name: str) -> HttpResponse:
     try:
         with journaled(
             actor=request.user.username,
-            action="service.activation",
+            action=Action.SERVICE_ACTIVATION,
             target=f"{name}/{service}",
             params=form_params(request.POST),
         ):
@@ -125,7 +129,7 @@ def corpus_delete_view(request: HttpRequest, name: str) -> HttpResponse:
         return render(request, "corpora/delete.html", {"corpus": corpus})
     try:
         with journaled(
-            actor=request.user.username, action="corpus.delete", target=name, params=form_params(request.POST)
+            actor=request.user.username, action=Action.CORPUS_DELETE, target=name, params=form_params(request.POST)
         ):
             confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
             counts = actions.corpus_delete(name=name, confirm=confirm, actor=request.user.username)
@@ -156,7 +160,7 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
     try:
         with journaled(
             actor=request.user.username,
-            action="service.activation",
+            action=Action.SERVICE_DEACTIVATION,
             target=f"{name}/{service}",
             params=form_params(request.POST),
         ):

@@ -7,6 +7,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.journal import Action
 from config.api.schema import problems
 from config.api.views import TokenApiView
 from jobs.actions import job_enqueue
@@ -51,7 +52,8 @@ class _MaintenanceApi(TokenApiView):
 
 
 class MaintenanceReindexApi(_MaintenanceApi):
-    kind = audit_action = "maintenance_reindex"
+    kind = "maintenance_reindex"
+    audit_action = Action.MAINTENANCE_REINDEX
 
     @extend_schema(
         operation_id="maintenance_reindex",
@@ -65,7 +67,8 @@ class MaintenanceReindexApi(_MaintenanceApi):
 
 
 class MaintenanceAnalyzeApi(_MaintenanceApi):
-    kind = audit_action = "maintenance_analyze"
+    kind = "maintenance_analyze"
+    audit_action = Action.MAINTENANCE_ANALYZE
 
     @extend_schema(
         operation_id="maintenance_analyze",

@@ -8,7 +8,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from accounts.actions import audit_record
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page
 from jobs.actions import job_enqueue
@@ -45,16 +46,22 @@ def job_detail_view(request: HttpRequest, uuid: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def maintenance_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of POST /api/maintenance/reindex|analyze."""
-    kinds = {"reindex": "maintenance_reindex", "analyze": "maintenance_analyze"}
+    # Operation -> (job kind, journal name), as the API twins MaintenanceReindexApi and MaintenanceAnalyzeApi.
+    operations = {
+        "reindex": ("maintenance_reindex", Action.MAINTENANCE_REINDEX),
+        "analyze": ("maintenance_analyze", Action.MAINTENANCE_ANALYZE),
+    }
+    kinds = [kind for kind, _action in operations.values()]
     if request.method == "POST":
-        kind = kinds.get(request.POST.get("operation", ""))
-        if kind is None:
+        operation = operations.get(request.POST.get("operation", ""))
+        if operation is None:
             messages.error(request, "Choose reindex or analyze.")
             return redirect("maintenance")
-        job, created = job_enqueue(kind=kind, actor=request.user.username)
-        audit_record(actor=request.user.username, action=kind, outcome="ok", status_code=202)
+        kind, action = operation
+        with journaled(actor=request.user.username, action=action):
+            job, created = job_enqueue(kind=kind, actor=request.user.username)
         if not created:
             messages.info(request, "A job of this kind is already running; showing it.")
         return redirect("job", uuid=job.uuid)
-    recent = JobSerializer(job_list(kinds=list(kinds.values()), limit=10), many=True).data
+    recent = JobSerializer(job_list(kinds=kinds, limit=10), many=True).data
     return render(request, "jobs/maintenance.html", {"jobs": recent})

@@ -39,6 +39,15 @@ def conversions_resume(*, corpus_name: str | None = None, service_name: str | No
     )
 
 
+def run_control(*, action: str, corpus_name: str | None = None, service_name: str | None = None) -> dict[str, Any]:
+    """Pause or resume a pair (or, without names, every pair): the record both twins serialize with
+    RunControlSerializer."""
+    scope = {"corpus": corpus_name, "service": service_name, "action": action}
+    if action == "pause":
+        return {**scope, "blocked": conversions_pause(corpus_name=corpus_name, service_name=service_name)}
+    return {**scope, "resumed": conversions_resume(corpus_name=corpus_name, service_name=service_name)}
+
+
 def _update_statuses(assignment: str, condition: str, *, corpus_name: str | None, service_name: str | None) -> int:
     where, params = [condition], []
     if corpus_name is not None:

@@ -1,4 +1,5 @@
-"""API of the reports app (so far): pausing and resuming conversions."""
+"""API of the reports app: overview, drill-down, entries, documents, runtimes; pause, resume, rerun and
+refresh."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.journal import Action
 from config.api.schema import problems
 from config.api.views import PublicApiView, TokenApiView
 from jobs.actions import job_enqueue
 from jobs.serializers import JobAckSerializer
-from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun, slice_ensure
+from reports.actions import pair_refresh, rerun, run_control, slice_ensure
 from reports.queries import (
     Page,
     category_report,
@@ -37,56 +39,52 @@ from reports.serializers import (
 )
 
 
-def _control(action: str, corpus: str | None, service: str | None) -> dict:
-    if action == "pause":
-        return {"corpus": corpus, "service": service, "action": action,
-                "blocked": conversions_pause(corpus_name=corpus, service_name=service)}  # fmt: skip
-    return {"corpus": corpus, "service": service, "action": action,
-            "resumed": conversions_resume(corpus_name=corpus, service_name=service)}  # fmt: skip
-
-
 class PairPauseApi(TokenApiView):
-    audit_action = "conversions.pause"
+    audit_action = Action.CONVERSIONS_PAUSE
 
     @extend_schema(
         operation_id="reports_pause", summary="Pause a run: block the pair's tasks in progress",
         request=None, responses={200: RunControlSerializer, **problems(404)}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:
-        return Response(RunControlSerializer(_control("pause", corpus, service)).data)
+        return Response(
+            RunControlSerializer(run_control(action="pause", corpus_name=corpus, service_name=service)).data
+        )
 
 
 class PairResumeApi(TokenApiView):
-    audit_action = "conversions.resume"
+    audit_action = Action.CONVERSIONS_RESUME
 
     @extend_schema(
         operation_id="reports_resume", summary="Resume a run: blocked tasks of the pair back to TODO",
         request=None, responses={200: RunControlSerializer, **problems(404)}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:
-        return Response(RunControlSerializer(_control("resume", corpus, service)).data)
+        return Response(
+            RunControlSerializer(run_control(action="resume", corpus_name=corpus, service_name=service)).data
+        )
 
 
 class FleetPauseApi(TokenApiView):
-    audit_action = "conversions.pause"
+    audit_action = Action.CONVERSIONS_PAUSE
 
     @extend_schema(
         operation_id="conversions_pause", summary="Pause every conversion: block all tasks in progress",
         request=None, responses={200: RunControlSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(_control("pause", None, None)).data)
+        return Response(RunControlSerializer(run_control(action="pause")).data)
 
 
 class FleetResumeApi(TokenApiView):
-    audit_action = "conversions.resume"
+    audit_action = Action.CONVERSIONS_RESUME
 
     @extend_schema(
         operation_id="conversions_resume", summary="Resume every conversion: all blocked tasks back to TODO",
         request=None, responses={200: RunControlSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(_control("resume", None, None)).data)
+        return Response(RunControlSerializer(run_control(action="resume")).data)
 
 
 # --- reports --------------------------------------------------------------------------------------
@@ -171,7 +169,7 @@ class RuntimeReportApi(TokenApiView):
 
 
 class RerunApi(TokenApiView):
-    audit_action = "reports.rerun"
+    audit_action = Action.REPORTS_RERUN
 
     @extend_schema(
         operation_id="reports_rerun", summary="Rerun a slice: its tasks back to TODO in a new run (202)",
@@ -186,7 +184,7 @@ class RerunApi(TokenApiView):
 
 
 class PairRefreshApi(TokenApiView):
-    audit_action = "reports.refresh_pair"
+    audit_action = Action.REPORTS_REFRESH_PAIR
 
     @extend_schema(
         operation_id="reports_refresh_pair", summary="Clear this pair's report grains at once (no job)",
@@ -197,7 +195,7 @@ class PairRefreshApi(TokenApiView):
 
 
 class GlobalRefreshApi(TokenApiView):
-    audit_action = "reports.refresh"
+    audit_action = Action.REPORTS_REFRESH
 
     @extend_schema(
         operation_id="reports_refresh", summary="Rebuild the report rollup behind every page (debounced job)",

@@ -7,6 +7,7 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.journal import Action
 from config.api.schema import problems
 from config.api.views import TokenApiView
 from corpora.serializers import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
@@ -21,7 +22,7 @@ from services.serializers import (
 
 
 class ServiceListApi(TokenApiView):
-    audit_action = "service.register"
+    audit_action = Action.SERVICE_REGISTER
 
     @extend_schema(
         operation_id="services_list",
@@ -50,7 +51,7 @@ class ServiceListApi(TokenApiView):
 
 
 class ServiceDetailApi(TokenApiView):
-    audit_action = "service.delete"
+    audit_action = Action.SERVICE_DELETE
 
     @extend_schema(
         operation_id="services_retrieve",
@@ -81,7 +82,7 @@ class ServiceDetailApi(TokenApiView):
 
 
 class ServiceLeaseApi(TokenApiView):
-    audit_action = "service.lease"
+    audit_action = Action.SERVICE_LEASE
 
     @extend_schema(
         operation_id="services_lease_update",

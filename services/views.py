@@ -14,6 +14,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import error_page, form_params, validated
 from corpora.serializers import ConfirmSerializer, result_files_sentence
@@ -48,7 +49,7 @@ def service_list_view(request: HttpRequest) -> HttpResponse:
     name = request.POST.get("name", "")
     params = form_params(request.POST)
     try:
-        with journaled(actor=request.user.username, action="service.register", target=name[:200], params=params):
+        with journaled(actor=request.user.username, action=Action.SERVICE_REGISTER, target=name[:200], params=params):
             body = validated(ServiceRegisterRequestSerializer(data=request.POST))
             service = actions.service_register(actor=request.user.username, **body)
     except ServiceError as exc:
@@ -96,7 +97,7 @@ def service_lease_view(request: HttpRequest, service: str) -> HttpResponse:
     """Screen twin of PUT /api/services/<service>/lease: seconds, or empty to clear the override."""
     body = lease_body(request.POST)
     try:
-        with journaled(actor=request.user.username, action="service.lease", target=service, params=body):
+        with journaled(actor=request.user.username, action=Action.SERVICE_LEASE, target=service, params=body):
             service_get(service)  # 404 before 400, as the API says it
             seconds = validated(LeaseUpdateRequestSerializer(data=body))["seconds"]
             actions.service_lease_set(name=service, seconds=seconds, actor=request.user.username)
@@ -120,7 +121,7 @@ def service_delete_view(request: HttpRequest, service: str) -> HttpResponse:
         return render(request, "services/delete.html", {"service": dto})
     try:
         with journaled(
-            actor=request.user.username, action="service.delete", target=service, params=form_params(request.POST)
+            actor=request.user.username, action=Action.SERVICE_DELETE, target=service, params=form_params(request.POST)
         ):
             confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
             counts = actions.service_delete(name=service, confirm=confirm, actor=request.user.username)

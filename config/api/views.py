@@ -29,7 +29,9 @@ class TokenApiView(APIView):
     """A token-gated endpoint. Each write is journaled with its actor and outcome, failures included."""
 
     permission_classes = [HasServiceToken]
+    # The journal's name of this view's writes (accounts.journal.Action), or one per HTTP method.
     audit_action: str = ""
+    audit_actions: dict[str, str] = {}
 
     def actor_name(self) -> str:
         return self.request.user.name
@@ -61,16 +63,16 @@ class TokenApiView(APIView):
             params["body"] = "unparseable"
         code = response.status_code
         data = getattr(response, "data", None)
-        outcome = "ok" if code < 400 else f"{code} {data.get('title', '') if isinstance(data, dict) else ''}"
         try:
             with transaction.atomic():  # a savepoint: a journal failure cannot poison the request's work
                 audit_record(
                     actor=request.user.name,
-                    action=self.audit_action or f"{type(self).__name__}.{request.method}",
+                    action=self.audit_actions.get(request.method, self.audit_action)
+                    or f"{type(self).__name__}.{request.method}",
                     target=self.audit_target(kwargs),
                     params=params,
-                    outcome=outcome.strip(),
                     status_code=code,
+                    title=str(data.get("title", "")) if isinstance(data, dict) else "",
                 )
         except Exception:  # a journal failure must not turn a done write into an error
             logger.exception("could not journal %s %s", request.method, request.path)

@@ -6,6 +6,7 @@ needs a signed-in operator. Every link is built by reports.links.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -19,9 +20,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
-from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun, slice_ensure
+from reports.actions import pair_refresh, rerun, run_control, slice_ensure
 from reports.links import document_url, is_report_url, report_url
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
@@ -43,7 +45,9 @@ from reports.serializers import (
     PageParamsSerializer,
     RerunAckSerializer,
     RerunParamsSerializer,
+    RunControlSerializer,
     RuntimeReportSerializer,
+    ScopeRefreshSerializer,
     ServiceOverviewSerializer,
 )
 
@@ -339,7 +343,7 @@ def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     fields = {key: value for key, value in params.items() if key in RERUN_FIELDS and value != ""}
     try:
         with journaled(
-            actor=request.user.username, action="reports.rerun", target=f"{corpus}/{service}", params=params
+            actor=request.user.username, action=Action.REPORTS_RERUN, target=f"{corpus}/{service}", params=params
         ):
             body = validated(RerunParamsSerializer(data=fields))
             ack = RerunAckSerializer(
@@ -351,16 +355,18 @@ def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     return redirect(_back(request, corpus, service))
 
 
-def _pair_write(request: HttpRequest, corpus: str, service: str, action: str, call: Any, done: str) -> HttpResponse:
-    """One journaled write on the pair; its count goes into the `done` message."""
+def _pair_write(
+    request: HttpRequest, corpus: str, service: str, action: Action, call: Callable[[], dict[str, Any]], done: str
+) -> HttpResponse:
+    """One journaled write on the pair, serialized as its API twin answers; `done` is formatted with it."""
     try:
         with journaled(
             actor=request.user.username, action=action, target=f"{corpus}/{service}", params=form_params(request.POST)
         ):
-            count = call()
+            ack = call()
     except ServiceError as exc:
         return _write_failed(request, corpus, service, exc)
-    messages.success(request, done.format(count=count))
+    messages.success(request, done.format(**ack))
     return redirect(report_url(corpus, service))
 
 
@@ -369,9 +375,9 @@ def _pair_write(request: HttpRequest, corpus: str, service: str, action: str, ca
 def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/pause: block the pair's tasks in progress."""
     return _pair_write(
-        request, corpus, service, "conversions.pause",
-        lambda: conversions_pause(corpus_name=corpus, service_name=service),
-        "Paused: {count} tasks in progress blocked.",
+        request, corpus, service, Action.CONVERSIONS_PAUSE,
+        lambda: RunControlSerializer(run_control(action="pause", corpus_name=corpus, service_name=service)).data,
+        "Paused: {blocked} tasks in progress blocked.",
     )  # fmt: skip
 
 
@@ -380,9 +386,9 @@ def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
 def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/resume: blocked tasks of the pair back to TODO."""
     return _pair_write(
-        request, corpus, service, "conversions.resume",
-        lambda: conversions_resume(corpus_name=corpus, service_name=service),
-        "Resumed: {count} blocked tasks back to TODO.",
+        request, corpus, service, Action.CONVERSIONS_RESUME,
+        lambda: RunControlSerializer(run_control(action="resume", corpus_name=corpus, service_name=service)).data,
+        "Resumed: {resumed} blocked tasks back to TODO.",
     )  # fmt: skip
 
 
@@ -391,7 +397,7 @@ def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse
 def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/refresh: clear the pair's report grains at once."""
     return _pair_write(
-        request, corpus, service, "reports.refresh_pair",
-        lambda: pair_refresh(corpus_name=corpus, service_name=service)["cleared_slices"],
-        "Cleared {count} report slices; each page rebuilds its slice when next read.",
+        request, corpus, service, Action.REPORTS_REFRESH_PAIR,
+        lambda: ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data,
+        "Cleared {cleared_slices} report slices; each page rebuilds its slice when next read.",
     )  # fmt: skip

@@ -204,7 +204,7 @@ def test_deactivating_a_service_needs_its_name_typed(screen_client, corpus_root)
     assert not Task.objects.filter(corpus__name="alpha", service__name="tex_to_html").exists()
     assert not Activation.objects.filter(corpus__name="alpha").exists()
     assert Task.objects.filter(corpus__name="alpha", service__name="import").count() == 2
-    outcomes = AuditEntry.objects.filter(action="service.activation", target="alpha/tex_to_html", actor="tester")
+    outcomes = AuditEntry.objects.filter(action="service.deactivation", target="alpha/tex_to_html", actor="tester")
     assert sorted(outcomes.values_list("outcome", flat=True)) == ["400 Bad request", "ok"]
 
 

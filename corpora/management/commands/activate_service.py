@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from corpora.actions import service_activate
 
@@ -15,7 +16,7 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, corpus: str, service: str, **options: object) -> None:
         job = self.write_action(
-            "service.activation",
+            Action.SERVICE_ACTIVATION,
             lambda: service_activate(corpus_name=corpus, service_name=service, actor=self.actor, send=False),
             target=f"{corpus}/{service}",
         )

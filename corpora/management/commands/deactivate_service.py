@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from corpora.actions import service_deactivate
 
@@ -16,7 +17,7 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, corpus: str, service: str, confirm: str | None, **options: object) -> None:
         counts = self.write_action(
-            "service.deactivation",
+            Action.SERVICE_DEACTIVATION,
             lambda: service_deactivate(corpus_name=corpus, service_name=service, confirm=confirm, actor=self.actor),
             target=f"{corpus}/{service}",
         )

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from corpora.actions import corpus_delete
 
@@ -15,6 +16,6 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, name: str, confirm: str | None, **options: object) -> None:
         counts = self.write_action(
-            "corpus.delete", lambda: corpus_delete(name=name, confirm=confirm, actor=self.actor), target=name
+            Action.CORPUS_DELETE, lambda: corpus_delete(name=name, confirm=confirm, actor=self.actor), target=name
         )
         self.stdout.write(f"deleted corpus {name}: {counts}")

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from corpora.actions import corpus_extend
 
@@ -14,6 +15,6 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, name: str, **options: object) -> None:
         job = self.write_action(
-            "corpus.extend", lambda: corpus_extend(name=name, actor=self.actor, send=False), target=name
+            Action.CORPUS_EXTEND, lambda: corpus_extend(name=name, actor=self.actor, send=False), target=name
         )
         self.run_job(job)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from corpora.actions import corpus_import
 
@@ -16,7 +17,7 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, name: str, path: str, description: str, **options: object) -> None:
         job = self.write_action(
-            "corpus.import",
+            Action.CORPUS_IMPORT,
             lambda: corpus_import(name=name, path=path, description=description, actor=self.actor, send=False),
             target=name,
             params={"path": path},

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from services.actions import service_delete
 
@@ -15,6 +16,6 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, name: str, confirm: str | None, **options: object) -> None:
         counts = self.write_action(
-            "service.delete", lambda: service_delete(name=name, confirm=confirm, actor=self.actor), target=name
+            Action.SERVICE_DELETE, lambda: service_delete(name=name, confirm=confirm, actor=self.actor), target=name
         )
         self.stdout.write(f"deleted service {name}: {counts}")

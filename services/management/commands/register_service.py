@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from services.actions import service_register
 
@@ -24,6 +25,6 @@ class Command(ServiceCommand):
             "lease_seconds": options["lease_seconds"],
         }
         service = self.write_action(
-            "service.register", lambda: service_register(name=name, actor=self.actor, **fields), target=name
+            Action.SERVICE_REGISTER, lambda: service_register(name=name, actor=self.actor, **fields), target=name
         )
         self.stdout.write(f"registered service {service.name}")

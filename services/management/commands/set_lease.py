@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError, CommandParser
 
+from accounts.journal import Action
 from config.cli import ServiceCommand
 from services.actions import service_lease_set
 
@@ -21,7 +22,7 @@ class Command(ServiceCommand):
         else:
             raise CommandError("seconds must be a positive whole number, or none to clear the override")
         updated = self.write_action(
-            "service.lease",
+            Action.SERVICE_LEASE,
             lambda: service_lease_set(name=service, seconds=value, actor=self.actor),
             target=service,
             params={"seconds": value},

@@ -1,0 +1,26 @@
+"""The names of journaled writes, each defined once: an API view, its screen twin and its command
+journal the same operation under the same name (accounts.actions.journaled writes the entry)."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Action(StrEnum):
+    CORPUS_IMPORT = "corpus.import"
+    CORPUS_EXTEND = "corpus.extend"
+    CORPUS_DELETE = "corpus.delete"
+    SERVICE_ACTIVATION = "service.activation"
+    SERVICE_DEACTIVATION = "service.deactivation"
+    SERVICE_REGISTER = "service.register"
+    SERVICE_DELETE = "service.delete"
+    SERVICE_LEASE = "service.lease"
+    CONVERSIONS_PAUSE = "conversions.pause"
+    CONVERSIONS_RESUME = "conversions.resume"
+    REPORTS_RERUN = "reports.rerun"
+    REPORTS_REFRESH_PAIR = "reports.refresh_pair"
+    REPORTS_REFRESH = "reports.refresh"
+    MAINTENANCE_REINDEX = "maintenance_reindex"
+    MAINTENANCE_ANALYZE = "maintenance_analyze"
+    TOKEN_CREATE = "token.create"
+    TOKEN_REVOKE = "token.revoke"
