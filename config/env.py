@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import parse_qs, unquote, urlsplit
 
 
 class ConfigError(Exception):
@@ -67,8 +68,6 @@ def env_list(name: str, default: list[str], *, separator: str = ",") -> list[str
 
 def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_timeout: int) -> dict:
     """Turn a postgres:// URL (host may be a socket directory given as ?host=) into Django's form."""
-    from urllib.parse import parse_qs, unquote, urlsplit
-
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql"):
         raise ConfigError(f"DATABASE_URL must start with postgresql://, not {parts.scheme or url!r}")

@@ -39,10 +39,6 @@ class Unprocessable(ServiceError):
     status, title, slug = 422, "Unprocessable request", "unprocessable"
 
 
-class Unavailable(ServiceError):
-    status, title, slug = 503, "Service unavailable", "unavailable"
-
-
 class TooManyRequests(ServiceError):
     """The caller must wait `retry_after` seconds (answered with a Retry-After header)."""
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
+from django_prometheus.exports import ExportToDjangoView
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.lockout import token_check
+from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.errors import problem_json_response
 from config.api.views import PublicApiView
+from config.errors import TooManyRequests
 from ops.queries import liveness
 from ops.serializers import LivenessSerializer
 
@@ -30,12 +34,6 @@ class HealthzApi(PublicApiView):
 
 def metrics_view(request: HttpRequest) -> HttpResponse:
     """GET /metrics (text exposition format), gated like the API: header X-Service-Token or ?token=."""
-    from django_prometheus.exports import ExportToDjangoView
-
-    from accounts.lockout import token_check
-    from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
-    from config.errors import TooManyRequests
-
     raw = request.headers.get(TOKEN_HEADER) or request.GET.get(TOKEN_QUERY) or ""
     try:
         token = token_check(raw, client_address(request)) if raw else None

@@ -6,6 +6,9 @@ import logging
 
 from django.db import connection
 
+from conversion.sandbox import problem
+from services.queries import conversion_sandbox
+
 logger = logging.getLogger(__name__)
 
 
@@ -23,9 +26,6 @@ def database_reachable() -> bool:
 def conversion_sandbox_state() -> str:
     """`bwrap` when conversions run sandboxed, `unavailable` when the sandbox cannot start (conversions
     are refused), `none` when the sandbox is turned off."""
-    from conversion.sandbox import problem
-    from services.queries import conversion_sandbox
-
     sandbox = conversion_sandbox()
     if not sandbox.enabled:
         return "none"

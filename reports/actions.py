@@ -12,6 +12,8 @@ from django.db import OperationalError, connection, transaction
 
 from config.errors import BadRequest
 from corpora.queries import corpus_get
+from jobs.actions import job_enqueue
+from jobs.models import ACTIVE_STATES, Job
 from reports.models import GrainSlice
 from reports.queries import BULK_SETTINGS, SEVERITIES, pair_get, severity_check
 from services.queries import service_get
@@ -162,9 +164,6 @@ def pair_refresh(*, corpus_name: str, service_name: str) -> dict:
 
 def slice_build_enqueue(*, corpus_id: int, service_id: int, severity: str) -> None:
     """Start a background build of one slice unless one is already queued or running."""
-    from jobs.actions import job_enqueue
-    from jobs.models import ACTIVE_STATES, Job
-
     params = {"corpus_id": corpus_id, "service_id": service_id, "severity": severity}
     if not Job.objects.filter(kind="report_slice_build", state__in=ACTIVE_STATES, params=params).exists():
         job_enqueue(kind="report_slice_build", actor="reports", params=params)

@@ -7,7 +7,7 @@ from django.db.models import Count, QuerySet
 
 from config.errors import NotFound
 from conversion.sandbox import Sandbox
-from services.models import Service
+from services.models import Service, Worker
 
 
 def service_list() -> QuerySet[Service]:
@@ -33,7 +33,5 @@ def conversion_sandbox() -> Sandbox:
 
 def worker_list(service_name: str) -> list:
     """The workers that have asked for work of a service, most recently seen first."""
-    from services.models import Worker
-
     service = service_get(service_name)
     return list(Worker.objects.filter(service=service).order_by("-last_seen", "identity"))

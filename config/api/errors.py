@@ -7,10 +7,14 @@ import math
 import re
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import DisallowedHost, PermissionDenied, RequestDataTooBig, SuspiciousOperation
 from django.db import OperationalError
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.views.csrf import csrf_failure as django_csrf_failure
 from django.views.decorators.csrf import csrf_exempt
+from django.views.defaults import bad_request, page_not_found, server_error
+from psycopg_pool import PoolTimeout
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
@@ -64,8 +68,6 @@ def speaks_problem(path: str) -> bool:
 
 def too_large_detail() -> str:
     """The words of every 413: the limit, in bytes."""
-    from django.conf import settings
-
     return f"The request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes."
 
 
@@ -77,8 +79,6 @@ def problem_json_response(status_code: int, detail: str, **kwargs: Any) -> JsonR
 
 
 def _database_problem(exc: OperationalError) -> tuple[str, str]:
-    from psycopg_pool import PoolTimeout
-
     cause = exc.__cause__ or exc
     if isinstance(cause, PoolTimeout) or "couldn't get a connection" in str(exc):
         return "The database connection pool is exhausted; retry shortly.", "pool-exhausted"
@@ -133,8 +133,6 @@ def api_not_found(request: HttpRequest, unmatched: str = "") -> JsonResponse:
 def handler400(request: HttpRequest, exception: Exception | None = None):  # noqa: ANN201
     """A request Django refused before any view (a Host not allowed, a body too big): problem+json on
     machine paths, Django's short page on screens."""
-    from django.views.defaults import bad_request
-
     if isinstance(exception, RequestDataTooBig):
         if speaks_problem(request.path):
             return problem_json_response(413, too_large_detail())
@@ -150,24 +148,18 @@ def handler400(request: HttpRequest, exception: Exception | None = None):  # noq
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     """CSRF_FAILURE_VIEW: the API uses tokens, not cookies, so a CSRF refusal there is a 403 problem."""
-    from django.views.csrf import csrf_failure as django_csrf_failure
-
     if speaks_problem(request.path):
         return problem_json_response(403, f"CSRF verification failed: {reason}")
     return django_csrf_failure(request, reason)
 
 
 def handler404(request: HttpRequest, exception: Exception | None = None):  # noqa: ANN201
-    from django.views.defaults import page_not_found
-
     if speaks_problem(request.path):
         return problem_json_response(404, f"Nothing at {request.path}.")
     return page_not_found(request, exception)
 
 
 def handler500(request: HttpRequest):  # noqa: ANN201
-    from django.views.defaults import server_error
-
     if speaks_problem(request.path):
         return problem_json_response(
             500, f"An internal error occurred; quote request id {request_id_var.get()} when reporting it."
