@@ -1,4 +1,5 @@
-"""API of the reports app (so far): pausing and resuming conversions."""
+"""API of the reports app: overview, severity > category > what > documents, one document, runtimes, rerun,
+refresh, and pausing and resuming conversions."""
 
 from __future__ import annotations
 
