@@ -38,9 +38,8 @@ from pathlib import Path
 
 import harness
 
-BENCH_ROOT = Path("/tmp/ccs-convert-bench")
 # Ours alone, set before harness.setup() runs django.setup(): settings read them once, at import.
-harness.configure("ccs_convert_bench", 13, BENCH_ROOT)
+harness.configure("ccs_convert_bench", 13, Path("/tmp/ccs-convert-bench"))
 VAR_DIR = harness.VAR_DIR
 P95_TARGET_MS = 100.0
 # A TeX loop that keeps latexmlc busy on one CPU at constant memory until it is stopped
@@ -200,7 +199,7 @@ def web_start() -> tuple[subprocess.Popen, str, Path]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     child = stack.web_child(host="127.0.0.1", port=port, processes=2)
-    log = BENCH_ROOT / "gunicorn.log"
+    log = harness.LOG_DIR / "gunicorn.log"
     process = subprocess.Popen(
         child.argv, cwd=harness.PROJECT_ROOT, env=child.env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
         start_new_session=True,
