@@ -157,8 +157,7 @@ def main() -> None:
     parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE the activation statement")
     parser.add_argument("--delete-timeout", type=int, default=300, help="seconds before corpus_delete is stopped")
     parser.add_argument("--keep", action="store_true", help="keep the corpus afterwards (no delete timing)")
-    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
-    parser.add_argument("--wait", type=float, default=900, help="seconds to wait for it at most")
+    harness.quiet_arguments(parser, wait=900)
     args = parser.parse_args()
 
     harness.setup()

@@ -235,8 +235,7 @@ def main() -> None:
     parser.add_argument("--retry-pause", type=float, help="seconds between a 503 and the retry (default Retry-After)")
     parser.add_argument("--base-url", help="a running web tier on 127.0.0.1 instead of starting one")
     parser.add_argument("--token", help="an API token for --base-url")
-    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
-    parser.add_argument("--wait", type=float, default=300, help="at most this many seconds (default 300)")
+    harness.quiet_arguments(parser, wait=300)
     args = parser.parse_args()
 
     process = None

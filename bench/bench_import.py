@@ -151,8 +151,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=100_000, help="entries in the generated corpus")
     parser.add_argument("--keep", action="store_true", help="keep the imported corpus afterwards")
-    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
-    parser.add_argument("--wait", type=float, default=900, help="seconds to wait for it at most")
+    harness.quiet_arguments(parser, wait=900)
     args = parser.parse_args()
 
     harness.setup()

@@ -11,6 +11,7 @@ child) sets Django up.
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import os
 import shutil
@@ -153,6 +154,12 @@ def load_line() -> str:
     makes every number here slower."""
     one, five, fifteen = os.getloadavg()
     return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} cores"
+
+
+def quiet_arguments(parser: argparse.ArgumentParser, *, wait: float) -> None:
+    """The options of quiet_wait: --max-load (default 0.6) and --wait (at most `wait` seconds)."""
+    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
+    parser.add_argument("--wait", type=float, default=wait, help=f"seconds to wait for it at most (default {wait:.0f})")
 
 
 def quiet_wait(max_load: float, limit_seconds: float) -> None:
