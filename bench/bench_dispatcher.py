@@ -10,8 +10,8 @@ messages and the runtime to PostgreSQL.
   (this script in `noop-worker` mode: a DEALER that asks, a PUSH that returns the canned result at
   once, as a CorTeX worker does). Timed from the moment the workers are let go (the first lease) until
   every task has a final status (polled in the task-count table).
-- Celery: a worker started as `celery -A bench_dispatcher worker --concurrency 2` on Redis database 14
-  (queue `bench-dispatch`). This process leases the tasks with the dispatcher's own lease statement,
+- Celery: a worker started as `celery -A bench_dispatcher worker --concurrency 2` on the bench's Redis
+  database (queue `bench-dispatch`). This process leases the tasks with the dispatcher's own lease statement,
   packs each payload and sends one Celery task per document; each Celery task makes the canned result,
   decodes it with the dispatcher's own result_decode and applies it with the ORM in one transaction
   of its own (delete old messages and runtime, update the status, insert the messages: one bulk INSERT
@@ -22,13 +22,12 @@ messages and the runtime to PostgreSQL.
 - Steps: the dispatcher's own functions timed one by one in this process (--steps batches), which
   says which step a task's time goes to; --profile samples the real dispatcher with py-spy as well.
 
-The dispatcher side runs --repeat times (default 5), each on a fresh corpus, and the median counts:
-on this VM the same run varies by ±15% (a PostgreSQL checkpoint in the window costs ~10%). Result
-archives go to a newly made ext4 file system (a loop device) for each run: on the shared root file
-system, the previous run's deleted archives make creating files 10-30 times slower for minutes (see
-harness.files_settle); --results-dir PATH puts them elsewhere. Before each side the tables
-are VACUUM ANALYZEd (autovacuum is off on this server). Each result says how much CPU other
-processes took meanwhile: on 2 CPUs another benchmark running at the same time skews it.
+The dispatcher side runs --repeat times (default 5), each on a fresh corpus, and the median counts.
+Result archives go to a newly made ext4 file system (a loop device) for each run, since a file system
+where the previous run's archives were just deleted creates files far more slowly for minutes (see
+harness.files_settle); --results-dir PATH puts them elsewhere. Before each side the tables are VACUUM
+ANALYZEd (autovacuum is off on this server). Each result says how much CPU other processes and the
+hypervisor took meanwhile. Why the method is so, and the figures: bench/README.md.
 
 Run: .venv/bin/python bench/bench_dispatcher.py [--documents 20000] [--workers 4] [--repeat 5] [--steps 4]
      [--celery-write bulk|each] [--celery-db-reuse 1000] [--results-dir PATH] [--profile] [--skip-celery]
