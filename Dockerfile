@@ -5,8 +5,9 @@ ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
 RUN apt-get update && apt-get install -y --no-install-recommends latexml bubblewrap && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 10001 ccs
 WORKDIR /app
-COPY pyproject.toml ./
-RUN pip install --upgrade pip && pip install -e .
+# The exact versions of requirements.lock (make lock), as `make run` installs them.
+COPY pyproject.toml requirements.lock ./
+RUN pip install --upgrade pip && pip install -r requirements.lock && pip install --no-deps -e .
 COPY . .
 # Every directory docker-compose.yml mounts a volume on exists here and belongs to ccs: a new named volume
 # starts as a copy of it, owner included, so the services (which run as ccs) can write to it.

@@ -1,22 +1,25 @@
-# Two commands do all set-up: `make run` (the whole system) and `make test`.
+# Two commands do all set-up: `make run` (the whole system) and `make test`. Both install the exact
+# versions in requirements.lock / requirements-dev.lock; `make lock` rewrites those from pyproject.toml.
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test lint format clean
+.PHONY: run test lint lock clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-$(VENV)/.installed-run: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install -q -e .
+$(VENV)/.installed-run: requirements.lock pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps -e .
 	touch $@
 
-$(VENV)/.installed-dev: pyproject.toml | $(VENV)/bin/python
-	$(PY) -m pip install -q -e ".[dev]"
+$(VENV)/.installed-dev: requirements-dev.lock pyproject.toml | $(VENV)/bin/python
+	$(PY) -m pip install -q -r requirements-dev.lock
+	$(PY) -m pip install -q --no-deps -e .
 	touch $@ $(VENV)/.installed-run
 
 run: $(VENV)/.installed-run
@@ -32,6 +35,9 @@ test: $(VENV)/.installed-dev
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check --fix .
 	$(PY) -m ruff format .
+
+lock: | $(VENV)/bin/python
+	$(PY) scripts/lock
 
 clean:
 	rm -rf $(VENV) var/staticfiles

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
-import common
+import harness
+
+harness.configure("ccs_bench", 14, Path("/tmp/ccs-bench"))
 
 ACTIVATION_TARGET_SECONDS = 30.0
 DETAIL_TARGET_MS = 100.0
@@ -27,10 +30,10 @@ def corpus_build(name: str, documents: int, *, vacuum: bool) -> dict[str, float]
 
     from corpora.actions import _import_service_id
 
-    directory = common.CORPUS_ROOT / name
+    directory = harness.CORPUS_ROOT / name
     directory.mkdir(parents=True, exist_ok=True)  # activation never reads the entries
     seconds: dict[str, float] = {}
-    with common.timed() as insert, transaction.atomic(), connection.cursor() as cursor:
+    with harness.timed() as insert, transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO corpora_corpus (name, path, description, state, created_at, imported_at)"
             " VALUES (%s, %s, 'benchmark corpus built in SQL', 'ready', now(), now()) RETURNING id",
@@ -51,7 +54,7 @@ def corpus_build(name: str, documents: int, *, vacuum: bool) -> dict[str, float]
     seconds["insert"] = insert.seconds
     if vacuum:
         # A settled database: autovacuum would have analyzed these tables soon after a real import.
-        with common.timed() as settle, connection.cursor() as cursor:
+        with harness.timed() as settle, connection.cursor() as cursor:
             cursor.execute("VACUUM (ANALYZE) corpora_document, corpora_task, corpora_taskcount")
         seconds["vacuum analyze"] = settle.seconds
     return seconds
@@ -62,7 +65,7 @@ def service_ensure(name: str) -> None:
     from services.models import Service
 
     if not Service.objects.filter(name=name).exists():
-        service_register(name=name, actor=common.ACTOR, description="benchmark service")
+        service_register(name=name, actor=harness.ACTOR, description="benchmark service")
 
 
 def activation_explain(corpus_name: str) -> None:
@@ -104,11 +107,11 @@ def detail_measure(corpus_name: str, documents: int, requests: int, token: str) 
         response = client.get(f"/api/corpora/{corpus_name}", HTTP_X_SERVICE_TOKEN=token)
         timings.append((time.perf_counter() - began) * 1000)
         if response.status_code != 200:
-            common.fail(f"GET /api/corpora/{corpus_name} answered {response.status_code}: {response.content[:300]!r}")
+            harness.fail(f"GET /api/corpora/{corpus_name} answered {response.status_code}: {response.content[:300]!r}")
     body = json.loads(response.content)
     counts = {service["name"]: service["counts"] for service in body["services"]}
     if counts.get(SERVICE, {}).get("todo") != documents or body["documents"] != documents:
-        common.fail(f"the detail shows documents={body['documents']} and counts {counts}; expected {documents} todo")
+        harness.fail(f"the detail shows documents={body['documents']} and counts {counts}; expected {documents} todo")
     print(f"detail body: documents={body['documents']} {SERVICE}={counts[SERVICE]}")
     return timings
 
@@ -129,14 +132,14 @@ def delete_measure(corpus_name: str, timeout_seconds: int) -> float | None:
         backend = cursor.fetchone()[0]
 
     def cancel() -> None:
-        with psycopg.connect(f"{common.PG_SERVER}/{common.BENCH_DB}", autocommit=True) as conn:
+        with psycopg.connect(f"{harness.PG_SERVER}/{harness.BENCH_DB}", autocommit=True) as conn:
             conn.execute("SELECT pg_cancel_backend(%s)", [backend])
 
     watchdog = threading.Timer(timeout_seconds, cancel)
     watchdog.start()
     try:
-        with common.timed() as timer:
-            corpus_delete(name=corpus_name, confirm=corpus_name, actor=common.ACTOR)
+        with harness.timed() as timer:
+            corpus_delete(name=corpus_name, confirm=corpus_name, actor=harness.ACTOR)
     except DatabaseError as exc:
         print(f"corpus_delete cancelled after {timer.seconds:.0f} s ({type(exc).__name__})")
         return None
@@ -154,45 +157,43 @@ def main() -> None:
     parser.add_argument("--explain", action="store_true", help="EXPLAIN ANALYZE the activation statement")
     parser.add_argument("--delete-timeout", type=int, default=300, help="seconds before corpus_delete is stopped")
     parser.add_argument("--keep", action="store_true", help="keep the corpus afterwards (no delete timing)")
-    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
-    parser.add_argument("--wait", type=float, default=900, help="seconds to wait for it at most")
+    harness.quiet_arguments(parser, wait=900)
     args = parser.parse_args()
 
-    common.setup()
-    from phases import phases_recorded, statement_lines
+    harness.setup()
 
     from corpora import actions
     from jobs.runner import job_run
 
     corpus_name = f"bench-activation-{args.documents}"
-    cleaned = common.corpus_purge_unchecked(corpus_name)
+    cleaned = harness.corpus_purge_unchecked(corpus_name)
     if cleaned is not None:
         print(f"removed the corpus left by an earlier run in {cleaned:.1f} s (bench-only unchecked purge)")
     service_ensure(SERVICE)
     service_ensure(EXPLAIN_SERVICE)
-    token = common.bench_token()
+    token = harness.bench_token()
 
     built = corpus_build(corpus_name, args.documents, vacuum=not args.no_vacuum)
     shown = ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in built.items())
     print(f"built {corpus_name} in SQL: {shown} (not part of the measurement)")
 
-    common.quiet_wait(args.max_load, args.wait)
-    with phases_recorded([(actions, "service_activate_run")]) as log, common.timed() as activation:
-        job = actions.service_activate(corpus_name=corpus_name, service_name=SERVICE, actor=common.ACTOR, send=False)
+    harness.quiet_wait(args.max_load, args.wait)
+    with harness.phases_recorded([(actions, "service_activate_run")]) as log, harness.timed() as activation:
+        job = actions.service_activate(corpus_name=corpus_name, service_name=SERVICE, actor=harness.ACTOR, send=False)
         state = job_run(job.pk)
     job.refresh_from_db()
     if state != "succeeded" or (job.result or {}).get("tasks") != args.documents:
-        common.fail(f"the activation job ended {state} with {job.result} ({job.message})")
+        harness.fail(f"the activation job ended {state} with {job.result} ({job.message})")
     run = log.seconds("service_activate_run")
     inside = log.statements_between(log.starts["service_activate_run"], log.ends["service_activate_run"])
     last_end = max(began + seconds for began, seconds, _ in log.statements if began <= log.ends["service_activate_run"])
     print("phases:")
     print(f"  job body           {run:8.3f} s")
-    print("\n".join(statement_lines([s for s in inside if s[0] >= 0.005])))
+    print("\n".join(harness.statement_lines([s for s in inside if s[0] >= 0.005])))
     commit = log.ends["service_activate_run"] - last_end
     print(f"  commit             {commit:8.3f} s  (deferred constraint checks, if any)")
     print(f"  job overhead       {activation.seconds - run:8.3f} s  (activation row + job, claim, finish)")
-    print(f"end of activation: {common.load_line()}")
+    print(f"end of activation: {harness.load_line()}")
     verdict = "met" if activation.seconds <= ACTIVATION_TARGET_SECONDS else "MISSED"
     print(
         f"activation on {args.documents:,} documents: {activation.seconds:.1f} s, "
@@ -200,8 +201,8 @@ def main() -> None:
     )
 
     timings = detail_measure(corpus_name, args.documents, args.requests, token)
-    p50, p95 = common.percentile(timings, 0.5), common.percentile(timings, 0.95)
-    print(f"end of detail: {common.load_line()}")
+    p50, p95 = harness.percentile(timings, 0.5), harness.percentile(timings, 0.95)
+    print(f"end of detail: {harness.load_line()}")
     verdict = "met" if p95 < DETAIL_TARGET_MS else "MISSED"
     print(
         f"corpus detail x{len(timings)}: p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {max(timings):.1f} ms "
@@ -214,7 +215,7 @@ def main() -> None:
         return
     deleted = delete_measure(corpus_name, args.delete_timeout)
     if deleted is None:
-        purged = common.corpus_purge_unchecked(corpus_name)
+        purged = harness.corpus_purge_unchecked(corpus_name)
         print(f"corpus_delete: did not finish within {args.delete_timeout} s; bench-only purge took {purged:.1f} s")
     else:
         print(f"corpus_delete: {deleted:.1f} s (no target)")

@@ -36,12 +36,11 @@ from dataclasses import dataclass, field
 from email.message import Message
 from pathlib import Path
 
-import common
-from steal import StealWatch
+import harness
 
-BENCH_DB = "ccs_convert_bench"
-BENCH_ROOT = Path("/tmp/ccs-convert-bench")
-VAR_DIR = BENCH_ROOT / "var"
+# Ours alone, set before harness.setup() runs django.setup(): settings read them once, at import.
+harness.configure("ccs_convert_bench", 13, Path("/tmp/ccs-convert-bench"))
+VAR_DIR = harness.VAR_DIR
 P95_TARGET_MS = 100.0
 # A TeX loop that keeps latexmlc busy on one CPU at constant memory until it is stopped
 # (LaTeXML refuses `\def\x{\x}\x` at once as a macro that "expands into itself").
@@ -49,11 +48,6 @@ TEX_LOOP = "\\documentclass{article}\\begin{document}\\loop\\iftrue\\repeat\\end
 PROBES = ("/healthz", "/api", "/api/services", "/api/corpora")
 # A refusal slower than this was not "at once".
 REFUSAL_LIMIT_MS = 500.0
-
-# Ours alone, set before common.setup() runs django.setup(): settings read them once, at import.
-os.environ["DATABASE_URL"] = f"{common.PG_SERVER}/{BENCH_DB}"
-os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/13"
-os.environ["VAR_DIR"] = str(VAR_DIR)
 
 
 @dataclass
@@ -156,7 +150,7 @@ def phase(base_url: str, token: str, *, seconds: float, clients: int, args: argp
         while slots is not None and slots() < args.concurrency and time.monotonic() < deadline:
             time.sleep(0.05)
     prober = threading.Thread(target=probe, args=(base_url, token, tally, stop, slots), daemon=True)
-    watch = StealWatch().start()
+    watch = harness.StealWatch().start()
     prober.start()
     stop.wait(seconds)
     stop.set()
@@ -167,7 +161,7 @@ def phase(base_url: str, token: str, *, seconds: float, clients: int, args: argp
 
 def report(name: str, tally: Tally) -> bool:
     """Print the phase's figures; True when every probed endpoint met the p95 target."""
-    print(f"\n{name}: {tally.steal}; {common.load_line()}")
+    print(f"\n{name}: {tally.steal}; {harness.load_line()}")
     met = True
     for path in PROBES:
         values = tally.latencies.get(path, [])
@@ -175,17 +169,17 @@ def report(name: str, tally: Tally) -> bool:
             print(f"  {path:<14} no answers")
             met = False
             continue
-        p95 = common.percentile(values, 0.95)
+        p95 = harness.percentile(values, 0.95)
         met &= p95 < P95_TARGET_MS
         print(
-            f"  {path:<14} {len(values):5d} requests  p50 {common.percentile(values, 0.5):6.1f} ms"
+            f"  {path:<14} {len(values):5d} requests  p50 {harness.percentile(values, 0.5):6.1f} ms"
             f"  p95 {p95:6.1f} ms  max {max(values):7.1f} ms"
         )
     if tally.refusals or tally.conversions:
         refused = tally.refusals
         print(
             f"  /convert       {len(refused)} refused with 503 + Retry-After (p50 "
-            f"{common.percentile(refused, 0.5):.1f} ms, p95 {common.percentile(refused, 0.95):.1f} ms, "
+            f"{harness.percentile(refused, 0.5):.1f} ms, p95 {harness.percentile(refused, 0.95):.1f} ms, "
             f"max {max(refused):.1f} ms); {len(tally.conversions)} loops ran to their timeout "
             f"within the phase ({', '.join(sorted(set(tally.conversions))) or 'none'})"
             if refused
@@ -197,20 +191,6 @@ def report(name: str, tally: Tally) -> bool:
     return met
 
 
-def database_setup() -> None:
-    """The benchmark's own database (created when missing), Django, migrations."""
-    import django
-    import psycopg
-
-    with psycopg.connect(f"{common.PG_SERVER}/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [BENCH_DB]).fetchone():
-            conn.execute(f'CREATE DATABASE "{BENCH_DB}"')
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
-
-
 def web_start() -> tuple[subprocess.Popen, str, Path]:
     """gunicorn as `manage.py up` starts it, on a free port of 127.0.0.1."""
     from ops import stack
@@ -219,9 +199,9 @@ def web_start() -> tuple[subprocess.Popen, str, Path]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     child = stack.web_child(host="127.0.0.1", port=port, processes=2)
-    log = BENCH_ROOT / "gunicorn.log"
+    log = harness.LOG_DIR / "gunicorn.log"
     process = subprocess.Popen(
-        child.argv, cwd=common.PROJECT_ROOT, env=child.env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        child.argv, cwd=harness.PROJECT_ROOT, env=child.env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
         start_new_session=True,
     )  # fmt: skip
     base_url = f"http://127.0.0.1:{port}"
@@ -233,7 +213,7 @@ def web_start() -> tuple[subprocess.Popen, str, Path]:
         except OSError:
             pass
         if process.poll() is not None or time.monotonic() > deadline:
-            common.fail(f"gunicorn did not answer on {base_url}; see {log}")
+            harness.fail(f"gunicorn did not answer on {base_url}; see {log}")
         time.sleep(0.2)
 
 
@@ -255,8 +235,7 @@ def main() -> None:
     parser.add_argument("--retry-pause", type=float, help="seconds between a 503 and the retry (default Retry-After)")
     parser.add_argument("--base-url", help="a running web tier on 127.0.0.1 instead of starting one")
     parser.add_argument("--token", help="an API token for --base-url")
-    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
-    parser.add_argument("--wait", type=float, default=300, help="at most this many seconds (default 300)")
+    harness.quiet_arguments(parser, wait=300)
     args = parser.parse_args()
 
     process = None
@@ -270,19 +249,19 @@ def main() -> None:
     else:
         shutil.rmtree(VAR_DIR, ignore_errors=True)
         VAR_DIR.mkdir(parents=True)
-        database_setup()
+        harness.setup()
         from django.conf import settings
 
         from services.convert_slots import convert_slots_busy
 
-        token = common.bench_token()
+        token = harness.bench_token()
         process, base_url, log = web_start()
         slots = convert_slots_busy
         args.concurrency = settings.CONVERT_CONCURRENCY
         print(f"web tier: {base_url} (gunicorn gthread, 2 processes; log {log}); "
               f"CONVERT_CONCURRENCY={settings.CONVERT_CONCURRENCY}")  # fmt: skip
     try:
-        common.quiet_wait(args.max_load, args.wait)
+        harness.quiet_wait(args.max_load, args.wait)
         idle = phase(base_url, token, seconds=args.seconds, clients=0, args=args, slots=slots)
         saturated = phase(base_url, token, seconds=args.seconds, clients=args.clients, args=args, slots=slots)
     finally:
@@ -292,9 +271,9 @@ def main() -> None:
     met = report(f"/convert saturated by {args.clients} TeX loops", saturated)
     problems = idle.unexpected + saturated.unexpected
     if problems:
-        common.fail(f"{len(problems)} unexpected answers, e.g. {problems[:5]}")
-    if not saturated.refusals or common.percentile(saturated.refusals, 0.95) > REFUSAL_LIMIT_MS:
-        common.fail(f"/convert was not refused at once (p95 of refusals over {REFUSAL_LIMIT_MS:.0f} ms, or none)")
+        harness.fail(f"{len(problems)} unexpected answers, e.g. {problems[:5]}")
+    if not saturated.refusals or harness.percentile(saturated.refusals, 0.95) > REFUSAL_LIMIT_MS:
+        harness.fail(f"/convert was not refused at once (p95 of refusals over {REFUSAL_LIMIT_MS:.0f} ms, or none)")
     print(
         f"\ntarget p95 < {P95_TARGET_MS:.0f} ms on every probed endpoint while saturated: {'met' if met else 'NOT met'}"
     )

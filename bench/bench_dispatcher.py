@@ -10,8 +10,8 @@ messages and the runtime to PostgreSQL.
   (this script in `noop-worker` mode: a DEALER that asks, a PUSH that returns the canned result at
   once, as a CorTeX worker does). Timed from the moment the workers are let go (the first lease) until
   every task has a final status (polled in the task-count table).
-- Celery: a worker started as `celery -A bench_dispatcher worker --concurrency 2` on Redis database 14
-  (queue `bench-dispatch`). This process leases the tasks with the dispatcher's own lease statement,
+- Celery: a worker started as `celery -A bench_dispatcher worker --concurrency 2` on the bench's Redis
+  database (queue `bench-dispatch`). This process leases the tasks with the dispatcher's own lease statement,
   packs each payload and sends one Celery task per document; each Celery task makes the canned result,
   decodes it with the dispatcher's own result_decode and applies it with the ORM in one transaction
   of its own (delete old messages and runtime, update the status, insert the messages: one bulk INSERT
@@ -22,13 +22,12 @@ messages and the runtime to PostgreSQL.
 - Steps: the dispatcher's own functions timed one by one in this process (--steps batches), which
   says which step a task's time goes to; --profile samples the real dispatcher with py-spy as well.
 
-The dispatcher side runs --repeat times (default 5), each on a fresh corpus, and the median counts:
-on this VM the same run varies by ±15% (a PostgreSQL checkpoint in the window costs ~10%). Result
-archives go to a newly made ext4 file system (a loop device) for each run: on the shared root file
-system, the previous run's deleted archives make creating files 10-30 times slower for minutes (see
-dispatch_common.files_settle); --results-dir PATH puts them elsewhere. Before each side the tables
-are VACUUM ANALYZEd (autovacuum is off on this server). Each result says how much CPU other
-processes took meanwhile: on 2 CPUs another benchmark running at the same time skews it.
+The dispatcher side runs --repeat times (default 5), each on a fresh corpus, and the median counts.
+Result archives go to a newly made ext4 file system (a loop device) for each run, since a file system
+where the previous run's archives were just deleted creates files far more slowly for minutes (see
+harness.files_settle); --results-dir PATH puts them elsewhere. Before each side the tables are VACUUM
+ANALYZEd (autovacuum is off on this server). Each result says how much CPU other processes and the
+hypervisor took meanwhile. Why the method is so, and the figures: bench/README.md.
 
 Run: .venv/bin/python bench/bench_dispatcher.py [--documents 20000] [--workers 4] [--repeat 5] [--steps 4]
      [--celery-write bulk|each] [--celery-db-reuse 1000] [--results-dir PATH] [--profile] [--skip-celery]
@@ -49,9 +48,10 @@ import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
-import dispatch_common as common
+import harness
 from celery import Celery
-from steal import STEAL_DISTURBED, steal_settle
+
+harness.configure("ccs_dispatch_bench", 14, Path("/tmp/ccs-dispatch-bench"))
 
 TARGET_TASKS_PER_SECOND = 2000.0
 ZMQ_SERVICE = "bench-noop-zmq"
@@ -76,22 +76,22 @@ CANNED_LOG = (
     "Info:runtime_ms:5\n"
 )
 WARNING_STATUS = -2
-SPY_OUTPUT = common.LOG_DIR / "dispatcher.spy.txt"
-FRESH_FS = common.BENCH_ROOT / "results-fs"
+SPY_OUTPUT = harness.LOG_DIR / "dispatcher.spy.txt"
+FRESH_FS = harness.BENCH_ROOT / "results-fs"
 SPY_RATE = 200
 STEAL_ATTEMPTS = 3  # a run during which the hypervisor took more than STEAL_DISTURBED is measured again
 
 
 def steal_wait() -> None:
-    """Wait until the hypervisor leaves this VM its CPUs (see bench/steal.py), saying so if it waited."""
-    waited, share = steal_settle()
+    """Wait until the hypervisor leaves this VM its CPUs (see harness.steal_settle), saying so if it waited."""
+    waited, share = harness.steal_settle()
     if waited >= 1:
         print(f"waited {waited:.0f} s for the hypervisor's steal to fall to {100 * share:.0f}% of the CPU time")
 
 
 # --- the Celery side: app and tasks (imported by `celery -A bench_dispatcher worker`) ---------------
 
-app = Celery("ccs_dispatch_bench", broker=common.REDIS_URL, set_as_current=False)
+app = Celery("ccs_dispatch_bench", broker=harness.REDIS_URL, set_as_current=False)
 app.conf.update(
     task_ignore_result=True,
     task_default_queue=CELERY_QUEUE,
@@ -119,12 +119,12 @@ def celery_ping() -> None:
     """Warm a Celery child up (Django set up, database connected) and count it in Redis."""
     import redis
 
-    common.django_ready()
+    harness.django_ready()
     from django.db import connection
 
     connection.ensure_connection()
     time.sleep(0.2)  # long enough that the pings spread over both children
-    redis.Redis.from_url(common.REDIS_URL).incr(PING_KEY)
+    redis.Redis.from_url(harness.REDIS_URL).incr(PING_KEY)
 
 
 @app.task(name="bench.noop_convert")
@@ -137,7 +137,7 @@ def celery_noop_convert(task_id: int, corpus_id: int, service_id: int, payload: 
 
 def celery_result_apply(task_id: int, corpus_id: int, service_id: int, result: bytes, *, write: str) -> None:
     """Apply one result with the ORM in a transaction of its own, as a plain Celery design would."""
-    common.django_ready()
+    harness.django_ready()
     from django.conf import settings
     from django.db import transaction
 
@@ -256,7 +256,7 @@ def noop_worker_main(argv: list[str]) -> None:
 
 def corpus_directory(documents: int) -> Path:
     """A directory of `documents` lone .tex files (written once, reused by later runs)."""
-    directory = common.CORPUS_ROOT / f"dispatch-{documents}"
+    directory = harness.CORPUS_ROOT / f"dispatch-{documents}"
     directory.mkdir(parents=True, exist_ok=True)
     present = sum(1 for path in directory.iterdir() if path.suffix == ".tex")
     if present != documents:
@@ -274,16 +274,16 @@ def corpus_prepare(documents: int) -> tuple[str, int, int, int]:
 
     name = f"bench-dispatch-{documents}"
     for leftover in Corpus.objects.filter(name__startswith="bench-dispatch-").values_list("name", flat=True):
-        removed = common.corpus_remove(leftover)
+        removed = harness.corpus_remove(leftover)
         print(f"removed the corpus {leftover} left by an earlier run in {removed:.1f} s (corpus_delete)")
-    with common.timed() as written:
+    with harness.timed() as written:
         directory = corpus_directory(documents)
-    corpus_id, imported = common.corpus_import_now(name, directory)
-    zmq_id, celery_id = common.service_ensure(ZMQ_SERVICE), common.service_ensure(CELERY_SERVICE)
-    activated = [common.service_activate_now(name, service) for service in (ZMQ_SERVICE, CELERY_SERVICE)]
+    corpus_id, imported = harness.corpus_import_now(name, directory)
+    zmq_id, celery_id = harness.service_ensure(ZMQ_SERVICE), harness.service_ensure(CELERY_SERVICE)
+    activated = [harness.service_activate_now(name, service) for service in (ZMQ_SERVICE, CELERY_SERVICE)]
     for tasks, _ in activated:
         if tasks != documents:
-            common.fail(f"activation created {tasks} tasks, expected {documents}")
+            harness.fail(f"activation created {tasks} tasks, expected {documents}")
     print(
         f"set-up (not measured): files {written.seconds:.1f} s, import {imported:.1f} s, "
         f"activation {activated[0][1]:.1f} s + {activated[1][1]:.1f} s"
@@ -298,19 +298,19 @@ def tables_vacuum() -> None:
     this is measured."""
     from django.db import connection
 
-    with common.timed() as timer, connection.cursor() as cursor:
+    with harness.timed() as timer, connection.cursor() as cursor:
         cursor.execute(
             "VACUUM (ANALYZE) corpora_task, corpora_document, corpora_taskcount, reports_logmessage,"
             " reports_taskruntime"
         )
-    with common.timed() as checkpoint, connection.cursor() as cursor:
+    with harness.timed() as checkpoint, connection.cursor() as cursor:
         # Whatever ran before (another benchmark's bulk writes) is flushed now rather than by a checkpoint
         # inside the measured window: after bench_reports.py the same run measured ~30% slower.
         cursor.execute("CHECKPOINT")
-    with common.timed() as synced:
+    with harness.timed() as synced:
         os.sync()
-    with common.timed() as settled:
-        creation = common.files_settle(common.RESULTS_DIR)
+    with harness.timed() as settled:
+        creation = harness.files_settle(harness.RESULTS_DIR)
     print(
         f"VACUUM (ANALYZE) of the task and message tables {timer.seconds:.1f} s, CHECKPOINT {checkpoint.seconds:.1f} s,"
         f" sync {synced.seconds:.1f} s,"
@@ -337,18 +337,18 @@ def pair_check(corpus_id: int, service_id: int, documents: int, label: str) -> N
         )
         runtimes = cursor.fetchone()[0]
     if statuses != {WARNING_STATUS: documents} or messages != documents * MESSAGES_PER_RESULT or runtimes != documents:
-        common.fail(f"{label}: statuses {statuses}, {messages} messages, {runtimes} runtimes for {documents} tasks")
+        harness.fail(f"{label}: statuses {statuses}, {messages} messages, {runtimes} runtimes for {documents} tasks")
 
 
 # --- the dispatcher side ---------------------------------------------------------------------------
 
 
 def dispatcher_measure(
-    children: common.Children, args: argparse.Namespace, corpus_id: int, service_id: int
+    children: harness.Children, args: argparse.Namespace, corpus_id: int, service_id: int
 ) -> tuple[float, float]:
     """Run the dispatcher and the no-op workers over the corpus; tasks per second, and the share of the
     CPU time the hypervisor took meanwhile."""
-    dispatcher = common.dispatcher_start(
+    dispatcher = harness.dispatcher_start(
         children,
         DISPATCHER_MAX_IN_FLIGHT=str(args.max_in_flight),
         DISPATCHER_LEASE_BATCH=str(args.lease_batch),
@@ -368,37 +368,37 @@ def dispatcher_measure(
     for worker in workers:
         line = worker.process.stdout.readline().decode().strip()
         if line != "ready":
-            common.fail(f"{worker.name} did not start: {line} {worker.process.stdout.read().decode()}")
-    spy = common.spy_start(children, dispatcher.child.process.pid, SPY_OUTPUT, SPY_RATE) if args.profile else None
-    watch = common.CpuWatch().start()
+            harness.fail(f"{worker.name} did not start: {line} {worker.process.stdout.read().decode()}")
+    spy = harness.spy_start(children, dispatcher.child.process.pid, SPY_OUTPUT, SPY_RATE) if args.profile else None
+    watch = harness.CpuWatch().start()
     started = time.perf_counter()
     for worker in workers:
         worker.process.stdin.write(b"go\n")
         worker.process.stdin.flush()
-    seconds, first = common.pair_drained_wait(
+    seconds, first = harness.pair_drained_wait(
         corpus_id, service_id, expected=args.documents, started=started, timeout=args.timeout
     )
     stolen = watch.steal.share()
     contention = watch.report()
     worker_pids = {worker.process.pid for worker in workers}
-    sink_pids = common.children_of(dispatcher.child.process.pid)
+    sink_pids = harness.children_of(dispatcher.child.process.pid)
     shares = [
         watch.share(lambda pid, command: pid == dispatcher.child.process.pid),
         watch.share(lambda pid, command: pid in sink_pids),
-        watch.share(lambda pid, command: common.BENCH_DB in command and command.startswith("postgres:")),
+        watch.share(lambda pid, command: harness.BENCH_DB in command and command.startswith("postgres:")),
         watch.share(lambda pid, command: pid in worker_pids),
         watch.machine_busy(),
     ]
     if spy is not None:
-        common.spy_stop(spy)
+        harness.spy_stop(spy)
     stats = []
     for worker in workers:
         worker.stop()
         stats.append(worker.process.stdout.read().decode().strip())
     code = dispatcher.child.stop(grace=60)
     if code != 0:
-        common.fail(f"the dispatcher exited with {code}:\n{dispatcher.child.log_tail()}")
-    counters = common.dispatcher_counters()
+        harness.fail(f"the dispatcher exited with {code}:\n{dispatcher.child.log_tail()}")
+    counters = harness.dispatcher_counters()
     pair_check(corpus_id, service_id, args.documents, "dispatcher")
     rate = args.documents / seconds
     print(f"dispatcher: {args.documents:,} tasks in {seconds:.2f} s = {rate:,.0f} tasks/s")
@@ -484,7 +484,7 @@ def spy_report(path: Path, rate: int, ventilator_pid: int) -> None:
                 continue
             label = found
             if function in ("results_apply", "_rows_write"):
-                source = linecache.getline(str(common.PROJECT_ROOT / filename), number).strip()
+                source = linecache.getline(str(harness.PROJECT_ROOT / filename), number).strip()
                 label = f"{found} line {number}: {source[:70]}"
             break
         key = f"{process}: {label}"
@@ -540,8 +540,8 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
     from services.dispatcher import ingest
     from services.dispatcher.leases import lease_batch
 
-    service_id = common.service_ensure(STEPS_SERVICE)
-    common.service_activate_now(corpus_name, STEPS_SERVICE)
+    service_id = harness.service_ensure(STEPS_SERVICE)
+    harness.service_activate_now(corpus_name, STEPS_SERVICE)
     if vacuum:
         tables_vacuum()
     spent: dict[str, float] = {}
@@ -587,7 +587,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
         "  _archive_write (write result ZIP file, beside the SQL)", ingest._archive_write
     )
     tasks = 0
-    watch = common.CpuWatch().start()
+    watch = harness.CpuWatch().start()
     try:
         for _ in range(batches):
             began = time.perf_counter()
@@ -609,7 +609,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
             add("result_ingest (total)", time.perf_counter() - began)
             connection.commit = original_commit
             if outcome.ingested != len(leased):
-                common.fail(f"steps: {outcome.ingested} of {len(leased)} results ingested")
+                harness.fail(f"steps: {outcome.ingested} of {len(leased)} results ingested")
             tasks += len(leased)
     finally:
         ingest.result_decode, ingest._archive_write = originals
@@ -628,33 +628,33 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
 # --- the Celery side -------------------------------------------------------------------------------
 
 
-def celery_measure(children: common.Children, args: argparse.Namespace, corpus_id: int, service_id: int) -> float:
+def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_id: int, service_id: int) -> float:
     """Run a Celery worker, lease and send one Celery task per document; tasks per second."""
     import redis
 
     from conversion.archive import pack_entry
     from services.dispatcher.leases import lease_batch
 
-    broker = redis.Redis.from_url(common.REDIS_URL)
+    broker = redis.Redis.from_url(harness.REDIS_URL)
     broker.delete(CELERY_QUEUE, PING_KEY)  # a queue left by an interrupted run would be worked off too
     argv = [
         sys.executable, "-m", "celery", "-A", "bench_dispatcher", "worker", "--concurrency",
         str(args.celery_concurrency), "--pool", "prefork", "-Q", CELERY_QUEUE, "--loglevel", "WARNING",
         "--hostname", "bench-dispatch@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]  # fmt: skip
-    env = common.child_env(BENCH_CELERY_DB_REUSE_MAX=str(args.celery_db_reuse))
-    worker = children.start("celery", argv, cwd=common.BENCH_DIR, env=env)
+    env = harness.child_env(BENCH_CELERY_DB_REUSE_MAX=str(args.celery_db_reuse))
+    worker = children.start("celery", argv, cwd=harness.BENCH_DIR, env=env)
     pings = 4 * args.celery_concurrency
     for _ in range(pings):
         celery_ping.apply_async(queue=CELERY_QUEUE)
 
     def warm() -> bool:
         if not worker.alive:
-            common.fail(f"the Celery worker exited with {worker.process.returncode}:\n{worker.log_tail()}")
+            harness.fail(f"the Celery worker exited with {worker.process.returncode}:\n{worker.log_tail()}")
         return int(broker.get(PING_KEY) or 0) >= pings
 
-    common.wait_for(warm, timeout=60, what="the Celery worker to answer its pings")
-    watch = common.CpuWatch().start()
+    harness.wait_for(warm, timeout=60, what="the Celery worker to answer its pings")
+    watch = harness.CpuWatch().start()
     mark = random.randint(1, 2**31 - 1)
     started = time.perf_counter()
     sent = 0
@@ -669,7 +669,7 @@ def celery_measure(children: common.Children, args: argparse.Namespace, corpus_i
             )
         sent += len(batch)
     enqueued = time.perf_counter() - started
-    seconds, _ = common.pair_drained_wait(
+    seconds, _ = harness.pair_drained_wait(
         corpus_id, service_id, expected=args.documents, started=started, timeout=args.timeout
     )
     contention = watch.report()
@@ -728,35 +728,35 @@ def main() -> None:
     parser.add_argument(
         "--results-dir",
         type=Path,
-        help=f"where result archives go (default: a new ext4 at {FRESH_FS}; {common.RESULTS_DIR} if that fails)",
+        help=f"where result archives go (default: a new ext4 at {FRESH_FS}; {harness.RESULTS_DIR} if that fails)",
     )
     args = parser.parse_args()
 
     fresh = args.results_dir is None
     if args.results_dir:
-        common.results_dir_set(args.results_dir)
-    elif (why := common.fresh_ext4(FRESH_FS)) is None:
-        common.results_dir_set(FRESH_FS / "results")
+        harness.results_dir_set(args.results_dir)
+    elif (why := harness.fresh_ext4(FRESH_FS)) is None:
+        harness.results_dir_set(FRESH_FS / "results")
     else:
         fresh = False
         print(f"could not make a new file system for the result archives ({why})")
-    print(f"result archives in {common.RESULTS_DIR}" + (", on a new ext4 file system for each run" if fresh else ""))
-    common.setup()
+    print(f"result archives in {harness.RESULTS_DIR}" + (", on a new ext4 file system for each run" if fresh else ""))
+    harness.setup()
     rates: list[float] = []
     disturbed: list[str] = []
     first = True
     for run in range(1, args.repeat + 1):
         for attempt in range(1, STEAL_ATTEMPTS + 1):
             corpus_name, corpus_id, zmq_id, celery_id = corpus_prepare(args.documents)
-            if fresh and not first and (why := common.fresh_ext4(FRESH_FS)) is not None:
-                common.fail(f"could not make a new file system for run {run}: {why}")
+            if fresh and not first and (why := harness.fresh_ext4(FRESH_FS)) is not None:
+                harness.fail(f"could not make a new file system for run {run}: {why}")
             first = False
             steal_wait()
-            with common.children_owned() as children:
+            with harness.children_owned() as children:
                 if not args.no_vacuum:
                     tables_vacuum()
                 rate, stolen = dispatcher_measure(children, args, corpus_id, zmq_id)
-            if stolen <= STEAL_DISTURBED:
+            if stolen <= harness.STEAL_DISTURBED:
                 break
             if attempt < STEAL_ATTEMPTS:
                 print(f"run {run} measured again: the hypervisor took {100 * stolen:.0f}% of the CPU time during it")
@@ -776,7 +776,7 @@ def main() -> None:
     celery_rate = None
     if not args.skip_celery:
         steal_wait()
-        with common.children_owned() as children:
+        with harness.children_owned() as children:
             if not args.no_vacuum:
                 tables_vacuum()
             celery_rate = celery_measure(children, args, corpus_id, celery_id)

@@ -19,7 +19,9 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-import common
+import harness
+
+harness.configure("ccs_bench", 14, Path("/tmp/ccs-bench"))
 
 TARGET_SECONDS = 60.0
 GENERATOR_VERSION = "1"
@@ -118,7 +120,7 @@ def corpus_generate(directory: Path, layout: Layout) -> float | None:
     if directory.exists():
         shutil.rmtree(directory)
     directory.mkdir(parents=True)
-    with common.timed() as timer:
+    with harness.timed() as timer:
         for i in range(layout.valid):
             valid_entry_write(directory, i)
         invalid_entries_write(directory, layout)
@@ -137,11 +139,11 @@ def counts_check(corpus_name: str, layout: Layout, result: dict) -> None:
     messages = LogMessage.objects.filter(corpus=corpus).count()
     print(f"check: documents={documents} invalid tasks={invalid_tasks} messages={messages} result={result}")
     if corpus.state != "ready":
-        common.fail(f"the corpus is in state {corpus.state!r}, not 'ready'")
+        harness.fail(f"the corpus is in state {corpus.state!r}, not 'ready'")
     if documents != layout.total or result.get("documents") != layout.total:
-        common.fail(f"{documents} documents recorded (job said {result.get('documents')}), expected {layout.total}")
+        harness.fail(f"{documents} documents recorded (job said {result.get('documents')}), expected {layout.total}")
     if invalid_tasks != layout.invalid or result.get("invalid") != layout.invalid or messages != layout.invalid:
-        common.fail(f"{invalid_tasks} invalid tasks / {messages} messages, expected {layout.invalid}")
+        harness.fail(f"{invalid_tasks} invalid tasks / {messages} messages, expected {layout.invalid}")
 
 
 def main() -> None:
@@ -149,36 +151,34 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=100_000, help="entries in the generated corpus")
     parser.add_argument("--keep", action="store_true", help="keep the imported corpus afterwards")
-    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
-    parser.add_argument("--wait", type=float, default=900, help="seconds to wait for it at most")
+    harness.quiet_arguments(parser, wait=900)
     args = parser.parse_args()
 
-    common.setup()
-    from phases import phases_recorded, statement_lines
+    harness.setup()
 
     from corpora import actions, scan
     from jobs.runner import job_run
 
     layout = Layout(total=args.documents)
     corpus_name = f"bench-import-{layout.total}"
-    directory = common.CORPUS_ROOT / corpus_name
+    directory = harness.CORPUS_ROOT / corpus_name
     generated = corpus_generate(directory, layout)
     if generated is None:
         print(f"corpus directory {directory}: reused ({layout.total} entries, {layout.invalid} invalid)")
     else:
         print(f"corpus directory {directory}: generated in {generated:.1f} s (not part of the measurement)")
-    cleaned = common.corpus_delete_if_exists(corpus_name)
+    cleaned = harness.corpus_delete_if_exists(corpus_name)
     if cleaned is not None:
         print(f"removed the corpus left by an earlier run in {cleaned:.1f} s")
 
-    common.quiet_wait(args.max_load, args.wait)
+    harness.quiet_wait(args.max_load, args.wait)
     watched = [(actions, "corpus_import_run"), (actions, "_write_documents"), (scan, "entry_names")]
-    with phases_recorded(watched, generators=[(scan, "scan")]) as log, common.timed() as total:
-        job = actions.corpus_import(name=corpus_name, path=str(directory), actor=common.ACTOR, send=False)
+    with harness.phases_recorded(watched, generators=[(scan, "scan")]) as log, harness.timed() as total:
+        job = actions.corpus_import(name=corpus_name, path=str(directory), actor=harness.ACTOR, send=False)
         state = job_run(job.pk)
     job.refresh_from_db()
     if state != "succeeded":
-        common.fail(f"the import job ended {state}: {job.message}")
+        harness.fail(f"the import job ended {state}: {job.message}")
     counts_check(corpus_name, layout, job.result or {})
 
     run = log.seconds("corpus_import_run")
@@ -189,13 +189,13 @@ def main() -> None:
     print(f"  list entries       {log.seconds('entry_names'):8.3f} s")
     print(f"  scan (inspect)     {log.seconds('scan'):8.3f} s  ({layout.total / log.seconds('scan'):,.0f} entries/s)")
     print(f"  write documents    {write:8.3f} s  (COPY = the rest after these statements)")
-    print("\n".join(statement_lines(write_statements)))
+    print("\n".join(harness.statement_lines(write_statements)))
     copy = write - sum(seconds for seconds, _ in write_statements)
     print(f"    {copy:8.3f} s  COPY import_entries FROM STDIN (by difference)")
     print(f"  commit + state     {commit:8.3f} s  (deferred constraint checks, if any, run here)")
     print(f"  job body           {run:8.3f} s")
     print(f"  job overhead       {total.seconds - run:8.3f} s  (create corpus + job, claim, finish)")
-    print(f"end: {common.load_line()}")
+    print(f"end: {harness.load_line()}")
     verdict = "met" if total.seconds <= TARGET_SECONDS else "MISSED"
     print(
         f"import of {layout.total:,} entries: {total.seconds:.1f} s total, {layout.total / total.seconds:,.0f} "
@@ -203,8 +203,8 @@ def main() -> None:
     )
 
     if not args.keep:
-        with common.timed() as deleted:
-            actions.corpus_delete(name=corpus_name, confirm=corpus_name, actor=common.ACTOR)
+        with harness.timed() as deleted:
+            actions.corpus_delete(name=corpus_name, confirm=corpus_name, actor=harness.ACTOR)
         print(f"corpus_delete: {deleted.seconds:.1f} s (no target)")
 
 

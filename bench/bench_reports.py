@@ -16,37 +16,26 @@ Run: .venv/bin/python bench/bench_reports.py [--tasks N] [--requests N] [--expla
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-BENCH_DB = "ccs_reports_bench"
-PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
-BENCH_ROOT = Path("/tmp/ccs-reports-bench")
-ACTOR = "bench"
+import harness  # bench/ is the script's directory
 
-# Before django.setup(): settings read these once, at import.
-os.environ["DATABASE_URL"] = f"{PG_SERVER}/{BENCH_DB}"
-os.environ["REDIS_URL"] = "redis://127.0.0.1:6379/9"
-os.environ["VAR_DIR"] = str(BENCH_ROOT / "var")
-os.environ["RESULTS_DIR"] = str(BENCH_ROOT / "results")
-os.environ["CORPUS_ROOTS"] = str(BENCH_ROOT / "corpora")
-os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-os.environ.setdefault("LOG_LEVEL", "WARNING")
-if str(PROJECT_ROOT) not in sys.path:
-    sys.path.insert(0, str(PROJECT_ROOT))
+harness.configure("ccs_reports_bench", 9, Path("/tmp/ccs-reports-bench"))
+BENCH_DB = harness.BENCH_DB
+PG_SERVER = harness.PG_SERVER
+ACTOR = harness.ACTOR
+percentile = harness.percentile
+fail = harness.fail
+quietly = harness.quietly
 
-import reports_data  # noqa: E402  (bench/ is the script's directory; it imports Django lazily)
-from steal import STEAL_DISTURBED, StealWatch, steal_settle  # noqa: E402
+import reports_data  # noqa: E402  (it imports Django lazily)
 
 PAGE_TARGET_MS = {"category": 50.0, "what": 50.0, "entries": 100.0, "document": 50.0, "runtimes": 200.0}
 COLD_BUILD_TARGET_S = 5.0
@@ -85,200 +74,13 @@ def database_prepare(tasks: int) -> None:
 
 
 def setup(tasks: int) -> None:
-    """Database, Django and migrations."""
-    import django
-
-    for directory in ("var", "results", "corpora"):
-        (BENCH_ROOT / directory).mkdir(parents=True, exist_ok=True)
+    """Database (see database_prepare), directories, Django and migrations."""
     database_prepare(tasks)
-    django.setup()
-    from django.core.management import call_command
-
-    call_command("migrate", verbosity=0, interactive=False)
-
-
-def others_running() -> dict[int, str]:
-    """Other `bench_` processes on this machine (not this one, its parents or its children): pid -> command."""
-    import psutil
-
-    me = psutil.Process()
-    mine = {me.pid, *(parent.pid for parent in me.parents())}
-    others = {}
-    for candidate in psutil.process_iter(["pid", "cmdline"]):
-        command = " ".join(candidate.info["cmdline"] or [])
-        if "bench_" not in command or candidate.info["pid"] in mine:
-            continue
-        try:
-            if me.pid in {parent.pid for parent in candidate.parents()}:
-                continue
-        except psutil.Error:
-            continue
-        others[candidate.info["pid"]] = command[:70]
-    return others
-
-
-def cpu_seconds(pid: int) -> float | None:
-    """User + system CPU seconds of a process so far, or None once it is gone."""
-    import psutil
-
-    try:
-        times = psutil.Process(pid).cpu_times()
-    except psutil.Error:
-        return None
-    return times.user + times.system + times.children_user + times.children_system
-
-
-def others_wait(limit_seconds: float) -> bool:
-    """Wait until no other `bench_` process runs (they share the two cores), for at most the limit;
-    False when the limit ran out."""
-    deadline = time.monotonic() + limit_seconds
-    shown = False
-    while others := others_running():
-        shown_others = [f"{pid} {command}" for pid, command in others.items()]
-        if time.monotonic() > deadline:
-            print(f"  other benchmarks still run after {limit_seconds:.0f} s; measuring anyway: {shown_others}")
-            return False
-        if not shown:
-            print(f"  waiting for other benchmarks to finish: {shown_others}", flush=True)
-            shown = True
-        time.sleep(5)
-    one, five, _ = os.getloadavg()
-    print(f"  [quiet: no other bench_ process; load {one:.2f} / {five:.2f} (1/5 min) on {os.cpu_count()} cores]")
-    return True
-
-
-@dataclass
-class OthersSeen:
-    """Other `bench_` processes seen during a measurement and the CPU seconds they used meanwhile."""
-
-    commands: dict[int, str] = field(default_factory=dict)
-    cpu: float = 0.0
-
-
-@contextmanager
-def others_watched() -> Iterator[OthersSeen]:
-    """Sample the other `bench_` processes once a second during the block. A benchmark that only
-    sleeps while it waits for a quiet machine does not disturb ours, so what counts is their CPU."""
-    import threading
-
-    import psutil
-
-    seen = OthersSeen()
-    started = time.time()
-    first: dict[int, float] = {}
-    last: dict[int, float] = {}
-    done = threading.Event()
-
-    def sample() -> None:
-        for pid, command in others_running().items():
-            used = cpu_seconds(pid)
-            if used is None:
-                continue
-            if pid not in first:
-                seen.commands[pid] = command
-                try:
-                    born_inside = psutil.Process(pid).create_time() >= started
-                except psutil.Error:
-                    continue
-                first[pid] = 0.0 if born_inside else used
-            last[pid] = used
-
-    def loop() -> None:
-        while not done.wait(1.0):
-            sample()
-
-    sample()
-    watcher = threading.Thread(target=loop, daemon=True)
-    watcher.start()
-    try:
-        yield seen
-    finally:
-        done.set()
-        watcher.join()
-        sample()
-        seen.cpu = sum(last[pid] - first[pid] for pid in first)
-
-
-OTHERS_CPU_ALLOWED_S = 1.0  # CPU seconds other benchmarks may use during a measurement
-DISTURBED: list[str] = []  # sections measured while another benchmark ran (after every retry)
-
-
-def quietly(label: str, measure: Callable[[], Any], *, wait: float, attempts: int = 3,
-            between: Callable[[], Any] | None = None) -> Any:  # fmt: skip
-    """Run `measure` once no other benchmark runs and the hypervisor leaves the VM its CPUs (bench/steal.py);
-    repeat it (after `between`, which undoes its effect) when another benchmark started meanwhile or the
-    hypervisor took more than STEAL_DISTURBED of the CPU time, at most `attempts` times. Returns the last
-    result."""
-    for attempt in range(1, attempts + 1):
-        others_wait(wait)
-        waited, _ = steal_settle()
-        steal = StealWatch().start()
-        with others_watched() as seen:
-            result = measure()
-        stolen = steal.share()
-        print(
-            f"  [{label}: {steal.line()}" + (f", after waiting {waited:.0f} s for it to fall]" if waited >= 1 else "]")
-        )
-        if seen.cpu < OTHERS_CPU_ALLOWED_S and stolen <= STEAL_DISTURBED:
-            if seen.commands:
-                print(f"  ({label}: other benchmarks present but idle meanwhile, {seen.cpu:.1f} CPU s)")
-            return result
-        shown = ", ".join(f"{pid} {command}" for pid, command in seen.commands.items())
-        if seen.cpu >= OTHERS_CPU_ALLOWED_S:
-            why = f"other benchmarks used {seen.cpu:.1f} CPU s meanwhile ({shown})"
-        else:
-            why = f"the hypervisor took {100 * stolen:.0f}% of the CPU time"
-        print(f"  {label}: {why}; attempt {attempt} of {attempts}")
-        if attempt < attempts and between is not None:
-            between()
-    DISTURBED.append(label)
-    return result
-
-
-# --- small helpers ---------------------------------------------------------------------------------
-
-
-def percentile(values: Sequence[float], fraction: float) -> float:
-    """The `fraction` percentile (0..1) by linear interpolation between the closest ranks."""
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * fraction
-    low = int(position)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
-
-
-def fail(message: str) -> None:
-    """Stop loudly: a wrong result makes its timing meaningless."""
-    print(f"FAILED: {message}", file=sys.stderr)
-    raise SystemExit(1)
+    harness.setup()
 
 
 def verdict(value: float, target: float) -> str:
     return "met" if value <= target else "MISSED"
-
-
-@dataclass
-class StatementLog:
-    """Seconds and SQL of every statement on Django's default connection inside `statements_recorded`."""
-
-    statements: list[tuple[float, str]] = field(default_factory=list)
-
-
-@contextmanager
-def statements_recorded() -> Iterator[StatementLog]:
-    from django.db import connection
-
-    log = StatementLog()
-
-    def timer(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
-        began = time.perf_counter()
-        try:
-            return execute(sql, params, many, context)
-        finally:
-            log.statements.append((time.perf_counter() - began, " ".join(str(sql).split())))
-
-    with connection.execute_wrapper(timer):
-        yield log
 
 
 def explain(sql: str, params: Sequence[Any], *, title: str, rollback: bool = False) -> None:
@@ -317,8 +119,8 @@ def pair_get() -> Pair:
 
 def cold_builds(pair: Pair) -> dict[str, tuple[float, int]]:
     """Clear the pair's grains, then build each severity's slice from nothing: seconds and rows."""
-    from reports.actions import grains_clear
-    from reports.queries import SEVERITIES, grain_slice_rebuild
+    from reports.actions import grain_slice_rebuild, grains_clear
+    from reports.queries import SEVERITIES
 
     grains_clear([(pair.corpus_id, pair.service_id)])
     builds = {}
@@ -516,11 +318,11 @@ def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, 
     return results
 
 
-def rerun_measure(pair: Pair, expected: int) -> tuple[float, dict, StatementLog]:
+def rerun_measure(pair: Pair, expected: int) -> tuple[float, dict, harness.PhaseLog]:
     """The rerun of the what-class holding `expected` error tasks: seconds, its answer, statements."""
     from reports.actions import rerun
 
-    with statements_recorded() as log:
+    with harness.phases_recorded([]) as log:
         began = time.perf_counter()
         answer = rerun(
             corpus_name=pair.corpus,
@@ -600,7 +402,7 @@ def explain_runtime(pair: Pair) -> None:
 def explain_slice_build(pair: Pair, severity: str) -> None:
     """EXPLAIN of a slice build's own statements (the build itself runs for real first: it only rebuilds
     the slice)."""
-    from reports.queries import grain_slice_rebuild
+    from reports.actions import grain_slice_rebuild
 
     explain_calls(
         f"grain_slice_rebuild {severity}", partial(grain_slice_rebuild, pair.corpus_id, pair.service_id, severity)
@@ -728,7 +530,7 @@ def main() -> None:
     if not args.skip_rerun:
         print("\nrerun of the what-class of error/undefined/\\bench@hundredk:")
 
-        def rerun_once() -> tuple[float, dict, StatementLog]:
+        def rerun_once() -> tuple[float, dict, harness.PhaseLog]:
             # The steps before (data restore, VACUUM, the live GROUP BYs) leave dirty buffers and WAL that a
             # checkpoint would otherwise write back during the rerun: 4.8 s and 8.6 s for the same DELETE.
             began = time.perf_counter()
@@ -738,7 +540,7 @@ def main() -> None:
             seconds, answer, log = rerun_measure(pair, args.tasks // 10)
             print(f"  {seconds:.2f} s for {answer['tasks']:,} tasks (run {answer['run_id']};"
                   f" a CHECKPOINT before it took {checkpoint:.1f} s)")  # fmt: skip
-            for statement_seconds, sql in log.statements:
+            for _, statement_seconds, sql in log.statements:
                 if statement_seconds >= 0.01:
                     print(f"    {statement_seconds:8.3f} s  {sql[:110]}")
             return seconds, answer, log
@@ -773,11 +575,11 @@ def main() -> None:
         print(f"  live/grains {severity:<8} {live_ms:8.1f} ms / {grain_ms:5.2f} ms = {live_ms / grain_ms:6.0f}x"
               f"   (live / category page p50 {category_p50:.1f} ms = {live_ms / category_p50:5.0f}x)")  # fmt: skip
 
-    if DISTURBED:
-        print(f"  NOTE: measured while other benchmarks ran, after every retry: {', '.join(DISTURBED)}")
+    if harness.DISTURBED:
+        print(f"  NOTE: measured while other benchmarks ran, after every retry: {', '.join(harness.DISTURBED)}")
 
     missed_pages = {s.kind for s in sets if percentile(s.timings, 0.95) > PAGE_TARGET_MS[s.kind]}
-    others_wait(args.wait)
+    harness.others_wait(args.wait)
     if args.explain or "entries" in missed_pages:
         entries = next(s for s in sets if s.kind == "entries")
         special = next(url for url in reversed(entries.urls) if reports_data.SPECIAL_WHAT in _unquoted(url))

@@ -36,13 +36,15 @@ from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 
-import dispatch_common as common
+import harness
+
+harness.configure("ccs_dispatch_bench", 14, Path("/tmp/ccs-dispatch-bench"))
 
 TARGET_RATIO = 0.90
-SAMPLE = Path("/work/shared/corpora/sample")
+SAMPLE = harness.SAMPLE_CORPUS
 CORPUS_NAME = "bench-sample"
 SERVICE = "tex_to_html"
-DIRECT_ROOT = common.BENCH_ROOT / "direct"
+DIRECT_ROOT = harness.BENCH_ROOT / "direct"
 # Task status for each LaTeXML status code (DESIGN section 5): 0 no_problem .. 3 fatal.
 TASK_STATUS = {0: -1, 1: -2, 2: -3, 3: -4}
 STATUS_NAMES = {-1: "no_problem", -2: "warning", -3: "error", -4: "fatal", -5: "invalid"}
@@ -76,7 +78,7 @@ def main_file_of(directory: Path, entry: str) -> str:
 
     found = inspect_entry(directory / entry, entry)
     if found.problem:
-        common.fail(f"{entry}: {found.problem} {found.detail}")
+        harness.fail(f"{entry}: {found.problem} {found.detail}")
     return found.main_file
 
 
@@ -169,8 +171,8 @@ def direct_measure(
     entries = sample_copy(DIRECT_ROOT, exclude)
     mains = {entry: main_file_of(DIRECT_ROOT, entry) for entry in entries}
     runs = DirectRuns()
-    watch = common.CpuWatch().start()
-    with common.timed() as timer, ThreadPoolExecutor(max_workers=parallel) as pool:
+    watch = harness.CpuWatch().start()
+    with harness.timed() as timer, ThreadPoolExecutor(max_workers=parallel) as pool:
         try:
             futures = [
                 pool.submit(
@@ -198,47 +200,47 @@ class SystemOutcome:
     timed_out: list[str]
 
 
-def system_measure(children: common.Children, parallel: int, timeout: float, exclude: frozenset[str]) -> SystemOutcome:
+def system_measure(children: harness.Children, parallel: int, timeout: float, exclude: frozenset[str]) -> SystemOutcome:
     """Import the sample, start the dispatcher and one worker, activate tex_to_html and wait for the end."""
     from django.db import connection
 
     from corpora.actions import _import_service_id
 
-    removed = common.corpus_remove(CORPUS_NAME)
+    removed = harness.corpus_remove(CORPUS_NAME)
     if removed is not None:
         print(f"removed the corpus left by an earlier run in {removed:.1f} s")
-    directory = common.CORPUS_ROOT / "sample"
+    directory = harness.CORPUS_ROOT / "sample"
     sample_copy(directory, exclude)
-    corpus_id, imported = common.corpus_import_now(CORPUS_NAME, directory)
+    corpus_id, imported = harness.corpus_import_now(CORPUS_NAME, directory)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM corpora_task WHERE corpus_id = %s AND service_id = %s AND status <> -5",
             [corpus_id, _import_service_id()],
         )
         valid = cursor.fetchone()[0]
-    service_id = common.service_ensure(SERVICE)
+    service_id = harness.service_ensure(SERVICE)
     settings = {"CONVERSION_TIMEOUT_SECONDS": str(int(timeout))}
-    dispatcher = common.dispatcher_start(children, **settings)
+    dispatcher = harness.dispatcher_start(children, **settings)
     ports = {
         "DISPATCHER_VENTILATOR_PORT": str(dispatcher.ventilator_port),
         "DISPATCHER_SINK_PORT": str(dispatcher.sink_port),
     }
     argv = [sys.executable, "manage.py", "worker", "--service", SERVICE, "--concurrency", str(parallel)]
-    worker = children.start("worker", argv, env=common.child_env(**settings, **ports))
+    worker = children.start("worker", argv, env=harness.child_env(**settings, **ports))
 
     def serving() -> bool:
         if not worker.alive:
-            common.fail(f"the worker exited with {worker.process.returncode}:\n{worker.log_tail()}")
+            harness.fail(f"the worker exited with {worker.process.returncode}:\n{worker.log_tail()}")
         return "worker serving" in worker.log_tail()
 
-    common.wait_for(serving, timeout=60, what="the worker to start")
+    harness.wait_for(serving, timeout=60, what="the worker to start")
     print(f"set-up (not measured): import {imported:.1f} s of {valid} valid documents; dispatcher and worker idle")
-    watch = common.CpuWatch().start()
+    watch = harness.CpuWatch().start()
     started = time.perf_counter()
-    tasks, _ = common.service_activate_now(CORPUS_NAME, SERVICE)
+    tasks, _ = harness.service_activate_now(CORPUS_NAME, SERVICE)
     if tasks != valid:
-        common.fail(f"activation created {tasks} tasks for {valid} valid documents")
-    seconds, first_lease = common.pair_drained_wait(
+        harness.fail(f"activation created {tasks} tasks for {valid} valid documents")
+    seconds, first_lease = harness.pair_drained_wait(
         corpus_id, service_id, expected=valid, started=started, timeout=valid * (timeout + 30)
     )
     print(f"  system side: {watch.report()}")
@@ -315,14 +317,14 @@ def main() -> None:
     args = parser.parse_args()
     exclude = frozenset(args.exclude)
 
-    common.setup()
+    harness.setup()
     from django.conf import settings
 
     memory_mb = settings.CONVERSION_MEMORY_MB
     documents = len(set(os.listdir(SAMPLE)) - exclude)
     left_out = f" (left out: {', '.join(sorted(exclude))})" if exclude else ""
     print(f"{documents} documents from {SAMPLE}{left_out}; timeout {args.timeout} s, memory {memory_mb} MB each")
-    with common.children_owned() as children:
+    with harness.children_owned() as children:
         if args.system_first:
             system = system_measure(children, args.parallel, args.timeout, exclude)
             direct_seconds, direct = direct_measure(args.parallel, args.timeout, memory_mb, exclude)

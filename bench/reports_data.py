@@ -31,6 +31,8 @@ import json
 import time
 from dataclasses import dataclass, field
 
+import harness
+
 CORPUS = "bench-reports"
 SERVICE = "tex_to_html"
 SPECIAL_CATEGORY = "undefined"
@@ -225,9 +227,9 @@ def data_generate(tasks: int, actor: str) -> Generation:
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO corpora_corpus (name, path, description, state, created_at, imported_at)"
-            " VALUES (%s, '/tmp/ccs-reports-bench/corpora/bench-reports', 'reports benchmark', 'ready', now(), now())"
+            " VALUES (%s, %s, 'reports benchmark', 'ready', now(), now())"
             " RETURNING id",
-            [CORPUS],
+            [CORPUS, str(harness.CORPUS_ROOT / CORPUS)],
         )
         corpus_id = cursor.fetchone()[0]
         cursor.execute(

@@ -1,5 +1,5 @@
-"""API of the reports app: overview, drill-down, entries, documents, runtimes; pause, resume, rerun and
-refresh."""
+"""API of the reports app: overview, severity > category > what > documents, one document, runtimes, rerun,
+refresh, and pausing and resuming conversions."""
 
 from __future__ import annotations
 

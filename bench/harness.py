@@ -1,14 +1,17 @@
-"""Set-up shared by the dispatcher benchmarks (bench_dispatcher.py, bench_throughput.py): a database of
-their own (`ccs_dispatch_bench`), Redis database 14, corpus roots and result directory under
-/tmp/ccs-dispatch-bench, and the child processes they start (dispatcher, workers, Celery), which are
-always stopped when the script ends, however it ends.
+"""The benchmark harness every script in bench/ uses: its own database on the real PostgreSQL, a Redis
+database and directories of its own (`configure`), Django and migrations (`setup`), timers and
+percentiles, the quiet-machine checks (load average, other benchmarks, the hypervisor's steal), phase
+and SQL statement timing, and the child processes a script starts (dispatcher, workers, Celery), which
+are always stopped when the script ends, however it ends.
 
-Import this module before anything from Django or the project: it sets the environment at import.
-Only `setup()` (or `django_ready()` in a child) sets Django up.
+A script calls `configure()` right after importing this module, before anything imports Django's
+settings: settings read the environment once, at import. Only `setup()` (or `django_ready()` in a
+child) sets Django up.
 """
 
 from __future__ import annotations
 
+import argparse
 import atexit
 import os
 import shutil
@@ -16,38 +19,54 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BENCH_DIR = Path(__file__).resolve().parent
-BENCH_DB = "ccs_dispatch_bench"
+# The sample corpus of real arXiv documents lives next to the checkout, not in it.
+SAMPLE_CORPUS = PROJECT_ROOT.parent / "shared" / "corpora" / "sample"
 PG_SERVER = "postgresql://postgres@127.0.0.1:5432"
-REDIS_URL = "redis://127.0.0.1:6379/14"
-BENCH_ROOT = Path("/tmp/ccs-dispatch-bench")
+ACTOR = "bench"
+
+# Set by configure(): the script's database, Redis URL and directories.
+BENCH_DB = ""
+REDIS_URL = ""
+BENCH_ROOT = Path("/tmp/ccs-bench")
 CORPUS_ROOT = BENCH_ROOT / "corpora"
 RESULTS_DIR = BENCH_ROOT / "results"
 VAR_DIR = BENCH_ROOT / "var"
 LOG_DIR = BENCH_ROOT / "logs"
-ACTOR = "bench"
 
-# Before django.setup(): settings read these once, at import. Children inherit them (child_env).
-os.environ["DATABASE_URL"] = f"{PG_SERVER}/{BENCH_DB}"
-os.environ["REDIS_URL"] = REDIS_URL
-os.environ["CORPUS_ROOTS"] = str(CORPUS_ROOT)
-os.environ["RESULTS_DIR"] = str(RESULTS_DIR)
-os.environ["VAR_DIR"] = str(VAR_DIR)
-os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
-os.environ.setdefault("LOG_LEVEL", "WARNING")
 for _path in (str(PROJECT_ROOT), str(BENCH_DIR)):
     if _path not in sys.path:
         sys.path.insert(0, _path)
 
-from steal import StealWatch, cpu_ticks  # noqa: E402  (bench/ is on the path from here on)
+
+def configure(database: str, redis_db: int, root: Path) -> None:
+    """Point this process (and the children it starts: child_env) at database `database`, Redis database
+    `redis_db` and directories under `root` (corpus root, results, VAR_DIR, logs). Before setup().
+    The environment variables BENCH_DATABASE, BENCH_REDIS_DB and BENCH_ROOT override the three, so two
+    checkouts (or a benchmark and a test run) on one machine keep apart."""
+    global BENCH_DB, REDIS_URL, BENCH_ROOT, CORPUS_ROOT, RESULTS_DIR, VAR_DIR, LOG_DIR
+    database = os.environ.get("BENCH_DATABASE", database)
+    redis_db = int(os.environ.get("BENCH_REDIS_DB", redis_db))
+    root = Path(os.environ.get("BENCH_ROOT", root))
+    BENCH_DB, REDIS_URL, BENCH_ROOT = database, f"redis://127.0.0.1:6379/{redis_db}", root
+    CORPUS_ROOT, RESULTS_DIR, VAR_DIR, LOG_DIR = root / "corpora", root / "results", root / "var", root / "logs"
+    os.environ["DATABASE_URL"] = f"{PG_SERVER}/{BENCH_DB}"
+    os.environ["REDIS_URL"] = REDIS_URL
+    os.environ["CORPUS_ROOTS"] = str(CORPUS_ROOT)
+    os.environ["RESULTS_DIR"] = str(RESULTS_DIR)
+    os.environ["VAR_DIR"] = str(VAR_DIR)
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings"
+    os.environ.setdefault("LOG_LEVEL", "WARNING")
+
 
 # --- database and Django ---------------------------------------------------------------------------
 
@@ -89,7 +108,7 @@ def setup() -> None:
     call_command("migrate", verbosity=0, interactive=False)
 
 
-# --- timing ----------------------------------------------------------------------------------------
+# --- timing and percentiles ----------------------------------------------------------------------
 
 
 @dataclass
@@ -114,6 +133,239 @@ def fail(message: str) -> None:
     """Stop the benchmark loudly: a wrong result makes its timing meaningless."""
     print(f"FAILED: {message}", file=sys.stderr)
     raise SystemExit(1)
+
+
+def percentile(values: Sequence[float], fraction: float) -> float:
+    """The `fraction` percentile (0..1) by linear interpolation between the closest ranks."""
+    if not values:
+        raise ValueError("no values")
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * fraction
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+# --- a quiet machine: load average, other benchmarks, the hypervisor's steal ---------------------
+
+
+def load_line() -> str:
+    """The machine's load averages, printed with each result: the machine is shared, and a busy one
+    makes every number here slower."""
+    one, five, fifteen = os.getloadavg()
+    return f"load average {one:.2f} / {five:.2f} / {fifteen:.2f} (1/5/15 min) on {os.cpu_count()} cores"
+
+
+def quiet_arguments(parser: argparse.ArgumentParser, *, wait: float) -> None:
+    """The options of quiet_wait: --max-load (default 0.6) and --wait (at most `wait` seconds)."""
+    parser.add_argument("--max-load", type=float, default=0.6, help="wait for this 1-min load average first")
+    parser.add_argument("--wait", type=float, default=wait, help=f"seconds to wait for it at most (default {wait:.0f})")
+
+
+def quiet_wait(max_load: float, limit_seconds: float) -> None:
+    """Wait until the 1-minute load average is at most `max_load`, for at most `limit_seconds`."""
+    deadline = time.monotonic() + limit_seconds
+    if os.getloadavg()[0] > max_load:
+        print(f"waiting for the machine to quiet down (1-min load <= {max_load}): {load_line()}", flush=True)
+    while os.getloadavg()[0] > max_load:
+        if time.monotonic() > deadline:
+            print(f"still busy after {limit_seconds:.0f} s; measuring anyway: {load_line()}", flush=True)
+            return
+        time.sleep(5)
+    print(f"start: {load_line()}", flush=True)
+
+
+# Steal is CPU time the hypervisor gave to other guests while this VM wanted it. On this shared VM the
+# same code measured up to twice as slow at times with no other process using the CPU, and steal
+# explained it (21-26% of all CPU time during such a phase), so every result is printed with it, and a
+# step waits for a quiet hypervisor first (steal_settle) and is measured again when it was disturbed.
+
+
+def cpu_ticks() -> tuple[list[int], int]:
+    """The machine's CPU ticks so far, from the first line of /proc/stat (user, nice, system, idle,
+    iowait, irq, softirq, steal, ...), and of them the steal (0 where the kernel does not count it)."""
+    with open("/proc/stat") as handle:
+        values = [int(value) for value in handle.readline().split()[1:]]
+    return values, values[7] if len(values) > 7 else 0
+
+
+def _ticks() -> tuple[int, int]:
+    """(steal, total) CPU ticks of the machine so far."""
+    values, steal = cpu_ticks()
+    return steal, sum(values)
+
+
+@dataclass
+class StealWatch:
+    before: tuple[int, int] = (0, 0)
+
+    def start(self) -> StealWatch:
+        self.before = _ticks()
+        return self
+
+    def share(self) -> float:
+        """The fraction of all CPU time since start() that the hypervisor took."""
+        steal, total = _ticks()
+        elapsed = total - self.before[1]
+        return (steal - self.before[0]) / elapsed if elapsed > 0 else 0.0
+
+    def line(self) -> str:
+        return f"the hypervisor took {100 * self.share():.0f}% of the CPU time meanwhile (steal)"
+
+
+# A measured step waits until the hypervisor takes at most STEAL_QUIET of the CPU time (over a probe of a
+# few seconds), and one during which it took more than STEAL_DISTURBED is measured again, as a step
+# disturbed by another benchmark is.
+STEAL_QUIET = 0.10
+STEAL_DISTURBED = 0.15
+
+
+def steal_settle(max_share: float = STEAL_QUIET, *, probe: float = 3.0, timeout: float = 900.0) -> tuple[float, float]:
+    """Wait until the steal over one `probe` window is at most `max_share` (or `timeout` passed);
+    returns (seconds waited, the last window's share)."""
+    began = time.monotonic()
+    while True:
+        watch = StealWatch().start()
+        time.sleep(probe)
+        share = watch.share()
+        if share <= max_share or time.monotonic() - began > timeout:
+            return time.monotonic() - began - probe, share
+
+
+def others_running() -> dict[int, str]:
+    """Other `bench_` processes on this machine (not this one, its parents or its children): pid -> command."""
+    import psutil
+
+    me = psutil.Process()
+    mine = {me.pid, *(parent.pid for parent in me.parents())}
+    others = {}
+    for candidate in psutil.process_iter(["pid", "cmdline"]):
+        command = " ".join(candidate.info["cmdline"] or [])
+        if "bench_" not in command or candidate.info["pid"] in mine:
+            continue
+        try:
+            if me.pid in {parent.pid for parent in candidate.parents()}:
+                continue
+        except psutil.Error:
+            continue
+        others[candidate.info["pid"]] = command[:70]
+    return others
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process so far, or None once it is gone."""
+    import psutil
+
+    try:
+        times = psutil.Process(pid).cpu_times()
+    except psutil.Error:
+        return None
+    return times.user + times.system + times.children_user + times.children_system
+
+
+def others_wait(limit_seconds: float) -> bool:
+    """Wait until no other `bench_` process runs (they share the two cores), for at most the limit;
+    False when the limit ran out."""
+    deadline = time.monotonic() + limit_seconds
+    shown = False
+    while others := others_running():
+        shown_others = [f"{pid} {command}" for pid, command in others.items()]
+        if time.monotonic() > deadline:
+            print(f"  other benchmarks still run after {limit_seconds:.0f} s; measuring anyway: {shown_others}")
+            return False
+        if not shown:
+            print(f"  waiting for other benchmarks to finish: {shown_others}", flush=True)
+            shown = True
+        time.sleep(5)
+    one, five, _ = os.getloadavg()
+    print(f"  [quiet: no other bench_ process; load {one:.2f} / {five:.2f} (1/5 min) on {os.cpu_count()} cores]")
+    return True
+
+
+@dataclass
+class OthersSeen:
+    """Other `bench_` processes seen during a measurement and the CPU seconds they used meanwhile."""
+
+    commands: dict[int, str] = field(default_factory=dict)
+    cpu: float = 0.0
+
+
+@contextmanager
+def others_watched() -> Iterator[OthersSeen]:
+    """Sample the other `bench_` processes once a second during the block. A benchmark that only
+    sleeps while it waits for a quiet machine does not disturb ours, so what counts is their CPU."""
+    import psutil
+
+    seen = OthersSeen()
+    started = time.time()
+    first: dict[int, float] = {}
+    last: dict[int, float] = {}
+    done = threading.Event()
+
+    def sample() -> None:
+        for pid, command in others_running().items():
+            used = cpu_seconds(pid)
+            if used is None:
+                continue
+            if pid not in first:
+                seen.commands[pid] = command
+                try:
+                    born_inside = psutil.Process(pid).create_time() >= started
+                except psutil.Error:
+                    continue
+                first[pid] = 0.0 if born_inside else used
+            last[pid] = used
+
+    def loop() -> None:
+        while not done.wait(1.0):
+            sample()
+
+    sample()
+    watcher = threading.Thread(target=loop, daemon=True)
+    watcher.start()
+    try:
+        yield seen
+    finally:
+        done.set()
+        watcher.join()
+        sample()
+        seen.cpu = sum(last[pid] - first[pid] for pid in first)
+
+
+OTHERS_CPU_ALLOWED_S = 1.0  # CPU seconds other benchmarks may use during a measurement
+DISTURBED: list[str] = []  # sections measured while another benchmark ran (after every retry)
+
+
+def quietly(label: str, measure: Callable[[], Any], *, wait: float, attempts: int = 3,
+            between: Callable[[], Any] | None = None) -> Any:  # fmt: skip
+    """Run `measure` once no other benchmark runs and the hypervisor leaves the VM its CPUs (steal_settle);
+    repeat it (after `between`, which undoes its effect) when another benchmark started meanwhile or the
+    hypervisor took more than STEAL_DISTURBED of the CPU time, at most `attempts` times. Returns the last
+    result."""
+    for attempt in range(1, attempts + 1):
+        others_wait(wait)
+        waited, _ = steal_settle()
+        steal = StealWatch().start()
+        with others_watched() as seen:
+            result = measure()
+        stolen = steal.share()
+        print(
+            f"  [{label}: {steal.line()}" + (f", after waiting {waited:.0f} s for it to fall]" if waited >= 1 else "]")
+        )
+        if seen.cpu < OTHERS_CPU_ALLOWED_S and stolen <= STEAL_DISTURBED:
+            if seen.commands:
+                print(f"  ({label}: other benchmarks present but idle meanwhile, {seen.cpu:.1f} CPU s)")
+            return result
+        shown = ", ".join(f"{pid} {command}" for pid, command in seen.commands.items())
+        if seen.cpu >= OTHERS_CPU_ALLOWED_S:
+            why = f"other benchmarks used {seen.cpu:.1f} CPU s meanwhile ({shown})"
+        else:
+            why = f"the hypervisor took {100 * stolen:.0f}% of the CPU time"
+        print(f"  {label}: {why}; attempt {attempt} of {attempts}")
+        if attempt < attempts and between is not None:
+            between()
+    DISTURBED.append(label)
+    return result
 
 
 def _process_times() -> dict[int, tuple[int, int, str]]:
@@ -426,7 +678,95 @@ def dispatcher_counters() -> dict[str, int]:
     return dict(row or {})
 
 
-# --- corpora, services and task counts -------------------------------------------------------------
+# --- phase and statement timing -------------------------------------------------------------------
+
+
+@dataclass
+class PhaseLog:
+    """Start and end times (perf_counter) of named phases, and each SQL statement's duration."""
+
+    starts: dict[str, float] = field(default_factory=dict)
+    ends: dict[str, float] = field(default_factory=dict)
+    statements: list[tuple[float, float, str]] = field(default_factory=list)
+
+    def seconds(self, name: str) -> float:
+        return self.ends[name] - self.starts[name]
+
+    def statements_between(self, start: float, end: float) -> list[tuple[float, str]]:
+        """(seconds, sql) of the statements that began within [start, end]."""
+        return [(seconds, sql) for began, seconds, sql in self.statements if start <= began <= end]
+
+
+def _wrap_call(log: PhaseLog, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        log.starts[name] = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            log.ends[name] = time.perf_counter()
+
+    return wrapper
+
+
+def _wrap_generator(log: PhaseLog, name: str, function: Callable[..., Iterator[Any]]) -> Callable[..., Iterator[Any]]:
+    def wrapper(*args: Any, **kwargs: Any) -> Iterator[Any]:
+        log.starts[name] = time.perf_counter()
+        try:
+            yield from function(*args, **kwargs)
+        finally:
+            log.ends[name] = time.perf_counter()
+
+    return wrapper
+
+
+@contextmanager
+def phases_recorded(
+    calls: list[tuple[object, str]], generators: list[tuple[object, str]] | None = None
+) -> Iterator[PhaseLog]:
+    """Time `module.function` for each (module, "function") pair, and every SQL statement on the
+    default connection, while the block runs; the originals are put back afterwards."""
+    from django.db import connection
+
+    log = PhaseLog()
+
+    def statement_timer(execute: Callable[..., Any], sql: str, params: Any, many: bool, context: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return execute(sql, params, many, context)
+        finally:
+            log.statements.append((began, time.perf_counter() - began, " ".join(str(sql).split())))
+
+    originals: list[tuple[object, str, Any]] = []
+    try:
+        for module, attribute in calls:
+            original = getattr(module, attribute)
+            originals.append((module, attribute, original))
+            setattr(module, attribute, _wrap_call(log, attribute, original))
+        for module, attribute in generators or []:
+            original = getattr(module, attribute)
+            originals.append((module, attribute, original))
+            setattr(module, attribute, _wrap_generator(log, attribute, original))
+        with connection.execute_wrapper(statement_timer):
+            yield log
+    finally:
+        for module, attribute, original in reversed(originals):
+            setattr(module, attribute, original)
+
+
+def statement_lines(statements: list[tuple[float, str]], *, width: int = 110) -> list[str]:
+    """Printable lines, one per statement: seconds and the start of its SQL."""
+    return [f"    {seconds:8.3f} s  {sql[:width]}" for seconds, sql in statements]
+
+
+# --- corpora, services, tokens and task counts ------------------------------------------------------
+
+
+def bench_token() -> str:
+    """A fresh raw API token for the bench actor (tokens are stored hashed, so one per run)."""
+    from accounts.actions import token_create
+
+    _, raw = token_create(actor=ACTOR, created_by=ACTOR)
+    return raw
 
 
 def service_ensure(name: str) -> int:
@@ -438,6 +778,37 @@ def service_ensure(name: str) -> int:
     if service is None:
         service = service_register(name=name, actor=ACTOR, description="dispatcher benchmark service")
     return service.pk
+
+
+def corpus_delete_if_exists(name: str) -> float | None:
+    """Delete a corpus left by an earlier run, so a rerun starts clean; returns seconds, or None."""
+    from corpora.actions import corpus_delete
+    from corpora.models import Corpus
+
+    if not Corpus.objects.filter(name=name).exists():
+        return None
+    with timed() as timer:
+        corpus_delete(name=name, confirm=name, actor=ACTOR)
+    return timer.seconds
+
+
+def corpus_purge_unchecked(name: str) -> float | None:
+    """Bench-only clean-up of a corpus too large for corpus_delete (see bench/README.md): the same
+    purge, with foreign-key and count triggers off (session_replication_role = replica, superuser
+    only). The purge deletes the corpus's count rows itself, so the counts stay exact."""
+    from django.db import connection, transaction
+
+    from corpora.actions import _corpus_purge
+    from corpora.models import Corpus
+
+    corpus_id = Corpus.objects.filter(name=name).values_list("pk", flat=True).first()
+    if corpus_id is None:
+        return None
+    with timed() as timer, transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL session_replication_role = replica")
+        _corpus_purge(corpus_id)
+    return timer.seconds
 
 
 def corpus_remove(name: str) -> float | None:
