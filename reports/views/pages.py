@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.actions import journaled
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
+from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import conversions_pause, conversions_resume, pair_refresh, rerun
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
@@ -54,7 +55,6 @@ from reports.serializers import (
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
-STATUS_ORDER = ["no_problem", "warning", "error", "fatal", "invalid", "blocked", "todo", "queued"]
 MESSAGE_ORDER = ["fatal", "error", "warning", "info"]
 RERUN_FIELDS = ("severity", "category", "what", "description")
 
@@ -152,7 +152,7 @@ def _overview_page(
             "percent": overview["percentages"].get(key),
             "href": report_href(corpus, service, key) if key in overview["severities"] else None,
         }
-        for key in STATUS_ORDER
+        for key in OVERVIEW_ORDER
     ]
     context = {"overview": overview, "live": live, "statuses": statuses}
     if request.GET.get("fragment") == "body":
