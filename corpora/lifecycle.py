@@ -7,7 +7,7 @@ batching; corpora, services and reports keep validation, jobs and journaling; al
 module. Statuses come from `corpora.statuses`; none is spelled here as a number.
 
 The statements are tuned (index probes, statement order for locks, WAL compression of the rerun;
-docs/decisions.md, "Dispatcher and workers" and "Reports"): change them with a benchmark.
+docs/decisions.md, "Task lifecycle", "Dispatcher and workers" and "Reports"): change them with a benchmark.
 """
 
 # ruff: noqa: S608  (every statement here is built of fixed text and status constants; values are parameters)
