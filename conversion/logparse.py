@@ -87,6 +87,7 @@ def parse_log(data: bytes | str) -> ParsedLog:
     text = _as_text(data)
     messages: list[Message] = []
     runtime_ms: int | None = None
+    status_lines: list[str] = []
     invalid = False
     # The message that TAB lines extend, as mutable parts; None when the previous line was not a message.
     open_message: list[str] | None = None
@@ -111,7 +112,8 @@ def parse_log(data: bytes | str) -> ParsedLog:
             first, category, what, _, details = match.groups("")
             first_lower, category_lower = first.lower(), category.lower()
             if first_lower == "status":
-                continue  # read by _status_code, the one reading of status lines
+                status_lines.append(line)  # read below by _status_code, the one reading of status lines
+                continue
             severity = _SEVERITIES.get(first_lower)
             if severity is None:
                 continue  # e.g. "http://host:80/x" or "Scan:x:y": text, not a message
@@ -127,7 +129,10 @@ def parse_log(data: bytes | str) -> ParsedLog:
 
     if open_message is not None:
         messages.append(Message(*open_message))
-    status_code = _status_code(text)
+    # Only the lines that may be status lines go through the pattern, not the whole log again; with the
+    # CR that was taken off their end given back, so the pattern sees them as they are in the log.
+    end = "\r\n" if "\r" in text else "\n"
+    status_code = _status_code(end.join(status_lines) + end) if status_lines else None
     status = task_status_of(status_code, invalid=invalid)
     return ParsedLog(status=status, status_code=status_code, messages=messages, runtime_ms=runtime_ms)
 

@@ -217,7 +217,8 @@ def test_the_status_line_reading_agrees_with_the_message_rule_on_odd_lines():
         text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
         if rng.random() < 0.5:
             text = f"{rng.choice(['Status', 'status'])}:conversion:{rng.choice(['1', '3', '01'])}{text}"
-        assert status_code_of(text) == _status_code_by_the_message_rule(text), repr(text)
+        expected = _status_code_by_the_message_rule(text)
+        assert status_code_of(text) == parse_log(text).status_code == expected, repr(text)
 
 
 def test_a_status_code_outside_0_to_3_is_fatal_not_a_blocked_status():
