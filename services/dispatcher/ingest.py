@@ -3,9 +3,9 @@ a whole batch in one transaction (messages by COPY). Results for tasks no longer
 service does not match the task's, are counted and discarded, never applied.
 
 Two steps: `results_prepare` (decode; no database) and `results_apply` (one short transaction, with
-the result files written beside its statements by a thread). Decoding outside the transaction keeps
-the task rows locked for milliseconds rather than for the whole batch, and lets the sink decode one
-batch while the last one is written."""
+the result files written beside its statements by a thread; the statements are `corpora.lifecycle`'s).
+Decoding outside the transaction keeps the task rows locked for milliseconds rather than for the whole
+batch, and lets the sink decode one batch while the last one is written."""
 
 from __future__ import annotations
 
