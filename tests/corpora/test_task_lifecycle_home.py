@@ -19,7 +19,8 @@ _WRITES = re.compile(
     re.IGNORECASE,
 )
 # A status compared with or set to a number (Python or SQL), a count bucket named by number, a number
-# chosen in SQL (upper case, as all our SQL is), or a small negative number in a tuple, dict or call (a status list or a result status).
+# chosen in SQL (upper case, as all our SQL is), or a small negative number in a tuple, dict or call
+# (a status list or a result status).
 _STATUS_LITERALS = re.compile(
     r"\b(?:task_)?status(?:__\w+)?\s*(?:==|!=|<=|>=|<>|=|<|>)\s*-?[0-9]\b"
     r"|\bbucket\s*(?:IN\s*\(|==|=)\s*-?[0-9]\b"
