@@ -427,7 +427,7 @@ def dispatcher_measure(
 _PHASES = [
     ("_archive_write", "ingest: write the result ZIP (thread)"),
     ("results_prepare", "ingest: results_prepare (other)"),
-    ("_rows_write", "ingest: write rows (SQL)"),
+    ("results_write", "ingest: write rows (SQL)"),
     ("results_apply", "ingest: results_apply"),
     ("_write", "sink writer: other"),
     ("result_decode", "ingest: open the ZIP and parse cortex.log"),
@@ -476,14 +476,14 @@ def spy_report(path: Path, rate: int, ventilator_pid: int) -> None:
             frames.append((function, filename, int(number) if number.isdigit() else 0))
         label = "outside the loop (start-up, shutdown)"
         for function, filename, number in reversed(frames):
-            if not filename.startswith(("services/dispatcher/", "conversion/")):
+            if not filename.startswith(("services/dispatcher/", "corpora/lifecycle.py", "conversion/")):
                 continue
             method = function.rpartition(".")[2]  # py-spy names methods Class.method
             found = next((text for name, text in _PHASES if name == method), None)
             if found is None:
                 continue
             label = found
-            if function in ("results_apply", "_rows_write"):
+            if function in ("results_apply", "results_write"):
                 source = linecache.getline(str(harness.PROJECT_ROOT / filename), number).strip()
                 label = f"{found} line {number}: {source[:70]}"
             break
@@ -537,8 +537,8 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
     from django.db import connection
 
     from conversion.archive import pack_entry
+    from corpora.lifecycle import lease_batch
     from services.dispatcher import ingest
-    from services.dispatcher.leases import lease_batch
 
     service_id = harness.service_ensure(STEPS_SERVICE)
     harness.service_activate_now(corpus_name, STEPS_SERVICE)
@@ -633,7 +633,7 @@ def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_
     import redis
 
     from conversion.archive import pack_entry
-    from services.dispatcher.leases import lease_batch
+    from corpora.lifecycle import lease_batch
 
     broker = redis.Redis.from_url(harness.REDIS_URL)
     broker.delete(CELERY_QUEUE, PING_KEY)  # a queue left by an interrupted run would be worked off too

@@ -28,13 +28,14 @@ from dataclasses import dataclass
 from pathlib import Path, PurePath
 
 from conversion import sandbox as sandboxes
+from conversion.logparse import status_code_of
 from conversion.sandbox import Launch, Sandbox
+from conversion.statuses import LATEXML_FATAL as FATAL
+from conversion.statuses import LATEXML_NAMES
 
 LOG_NAME = "cortex.log"
 DEFAULT_TIMEOUT_SECONDS = 300
 DEFAULT_MEMORY_MB = 4096
-FATAL = 3
-STATUS_NAMES = {0: "no_problem", 1: "warning", 2: "error", 3: "fatal"}
 # latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
 LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
 # latexmlc runs at this lower CPU priority, so that on a machine it shares (web tier, dispatcher, database)
@@ -46,7 +47,6 @@ TERMINATE_GRACE_SECONDS = 2.0
 LOG_MAX_BYTES = 32 * 1024 * 1024
 _LOG_TAIL_BYTES = 256 * 1024
 _STDERR_MAX_BYTES = 256 * 1024
-_STATUS_LINE = re.compile(rb"^Status:conversion:(\d+)\s*$", re.MULTILINE)
 _INSTALL_HINT = "apt-get install latexml"
 _CHUNKS = frozenset({"document", "fragment", "formula", "math"})
 _MATH_CHUNKS = frozenset({"formula", "math"})
@@ -210,7 +210,7 @@ def convert_text(
     return {
         "result": result.decode("utf-8", errors="replace").strip(),
         "log": log.decode("utf-8", errors="replace"),
-        "status": STATUS_NAMES.get(code, "fatal"),
+        "status": LATEXML_NAMES.get(code, "fatal"),
         "status_code": code,
     }
 
@@ -223,12 +223,6 @@ def _keep_directory(path: Path) -> None:
     if path.is_symlink() or path.exists():
         path.unlink()
     path.mkdir()
-
-
-def status_code_of(log: bytes) -> int | None:
-    """The LaTeXML status code of the last `Status:conversion:N` line of a log, or None without one."""
-    found = _STATUS_LINE.findall(log)
-    return int(found[-1]) if found else None
 
 
 def _latexmlc_timeout(timeout: float) -> int:

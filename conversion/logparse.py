@@ -10,13 +10,20 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-NO_PROBLEM = -1
-WARNING = -2
-ERROR = -3
-FATAL = -4
-INVALID = -5
+from conversion.statuses import ERROR, FATAL, INVALID, NO_PROBLEM, WARNING, completed_status_name, task_status_of
 
-_STATUS_NAMES = {NO_PROBLEM: "no_problem", WARNING: "warning", ERROR: "error", FATAL: "fatal", INVALID: "invalid"}
+__all__ = [
+    "ERROR",
+    "FATAL",
+    "INVALID",
+    "NO_PROBLEM",
+    "WARNING",
+    "Message",
+    "ParsedLog",
+    "parse_log",
+    "status_code_of",
+    "status_name",
+]
 
 CATEGORY_MAX = 100
 WHAT_MAX = 200
@@ -32,6 +39,9 @@ _LOADING = re.compile(r"\((?:Loading|Processing definitions) ")
 _LOADING_PREFIXES = ("compiled schema ", "RelaxNG schema from ", "RelaxNG ", "DTD ")
 # Bounded so int() never sees a huge digit string (Python refuses over 4300 digits with ValueError).
 _SMALL_INT = re.compile(r"[0-9]{1,18}")
+# LaTeXML's status line, exactly as the message rule above reads a line "Status:conversion:N [details]"
+# (both names in any case, N a small number); a trailing CR belongs to a CRLF line end.
+_STATUS_LINE = re.compile(r"^status:conversion:([0-9]{1,18})(?: [^\n]*)?\r?$", re.MULTILINE | re.IGNORECASE | re.ASCII)
 
 
 class Message(NamedTuple):
@@ -54,20 +64,30 @@ class ParsedLog:
     runtime_ms: int | None
 
 
-def status_name(status: int) -> str:
-    """The name of a completed task status: -1..-5 -> no_problem, warning, error, fatal, invalid."""
-    try:
-        return _STATUS_NAMES[status]
-    except KeyError:
-        raise ValueError(f"{status!r} is not a completed task status (-1..-5)") from None
+status_name = completed_status_name  # the name of a completed task status (-1..-5)
+
+
+def status_code_of(log: bytes | str) -> int | None:
+    """LaTeXML's status code of a log: the most severe of its `Status:conversion:N` lines, None without one.
+
+    LaTeXML writes one status line per run, at its end. A log with several holds more than one run or an
+    appended verdict (the worker adds `Status:conversion:3` when it kills a conversion), and every message
+    of every part is kept and reported, so the status is the worst of them: appending never makes a task
+    look better than a message in its log (docs/decisions.md, "LaTeXML's status line")."""
+    return _status_code(_as_text(log))
+
+
+def _status_code(text: str) -> int | None:
+    codes = _STATUS_LINE.findall(text)
+    return max(int(code) for code in codes) if codes else None
 
 
 def parse_log(data: bytes | str) -> ParsedLog:
     """Parse a LaTeXML log; any content is accepted, and a log without a status line is fatal."""
     text = _as_text(data)
     messages: list[Message] = []
-    status_code: int | None = None
     runtime_ms: int | None = None
+    status_lines: list[str] = []
     invalid = False
     # The message that TAB lines extend, as mutable parts; None when the previous line was not a message.
     open_message: list[str] | None = None
@@ -92,10 +112,7 @@ def parse_log(data: bytes | str) -> ParsedLog:
             first, category, what, _, details = match.groups("")
             first_lower, category_lower = first.lower(), category.lower()
             if first_lower == "status":
-                if category_lower == "conversion" and _SMALL_INT.fullmatch(what):
-                    # Several status lines (a worker appends one after a kill): the most severe counts.
-                    code = int(what)
-                    status_code = code if status_code is None else max(status_code, code)
+                status_lines.append(line)  # read below by _status_code, the one reading of status lines
                 continue
             severity = _SEVERITIES.get(first_lower)
             if severity is None:
@@ -112,7 +129,11 @@ def parse_log(data: bytes | str) -> ParsedLog:
 
     if open_message is not None:
         messages.append(Message(*open_message))
-    status = _task_status(status_code, invalid)
+    # Only the lines that may be status lines go through the pattern, not the whole log again; with the
+    # CR that was taken off their end given back, so the pattern sees them as they are in the log.
+    end = "\r\n" if "\r" in text else "\n"
+    status_code = _status_code(end.join(status_lines) + end) if status_lines else None
+    status = task_status_of(status_code, invalid=invalid)
     return ParsedLog(status=status, status_code=status_code, messages=messages, runtime_ms=runtime_ms)
 
 
@@ -146,13 +167,3 @@ def _loaded_files(line: str) -> list[Message]:
         if path:
             found.append(Message(severity="info", category="loaded_file", what=path[:WHAT_MAX], details=""))
     return found
-
-
-def _task_status(status_code: int | None, invalid: bool) -> int:
-    if invalid:
-        return INVALID
-    if status_code is None or not 0 <= status_code <= 3:
-        # No status line means LaTeXML never finished; a code outside 0..3 must not become a
-        # non-terminal task status (-(7+1) would read as "blocked").
-        return FATAL
-    return -(status_code + 1)

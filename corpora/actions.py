@@ -15,6 +15,7 @@ from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from conversion.archive import Entry
 from corpora import scan
+from corpora.lifecycle import activation_tasks_create, extend_tasks_create, import_tasks_create, tasks_purge
 from corpora.models import Activation, Corpus, CorpusState
 from corpora.queries import corpus_get
 from corpora.results import results_discard
@@ -151,29 +152,8 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> d
             " WHERE d.corpus_id = %s AND d.entry = e.entry",
             [corpus.pk],
         )
-        cursor.execute(
-            "INSERT INTO corpora_task (corpus_id, service_id, document_id, status)"
-            " SELECT %s, %s, document_id, CASE WHEN problem = '' THEN -1 ELSE -5 END FROM import_entries",
-            [corpus.pk, import_id],
-        )
-        cursor.execute(
-            "INSERT INTO reports_logmessage"
-            " (task_id, corpus_id, service_id, task_status, severity, category, what, details)"
-            " SELECT t.id, t.corpus_id, t.service_id, t.status, 'fatal', 'invalid', e.problem, e.detail"
-            " FROM import_entries e JOIN corpora_task t ON t.document_id = e.document_id AND t.service_id = %s"
-            " WHERE e.problem <> ''",
-            [import_id],
-        )
-        todo = 0
-        if extend:
-            cursor.execute(
-                "INSERT INTO corpora_task (corpus_id, service_id, document_id, status)"
-                " SELECT a.corpus_id, a.service_id, e.document_id, 0"
-                " FROM import_entries e CROSS JOIN corpora_activation a"
-                " WHERE a.corpus_id = %s AND e.problem = ''",
-                [corpus.pk],
-            )
-            todo = cursor.rowcount
+        import_tasks_create(cursor, corpus_id=corpus.pk, import_service_id=import_id)
+        todo = extend_tasks_create(cursor, corpus_id=corpus.pk) if extend else 0
     return {"documents": documents, "todo_tasks": todo}
 
 
@@ -190,15 +170,9 @@ def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, An
 
 
 def _corpus_purge(corpus_id: int) -> dict[str, int]:
-    counts = {}
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("DELETE FROM reports_logmessage WHERE corpus_id = %s", [corpus_id])
-        counts["messages"] = cursor.rowcount
-        cursor.execute("DELETE FROM reports_taskruntime WHERE corpus_id = %s", [corpus_id])
-        cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s", [corpus_id])
-        counts["tasks"] = cursor.rowcount
-        for table in ("corpora_taskcount", "corpora_activation", "reports_reportgrain", "reports_grainslice"):
-            cursor.execute(f"DELETE FROM {table} WHERE corpus_id = %s", [corpus_id])  # noqa: S608
+        counts = tasks_purge(corpus_id=corpus_id)
+        cursor.execute("DELETE FROM corpora_activation WHERE corpus_id = %s", [corpus_id])
         runs_delete_for(corpus_id=corpus_id)
         cursor.execute("DELETE FROM corpora_document WHERE corpus_id = %s", [corpus_id])
         counts["documents"] = cursor.rowcount
@@ -240,15 +214,12 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
         raise JobFailed("The activation was withdrawn before its job ran.")
     progress(0, 1, "creating tasks")
     try:
-        with transaction.atomic(), connection.cursor() as cursor:
-            cursor.execute(
-                "INSERT INTO corpora_task (corpus_id, service_id, document_id, status)"
-                " SELECT i.corpus_id, %s, i.document_id, 0 FROM corpora_task i"
-                " WHERE i.corpus_id = %s AND i.service_id = %s AND i.status <> -5"
-                " ON CONFLICT (service_id, document_id) DO NOTHING",
-                [activation.service_id, activation.corpus_id, _import_service_id()],
+        with transaction.atomic():
+            created = activation_tasks_create(
+                corpus_id=activation.corpus_id,
+                service_id=activation.service_id,
+                import_service_id=_import_service_id(),
             )
-            created = cursor.rowcount
             run = run_open(corpus_id=activation.corpus_id, service_id=activation.service_id, owner=activation.actor)
     except Exception:
         Activation.objects.filter(pk=activation_id).delete()  # nothing was created: withdraw the activation
@@ -267,16 +238,9 @@ def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | No
         raise NotFound(f"The service {service_name!r} is not active on the corpus {corpus_name!r}.")
     if confirm != service_name:
         raise BadRequest(f"Pass confirm={service_name} to deactivate {service_name!r} and delete its results here.")
-    with transaction.atomic(), connection.cursor() as cursor:
-        pair = [corpus.pk, service.pk]
-        cursor.execute("DELETE FROM reports_logmessage WHERE corpus_id = %s AND service_id = %s", pair)
-        messages = cursor.rowcount
-        cursor.execute("DELETE FROM reports_taskruntime WHERE corpus_id = %s AND service_id = %s", pair)
-        cursor.execute("DELETE FROM corpora_task WHERE corpus_id = %s AND service_id = %s", pair)
-        tasks = cursor.rowcount
-        for table in ("corpora_taskcount", "reports_reportgrain", "reports_grainslice"):
-            cursor.execute(f"DELETE FROM {table} WHERE corpus_id = %s AND service_id = %s", pair)  # noqa: S608
+    with transaction.atomic():
+        counts = tasks_purge(corpus_id=corpus.pk, service_id=service.pk)
         run_close(corpus_id=corpus.pk, service_id=service.pk)
         activation.delete()
     discarded = results_discard(corpus_id=corpus.pk, service_id=service.pk, actor=actor)
-    return {"tasks": tasks, "messages": messages, **discarded.counts()}
+    return {"tasks": counts["tasks"], "messages": counts["messages"], **discarded.counts()}

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from corpora.statuses import TODO
+
 
 class CorpusState(models.TextChoices):
     IMPORTING = "importing"
@@ -75,7 +77,7 @@ class Task(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
-    status = models.IntegerField(default=0)
+    status = models.IntegerField(default=TODO)
     # Lease bookkeeping (dispatcher): when the lease ends, the length captured at lease time, tries so far.
     leased_until = models.DateTimeField(null=True, blank=True)
     lease_seconds = models.PositiveIntegerField(null=True, blank=True)
@@ -90,8 +92,8 @@ class Task(models.Model):
             # check scans the whole (service, document) index, which makes a corpus delete quadratic.
             models.Index(fields=["document"], name="task_document"),
             # The dispatcher's two hot queries: the next TODO tasks of a service, and expired leases.
-            models.Index(fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=0)),
-            models.Index(fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=0)),
+            models.Index(fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=TODO)),
+            models.Index(fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=TODO)),
         ]
 
     def __str__(self) -> str:

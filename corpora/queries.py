@@ -9,19 +9,8 @@ from django.db.models import QuerySet, Sum
 
 from config.errors import NotFound
 from corpora.models import Activation, Corpus, TaskCount
+from corpora.statuses import STATUS_KEYS
 from services.models import PROTECTED_SERVICES, Service
-
-# Keys of per-service counts, in display order, and the status bucket each one counts.
-STATUS_KEYS: dict[str, int] = {
-    "todo": 0,
-    "queued": 1,
-    "no_problem": -1,
-    "warning": -2,
-    "error": -3,
-    "fatal": -4,
-    "invalid": -5,
-    "blocked": -6,
-}
 
 
 def corpus_list() -> QuerySet[Corpus]:

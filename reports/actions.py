@@ -3,7 +3,6 @@ ensure, clear, refresh) and rerun."""
 
 from __future__ import annotations
 
-import logging
 import time
 from typing import Any
 
@@ -11,34 +10,25 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from config.errors import BadRequest
+from corpora.lifecycle import grains_clear, tasks_pause, tasks_rerun, tasks_resume
 from corpora.queries import corpus_get
+from corpora.statuses import COMPLETED
 from jobs.actions import job_enqueue
 from jobs.models import ACTIVE_STATES, Job
 from reports.models import GrainSlice
 from reports.queries import BULK_SETTINGS, SEVERITIES, pair_get, severity_check
 from services.queries import service_get
 
-BLOCKED = -6
-
-logger = logging.getLogger(__name__)
-
 
 def conversions_pause(*, corpus_name: str | None = None, service_name: str | None = None) -> int:
     """Block every task in progress (TODO or leased) of a pair, or of all pairs; the dispatcher stops
     handing them out and discards results that still come back for them. Returns how many."""
-    return _update_statuses(
-        f"SET status = {BLOCKED}, leased_until = NULL",
-        "status >= 0",
-        corpus_name=corpus_name,
-        service_name=service_name,
-    )
+    return tasks_pause(**_pair_ids(corpus_name, service_name))
 
 
 def conversions_resume(*, corpus_name: str | None = None, service_name: str | None = None) -> int:
     """Put every blocked task of a pair, or of all pairs, back to TODO. Returns how many."""
-    return _update_statuses(
-        "SET status = 0", f"status <= {BLOCKED}", corpus_name=corpus_name, service_name=service_name
-    )
+    return tasks_resume(**_pair_ids(corpus_name, service_name))
 
 
 def run_control(*, action: str, corpus_name: str | None = None, service_name: str | None = None) -> dict[str, Any]:
@@ -50,14 +40,11 @@ def run_control(*, action: str, corpus_name: str | None = None, service_name: st
     return {**scope, "resumed": conversions_resume(corpus_name=corpus_name, service_name=service_name)}
 
 
-def _update_statuses(assignment: str, condition: str, *, corpus_name: str | None, service_name: str | None) -> int:
-    where, params = [condition], []
-    if corpus_name is not None:
-        where.append("corpus_id = %s AND service_id = %s")
-        params += [corpus_get(corpus_name).pk, service_get(service_name).pk]
-    with connection.cursor() as cursor:
-        cursor.execute(f"UPDATE corpora_task {assignment} WHERE {' AND '.join(where)}", params)
-        return cursor.rowcount
+def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, int | None]:
+    """The ids of a named pair, or none for every pair (both names None)."""
+    if corpus_name is None:
+        return {"corpus_id": None, "service_id": None}
+    return {"corpus_id": corpus_get(corpus_name).pk, "service_id": service_get(service_name).pk}
 
 
 # --- grains: build, ensure, clear ------------------------------------------------------------------------
@@ -142,20 +129,6 @@ def slice_ensure(*, corpus_name: str, service_name: str, severity: str) -> bool:
     return False
 
 
-def grains_clear(pairs: set[tuple[int, int]] | list[tuple[int, int]]) -> int:
-    """Forget the built slices of these (corpus, service) pairs; pages rebuild them when next read."""
-    pairs = list(pairs)
-    if not pairs:
-        return 0
-    keys = [[c for c, _ in pairs], [s for _, s in pairs]]
-    using = " USING unnest(%s::bigint[], %s::bigint[]) AS p(c, s) WHERE x.corpus_id = p.c AND x.service_id = p.s"
-    with connection.cursor() as cursor:
-        cursor.execute("DELETE FROM reports_grainslice x" + using, keys)  # noqa: S608
-        cleared = cursor.rowcount
-        cursor.execute("DELETE FROM reports_reportgrain x" + using, keys)  # noqa: S608
-    return cleared
-
-
 def pair_refresh(*, corpus_name: str, service_name: str) -> dict:
     """The scope refresh: clear this pair's grains at once (no job)."""
     corpus, service = corpus_get(corpus_name), service_get(service_name)
@@ -189,40 +162,6 @@ def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
 # --- rerun ---------------------------------------------------------------------------------------
 
 
-# The rerun's joins probe each table's task index once per task in scope instead of hashing the scope
-# against a scan of the whole table. The planner, which takes a task to have 80 messages where it has 10
-# to 15, always chose the scan. Measured on 1M tasks / 10M messages (bench/README.md), after a
-# CHECKPOINT: for 100,000 tasks the message DELETE took 3.2 s instead of 4.6-4.7 s (it reads only the
-# 136,000 pages it changes, not all 255,000), the runtime DELETE 0.7-1.0 s instead of 0.9 s, the
-# UPDATE 1.5-1.8 s instead of 1.7-2.1 s; for 600,000 tasks (7.5M messages) both ways took the same.
-# Since the messages are partitioned by status (migration 0009), the DELETE changes 94,000 pages of the
-# error partition instead of 136,000 of the whole table: 2.9-3.2 s instead of 4.1-5.0 s.
-_RERUN_SETTINGS = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
-
-
-def wal_compress(cursor: Any) -> bool:
-    """Compress the WAL of the current transaction with lz4, where the server compresses none, has lz4
-    and lets this role set `wal_compression` (a superuser, or a role granted `SET ON PARAMETER
-    wal_compression`). Returns whether the transaction's WAL is compressed.
-
-    A bulk change of old rows (a rerun's DELETE and UPDATE) writes each page it changes whole into the
-    WAL once after a checkpoint: 1.4 GB for a rerun of 100,000 of 1M tasks, past the ~540 MB at which a
-    server with the default `max_wal_size` starts a checkpoint, which then competes with it for the
-    disk. lz4 makes it 0.53 GB (bench/README.md)."""
-    cursor.execute(
-        "SELECT setting, 'lz4' = ANY(enumvals), has_parameter_privilege('wal_compression', 'SET')"
-        " FROM pg_settings WHERE name = 'wal_compression'"
-    )
-    setting, has_lz4, allowed = cursor.fetchone()
-    if setting != "off":
-        return True
-    if not (has_lz4 and allowed):
-        logger.info("WAL of a bulk change left uncompressed: %s", "no lz4" if not has_lz4 else "no SET privilege")
-        return False
-    cursor.execute("SET LOCAL wal_compression = lz4")
-    return True
-
-
 def rerun(
     *,
     corpus_name: str,
@@ -235,7 +174,7 @@ def rerun(
 ) -> dict[str, Any]:
     """Mark a slice for reprocessing in one transaction: open a new run, delete the old messages and
     runtimes of the tasks in scope, set them TODO, and clear the pair's grains."""
-    from reports.queries import BULK_SETTINGS, SEVERITIES, severity_check
+    from reports.queries import BULK_SETTINGS, severity_check
     from runs.actions import run_open
 
     corpus, service = corpus_get(corpus_name), service_get(service_name)
@@ -246,47 +185,12 @@ def rerun(
     if severity is not None:
         statuses, message_severity = severity_check(severity)
     else:
-        statuses, message_severity = SEVERITIES["info"][0], None
-    status_list = list(statuses)  # a parameter of every statement below
-    if category:
-        # The tasks with such a message: one range of the message index, since messages carry their
-        # task's status (only completed tasks have messages, and their status cannot change under them).
-        conditions = ["m.corpus_id = %s", "m.service_id = %s", "m.task_status = ANY(%s)", "m.severity = %s"]
-        conditions += ["m.category = %s", "m.what = %s"] if what else ["m.category = %s"]
-        where = " AND ".join(conditions)  # fixed fragments only; every value is a parameter
-        scope = f"SELECT DISTINCT m.task_id AS id FROM reports_logmessage m WHERE {where} ORDER BY 1"  # noqa: S608
-        params: list[Any] = [corpus.pk, service.pk, status_list, message_severity, category]
-        params += [what] if what else []
-    else:
-        scope = (
-            "SELECT t.id FROM corpora_task t WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
-            " ORDER BY 1"
-        )
-        params = [corpus.pk, service.pk, status_list]
-    with transaction.atomic(), connection.cursor() as cursor:
-        # Only fixed fragments are joined into the scope; every value goes in as a parameter. The scope is
-        # in task order, so the probes below walk each index (and, as tasks are written in about that
-        # order, each table) forwards.
-        cursor.execute(f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS {scope}", params)
-        for statement in (*BULK_SETTINGS, *_RERUN_SETTINGS):
-            cursor.execute(statement)
-        wal_compress(cursor)
-        # The messages carry the status of their task, so the statuses in scope name the partitions that
-        # hold them (migration 0009); each task is looked up in those partitions' task indexes only.
-        cursor.execute(
-            "DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id AND m.task_status = ANY(%s)",
-            [status_list],
-        )
-        cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
-        # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
-        # keeps its lease.
-        cursor.execute(
-            "UPDATE corpora_task t SET status = 0, attempts = 0, leased_until = NULL FROM rerun_scope s"
-            " WHERE t.id = s.id AND t.status = ANY(%s)",
-            [status_list],
-        )
-        count = cursor.rowcount
-        cursor.execute("DROP TABLE rerun_scope")
+        statuses, message_severity = COMPLETED, None
+    with transaction.atomic():
+        count = tasks_rerun(
+            corpus_id=corpus.pk, service_id=service.pk, statuses=statuses, message_severity=message_severity,
+            category=category, what=what, bulk_settings=BULK_SETTINGS,
+        )  # fmt: skip
         run = run_open(corpus_id=corpus.pk, service_id=service.pk, owner=actor, description=description)
         grains_clear([(corpus.pk, service.pk)])
     return {

@@ -19,8 +19,9 @@ from django.db import connection, transaction
 
 from config.errors import BadRequest, NotFound
 from corpora.models import Corpus, Document, Task, TaskCount
-from corpora.queries import STATUS_KEYS, corpus_get, status_counts
+from corpora.queries import corpus_get, status_counts
 from corpora.results import result_path
+from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, status_name
 from reports.links import document_html_url, document_result_url
 from reports.models import LogMessage, ReportGrain, TaskRuntime
 from runs.models import Run
@@ -29,25 +30,9 @@ from services.queries import service_get
 
 logger = logging.getLogger(__name__)
 
-# Severity page -> (statuses of the tasks it covers, severity of the messages it lists).
-SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
-    "no_problem": ((-1,), "info"),
-    "warning": ((-2,), "warning"),
-    "error": ((-3,), "error"),
-    "fatal": ((-4,), "fatal"),
-    "invalid": ((-5,), "fatal"),
-    "info": ((-1, -2, -3, -4, -5), "info"),
-}
-STATUS_NAMES = {-1: "no_problem", -2: "warning", -3: "error", -4: "fatal", -5: "invalid"}
 
 # Fixed histogram buckets of the runtime report (upper bounds in ms; the last is open).
 RUNTIME_BUCKETS_MS = [100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000]
-
-
-def status_name(status: int) -> str:
-    if status >= 0:
-        return "todo" if status == 0 else "queued"
-    return STATUS_NAMES.get(status, "blocked")
 
 
 def severity_check(severity: str) -> tuple[tuple[int, ...], str]:
@@ -136,7 +121,7 @@ _ENTRY_LIST_SETTINGS = (
 def _tasks_of_severity(corpus: Corpus, service: Service, severity: str) -> int:
     statuses, _ = SEVERITIES[severity]
     counts = pair_counts(corpus, service)
-    return sum(counts[STATUS_NAMES[s]] for s in statuses)
+    return sum(counts[COMPLETED_NAMES[s]] for s in statuses)
 
 
 def _grain_report(

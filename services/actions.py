@@ -8,6 +8,7 @@ from django.db import IntegrityError, connection, transaction
 
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
+from corpora.lifecycle import tasks_purge
 from corpora.results import results_discard
 from services.models import Service
 from services.queries import service_get
@@ -48,18 +49,12 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("DELETE FROM reports_logmessage WHERE service_id = %s", [service.pk])
-        messages = cursor.rowcount
-        cursor.execute("DELETE FROM corpora_task WHERE service_id = %s", [service.pk])
-        tasks = cursor.rowcount
-        for table in (
-            "reports_taskruntime", "reports_runtimecount", "reports_reportgrain", "reports_grainslice",
-            "corpora_taskcount", "corpora_activation", "runs_run", "services_worker",
-        ):  # fmt: skip
+        counts = tasks_purge(service_id=service.pk)
+        for table in ("corpora_activation", "runs_run", "services_worker"):
             cursor.execute(f"DELETE FROM {table} WHERE service_id = %s", [service.pk])  # noqa: S608
         cursor.execute("DELETE FROM services_service WHERE id = %s", [service.pk])
     discarded = results_discard(service_id=service.pk, actor=actor)
-    return {"tasks": tasks, "messages": messages, **discarded.counts()}
+    return {"tasks": counts["tasks"], "messages": counts["messages"], **discarded.counts()}
 
 
 def service_lease_set(*, name: str, seconds: int | None, actor: str) -> Service:

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.fields import StrictCharField
 from config.api.views import PublicApiView
+from conversion.statuses import LATEXML_FATAL, LATEXML_NAMES
 from services.convert_slots import convert_slot_take
 
 _FORMATS = ["html5", "html", "html4", "xhtml", "xml"]
@@ -41,14 +42,16 @@ class ConvertRequestSerializer(serializers.Serializer):
 class ConversionSerializer(serializers.Serializer):
     result = serializers.CharField(allow_blank=True)
     log = serializers.CharField(allow_blank=True)
-    status = serializers.ChoiceField(choices=["no_problem", "warning", "error", "fatal"])
+    status = serializers.ChoiceField(choices=list(LATEXML_NAMES.values()))
     status_code = serializers.IntegerField()
 
 
 def _refusal(http_status: int, why: str, what: str) -> Response:
     """A problem body that also carries the conversion fields: status_code 3 and a log line saying why."""
     body = problem_body(http_status, why)
-    body.update(result="", log=f"Fatal:input:{what} {why}\nStatus:conversion:3\n", status_code=3)
+    body.update(
+        result="", log=f"Fatal:input:{what} {why}\nStatus:conversion:{LATEXML_FATAL}\n", status_code=LATEXML_FATAL
+    )
     return Response(body, status=http_status, content_type=PROBLEM_CONTENT_TYPE)
 
 

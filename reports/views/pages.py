@@ -23,6 +23,7 @@ from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
+from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import pair_refresh, rerun, run_control, slice_ensure
 from reports.links import document_url, is_report_url, report_url
 from reports.queries import (
@@ -57,7 +58,6 @@ from reports.serializers import (
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
-STATUS_ORDER = ["no_problem", "warning", "error", "fatal", "invalid", "blocked", "todo", "queued"]
 MESSAGE_ORDER = ["fatal", "error", "warning", "info"]
 RERUN_FIELDS = ("severity", "category", "what", "description")
 
@@ -137,7 +137,7 @@ def _overview_page(
             "percent": overview["percentages"].get(key),
             "href": report_url(corpus, service, key) if key in overview["severities"] else None,
         }
-        for key in STATUS_ORDER
+        for key in OVERVIEW_ORDER
     ]
     context = {"overview": overview, "live": live, "statuses": statuses}
     if request.GET.get("fragment") == "body":

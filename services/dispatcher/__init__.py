@@ -1,1 +1,2 @@
-"""The dispatcher: ZeroMQ ventilator and sink (CorTeX wire format), leases, reaper, result ingestion."""
+"""The dispatcher: ZeroMQ ventilator and sink (CorTeX wire format), and result decoding and batching; the
+statements it runs on tasks and messages (lease, reap, apply results) are in `corpora.lifecycle`."""

@@ -3,9 +3,9 @@ a whole batch in one transaction (messages by COPY). Results for tasks no longer
 service does not match the task's, are counted and discarded, never applied.
 
 Two steps: `results_prepare` (decode; no database) and `results_apply` (one short transaction, with
-the result files written beside its statements by a thread). Decoding outside the transaction keeps
-the task rows locked for milliseconds rather than for the whole batch, and lets the sink decode one
-batch while the last one is written."""
+the result files written beside its statements by a thread; the statements are `corpora.lifecycle`'s).
+Decoding outside the transaction keeps the task rows locked for milliseconds rather than for the whole
+batch, and lets the sink decode one batch while the last one is written."""
 
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import connection, transaction
-from django.db.backends.utils import CursorWrapper
 
 from conversion.logparse import Message, parse_log
 from conversion.zips import zip_member
+from corpora.lifecycle import results_lock, results_write, runs_close_drained
 from corpora.results import result_path
+from corpora.statuses import FATAL, INVALID
 
 logger = logging.getLogger(__name__)
 
@@ -64,14 +65,14 @@ def _fatal(what: str, details: str, category: str = "cortex") -> Message:
 def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
     """Status, messages and runtime of one returned result."""
     if not data:
-        return Decoded(-4, [_fatal("empty_result", "the worker returned no data")], None, None)
+        return Decoded(FATAL, [_fatal("empty_result", "the worker returned no data")], None, None)
     if len(data) > max_bytes:
         message = _fatal("too_large", f"result of {len(data)} bytes exceeds the limit of {max_bytes}", "invalid")
-        return Decoded(-5, [message], None, None)
+        return Decoded(INVALID, [message], None, None)
     try:
         log = zip_member(data, LOG_NAME)
     except KeyError:
-        return Decoded(-4, [_fatal("missing_log", "the result archive has no cortex.log")], None, data)
+        return Decoded(FATAL, [_fatal("missing_log", "the result archive has no cortex.log")], None, data)
     except zipfile.BadZipFile as exc:
         raise BadResult(str(exc)) from exc
     parsed = parse_log(log)
@@ -174,11 +175,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path) -> IngestOutcome:
         return outcome
     rows: list[tuple[int, int, int, Decoded]] = []
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT id, corpus_id, service_id FROM corpora_task WHERE id = ANY(%s) AND status > 0 FOR UPDATE",
-            [[prepared.task_id for prepared in batch.results]],
-        )
-        leased = {task_id: (corpus_id, service_id) for task_id, corpus_id, service_id in cursor.fetchall()}
+        leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])
         writes: list[tuple[str, bytes]] = []
         for prepared in batch.results:
             pair = leased.get(prepared.task_id)
@@ -196,7 +193,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path) -> IngestOutcome:
             writing = _file_writer().submit(_archives_write, writes)
             outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
             try:
-                _rows_write(cursor, rows)
+                results_write(cursor, rows)
                 # In the same transaction, so no one (nor a dispatcher killed right after) sees a pair
                 # with every task done and its run still open.
                 runs_close_drained(outcome.pairs)
@@ -206,35 +203,6 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path) -> IngestOutcome:
     return outcome
 
 
-def _rows_write(cursor: CursorWrapper, rows: list[tuple[int, int, int, Decoded]]) -> None:
-    ids = [row[0] for row in rows]
-    # Joined with the ids so that the plan is an index probe per task whatever the statistics say:
-    # `task_id = ANY(...)` on a table analyzed while small becomes a sequential scan per batch.
-    for table in ("reports_logmessage", "reports_taskruntime"):
-        cursor.execute(f"DELETE FROM {table} x USING unnest(%s::bigint[]) AS v(id) WHERE x.task_id = v.id", [ids])  # noqa: S608
-    with cursor.cursor.copy(
-        "COPY reports_logmessage (task_id, corpus_id, service_id, task_status, severity, category, what, details)"
-        " FROM STDIN"
-    ) as copy:
-        for task_id, corpus_id, service_id, decoded in rows:
-            status = decoded.status
-            for m in decoded.messages:
-                copy.write_row((task_id, corpus_id, service_id, status, m.severity, m.category, m.what, m.details))
-    runtimes = [(t, c, s, d.runtime_ms) for t, c, s, d in rows if d.runtime_ms is not None]
-    if runtimes:
-        copy_runtimes = "COPY reports_taskruntime (task_id, corpus_id, service_id, runtime_ms) FROM STDIN"
-        with cursor.cursor.copy(copy_runtimes) as copy:
-            for row in runtimes:
-                copy.write_row(row)
-    # Last: its statement trigger locks the pair's task-count rows until the commit, and the dispatcher's
-    # next lease, which counts into the same rows, waits for that lock.
-    cursor.execute(
-        "UPDATE corpora_task t SET status = v.status, leased_until = NULL"
-        " FROM unnest(%s::bigint[], %s::integer[]) AS v(id, status) WHERE t.id = v.id",
-        [ids, [row[3].status for row in rows]],
-    )
-
-
 def result_ingest(
     results: list[RawResult], *, service_ids: dict[str, int], results_dir: Path, max_bytes: int
 ) -> IngestOutcome:
@@ -242,20 +210,3 @@ def result_ingest(
     touched. (The dispatcher's sink runs the two steps on two threads, overlapping batches.)"""
     batch = results_prepare(results, service_ids=service_ids, max_bytes=max_bytes)
     return results_apply(batch, results_dir=results_dir)
-
-
-def runs_close_drained(pairs: set[tuple[int, int]]) -> int:
-    """Close the open run of every pair that has no task left in progress (TODO or leased)."""
-    from runs.actions import run_close
-
-    if not pairs:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount"
-            " JOIN unnest(%s::bigint[], %s::bigint[]) AS p(c, s) ON corpus_id = p.c AND service_id = p.s"
-            " WHERE bucket IN (0, 1) AND count > 0",
-            [[c for c, _ in pairs], [s for _, s in pairs]],
-        )
-        busy = set(cursor.fetchall())
-    return sum(run_close(corpus_id=c, service_id=s) for c, s in pairs - busy)

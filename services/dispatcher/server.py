@@ -31,8 +31,16 @@ from django.utils import timezone
 
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
 from conversion.wire import split_frames
-from reports.actions import grains_clear
-from services.dispatcher.leases import LeasedTask, lease_batch, lease_release, leases_invalidate, leases_reap
+from corpora.lifecycle import (
+    LeasedTask,
+    grains_clear,
+    lease_batch,
+    lease_release,
+    leased_count,
+    leases_invalidate,
+    leases_reap,
+    still_leased,
+)
 from services.dispatcher.sink import SinkReport, sink_main
 from services.models import DispatcherState, Service
 from services.queries import effective_lease_seconds
@@ -430,19 +438,15 @@ class Dispatcher:
         self.counters.failed_for_retries += fatal
         # Reaped tasks are no longer in flight anywhere; recount from the database to stay honest.
         if returned or fatal:
-            with connection.cursor() as cursor:
-                cursor.execute("SELECT count(*) FROM corpora_task WHERE status = %s", [self.mark])
-                queued = sum(len(q) for q in self.queues.values())
-                self.in_flight = max(cursor.fetchone()[0] - queued, 0)
+            queued = sum(len(q) for q in self.queues.values())
+            self.in_flight = max(leased_count(mark=self.mark) - queued, 0)
 
     def _prune_queues(self) -> None:
         """Drop queued tasks that are no longer leased by us (paused, deleted) so they are not sent."""
         queued = [task.id for queue in self.queues.values() for task in queue]
         if not queued:
             return
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT id FROM corpora_task WHERE id = ANY(%s) AND status = %s", [queued, self.mark])
-            still = {row[0] for row in cursor.fetchall()}
+        still = still_leased(queued, mark=self.mark)
         for name, queue in self.queues.items():
             self.queues[name] = deque(task for task in queue if task.id in still)
 

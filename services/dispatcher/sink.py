@@ -28,8 +28,8 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
+from corpora.lifecycle import grains_clear
 from ops.supervisor import die_with_parent
-from reports.actions import grains_clear
 from services.dispatcher.ingest import (
     IngestOutcome,
     PreparedBatch,

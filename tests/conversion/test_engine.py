@@ -10,6 +10,7 @@ import psutil
 import pytest
 
 from conversion.engine import TERMINATE_GRACE_SECONDS, EngineMissing, convert, convert_text, latexmlc_path
+from conversion.logparse import ERROR, parse_log
 from conversion.sandbox import Sandbox
 from tests.support import write_tex
 
@@ -144,3 +145,21 @@ def test_convert_text_refuses_unknown_switch_values():
         convert_text("x", whatsin="page")
     with pytest.raises(ValueError, match="preload"):
         convert_text("x", preload=["../../etc/passwd"])
+
+
+def test_the_engine_reads_a_log_with_several_status_lines_as_the_log_parser_does(tmp_path):
+    """A log that was appended to (two runs: one with an error, then a clean one) holds two status lines:
+    the conversion's status code is the most severe, the same code the dispatcher's parser reads."""
+    script = tmp_path / "appending-latexmlc"
+    script.write_text(
+        "#!/bin/sh\nprintf 'Error:undefined:\\\\foo first run\\nStatus:conversion:2\\n"
+        "Info:note:second run\\nStatus:conversion:0\\n' >> cortex.log\n"
+    )
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    source = tmp_path / "source"
+    write_tex(source / "doc.tex", DOCUMENT)
+    conversion = convert(source, "doc.tex", timeout=30, latexmlc=str(script), sandbox=Sandbox(mode="none"))
+    assert status_lines(conversion.log) == [b"Status:conversion:2", b"Status:conversion:0"]
+    parsed = parse_log(conversion.log)
+    assert conversion.status_code == parsed.status_code == 2
+    assert parsed.status == ERROR

@@ -22,6 +22,7 @@ from conversion.logparse import (
     Message,
     ParsedLog,
     parse_log,
+    status_code_of,
     status_name,
 )
 
@@ -185,6 +186,39 @@ def test_a_log_without_a_status_line_is_fatal_with_no_status_code():
 def test_the_most_severe_of_several_status_lines_counts():
     parsed = parse_log("Status:conversion:0\nFatal:timeout:timedout killed\nStatus:conversion:3\nStatus:conversion:1\n")
     assert (parsed.status, parsed.status_code) == (FATAL, 3)
+
+
+def test_an_appended_log_keeps_the_worst_status_even_when_a_clean_run_comes_last():
+    # Two runs' output in one log: the fatal run's messages are kept, so the status may not be no_problem.
+    log = b"Fatal:perl:die first run\nStatus:conversion:3\nInfo:note:x second run\nStatus:conversion:0\n"
+    assert status_code_of(log) == parse_log(log).status_code == 3
+    assert parse_log(log).status == FATAL
+
+
+def _status_code_by_the_message_rule(text: str) -> int | None:
+    """The status lines as the message rule reads them, line by line (DESIGN section 7)."""
+    codes = []
+    lines = text.split("\n")
+    if "\r" in text:
+        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
+    for line in lines:
+        match = re.match(r"^([^ :]+):([^ :]+):([^ ]+)(\s(.*))?$", line)
+        is_status = match and match[1].lower() == "status" and match[2].lower() == "conversion"
+        if is_status and re.fullmatch(r"[0-9]{1,18}", match[3]):
+            codes.append(int(match[3]))
+    return max(codes) if codes else None
+
+
+def test_the_status_line_reading_agrees_with_the_message_rule_on_odd_lines():
+    pieces = ["Status", "STATUS", "status", "conversion", "Conversion", ":", "0", "2", "3", "12", " ", "\t", "\r",
+              "\n", "x", "-1", "\u212a", "9" * 19]  # fmt: skip
+    rng = random.Random(20261123)
+    for _ in range(5000):
+        text = "".join(rng.choice(pieces) for _ in range(rng.randint(1, 14)))
+        if rng.random() < 0.5:
+            text = f"{rng.choice(['Status', 'status'])}:conversion:{rng.choice(['1', '3', '01'])}{text}"
+        expected = _status_code_by_the_message_rule(text)
+        assert status_code_of(text) == parse_log(text).status_code == expected, repr(text)
 
 
 def test_a_status_code_outside_0_to_3_is_fatal_not_a_blocked_status():

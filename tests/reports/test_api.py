@@ -267,7 +267,7 @@ def test_the_rerun_compresses_its_wal_where_the_server_lets_it(authed, converted
 
 
 def test_a_role_that_may_not_set_wal_compression_reruns_uncompressed(authed, converted, caplog):
-    from reports.actions import wal_compress
+    from corpora.lifecycle import wal_compress
 
     role = f"ccs_test_plain_{os.getpid()}"  # roles are the server's, not the test database's
     with connection.cursor() as cursor:

@@ -1,0 +1,82 @@
+"""Task statuses: codes, names, the count buckets, the report severities and the "in progress" and
+"blocked" predicates, in Python and as SQL fragments. The only place beside `conversion.statuses`
+(which defines the codes for the worker side, without Django) that spells a status number.
+
+Status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number), -1..-5 completed,
+<= -6 blocked (pause writes BLOCKED). "In progress" is TODO or leased (>= 0).
+"""
+
+from __future__ import annotations
+
+from conversion.statuses import (
+    BLOCKED,
+    COMPLETED_NAMES,
+    ERROR,
+    FATAL,
+    INVALID,
+    NO_PROBLEM,
+    TODO,
+    WARNING,
+    completed_status_name,
+    task_status_of,
+)
+
+__all__ = [
+    "BLOCKED", "BLOCKED_SQL", "COMPLETED", "COMPLETED_NAMES", "ERROR", "FATAL", "INVALID", "IN_PROGRESS_SQL",
+    "LEASED_SQL", "NO_PROBLEM", "OVERVIEW_ORDER", "QUEUED_BUCKET", "SEVERITIES", "STATUS_KEYS", "TODO", "WARNING",
+    "blocked", "completed_status_name", "in_progress", "leased", "status_name", "task_status_of",
+]  # fmt: skip
+
+COMPLETED: tuple[int, ...] = (NO_PROBLEM, WARNING, ERROR, FATAL, INVALID)
+
+# The task-count triggers (corpora migration 0002, ccs_status_bucket) count every lease mark in this
+# bucket and every blocked status in BLOCKED's.
+QUEUED_BUCKET = 1
+
+# Keys of per-service counts, in display order, and the count bucket of each.
+STATUS_KEYS: dict[str, int] = {
+    "todo": TODO,
+    "queued": QUEUED_BUCKET,
+    **{COMPLETED_NAMES[status]: status for status in COMPLETED},
+    "blocked": BLOCKED,
+}
+
+# The overview's order: results first, then what is not done.
+OVERVIEW_ORDER: tuple[str, ...] = (*(COMPLETED_NAMES[status] for status in COMPLETED), "blocked", "todo", "queued")
+
+# Severity page -> (statuses of the tasks it covers, severity of the messages it lists).
+SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
+    "no_problem": ((NO_PROBLEM,), "info"),
+    "warning": ((WARNING,), "warning"),
+    "error": ((ERROR,), "error"),
+    "fatal": ((FATAL,), "fatal"),
+    "invalid": ((INVALID,), "fatal"),
+    "info": (COMPLETED, "info"),
+}
+
+# SQL predicates on a task's `status` column (fixed text, safe to join into a statement).
+IN_PROGRESS_SQL = f"status >= {TODO}"
+LEASED_SQL = f"status > {TODO}"
+BLOCKED_SQL = f"status <= {BLOCKED}"
+
+
+def in_progress(status: int) -> bool:
+    """TODO or leased: the task still waits for a result."""
+    return status >= TODO
+
+
+def leased(status: int) -> bool:
+    """Carries a lease mark: handed to (or queued for) a worker."""
+    return status > TODO
+
+
+def blocked(status: int) -> bool:
+    """Paused: neither handed out nor counted as done."""
+    return status <= BLOCKED
+
+
+def status_name(status: int) -> str:
+    """The name of any task status: todo, queued, a completed status's name, or blocked."""
+    if in_progress(status):
+        return "todo" if status == TODO else "queued"
+    return COMPLETED_NAMES.get(status, "blocked")
