@@ -1,4 +1,4 @@
-"""The job kinds: a later feature adds a background job with one decorator line."""
+"""The job kinds: each app's tasks.py registers its background jobs here, one decorator line each."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Log messages of conversions. corpus_id and service_id are kept on each message (denormalized) so
-report queries never join through tasks."""
+"""Report data: log messages of conversions, per-task runtimes and their trigger-kept counts, and the
+rollup of grains with its built slices. corpus_id and service_id are kept on each message
+(denormalized) so report queries never join through tasks."""
 
 from __future__ import annotations
 
