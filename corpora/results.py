@@ -21,6 +21,8 @@ from pathlib import Path
 from django.conf import settings
 from django.db import transaction
 
+from jobs.actions import job_enqueue, job_send
+
 DISCARDED = ".discarded"
 
 
@@ -63,8 +65,6 @@ def results_discard(*, corpus_id: int | None = None, service_id: int | None = No
     names = [name for _path, name in moves]
     job = None
     if files > settings.RESULTS_REMOVE_INLINE:
-        from jobs.actions import job_enqueue, job_send
-
         job, _ = job_enqueue(kind="results_remove", actor=actor, params={"names": names, "files": files}, send=False)
 
     def move_and_remove() -> None:

@@ -17,6 +17,7 @@ from jobs.actions import job_enqueue
 from jobs.models import ACTIVE_STATES, Job
 from reports.models import GrainSlice
 from reports.queries import BULK_SETTINGS, SEVERITIES, pair_get, severity_check
+from runs.actions import run_open
 from services.queries import service_get
 
 
@@ -174,9 +175,6 @@ def rerun(
 ) -> dict[str, Any]:
     """Mark a slice for reprocessing in one transaction: open a new run, delete the old messages and
     runtimes of the tasks in scope, set them TODO, and clear the pair's grains."""
-    from reports.queries import BULK_SETTINGS, severity_check
-    from runs.actions import run_open
-
     corpus, service = corpus_get(corpus_name), service_get(service_name)
     if severity is None and (category or what):
         raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})

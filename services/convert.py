@@ -18,8 +18,10 @@ from rest_framework.response import Response
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.fields import StrictCharField
 from config.api.views import PublicApiView
+from conversion.engine import EngineMissing, convert_text
 from conversion.statuses import LATEXML_FATAL, LATEXML_NAMES
 from services.convert_slots import convert_slot_take
+from services.queries import conversion_sandbox
 
 _FORMATS = ["html5", "html", "html4", "xhtml", "xml"]
 _WHATS = ["document", "fragment", "math"]
@@ -82,9 +84,6 @@ class ConvertApi(PublicApiView):
         tags=["conversion"],
     )
     def post(self, request: Request) -> Response:
-        from conversion.engine import EngineMissing, convert_text
-        from services.queries import conversion_sandbox
-
         params = ConvertRequestSerializer(data=request.data)
         params.is_valid(raise_exception=True)
         options = dict(params.validated_data)
