@@ -218,7 +218,11 @@ def test_links_the_run_leaves_are_not_followed_when_its_output_is_read(tmp_path)
     assert b"HOSTSECRET" not in log and b"Status:conversion:3" in log
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only root hands the run to the sandbox user")
+@pytest.mark.skipif(
+    os.geteuid() != 0,
+    reason="only a root caller runs the sandbox as nobody and stages what nobody cannot reach;"
+    " otherwise bwrap runs as the caller, who reaches its own TMPDIR",
+)
 def test_a_temp_directory_the_sandbox_user_cannot_reach_still_converts(tmp_path, monkeypatch):
     # TMPDIR inside a private directory (as a test's tmp_path is): the probe and the staging copy of a
     # private working directory go to the system's temp directory instead of failing to bind.
