@@ -20,6 +20,8 @@ class Action(StrEnum):
     REPORTS_RERUN = "reports.rerun"
     REPORTS_REFRESH_PAIR = "reports.refresh_pair"
     REPORTS_REFRESH = "reports.refresh"
+    RUNS_SNAPSHOT = "runs.snapshot"
+    RUNS_PRUNE = "runs.prune"
     MAINTENANCE_REINDEX = "maintenance_reindex"
     MAINTENANCE_ANALYZE = "maintenance_analyze"
     TOKEN_CREATE = "token.create"

@@ -10,6 +10,7 @@ from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
 from ops.api import HealthzApi, metrics_view
 from reports import urls as reports_urls
+from runs import urls as runs_urls
 from services import urls as services_urls
 from services.convert import ConvertApi
 
@@ -19,6 +20,7 @@ api_urlpatterns = [
     *corpora_urls.api_urlpatterns,
     *services_urls.api_urlpatterns,
     *reports_urls.api_urlpatterns,
+    *runs_urls.api_urlpatterns,
     *jobs_urls.api_urlpatterns,
     *accounts_urls.api_urlpatterns,
 ]
@@ -33,6 +35,7 @@ urlpatterns = [
     path("", include(corpora_urls.urlpatterns)),
     path("", include(services_urls.urlpatterns)),
     path("", include(reports_urls.urlpatterns)),
+    path("", include(runs_urls.urlpatterns)),
     path("", include(jobs_urls.urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),
     path("metrics", metrics_view, name="metrics"),

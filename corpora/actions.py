@@ -15,7 +15,13 @@ from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from conversion.archive import Entry
 from corpora import scan
-from corpora.lifecycle import activation_tasks_create, extend_tasks_create, import_tasks_create, tasks_purge
+from corpora.lifecycle import (
+    activation_tasks_create,
+    extend_tasks_create,
+    import_tasks_create,
+    runs_close_drained,
+    tasks_purge,
+)
 from corpora.models import Activation, Corpus, CorpusState
 from corpora.queries import corpus_get
 from corpora.results import results_discard
@@ -73,13 +79,13 @@ def corpus_import_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[s
     return result
 
 
-def corpus_extend_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+def corpus_extend_run(*, corpus_id: int, progress: Progress, log: Log, actor: str = "") -> dict[str, Any]:
     """The extend job: only entries not yet in the corpus are added, with TODO tasks on every
-    activated service; existing documents, tasks and results are not touched."""
-    return _ingest_entries(corpus_id=corpus_id, progress=progress, log=log, extend=True)
+    activated service, each of which gets a new run; existing documents, tasks and results are not touched."""
+    return _ingest_entries(corpus_id=corpus_id, progress=progress, log=log, extend=True, actor=actor)
 
 
-def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: bool) -> dict[str, Any]:
+def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: bool, actor: str = "") -> dict[str, Any]:
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if corpus is None:
         raise JobFailed("The corpus was deleted before its job ran.")
@@ -98,6 +104,10 @@ def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: boo
     entries = _unique_names(scan.scan(directory, names, lambda done, total: progress(done, total)))
     progress(len(names), len(names), "writing documents")
     with transaction.atomic():
+        if extend and any(not e.problem for e in entries):
+            # Before the new TODO tasks, so that each open run is frozen with the statuses it produced.
+            for service_id in Activation.objects.filter(corpus=corpus).values_list("service_id", flat=True):
+                run_open(corpus_id=corpus.pk, service_id=service_id, owner=actor, description="extend")
         written = _write_documents(corpus, entries, extend=extend)
         if not extend:
             Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.READY, imported_at=timezone.now())
@@ -224,6 +234,7 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
     except Exception:
         Activation.objects.filter(pk=activation_id).delete()  # nothing was created: withdraw the activation
         raise
+    runs_close_drained({(activation.corpus_id, activation.service_id)})  # no document: nothing to wait for
     log(f"created {created} TODO tasks for {activation.service.name} on {activation.corpus.name}")
     progress(1, 1, f"created {created} tasks")
     return {"tasks": created, "run_id": run.pk}
@@ -239,8 +250,8 @@ def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | No
     if confirm != service_name:
         raise BadRequest(f"Pass confirm={service_name} to deactivate {service_name!r} and delete its results here.")
     with transaction.atomic():
+        run_close(corpus_id=corpus.pk, service_id=service.pk)  # frozen with its snapshot before the purge
         counts = tasks_purge(corpus_id=corpus.pk, service_id=service.pk)
-        run_close(corpus_id=corpus.pk, service_id=service.pk)
         activation.delete()
     discarded = results_discard(corpus_id=corpus.pk, service_id=service.pk, actor=actor)
     return {"tasks": counts["tasks"], "messages": counts["messages"], **discarded.counts()}

@@ -26,12 +26,12 @@ from conversion.logparse import Message
 from corpora.statuses import (
     BLOCKED,
     BLOCKED_SQL,
+    BUSY_BUCKETS,
     FATAL,
     IN_PROGRESS_SQL,
     INVALID,
     LEASED_SQL,
     NO_PROBLEM,
-    QUEUED_BUCKET,
     TODO,
 )
 from runs.actions import run_close
@@ -280,14 +280,15 @@ def messages_copy(cursor: CursorWrapper, rows: Iterable[tuple[Any, ...]]) -> Non
 
 
 def runs_close_drained(pairs: set[tuple[int, int]]) -> int:
-    """Close the open run of every pair that has no task left in progress (TODO or leased)."""
+    """Close the open run of every pair that has no task left TODO, leased or blocked (a paused run stays
+    open); each close freezes the run's tallies and snapshots its tasks (runs.actions.run_close)."""
     if not pairs:
         return 0
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount"
             " JOIN unnest(%s::bigint[], %s::bigint[]) AS p(c, s) ON corpus_id = p.c AND service_id = p.s"
-            f" WHERE bucket IN ({TODO}, {QUEUED_BUCKET}) AND count > 0",
+            f" WHERE bucket IN ({', '.join(map(str, BUSY_BUCKETS))}) AND count > 0",
             [[c for c, _ in pairs], [s for _, s in pairs]],
         )
         busy = set(cursor.fetchall())

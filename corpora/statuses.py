@@ -22,9 +22,11 @@ from conversion.statuses import (
 )
 
 __all__ = [
-    "BLOCKED", "BLOCKED_SQL", "COMPLETED", "COMPLETED_NAMES", "ERROR", "FATAL", "INVALID", "IN_PROGRESS_SQL",
-    "LEASED_SQL", "NO_PROBLEM", "OVERVIEW_ORDER", "QUEUED_BUCKET", "SEVERITIES", "STATUS_KEYS", "TODO", "WARNING",
-    "blocked", "completed_status_name", "in_progress", "leased", "status_name", "task_status_of",
+    "ABSENT", "ABSENT_BUCKET", "BLOCKED", "BLOCKED_SQL", "BUCKET_NAMES", "BUSY_BUCKETS", "COMPLETED",
+    "COMPLETED_NAMES", "DIFF_BUCKETS", "DIFF_BUCKET_NAMES", "DIFF_STATUSES", "ERROR", "FATAL", "INVALID",
+    "IN_PROGRESS_SQL", "LEASED_SQL", "NO_PROBLEM", "OVERVIEW_ORDER", "QUEUED_BUCKET", "SEVERITIES", "STATUS_KEYS",
+    "TODO", "WARNING", "blocked", "completed_status_name", "in_progress", "leased", "regressed", "status_name",
+    "task_status_of",
 ]  # fmt: skip
 
 COMPLETED: tuple[int, ...] = (NO_PROBLEM, WARNING, ERROR, FATAL, INVALID)
@@ -40,9 +42,22 @@ STATUS_KEYS: dict[str, int] = {
     **{COMPLETED_NAMES[status]: status for status in COMPLETED},
     "blocked": BLOCKED,
 }
-
 # The overview's order: results first, then what is not done.
 OVERVIEW_ORDER: tuple[str, ...] = (*(COMPLETED_NAMES[status] for status in COMPLETED), "blocked", "todo", "queued")
+BUCKET_NAMES: dict[int, str] = {bucket: key for key, bucket in STATUS_KEYS.items()}
+# A run stays open while its pair has a task in one of these buckets (TODO, leased, blocked).
+BUSY_BUCKETS: tuple[int, ...] = (TODO, QUEUED_BUCKET, BLOCKED)
+
+# Run diffs and converter comparisons: a snapshot or a service holds each task by its count bucket;
+# a document on one side only is "absent" on the other. ABSENT is no task status, only a diff's.
+ABSENT = "absent"
+ABSENT_BUCKET = 9
+DIFF_BUCKET_NAMES: dict[int, str] = {**BUCKET_NAMES, ABSENT_BUCKET: ABSENT}
+DIFF_BUCKETS: dict[str, int] = {name: bucket for bucket, name in DIFF_BUCKET_NAMES.items()}
+DIFF_STATUSES: tuple[str, ...] = (*OVERVIEW_ORDER, ABSENT)
+# Worse is higher: a transition between two completed statuses to a higher rank is a regression.
+_RANK: dict[str, int] = {"no_problem": 0, "warning": 1, "error": 2, "fatal": 3, "invalid": 3}
+
 
 # Severity page -> (statuses of the tasks it covers, severity of the messages it lists).
 SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
@@ -80,3 +95,8 @@ def status_name(status: int) -> str:
     if in_progress(status):
         return "todo" if status == TODO else "queued"
     return COMPLETED_NAMES.get(status, "blocked")
+
+
+def regressed(previous: str, current: str) -> bool:
+    """Both completed and the current status is worse (no_problem -> warning, error -> fatal, ...)."""
+    return previous in _RANK and current in _RANK and _RANK[current] > _RANK[previous]

@@ -18,7 +18,7 @@ def corpus_import_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str,
 @job_kind("corpus_extend")
 def corpus_extend_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Add the entries that arrived since the import, with TODO tasks on every activated service."""
-    return actions.corpus_extend_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)
+    return actions.corpus_extend_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log, actor=ctx.job.actor)
 
 
 @job_kind("service_activate")

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from config.errors import BadRequest
-from corpora.lifecycle import grains_clear, tasks_pause, tasks_rerun, tasks_resume
+from corpora.lifecycle import grains_clear, runs_close_drained, tasks_pause, tasks_rerun, tasks_resume
 from corpora.queries import corpus_get
 from corpora.statuses import COMPLETED
 from jobs.actions import job_enqueue
@@ -185,12 +185,14 @@ def rerun(
     else:
         statuses, message_severity = COMPLETED, None
     with transaction.atomic():
+        # First, so that a run still open is frozen with the statuses it produced, not the rerun's TODOs.
+        run = run_open(corpus_id=corpus.pk, service_id=service.pk, owner=actor, description=description)
         count = tasks_rerun(
             corpus_id=corpus.pk, service_id=service.pk, statuses=statuses, message_severity=message_severity,
             category=category, what=what, bulk_settings=BULK_SETTINGS,
         )  # fmt: skip
-        run = run_open(corpus_id=corpus.pk, service_id=service.pk, owner=actor, description=description)
         grains_clear([(corpus.pk, service.pk)])
+    runs_close_drained({(corpus.pk, service.pk)})  # an empty slice leaves nothing to wait for
     return {
         "corpus": corpus.name, "service": service.name, "severity": severity, "category": category, "what": what,
         "tasks": count, "run_id": run.pk,

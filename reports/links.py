@@ -51,6 +51,11 @@ def document_url(corpus: str, service: str, name: str) -> str:
     return _route("corpus-document", corpus=corpus, service=service, name=name)
 
 
+def document_api_url(corpus: str, service: str, name: str) -> str:
+    """The document report of a (corpus, service, document) in the API."""
+    return _route("api-document-report", corpus=corpus, service=service, name=name)
+
+
 def document_result_url(corpus: str, service: str, name: str) -> str:
     """The download of a document's stored result archive."""
     return _route("corpus-document-result", corpus=corpus, service=service, name=name)

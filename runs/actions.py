@@ -1,27 +1,173 @@
-"""Writes on runs: open one for a (corpus, service) pair, close it."""
+"""Writes on runs and snapshots: open and close runs, take snapshots, compute diffs, remove history.
 
+History is append-only over the API: a run is opened and closed, a snapshot appended, a diff computed
+once; only the deletion of a corpus or service and the human `prune_history` remove any of it.
+"""
+
+# ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
 from __future__ import annotations
 
-from django.db import connection
-from django.utils import timezone
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
+from django.db import connection, transaction
+
+from config.errors import NotFound
+from corpora.models import Activation
+from corpora.queries import corpus_get
+from corpora.statuses import ABSENT_BUCKET
 from runs.models import Run
+from runs.queries import pair_tallies
+from services.queries import service_get
+
+# Sorting and joining a million-row snapshot stays in memory; JIT compilation costs more than it saves.
+_SNAPSHOT_SETTINGS = ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off")
 
 
 def run_open(*, corpus_id: int, service_id: int, owner: str, description: str = "") -> Run:
-    """Close the pair's open run (if any) and open a new one; at most one is open per pair."""
+    """Close the pair's open run (if any, frozen with its snapshot) and open a new one; at most one is
+    open per pair. Call it before changing the tasks, so that the closed run keeps what it saw."""
     run_close(corpus_id=corpus_id, service_id=service_id)
     return Run.objects.create(corpus_id=corpus_id, service_id=service_id, owner=owner, description=description)
 
 
 def run_close(*, corpus_id: int, service_id: int) -> int:
-    return Run.objects.filter(corpus_id=corpus_id, service_id=service_id, finished_at__isnull=True).update(
-        finished_at=timezone.now()
-    )
+    """Close the pair's open run: freeze its per-status tallies and its end, and snapshot every task's
+    status at that moment. Returns the number of runs closed (0 or 1)."""
+    with transaction.atomic():
+        run = (
+            Run.objects.select_for_update()
+            .filter(corpus_id=corpus_id, service_id=service_id, finished_at__isnull=True)
+            .only("pk")
+            .first()
+        )
+        if run is None:
+            return 0
+        snapshot = snapshot_take(corpus_id=corpus_id, service_id=service_id)
+        Run.objects.filter(pk=run.pk).update(
+            finished_at=snapshot.taken_at,
+            tallies=pair_tallies(corpus_id, service_id),
+            snapshot_id=snapshot.snapshot_id,
+        )
+    return 1
+
+
+@dataclass(frozen=True)
+class SnapshotTaken:
+    snapshot_id: int
+    taken_at: datetime
+    rows: int
+
+
+def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
+    """Append the status of every task of the pair as one snapshot, in one statement."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in _SNAPSHOT_SETTINGS:
+            cursor.execute(statement)
+        cursor.execute(
+            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
+            " SELECT %s, %s, clock_timestamp(), count(*),"
+            "  coalesce(array_agg(document_id ORDER BY document_id), '{}'),"
+            "  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{}')"
+            " FROM corpora_task WHERE corpus_id = %s AND service_id = %s"
+            " RETURNING id, taken_at, tasks",
+            [corpus_id, service_id, corpus_id, service_id],
+        )
+        snapshot_id, taken_at, rows = cursor.fetchone()
+    return SnapshotTaken(snapshot_id, taken_at, rows)
+
+
+def snapshot_append(*, corpus_name: str, service_name: str) -> dict[str, Any]:
+    """POST .../snapshot: the current statuses of an activated pair as one new snapshot."""
+    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    if not Activation.objects.filter(corpus=corpus, service=service).exists():
+        raise NotFound(f"The service {service_name!r} is not active on the corpus {corpus_name!r}.")
+    taken = snapshot_take(corpus_id=corpus.pk, service_id=service.pk)
+    return {"corpus": corpus.name, "service": service.name, "taken_at": taken.taken_at, "rows": taken.rows}
+
+
+def diff_ensure(*, previous_id: int, current_id: int) -> int:
+    """The id of the diff of two snapshots, computing it first if nobody has: its matrix and one row per
+    document whose status changed, in one statement over the two snapshots. A concurrent caller waits
+    on the first one's row and reads its result."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM runs_snapshotdiff WHERE previous_id = %s AND current_id = %s", [previous_id, current_id]
+        )
+        row = cursor.fetchone()
+    if row:
+        return row[0]
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO runs_snapshotdiff (previous_id, current_id, matrix, changed, created_at)"
+            " VALUES (%s, %s, '[]', 0, now()) ON CONFLICT (previous_id, current_id) DO NOTHING RETURNING id",
+            [previous_id, current_id],
+        )
+        row = cursor.fetchone()
+        if row is None:  # computed meanwhile by another caller, whose commit the insert waited for
+            cursor.execute(
+                "SELECT id FROM runs_snapshotdiff WHERE previous_id = %s AND current_id = %s",
+                [previous_id, current_id],
+            )
+            return cursor.fetchone()[0]
+        diff_id = row[0]
+        for statement in _SNAPSHOT_SETTINGS:
+            cursor.execute(statement)
+        cursor.execute(
+            "SELECT p.document_ids = c.document_ids FROM runs_snapshot p, runs_snapshot c"
+            " WHERE p.id = %s AND c.id = %s",
+            [previous_id, current_id],
+        )
+        (same_documents,) = cursor.fetchone()
+        if same_documents:  # the usual case: pair the two status arrays position by position
+            pairs = (
+                "SELECT u.document_id, u.previous_status, u.current_status FROM runs_snapshot p, runs_snapshot c,"
+                " unnest(p.document_ids, p.statuses, c.statuses) AS u(document_id, previous_status, current_status)"
+                " WHERE p.id = %s AND c.id = %s"
+            )
+        else:
+            pairs = (
+                "SELECT coalesce(p.d, c.d) AS document_id,"
+                f" coalesce(p.s, {ABSENT_BUCKET})::smallint AS previous_status,"
+                f" coalesce(c.s, {ABSENT_BUCKET})::smallint AS current_status"
+                " FROM (SELECT u.d, u.s FROM runs_snapshot, unnest(document_ids, statuses) AS u(d, s) WHERE id = %s) p"
+                " FULL JOIN"
+                " (SELECT u.d, u.s FROM runs_snapshot, unnest(document_ids, statuses) AS u(d, s) WHERE id = %s) c"
+                " ON p.d = c.d"
+            )
+        cursor.execute(
+            f"WITH pairs AS MATERIALIZED ({pairs}),"
+            " changed AS (INSERT INTO runs_taskdiff (diff_id, previous_status, current_status, document_id)"
+            "  SELECT %s, previous_status, current_status, document_id FROM pairs"
+            "  WHERE previous_status <> current_status ORDER BY 2, 3, 4)"
+            " SELECT previous_status, current_status, count(*) FROM pairs GROUP BY 1, 2 ORDER BY 1 DESC, 2 DESC",
+            [previous_id, current_id, diff_id],
+        )
+        matrix = [list(row) for row in cursor.fetchall()]
+        changed = sum(count for previous, current, count in matrix if previous != current)
+        cursor.execute(
+            "UPDATE runs_snapshotdiff SET matrix = %s::jsonb, changed = %s WHERE id = %s",
+            [json.dumps(matrix), changed, diff_id],
+        )
+    return diff_id
 
 
 def runs_delete_for(*, corpus_id: int | None = None, service_id: int | None = None) -> None:
-    """Remove the runs of a corpus or a service that is itself being deleted."""
+    """Remove the runs, snapshots and diffs of a corpus or a service that is itself being deleted (both
+    snapshots of a diff belong to the same pair)."""
     column, value = ("corpus_id", corpus_id) if corpus_id is not None else ("service_id", service_id)
-    with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM runs_run WHERE {column} = %s", [value])  # noqa: S608
+    diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{column} = %s"
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [value])
+        cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [value])
+        cursor.execute(f"DELETE FROM runs_run WHERE {column} = %s", [value])
+        cursor.execute(f"DELETE FROM runs_snapshot WHERE {column} = %s", [value])
+
+
+def diff_ready(previous_id: int | None, current_id: int | None) -> int | None:
+    """The diff of a scope's two snapshots (runs.queries.diff_scope), made if needed; None without two."""
+    if previous_id is None or current_id is None:
+        return None
+    return diff_ensure(previous_id=previous_id, current_id=current_id)

@@ -1,9 +1,36 @@
-"""Runs: one conversion campaign of a service over a corpus. At most one is open per pair."""
+"""Runs and snapshots.
+
+A run is one conversion campaign of a service over a corpus; at most one is open per pair. A snapshot
+freezes the status of every task of a pair at one moment, as two parallel arrays ordered by document
+(docs/decisions.md, "Snapshots": 3.4 MB per million tasks against 80 MB as rows). A diff of two
+snapshots is computed once and kept (snapshots never change): its matrix, and one row per document
+whose status changed, so that every page of the task list is an index range.
+"""
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 from django.db.models import Q
+
+
+class Snapshot(models.Model):
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, related_name="+")
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, related_name="+")
+    taken_at = models.DateTimeField()
+    tasks = models.IntegerField(help_text="rows appended: one per task of the pair")
+    # document_ids ascending; statuses[i] is the count bucket (corpora.statuses) of document_ids[i]'s task.
+    document_ids = ArrayField(models.BigIntegerField())
+    statuses = ArrayField(models.SmallIntegerField())
+
+    class Meta:
+        ordering = ["-taken_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "service", "taken_at"], name="snapshot_unique_pair_time")
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.pk} of {self.service_id} on {self.corpus_id} at {self.taken_at}"
 
 
 class Run(models.Model):
@@ -13,6 +40,10 @@ class Run(models.Model):
     description = models.TextField(blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # Frozen when the run closes: the pair's per-status counts (corpora.queries.status_counts) and the
+    # snapshot taken at that moment.
+    tallies = models.JSONField(null=True, blank=True)
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, null=True, blank=True, related_name="+")
 
     class Meta:
         ordering = ["-started_at"]
@@ -21,6 +52,50 @@ class Run(models.Model):
                 fields=["corpus", "service"], name="run_one_open_per_pair", condition=Q(finished_at__isnull=True)
             )
         ]
+        indexes = [
+            models.Index(fields=["-started_at", "-id"], name="run_newest"),
+            models.Index(fields=["corpus", "service", "-started_at"], name="run_pair_newest"),
+        ]
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.service_id} on {self.corpus_id}"
+
+
+class SnapshotDiff(models.Model):
+    """The comparison of two snapshots of one pair, computed on first use; its TaskDiff rows list the
+    documents whose status changed."""
+
+    previous = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, related_name="+")
+    current = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, related_name="+")
+    # [[previous status, current status, count], ...] over every document of either snapshot.
+    matrix = models.JSONField()
+    changed = models.IntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["previous", "current"], name="snapshotdiff_unique_pair")]
+
+    def __str__(self) -> str:
+        return f"diff {self.previous_id} -> {self.current_id}"
+
+
+class TaskDiff(models.Model):
+    """A document whose status differs between the two snapshots of a diff. Statuses are count buckets
+    (corpora.statuses), ABSENT_BUCKET where the document is missing from that snapshot; the key orders
+    a diff's rows by transition, then document, so that every page, filtered or not, is one index range."""
+
+    pk = models.CompositePrimaryKey("diff", "previous_status", "current_status", "document_id")
+    diff = models.ForeignKey(SnapshotDiff, on_delete=models.DO_NOTHING, related_name="+", db_index=False)
+    previous_status = models.SmallIntegerField()
+    current_status = models.SmallIntegerField()
+    document_id = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["diff", "current_status", "previous_status", "document_id"], name="taskdiff_by_current"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}: {self.previous_status} -> {self.current_status}"

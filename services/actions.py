@@ -10,6 +10,7 @@ from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from corpora.lifecycle import tasks_purge
 from corpora.results import results_discard
+from runs.actions import runs_delete_for
 from services.models import Service
 from services.queries import service_get
 
@@ -50,7 +51,8 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
     with transaction.atomic(), connection.cursor() as cursor:
         counts = tasks_purge(service_id=service.pk)
-        for table in ("corpora_activation", "runs_run", "services_worker"):
+        runs_delete_for(service_id=service.pk)
+        for table in ("corpora_activation", "services_worker"):
             cursor.execute(f"DELETE FROM {table} WHERE service_id = %s", [service.pk])  # noqa: S608
         cursor.execute("DELETE FROM services_service WHERE id = %s", [service.pk])
     discarded = results_discard(service_id=service.pk, actor=actor)

@@ -1,0 +1,146 @@
+"""API of runs: history, the open run, snapshots, diffs of two snapshots and their task lists, and the
+comparison of two services on one corpus."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import JsonResponse
+from drf_spectacular.utils import OpenApiResponse, extend_schema
+from rest_framework import status
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.serializers import Serializer
+
+from accounts.journal import Action
+from config.api.schema import problems
+from config.api.views import PublicApiView, TokenApiView
+from reports.queries import page_check
+from runs.actions import diff_ready, snapshot_append
+from runs.queries import (
+    compare_matrix,
+    compare_scope,
+    compare_tasks,
+    diff_scope,
+    pair_runs,
+    run_current,
+    run_diff,
+    run_history,
+    task_diffs,
+)
+from runs.serializers import (
+    CompareParamsSerializer,
+    CompareSerializer,
+    CompareTaskSerializer,
+    DiffParamsSerializer,
+    PairRunsParamsSerializer,
+    RunDiffSerializer,
+    RunListParamsSerializer,
+    RunSerializer,
+    SnapshotAckSerializer,
+    TaskDiffParamsSerializer,
+    TaskDiffSerializer,
+)
+
+
+def params(serializer: type[Serializer], request: Request) -> dict[str, Any]:
+    checked = serializer(data=request.query_params)
+    checked.is_valid(raise_exception=True)
+    return dict(checked.validated_data)
+
+
+class RunListApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_list", summary="Every run, newest first (filters corpus, service, owner; limit)",
+        parameters=[RunListParamsSerializer], responses={200: RunSerializer(many=True), **problems(400)},
+        tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request) -> Response:
+        return Response(RunSerializer(run_history(**params(RunListParamsSerializer, request)), many=True).data)
+
+
+class PairRunsApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_pair", summary="The runs of a (corpus, service) pair, most recent first",
+        parameters=[PairRunsParamsSerializer], responses={200: RunSerializer(many=True), **problems(404)},
+        tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        runs = pair_runs(corpus, service, **params(PairRunsParamsSerializer, request))
+        return Response(RunSerializer(runs, many=True).data)
+
+
+class CurrentRunApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_current", summary="The open run of a pair with live tallies, or null",
+        responses={200: OpenApiResponse(RunSerializer, description="the open run, or null"), **problems(404)},
+        tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response | JsonResponse:
+        run = run_current(corpus, service)
+        if run is None:  # DRF renders None as an empty body; the answer is the JSON literal null
+            return JsonResponse(None, safe=False)
+        return Response(RunSerializer(run).data)
+
+
+class SnapshotApi(TokenApiView):
+    audit_action = Action.RUNS_SNAPSHOT
+
+    @extend_schema(
+        operation_id="runs_snapshot", summary="Append the pair's current task statuses as one snapshot (202)",
+        request=None, responses={202: SnapshotAckSerializer, **problems(404)}, tags=["runs"],
+    )  # fmt: skip
+    def post(self, request: Request, corpus: str, service: str) -> Response:
+        ack = snapshot_append(corpus_name=corpus, service_name=service)
+        return Response(SnapshotAckSerializer(ack).data, status=status.HTTP_202_ACCEPTED)
+
+
+class RunDiffApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_diff",
+        summary="Snapshot dates and the matrix previous status x current status (default: the two latest)",
+        parameters=[DiffParamsSerializer], responses={200: RunDiffSerializer, **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        scope = diff_scope(corpus, service, **params(DiffParamsSerializer, request))
+        diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+        return Response(RunDiffSerializer(run_diff(scope, diff_id)).data)
+
+
+class TaskDiffsApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_tasks",
+        summary="Documents whose status changed between two snapshots, by transition, paginated",
+        parameters=[TaskDiffParamsSerializer], responses={200: TaskDiffSerializer(many=True), **problems(400, 404)},
+        tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        query = params(TaskDiffParamsSerializer, request)
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+        return Response(TaskDiffSerializer(task_diffs(scope, diff_id, page, **query), many=True).data)
+
+
+class CompareApi(PublicApiView):
+    @extend_schema(
+        operation_id="compare_services",
+        summary="Two services on one corpus: the matrix A's status x B's status over every document",
+        responses={200: CompareSerializer, **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service_a: str, service_b: str) -> Response:
+        return Response(CompareSerializer(compare_matrix(compare_scope(corpus, service_a, service_b))).data)
+
+
+class CompareTasksApi(PublicApiView):
+    @extend_schema(
+        operation_id="compare_tasks",
+        summary="The documents on which two services differ, in document order, paginated",
+        parameters=[CompareParamsSerializer],
+        responses={200: CompareTaskSerializer(many=True), **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service_a: str, service_b: str) -> Response:
+        query = params(CompareParamsSerializer, request)
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        tasks = compare_tasks(compare_scope(corpus, service_a, service_b), page, **query)
+        return Response(CompareTaskSerializer(tasks, many=True).data)

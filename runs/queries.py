@@ -1,0 +1,361 @@
+"""Reads of runs and snapshots: history, the open run, snapshot dates, diffs and their task lists, and
+the comparison of two services on one corpus. A diff is read after runs.actions.diff_ensure made it."""
+
+# ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from config.errors import BadRequest, NotFound
+from corpora.models import Activation, Corpus, TaskCount
+from corpora.queries import corpus_get, status_counts
+from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
+from reports.links import document_api_url
+from reports.queries import BULK_SETTINGS, Page
+from runs.models import Run, Snapshot, SnapshotDiff
+from services.models import Service
+from services.queries import service_get
+
+# --- runs ----------------------------------------------------------------------------------------
+
+
+def pair_tallies(corpus_id: int, service_id: int) -> dict[str, Any]:
+    """The pair's per-status counts now, from the trigger-kept counts."""
+    rows = TaskCount.objects.filter(corpus_id=corpus_id, service_id=service_id).values_list("bucket", "count")
+    return status_counts(list(rows))
+
+
+def history_limit(limit: int | None) -> int:
+    """`limit` of a run history: default RUNS_PAGE_DEFAULT, at most RUNS_PAGE_MAX, 400 below 1."""
+    if limit is None:
+        return settings.RUNS_PAGE_DEFAULT
+    if limit < 1:
+        raise BadRequest("limit must be at least 1.", errors={"limit": ["at least 1"]})
+    return min(limit, settings.RUNS_PAGE_MAX)
+
+
+def _run_records(runs: list[Run]) -> list[dict[str, Any]]:
+    open_pairs = {(r.corpus_id, r.service_id) for r in runs if r.finished_at is None}
+    live = {pair: pair_tallies(*pair) for pair in open_pairs}
+    return [_run_record(run, live.get((run.corpus_id, run.service_id))) for run in runs]
+
+
+def _run_record(run: Run, live_tallies: dict[str, Any] | None = None) -> dict[str, Any]:
+    end = run.finished_at
+    return {
+        "id": run.pk,
+        "corpus": run.corpus.name,
+        "service": run.service.name,
+        "owner": run.owner,
+        "description": run.description,
+        "started_at": run.started_at,
+        "finished_at": end,
+        "duration_seconds": round((end - run.started_at).total_seconds(), 3) if end else None,
+        "open": end is None,
+        "tallies": run.tallies if end is not None else live_tallies,
+        "snapshot_at": run.snapshot.taken_at if run.snapshot_id else None,
+    }
+
+
+def _runs() -> Any:
+    return Run.objects.select_related("corpus", "service", "snapshot").defer(
+        "snapshot__document_ids", "snapshot__statuses"
+    )
+
+
+def run_history(
+    *, corpus: str | None = None, service: str | None = None, owner: str | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """GET /api/runs: every run, newest first, optionally of one corpus, service or owner."""
+    runs = _runs()
+    if corpus:
+        runs = runs.filter(corpus__name=corpus)
+    if service:
+        runs = runs.filter(service__name=service)
+    if owner:
+        runs = runs.filter(owner=owner)
+    return _run_records(list(runs.order_by("-started_at", "-id")[: history_limit(limit)]))
+
+
+@dataclass(frozen=True)
+class Pair:
+    corpus: Corpus
+    service: Service
+
+
+def pair_known(corpus_name: str, service_name: str) -> Pair:
+    """A (corpus, service) pair with an activation or a history; 404 for anything else."""
+    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    known = (
+        Activation.objects.filter(corpus=corpus, service=service).exists()
+        or Run.objects.filter(corpus=corpus, service=service).exists()
+        or Snapshot.objects.filter(corpus=corpus, service=service).exists()
+    )
+    if not known:
+        raise NotFound(f"The service {service_name!r} has never run on the corpus {corpus_name!r}.")
+    return Pair(corpus, service)
+
+
+def pair_runs(corpus_name: str, service_name: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """GET /api/runs/{corpus}/{service}: the pair's runs, most recent first."""
+    pair = pair_known(corpus_name, service_name)
+    runs = _runs().filter(corpus=pair.corpus, service=pair.service).order_by("-started_at", "-id")
+    return _run_records(list(runs[: history_limit(limit)]))
+
+
+def run_current(corpus_name: str, service_name: str) -> dict[str, Any] | None:
+    """GET /api/runs/{corpus}/{service}/current: the open run with live tallies, or None."""
+    pair = pair_known(corpus_name, service_name)
+    run = _runs().filter(corpus=pair.corpus, service=pair.service, finished_at__isnull=True).first()
+    return _run_records([run])[0] if run else None
+
+
+# --- snapshots and diffs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    id: int
+    taken_at: datetime
+    tasks: int
+
+
+@dataclass(frozen=True)
+class DiffScope:
+    """Two snapshots of a pair to compare (either None when the pair has fewer than two), and every
+    snapshot date of the pair, newest first."""
+
+    pair: Pair
+    dates: list[datetime]
+    previous: SnapshotRef | None
+    current: SnapshotRef | None
+
+
+def diff_scope(
+    corpus_name: str, service_name: str, previous: datetime | None = None, current: datetime | None = None
+) -> DiffScope:
+    """Resolve `previous` and `current` to snapshots of the pair (404 for a date that is none); by default
+    the two most recent. A `previous` alone is compared with the latest snapshot."""
+    pair = pair_known(corpus_name, service_name)
+    refs = [
+        SnapshotRef(*row)
+        for row in Snapshot.objects.filter(corpus=pair.corpus, service=pair.service)
+        .order_by("-taken_at")
+        .values_list("id", "taken_at", "tasks")
+    ]
+    by_date = {ref.taken_at: ref for ref in refs}
+
+    def pick(date: datetime, which: str) -> SnapshotRef:
+        if date not in by_date:
+            raise NotFound(
+                f"No snapshot of {service_name!r} on {corpus_name!r} was taken at {date.isoformat()}; "
+                "available_dates of the diff lists those that were.",
+                errors={which: ["not a snapshot date"]},
+            )
+        return by_date[date]
+
+    cur = pick(current, "current") if current is not None else (refs[0] if refs else None)
+    if previous is not None:
+        prev = pick(previous, "previous")
+    else:
+        older = [ref for ref in refs if cur is not None and ref.taken_at < cur.taken_at]
+        prev = older[0] if older else None
+    if prev is None or cur is None:
+        return DiffScope(pair, [ref.taken_at for ref in refs], None, None)
+    return DiffScope(pair, [ref.taken_at for ref in refs], prev, cur)
+
+
+def _cells(matrix: list[list[int]]) -> list[dict[str, Any]]:
+    return [
+        {"previous": DIFF_BUCKET_NAMES[p], "current": DIFF_BUCKET_NAMES[c], "count": n,
+         "regression": regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c])}
+        for p, c, n in matrix
+    ]  # fmt: skip
+
+
+def run_diff(scope: DiffScope, diff_id: int | None) -> dict[str, Any]:
+    """GET /api/runs/{corpus}/{service}/diff: the snapshot dates and the matrix of the chosen pair."""
+    diff = SnapshotDiff.objects.filter(pk=diff_id).first() if diff_id else None
+    matrix = _cells(diff.matrix) if diff else []
+    return {
+        "corpus": scope.pair.corpus.name,
+        "service": scope.pair.service.name,
+        "available_dates": scope.dates,
+        "previous": scope.previous.taken_at if scope.previous else None,
+        "current": scope.current.taken_at if scope.current else None,
+        "total": sum(cell["count"] for cell in matrix),
+        "changed": diff.changed if diff else 0,
+        "regressions": sum(cell["count"] for cell in matrix if cell["regression"]),
+        "matrix": matrix,
+    }
+
+
+def status_filter(name: str | None, which: str) -> int | None:
+    """A status name of a diff filter (the overview's keys, or absent) as its bucket; 400 if unknown."""
+    if name in (None, ""):
+        return None
+    if name not in DIFF_BUCKETS:
+        raise BadRequest(
+            f"Unknown {which} {name!r}; use one of {', '.join(DIFF_BUCKETS)}.",
+            errors={which: ["unknown status"]},
+        )
+    return DIFF_BUCKETS[name]
+
+
+def _transition_where(previous: int | None, current: int | None, change: str | None) -> tuple[str, list[Any]]:
+    clauses, params = [], []
+    if previous is not None:
+        clauses.append("previous_status = %s")
+        params.append(previous)
+    if current is not None:
+        clauses.append("current_status = %s")
+        params.append(current)
+    if change == "regressed":
+        names = DIFF_BUCKET_NAMES.items()
+        pairs = [(p, c) for p, p_name in names for c, c_name in names if regressed(p_name, c_name)]
+        clauses.append("(previous_status, current_status) IN (" + ", ".join(["(%s, %s)"] * len(pairs)) + ")")
+        params.extend(v for pair in pairs for v in pair)
+    return "".join(f" AND {clause}" for clause in clauses), params
+
+
+def task_diffs(
+    scope: DiffScope,
+    diff_id: int | None,
+    page: Page,
+    *,
+    previous_status: str | None = None,
+    current_status: str | None = None,
+    change: str | None = None,
+) -> list[dict[str, Any]]:
+    """GET /api/runs/{corpus}/{service}/tasks: the documents whose status changed, by transition and
+    document, optionally of one transition (or only regressions); one index range per page."""
+    previous = status_filter(previous_status, "previous_status")
+    current = status_filter(current_status, "current_status")
+    if diff_id is None:
+        return []
+    where, params = _transition_where(previous, current, change)
+    # A filter on the current status alone reads the index that leads with it.
+    by_current = current is not None and previous is None
+    order = "current_status, previous_status" if by_current else "previous_status, current_status"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT d.name, t.previous_status, t.current_status FROM"
+            f" (SELECT previous_status, current_status, document_id FROM runs_taskdiff WHERE diff_id = %s{where}"
+            f"  ORDER BY {order}, document_id OFFSET %s LIMIT %s) t"
+            f" JOIN corpora_document d ON d.id = t.document_id ORDER BY t.{order.replace(', ', ', t.')}, t.document_id",
+            [diff_id, *params, page.offset, page.page_size],
+        )
+        rows = cursor.fetchall()
+    corpus, service = scope.pair.corpus.name, scope.pair.service.name
+    return [_task_diff(corpus, service, name, p, c) for name, p, c in rows]
+
+
+def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> dict[str, Any]:
+    previous_name, current_name = DIFF_BUCKET_NAMES[previous], DIFF_BUCKET_NAMES[current]
+    return {
+        "document": name,
+        "previous_status": previous_name,
+        "current_status": current_name,
+        "regression": regressed(previous_name, current_name),
+        "report": document_api_url(corpus, service, name),
+    }
+
+
+# --- converter comparison ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ComparePair:
+    corpus: Corpus
+    service_a: Service
+    service_b: Service
+
+
+def compare_scope(corpus_name: str, service_a: str, service_b: str) -> ComparePair:
+    corpus, a, b = corpus_get(corpus_name), service_get(service_a), service_get(service_b)
+    if a.pk == b.pk:
+        raise BadRequest("Compare two different services.", errors={"service_b": ["same as service_a"]})
+    for service in (a, b):
+        if not TaskCount.objects.filter(corpus=corpus, service=service, count__gt=0).exists():
+            raise NotFound(f"The service {service.name!r} has no tasks on the corpus {corpus_name!r}.")
+    return ComparePair(corpus, a, b)
+
+
+def _compare_join() -> str:
+    """Each document of the corpus with its status bucket under A and under B (ABSENT_BUCKET where a
+    service has no task for it), joined in document order on the (service, document) key."""
+    return (
+        "SELECT coalesce(a.document_id, b.document_id) AS document_id,"
+        f" coalesce(ccs_status_bucket(a.status), {ABSENT_BUCKET}) AS status_a,"
+        f" coalesce(ccs_status_bucket(b.status), {ABSENT_BUCKET}) AS status_b"
+        " FROM (SELECT document_id, status FROM corpora_task WHERE service_id = %s AND corpus_id = %s) a"
+        " FULL JOIN (SELECT document_id, status FROM corpora_task WHERE service_id = %s AND corpus_id = %s) b"
+        " ON a.document_id = b.document_id"
+    )
+
+
+def _compare_params(scope: ComparePair) -> list[int]:
+    return [scope.service_a.pk, scope.corpus.pk, scope.service_b.pk, scope.corpus.pk]
+
+
+def compare_matrix(scope: ComparePair) -> dict[str, Any]:
+    """GET /api/compare/{corpus}/{a}/{b}: A's status x B's status -> documents, over the corpus now."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in BULK_SETTINGS:  # the hash join of two million-task services stays in memory
+            cursor.execute(statement)
+        cursor.execute(
+            f"SELECT status_a, status_b, count(*) FROM ({_compare_join()}) j GROUP BY 1, 2 ORDER BY 1 DESC, 2 DESC",
+            _compare_params(scope),
+        )
+        rows = cursor.fetchall()
+    matrix = [
+        {"status_a": DIFF_BUCKET_NAMES[a], "status_b": DIFF_BUCKET_NAMES[b], "count": n,
+         "regression": regressed(DIFF_BUCKET_NAMES[a], DIFF_BUCKET_NAMES[b])}
+        for a, b, n in rows
+    ]  # fmt: skip
+    return {
+        "corpus": scope.corpus.name,
+        "service_a": scope.service_a.name,
+        "service_b": scope.service_b.name,
+        "total": sum(cell["count"] for cell in matrix),
+        "differ": sum(cell["count"] for cell in matrix if cell["status_a"] != cell["status_b"]),
+        "regressions": sum(cell["count"] for cell in matrix if cell["regression"]),
+        "matrix": matrix,
+    }
+
+
+def compare_tasks(
+    scope: ComparePair,
+    page: Page,
+    *,
+    status_a: str | None = None,
+    status_b: str | None = None,
+    change: str | None = None,
+) -> list[dict[str, Any]]:
+    """GET /api/compare/{corpus}/{a}/{b}/tasks: the documents on which A and B differ, in document order,
+    optionally of one transition (A's status -> B's) or only those B made worse."""
+    a, b = status_filter(status_a, "status_a"), status_filter(status_b, "status_b")
+    where, params = _transition_where(a, b, change)
+    where = where.replace("previous_status", "status_a").replace("current_status", "status_b")
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT d.name, j.status_a, j.status_b FROM"
+            f" (SELECT * FROM ({_compare_join()}) j WHERE status_a <> status_b{where}"
+            "  ORDER BY document_id OFFSET %s LIMIT %s) j"
+            " JOIN corpora_document d ON d.id = j.document_id ORDER BY j.document_id",
+            [*_compare_params(scope), *params, page.offset, page.page_size],
+        )
+        rows = cursor.fetchall()
+    corpus = scope.corpus.name
+    return [
+        {"document": name, "status_a": DIFF_BUCKET_NAMES[sa], "status_b": DIFF_BUCKET_NAMES[sb],
+         "regression": regressed(DIFF_BUCKET_NAMES[sa], DIFF_BUCKET_NAMES[sb]),
+         "report_a": document_api_url(corpus, scope.service_a.name, name),
+         "report_b": document_api_url(corpus, scope.service_b.name, name)}
+        for name, sa, sb in rows
+    ]  # fmt: skip

@@ -1,0 +1,120 @@
+"""DTOs of runs, snapshots, diffs and converter comparisons, and the query parameters they take."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from config.api.fields import StrictCharField
+from corpora.serializers import StatusCountsSerializer
+from corpora.statuses import DIFF_BUCKETS
+from reports.serializers import PageParamsSerializer
+
+STATUS_HELP = f"one of {', '.join(DIFF_BUCKETS)}"
+CHANGE_HELP = "regressed: only transitions to a worse completed status (no_problem -> warning, error -> fatal, ...)"
+
+
+class RunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    owner = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    duration_seconds = serializers.FloatField(allow_null=True)
+    open = serializers.BooleanField()
+    tallies = StatusCountsSerializer(allow_null=True, help_text="frozen at the close; live while the run is open")
+    snapshot_at = serializers.DateTimeField(allow_null=True, help_text="the snapshot taken when the run closed")
+
+
+class RunListParamsSerializer(serializers.Serializer):
+    corpus = StrictCharField(required=False, max_length=100)
+    service = StrictCharField(required=False, max_length=100)
+    owner = StrictCharField(required=False, max_length=100)
+    limit = serializers.IntegerField(required=False, help_text="default 100, at most 500 (more is reduced to it)")
+
+    def validate_limit(self, value: int) -> int:
+        if value < 1:
+            raise serializers.ValidationError("at least 1")
+        return value
+
+
+class PairRunsParamsSerializer(serializers.Serializer):
+    limit = serializers.IntegerField(required=False, min_value=1, help_text="default 100, at most 500")
+
+
+class SnapshotAckSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    taken_at = serializers.DateTimeField(help_text="the snapshot's date, as available_dates of the diff lists it")
+    rows = serializers.IntegerField(help_text="rows appended: one per task of the pair")
+
+
+class DiffParamsSerializer(serializers.Serializer):
+    previous = serializers.DateTimeField(required=False, help_text="a snapshot date from available_dates")
+    current = serializers.DateTimeField(required=False, help_text="a snapshot date from available_dates")
+
+
+class TaskDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
+    previous_status = StrictCharField(required=False, max_length=20, help_text=STATUS_HELP)
+    current_status = StrictCharField(required=False, max_length=20, help_text=STATUS_HELP)
+    change = serializers.ChoiceField(choices=["regressed"], required=False, help_text=CHANGE_HELP)
+
+
+class DiffCellSerializer(serializers.Serializer):
+    previous = serializers.CharField()
+    current = serializers.CharField()
+    count = serializers.IntegerField()
+    regression = serializers.BooleanField()
+
+
+class RunDiffSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    available_dates = serializers.ListField(child=serializers.DateTimeField(), help_text="newest first")
+    previous = serializers.DateTimeField(allow_null=True)
+    current = serializers.DateTimeField(allow_null=True)
+    total = serializers.IntegerField(help_text="documents in either snapshot")
+    changed = serializers.IntegerField()
+    regressions = serializers.IntegerField()
+    matrix = DiffCellSerializer(many=True, help_text="previous status x current status -> documents")
+
+
+class TaskDiffSerializer(serializers.Serializer):
+    document = serializers.CharField()
+    previous_status = serializers.CharField()
+    current_status = serializers.CharField()
+    regression = serializers.BooleanField()
+    report = serializers.CharField(help_text="the document report in the API")
+
+
+class CompareParamsSerializer(PageParamsSerializer):
+    status_a = StrictCharField(required=False, max_length=20, help_text=STATUS_HELP)
+    status_b = StrictCharField(required=False, max_length=20, help_text=STATUS_HELP)
+    change = serializers.ChoiceField(choices=["regressed"], required=False, help_text=CHANGE_HELP)
+
+
+class CompareCellSerializer(serializers.Serializer):
+    status_a = serializers.CharField()
+    status_b = serializers.CharField()
+    count = serializers.IntegerField()
+    regression = serializers.BooleanField(help_text="B's status is worse than A's")
+
+
+class CompareSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service_a = serializers.CharField()
+    service_b = serializers.CharField()
+    total = serializers.IntegerField()
+    differ = serializers.IntegerField()
+    regressions = serializers.IntegerField()
+    matrix = CompareCellSerializer(many=True, help_text="A's status x B's status -> documents")
+
+
+class CompareTaskSerializer(serializers.Serializer):
+    document = serializers.CharField()
+    status_a = serializers.CharField()
+    status_b = serializers.CharField()
+    regression = serializers.BooleanField()
+    report_a = serializers.CharField()
+    report_b = serializers.CharField()

@@ -1,0 +1,82 @@
+"""Runs, snapshots and diffs through the API, on tasks whose statuses the test sets (no conversion)."""
+
+from __future__ import annotations
+
+import pytest
+
+from corpora.lifecycle import runs_close_drained
+from corpora.models import Task
+from runs.models import Run, Snapshot
+from tests.corpora.helpers import activated, imported
+
+pytestmark = pytest.mark.django_db
+
+PAIR = "/api/runs/a/tex_to_html"
+
+
+def _finish(statuses: list[int]) -> None:
+    tasks = Task.objects.filter(corpus__name="a", service__name="tex_to_html").order_by("document_id")
+    for task, status in zip(tasks, statuses, strict=True):
+        Task.objects.filter(pk=task.pk).update(status=status)
+    task = tasks.first()
+    runs_close_drained({(task.corpus_id, task.service_id)})
+
+
+def test_a_run_closes_with_frozen_tallies_and_a_snapshot_and_the_diff_shows_the_change(authed, corpus_root):
+    imported(corpus_root, "a", documents=4)
+    activated("a")
+    current = authed.get(f"{PAIR}/current").json()
+    assert current["open"] and current["tallies"]["todo"] == 4 and current["owner"] == "tester"
+    _finish([-1, -1, -2, -4])
+    assert authed.get(f"{PAIR}/current").json() is None
+    (run,) = authed.get(PAIR).json()
+    assert run["tallies"]["no_problem"] == 2 and run["tallies"]["fatal"] == 1 and run["snapshot_at"]
+    assert run["duration_seconds"] >= 0
+    rerun = authed.post("/api/reports/a/tex_to_html/rerun?severity=fatal")
+    assert rerun.status_code == 202
+    _finish([-1, -1, -2, -2])
+    runs = authed.get(PAIR).json()
+    assert [r["tallies"]["warning"] for r in runs] == [2, 1]
+    diff = authed.get(f"{PAIR}/diff").json()
+    assert len(diff["available_dates"]) == 2 and diff["changed"] == 1
+    cells = {(c["previous"], c["current"]): c["count"] for c in diff["matrix"]}
+    assert cells == {("no_problem", "no_problem"): 2, ("warning", "warning"): 1, ("fatal", "warning"): 1}
+    tasks = authed.get(f"{PAIR}/tasks").json()
+    assert [(t["document"], t["previous_status"], t["current_status"]) for t in tasks] == [("doc3", "fatal", "warning")]
+    assert authed.get(f"{PAIR}/tasks?previous_status=no_problem").json() == []
+    assert authed.get(f"{PAIR}/tasks?previous=yesterday").status_code == 400
+    assert authed.get(f"{PAIR}/tasks?previous_status=great").status_code == 400
+    assert authed.get(f"{PAIR}/diff?previous=2001-01-01T00:00:00Z").status_code == 404
+    older = diff["available_dates"][1]
+    again = authed.get(f"{PAIR}/diff", {"previous": older, "current": diff["available_dates"][0]}).json()
+    assert again["matrix"] == diff["matrix"]
+    assert authed.get("/api/runs?limit=0").status_code == 400
+    assert len(authed.get("/api/runs?corpus=a&limit=1").json()) == 1
+
+
+def test_snapshot_appends_one_row_per_task_and_compare_shows_the_differing_documents(authed, corpus_root):
+    imported(corpus_root, "a", documents=3)
+    activated("a")
+    activated("a", "tex_to_html_next")
+    ack = authed.post("/api/corpora/a/services/tex_to_html/snapshot")
+    assert ack.status_code == 202 and ack.json()["rows"] == 3
+    assert authed.post("/api/corpora/a/services/nope/snapshot").status_code == 404
+    Task.objects.filter(corpus__name="a", service__name="tex_to_html").update(status=-1)
+    Task.objects.filter(corpus__name="a", service__name="tex_to_html_next", document__name="doc1").update(status=-3)
+    Task.objects.filter(corpus__name="a", service__name="tex_to_html_next").exclude(document__name="doc1").update(
+        status=-1
+    )
+    matrix = authed.get("/api/compare/a/tex_to_html/tex_to_html_next").json()
+    assert matrix["differ"] == 1 and matrix["regressions"] == 1
+    tasks = authed.get("/api/compare/a/tex_to_html/tex_to_html_next/tasks").json()
+    assert [(t["document"], t["status_a"], t["status_b"]) for t in tasks] == [("doc1", "no_problem", "error")]
+    assert authed.get("/api/compare/a/tex_to_html/tex_to_html").status_code == 400
+
+
+def test_deleting_the_corpus_removes_its_runs_and_snapshots(authed, corpus_root):
+    imported(corpus_root, "a", documents=2)
+    activated("a")
+    _finish([-1, -1])
+    assert Snapshot.objects.count() == 1
+    assert authed.delete("/api/corpora/a?confirm=a").status_code in (200, 204)
+    assert not Run.objects.exists() and not Snapshot.objects.exists()
