@@ -80,3 +80,35 @@ def test_deleting_the_corpus_removes_its_runs_and_snapshots(authed, corpus_root)
     assert Snapshot.objects.count() == 1
     assert authed.delete("/api/corpora/a?confirm=a").status_code in (200, 204)
     assert not Run.objects.exists() and not Snapshot.objects.exists()
+
+
+def test_an_extend_opens_a_run_and_the_diff_marks_the_new_document_absent_before(authed, corpus_root):
+    from corpora.actions import corpus_extend
+    from jobs.runner import job_run
+    from tests.support import write_tex
+
+    imported(corpus_root, "a", documents=2)
+    activated("a")
+    _finish([-1, -2])
+    write_tex(corpus_root / "a" / "doc9.tex")
+    job_run(corpus_extend(name="a", actor="extender", send=False).pk)
+    current = authed.get(f"{PAIR}/current").json()
+    assert current["owner"] == "extender" and current["tallies"]["todo"] == 1
+    _finish([-1, -2, -1])
+    diff = authed.get(f"{PAIR}/diff").json()
+    cells = {(c["previous"], c["current"]): c["count"] for c in diff["matrix"]}
+    assert cells == {("no_problem", "no_problem"): 1, ("warning", "warning"): 1, ("absent", "no_problem"): 1}
+    tasks = authed.get(f"{PAIR}/tasks?previous_status=absent").json()
+    assert [(t["document"], t["current_status"]) for t in tasks] == [("doc9", "no_problem")]
+
+
+def test_a_paused_run_stays_open_until_its_blocked_tasks_are_done(authed, corpus_root):
+    imported(corpus_root, "a", documents=2)
+    activated("a")
+    assert authed.post("/api/reports/a/tex_to_html/pause").json()["blocked"] == 2
+    task = Task.objects.filter(corpus__name="a", service__name="tex_to_html").first()
+    runs_close_drained({(task.corpus_id, task.service_id)})
+    assert authed.get(f"{PAIR}/current").json()["tallies"]["blocked"] == 2
+    authed.post("/api/reports/a/tex_to_html/resume")
+    _finish([-1, -1])
+    assert authed.get(f"{PAIR}/current").json() is None
