@@ -40,8 +40,17 @@ def history_limit(limit: int | None) -> int:
 
 
 def _run_records(runs: list[Run]) -> list[dict[str, Any]]:
+    """Run DTOs; the open runs' live tallies come from one read of the counts of all their pairs."""
     open_pairs = {(r.corpus_id, r.service_id) for r in runs if r.finished_at is None}
-    live = {pair: pair_tallies(*pair) for pair in open_pairs}
+    rows: dict[tuple[int, int], list[tuple[int, int]]] = {pair: [] for pair in open_pairs}
+    if open_pairs:
+        counts = TaskCount.objects.filter(
+            corpus_id__in={c for c, _ in open_pairs}, service_id__in={s for _, s in open_pairs}
+        ).values_list("corpus_id", "service_id", "bucket", "count")
+        for corpus_id, service_id, bucket, count in counts:
+            if (corpus_id, service_id) in rows:
+                rows[corpus_id, service_id].append((bucket, count))
+    live = {pair: status_counts(pair_rows) for pair, pair_rows in rows.items()}
     return [_run_record(run, live.get((run.corpus_id, run.service_id))) for run in runs]
 
 
