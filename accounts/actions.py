@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from accounts.journal import Action
@@ -60,8 +61,9 @@ def _clean(value: Any, limit: int = _PARAM_VALUE_LIMIT) -> Any:
     return _clean(str(value))
 
 
-def token_create(*, actor: str, created_by: str) -> tuple[ApiToken, str]:
-    """Issue a new token for `actor`; the raw token is returned once and never stored."""
+def token_create(*, actor: str, created_by: str, staff: bool = False) -> tuple[ApiToken, str]:
+    """Issue a new token for `actor`; the raw token is returned once and never stored. `staff` also lets
+    the actor's screen user into the admin-only screens (the retention screen)."""
     if not _ACTOR_NAME.match(actor):
         raise BadRequest(
             "An actor name is 1-100 characters of letters, digits and . _ @ : - and starts with a letter or digit."
@@ -70,6 +72,9 @@ def token_create(*, actor: str, created_by: str) -> tuple[ApiToken, str]:
     with journaled(actor=created_by, action=Action.TOKEN_CREATE, target=actor) as params:
         token = ApiToken.objects.create(actor=actor, prefix=raw[:12], digest=token_digest(raw))
         params["prefix"] = token.prefix
+        if staff:  # the user the sign-in creates for this actor (accounts.views.login_view)
+            get_user_model().objects.update_or_create(username=actor, defaults={"is_staff": True})
+            params["staff"] = True
     return token, raw
 
 

@@ -14,12 +14,23 @@ from typing import Any
 
 from django.db import connection, transaction
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import NotFound
 from corpora.models import Activation
 from corpora.queries import corpus_get
 from corpora.statuses import ABSENT_BUCKET
 from runs.models import Run
-from runs.queries import pair_tallies
+from runs.queries import (
+    PruneScope,
+    pair_tallies,
+    prune_runs_sql,
+    prune_scope,
+    prune_snapshots_sql,
+    prune_summary,
+    prune_tally,
+    taskdiff_share,
+)
 from services.queries import service_get
 
 # Sorting and joining a million-row snapshot stays in memory; JIT compilation costs more than it saves.
@@ -171,3 +182,67 @@ def diff_ready(previous_id: int | None, current_id: int | None) -> int | None:
     if previous_id is None or current_id is None:
         return None
     return diff_ensure(previous_id=previous_id, current_id=current_id)
+
+
+def history_prune(
+    *, before: datetime, corpus: str | None = None, service: str | None = None, actor: str
+) -> dict[str, Any]:
+    """Remove the history runs.queries.prune_preview shows for the same arguments, in one transaction:
+    the diff rows and diffs of the removed snapshots, the finished runs, then the snapshots (a kept run
+    that pointed at one loses its link). Returns what was removed, in the preview's shape; journaled."""
+    params = {"before": before.isoformat(), "corpus": corpus, "service": service}
+    target = f"{corpus or '*'}/{service or '*'}"
+    with journaled(actor=actor, action=Action.RUNS_PRUNE, target=target, params=params) as recorded:
+        scope = prune_scope(before, corpus, service)
+        summary = _prune(scope)
+        recorded["removed"] = summary["total"]
+        recorded["pairs"] = [f"{p['corpus']}/{p['service']}" for p in summary["pairs"]]
+    return summary
+
+
+def _prune(scope: PruneScope) -> dict[str, Any]:
+    snapshots, snapshot_params = prune_snapshots_sql(scope)
+    runs, run_params = prune_runs_sql(scope)
+    pairs: dict[tuple[int, int], dict[str, int]] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Locked first: a diff being computed on one of them waits for this prune, then finds it gone.
+        cursor.execute(f"{snapshots} FOR UPDATE OF s", snapshot_params)
+        snapshot_ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            "SELECT id FROM runs_snapshotdiff WHERE previous_id = ANY(%s) OR current_id = ANY(%s)",
+            [snapshot_ids, snapshot_ids],
+        )
+        diff_ids = [row[0] for row in cursor.fetchall()]
+        share = taskdiff_share()  # before the delete, as the preview reads it
+        cursor.execute(
+            "WITH gone AS (DELETE FROM runs_taskdiff WHERE diff_id = ANY(%s) RETURNING diff_id)"
+            " SELECT p.corpus_id, p.service_id, count(*) FROM gone"
+            " JOIN runs_snapshotdiff d ON d.id = gone.diff_id JOIN runs_snapshot p ON p.id = d.previous_id"
+            " GROUP BY 1, 2",
+            [diff_ids],
+        )
+        prune_tally(pairs, cursor.fetchall(), "diff_rows")
+        cursor.execute(
+            "WITH gone AS (DELETE FROM runs_snapshotdiff WHERE id = ANY(%s)"
+            "  RETURNING previous_id, pg_column_size(matrix) AS bytes)"
+            " SELECT p.corpus_id, p.service_id, count(*), sum(gone.bytes) FROM gone"
+            " JOIN runs_snapshot p ON p.id = gone.previous_id GROUP BY 1, 2",
+            [diff_ids],
+        )
+        prune_tally(pairs, cursor.fetchall(), "diffs", "bytes")
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM runs_run r WHERE {runs} RETURNING r.corpus_id, r.service_id)"
+            " SELECT corpus_id, service_id, count(*) FROM gone GROUP BY 1, 2",
+            run_params,
+        )
+        prune_tally(pairs, cursor.fetchall(), "runs")
+        cursor.execute("UPDATE runs_run SET snapshot_id = NULL WHERE snapshot_id = ANY(%s)", [snapshot_ids])
+        cursor.execute(
+            "WITH gone AS (DELETE FROM runs_snapshot WHERE id = ANY(%s)"
+            "  RETURNING corpus_id, service_id, pg_column_size(document_ids) + pg_column_size(statuses) AS bytes)"
+            " SELECT corpus_id, service_id, count(*), sum(bytes) FROM gone GROUP BY 1, 2",
+            [snapshot_ids],
+        )
+        prune_tally(pairs, cursor.fetchall(), "snapshots", "bytes")
+    # The diffs' taskdiff share is added from the diff-row counts, as in the preview.
+    return prune_summary(scope, pairs, share)

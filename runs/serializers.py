@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime, time
+
+from django.utils import dateparse, timezone
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
+from config.errors import BadRequest
 from corpora.serializers import StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
 from reports.serializers import PageParamsSerializer
@@ -118,3 +122,60 @@ class CompareTaskSerializer(serializers.Serializer):
     regression = serializers.BooleanField()
     report_a = serializers.CharField()
     report_b = serializers.CharField()
+
+
+# --- pruning (a human action: the command and the retention screen, never the API) ---------------
+
+CUTOFF_HELP = "a date YYYY-MM-DD (midnight, server time zone) or an ISO datetime such as 2024-05-01T12:00:00+00:00"
+
+
+def prune_cutoff(text: str) -> datetime:
+    """The cutoff of a prune from YYYY-MM-DD (its midnight) or an ISO datetime; one without an offset
+    is in the server's time zone. BadRequest with the accepted forms for anything else."""
+    text = text.strip()
+    try:
+        moment = dateparse.parse_datetime(text)
+        if moment is None:
+            day = dateparse.parse_date(text)
+            moment = datetime.combine(day, time()) if day else None
+    except ValueError:  # well formed but impossible, such as 2024-02-30
+        moment = None
+    if moment is None:
+        raise BadRequest(f"{text!r} is not a date: use {CUTOFF_HELP}.", errors={"before": ["not a date"]})
+    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+
+
+class PruneParamsSerializer(serializers.Serializer):
+    before = StrictCharField(max_length=40, help_text=CUTOFF_HELP)
+    corpus = StrictCharField(required=False, allow_blank=True, max_length=100)
+    service = StrictCharField(required=False, allow_blank=True, max_length=100)
+
+    def validate_before(self, value: str) -> datetime:
+        try:
+            return prune_cutoff(value)
+        except BadRequest as exc:
+            raise serializers.ValidationError(exc.detail) from exc
+
+    def validate(self, attrs: dict) -> dict:
+        return {**attrs, "corpus": attrs.get("corpus") or None, "service": attrs.get("service") or None}
+
+
+class PruneCountsSerializer(serializers.Serializer):
+    runs = serializers.IntegerField()
+    snapshots = serializers.IntegerField()
+    diffs = serializers.IntegerField()
+    diff_rows = serializers.IntegerField(help_text="changed-document rows of the removed diffs")
+    bytes = serializers.IntegerField(help_text="disk the removed rows occupy (reused after autovacuum)")
+
+
+class PrunePairSerializer(PruneCountsSerializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+
+
+class PruneSummarySerializer(serializers.Serializer):
+    before = serializers.DateTimeField()
+    corpus = serializers.CharField(allow_null=True)
+    service = serializers.CharField(allow_null=True)
+    pairs = PrunePairSerializer(many=True)
+    total = PruneCountsSerializer()

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import api
+from runs import api, views
 
 PAIR = "runs/<str:corpus>/<str:service>"
 COMPARE = "compare/<str:corpus>/<str:service_a>/<str:service_b>"
@@ -16,4 +16,8 @@ api_urlpatterns = [
     path(f"{COMPARE}/tasks", api.CompareTasksApi.as_view(), name="api-compare-tasks"),
 ]
 
-urlpatterns: list = []
+urlpatterns: list = [
+    # --- retention (pruning of run history; admins only, no API twin) ---
+    path("runs/retention", views.retention_view, name="runs-retention"),
+    # --- end of retention ---
+]

@@ -3,6 +3,7 @@ from __future__ import annotations
 from io import StringIO
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 
 from accounts.models import ApiToken, AuditEntry
@@ -30,6 +31,16 @@ def test_tokens_are_stored_hashed_never_raw():
     row = ApiToken.objects.get(actor="alice")
     assert raw not in (row.digest, row.prefix)
     assert len(row.digest) == 64 and row.prefix == raw[:12]
+
+
+def test_a_staff_token_admits_its_actor_to_the_admin_screens(client):
+    _create("alice")
+    out = StringIO()
+    call_command("create_token", "bob", "--staff", stdout=out)
+    assert list(get_user_model().objects.filter(is_staff=True).values_list("username", flat=True)) == ["bob"]
+    assert AuditEntry.objects.get(action="token.create", target="bob").params["staff"] is True
+    client.post("/login", {"token": out.getvalue().strip()})
+    assert client.get("/runs/retention").status_code == 200
 
 
 def test_creating_a_token_is_journaled():

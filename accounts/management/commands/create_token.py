@@ -12,10 +12,11 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("actor", help="who the token acts for, e.g. alice or ingest-bot")
+        parser.add_argument("--staff", action="store_true", help="also admit ACTOR to the admin-only screens")
 
-    def handle(self, *args: object, actor: str, **options: object) -> None:
+    def handle(self, *args: object, actor: str, staff: bool, **options: object) -> None:
         try:
-            _, raw = token_create(actor=actor, created_by=cli_actor())
+            _, raw = token_create(actor=actor, created_by=cli_actor(), staff=staff)
         except ServiceError as exc:
             raise CommandError(exc.detail) from exc
         self.stdout.write(raw)

@@ -64,7 +64,7 @@ class Command(BaseCommand):
             return
         call_command("migrate", interactive=False, verbosity=0)
         if not ApiToken.objects.exists():
-            _, raw = token_create(actor=stack.FIRST_ACTOR, created_by="up")
+            _, raw = token_create(actor=stack.FIRST_ACTOR, created_by="up", staff=True)
             self.stdout.write(f"First start: an admin token for actor '{stack.FIRST_ACTOR}' (shown once):")
             self.stdout.write(f"TOKEN={raw}")
         if not options["no_demo"] and stack.demo_load(actor=stack.FIRST_ACTOR):
