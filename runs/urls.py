@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import api
+from runs import api, views
 
 PAIR = "runs/<str:corpus>/<str:service>"
 COMPARE = "compare/<str:corpus>/<str:service_a>/<str:service_b>"
@@ -16,4 +16,13 @@ api_urlpatterns = [
     path(f"{COMPARE}/tasks", api.CompareTasksApi.as_view(), name="api-compare-tasks"),
 ]
 
-urlpatterns: list = []
+urlpatterns = [
+    path("runs", views.run_list_view, name="runs"),
+    path(f"{PAIR}", views.pair_view, name="runs-pair"),
+    path(f"{PAIR}/diff", views.diff_view, name="runs-diff"),
+    path(f"{PAIR}/tasks", views.tasks_view, name="runs-tasks"),
+    path(f"{PAIR}/snapshot", views.snapshot_view, name="runs-snapshot"),
+    path("compare/<str:corpus>", views.compare_pick_view, name="runs-compare-pick"),
+    path(f"{COMPARE}", views.compare_view, name="runs-compare"),
+    path(f"{COMPARE}/tasks", views.compare_tasks_view, name="runs-compare-tasks"),
+]
