@@ -69,6 +69,7 @@ def _corpus_page(request: HttpRequest, name: str, *, error: ServiceError | None 
             response.status_code = HTMX_STOP_POLLING
         return response
     context = {"corpus": corpus, "busy": busy, "error": error.detail if error else ""}
+    context["comparable"] = [s["name"] for s in corpus["services"] if not s["protected"] and s["counts"]["total"]]
     if request.user.is_authenticated:
         context["activatable"] = _activatable(corpus)
     return render(request, "corpora/detail.html", context, status=error.status if error else 200)

@@ -18,7 +18,7 @@ from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, DIFF_BUCKETS, reg
 from reports.links import document_api_url
 from reports.queries import BULK_SETTINGS, Page
 from runs.models import Run, Snapshot, SnapshotDiff
-from services.models import Service
+from services.models import PROTECTED_SERVICES, Service
 from services.queries import service_get
 
 # --- runs ----------------------------------------------------------------------------------------
@@ -264,6 +264,30 @@ def task_diffs(
     return [_task_diff(corpus, service, name, p, c) for name, p, c in rows]
 
 
+def task_diff_count(
+    diff_id: int | None,
+    *,
+    previous_status: str | None = None,
+    current_status: str | None = None,
+    change: str | None = None,
+) -> int:
+    """How many documents task_diffs lists under the same filters, from the diff's stored matrix (for
+    the screen's pager)."""
+    previous = status_filter(previous_status, "previous_status")
+    current = status_filter(current_status, "current_status")
+    diff = SnapshotDiff.objects.filter(pk=diff_id).only("matrix").first() if diff_id else None
+    if diff is None:
+        return 0
+    return sum(
+        count
+        for p, c, count in diff.matrix
+        if p != c
+        and previous in (None, p)
+        and current in (None, c)
+        and (change != "regressed" or regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c]))
+    )
+
+
 def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> dict[str, Any]:
     previous_name, current_name = DIFF_BUCKET_NAMES[previous], DIFF_BUCKET_NAMES[current]
     return {
@@ -293,6 +317,18 @@ def compare_scope(corpus_name: str, service_a: str, service_b: str) -> ComparePa
         if not TaskCount.objects.filter(corpus=corpus, service=service, count__gt=0).exists():
             raise NotFound(f"The service {service.name!r} has no tasks on the corpus {corpus_name!r}.")
     return ComparePair(corpus, a, b)
+
+
+def comparable_services(corpus_name: str, service_name: str) -> list[str]:
+    """The other converters with tasks on the corpus, by name: what the service can be compared with."""
+    names = (
+        TaskCount.objects.filter(corpus__name=corpus_name, count__gt=0)
+        .exclude(service__name=service_name)
+        .exclude(service__name__in=PROTECTED_SERVICES)
+        .values_list("service__name", flat=True)
+        .distinct()
+    )
+    return sorted(names)
 
 
 def _compare_join() -> str:

@@ -98,6 +98,13 @@ class CompareParamsSerializer(PageParamsSerializer):
     change = serializers.ChoiceField(choices=["regressed"], required=False, help_text=CHANGE_HELP)
 
 
+class ComparePickSerializer(serializers.Serializer):
+    """The corpus screen's comparison form: two services of the corpus (a screen of its own, no API twin)."""
+
+    service_a = StrictCharField(max_length=100)
+    service_b = StrictCharField(max_length=100)
+
+
 class CompareCellSerializer(serializers.Serializer):
     status_a = serializers.CharField()
     status_b = serializers.CharField()

@@ -16,8 +16,15 @@ api_urlpatterns = [
     path(f"{COMPARE}/tasks", api.CompareTasksApi.as_view(), name="api-compare-tasks"),
 ]
 
-urlpatterns: list = [
-    # --- retention (pruning of run history; admins only, no API twin) ---
+urlpatterns = [
+    path("runs", views.run_list_view, name="runs"),
+    # Pruning of run history: admins only, no API twin.
     path("runs/retention", views.retention_view, name="runs-retention"),
-    # --- end of retention ---
+    path(f"{PAIR}", views.pair_view, name="runs-pair"),
+    path(f"{PAIR}/diff", views.diff_view, name="runs-diff"),
+    path(f"{PAIR}/tasks", views.tasks_view, name="runs-tasks"),
+    path(f"{PAIR}/snapshot", views.snapshot_view, name="runs-snapshot"),
+    path("compare/<str:corpus>", views.compare_pick_view, name="runs-compare-pick"),
+    path(f"{COMPARE}", views.compare_view, name="runs-compare"),
+    path(f"{COMPARE}/tasks", views.compare_tasks_view, name="runs-compare-tasks"),
 ]

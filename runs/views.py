@@ -1,23 +1,429 @@
-"""Runs screens: the retention screen (pruning of run history)."""
+"""Run screens: the run history, a pair's run page, diffs of two snapshots as heat maps with their task
+lists, and the comparison of two converters; the same queries, DTOs and input serializers as /api/runs
+and /api/compare.
+
+Reads are public like their API twins; taking a snapshot needs a signed-in operator and is journaled.
+The retention screen (pruning of old history, admins only) has no API twin: history is append-only
+over the API.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
-from django.views.decorators.http import require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import BadRequest, Forbidden, ServiceError
-from config.screens import error_page, validated
-from runs.actions import history_prune
-from runs.queries import prune_preview
-from runs.serializers import CUTOFF_HELP, PruneParamsSerializer, PruneSummarySerializer
+from config.names import name_check
+from config.screens import error_page, form_params, validated
+from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
+from reports.links import document_url, report_url
+from reports.queries import page_check
+from reports.views.pages import pager
+from runs.actions import diff_ready, history_prune, snapshot_append
+from runs.queries import (
+    DiffScope,
+    compare_matrix,
+    compare_scope,
+    compare_tasks,
+    diff_scope,
+    pair_runs,
+    prune_preview,
+    run_current,
+    run_diff,
+    run_history,
+    task_diff_count,
+    task_diffs,
+)
+from runs.serializers import (
+    CUTOFF_HELP,
+    CompareParamsSerializer,
+    ComparePickSerializer,
+    CompareSerializer,
+    CompareTaskSerializer,
+    DiffParamsSerializer,
+    PairRunsParamsSerializer,
+    PruneParamsSerializer,
+    PruneSummarySerializer,
+    RunDiffSerializer,
+    RunListParamsSerializer,
+    RunSerializer,
+    SnapshotAckSerializer,
+    TaskDiffParamsSerializer,
+    TaskDiffSerializer,
+)
+
+# The run page lists this many regressions; a link leads to all of them.
+REGRESSIONS_SHOWN = 50
+# The tallies chart: one stacked bar per run, oldest on the left; sizes are SVG attributes (CSP).
+CHART = {"width": 760, "height": 240, "top": 14, "plot": 186, "axis_y": 200, "label_y": 218, "slot_max": 80}
+CHART_LABELS = 8  # at most this many run dates under the bars
+HEAT_LEVELS = 5
+
+
+# --- shared pieces -----------------------------------------------------------------------------------
+
+
+def given(query: QueryDict) -> QueryDict:
+    """The query string without its empty fields: an empty form field means "not narrowed", where the
+    API would have left the parameter out."""
+    kept = query.copy()
+    for key in [key for key, value in query.items() if value == ""]:
+        del kept[key]
+    return kept
+
+
+def crumbs(corpus: str, service: str, *tail: tuple[str, str | None]) -> list[dict[str, str | None]]:
+    """Corpora > corpus > service (its report) > runs > ..., each level linked but the last."""
+    trail: list[dict[str, str | None]] = [
+        {"label": "Corpora", "href": reverse("corpora")},
+        {"label": corpus, "href": reverse("corpus", kwargs={"name": corpus})},
+        {"label": service, "href": report_url(corpus, service)},
+        {"label": "runs", "href": reverse("runs-pair", kwargs={"corpus": corpus, "service": service})},
+        *({"label": label, "href": href} for label, href in tail),
+    ]
+    trail[-1]["href"] = None
+    return trail
+
+
+def duration_text(seconds: float | None) -> str:
+    """1.2 s, 3 min 4 s, 2 h 5 min: short enough for a table cell."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def run_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each run DTO with the link to its pair's run page and its duration in words."""
+    return [
+        {
+            "run": run,
+            "href": reverse("runs-pair", kwargs={"corpus": run["corpus"], "service": run["service"]}),
+            "duration": duration_text(run["duration_seconds"]),
+        }
+        for run in runs
+    ]
+
+
+def run_chart(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Geometry of the tallies chart: per run (oldest first) a stack of its per-status counts, bars
+    scaled to the largest total."""
+    shown = [run for run in reversed(runs) if run["tallies"]]
+    slot = min(CHART["width"] / max(len(shown), 1), CHART["slot_max"])
+    peak = max((run["tallies"]["total"] for run in shown), default=0) or 1
+    every = math.ceil(len(shown) / CHART_LABELS) or 1
+    bars = []
+    for index, run in enumerate(shown):
+        top, segments = CHART["top"] + CHART["plot"], []
+        for key in OVERVIEW_ORDER:  # no_problem at the bottom
+            count = run["tallies"][key]
+            if count:
+                height = CHART["plot"] * count / peak
+                top -= height
+                segments.append({"key": key, "count": count, "y": round(top, 2), "height": round(height, 2)})
+        bars.append(
+            {
+                "run": run,
+                "x": round(index * slot + slot * 0.15, 2),
+                "width": round(slot * 0.7, 2),
+                "center": round(index * slot + slot / 2, 2),
+                "segments": segments,
+                "label": run["started_at"][5:16].replace("T", " ") if index % every == 0 else "",
+            }
+        )
+    return {"size": CHART, "bars": bars, "peak": peak, "statuses": OVERVIEW_ORDER}
+
+
+def heat_level(count: int, peak: int) -> int:
+    """0 for an empty cell, else 1..HEAT_LEVELS on a log scale up to the largest changed cell."""
+    if count == 0:
+        return 0
+    if peak <= 1:
+        return HEAT_LEVELS
+    return 1 + round((HEAT_LEVELS - 1) * math.log(count) / math.log(peak))
+
+
+def heat_map(
+    cells: list[dict[str, Any]], row_key: str, column_key: str, href: Callable[[str, str], str]
+) -> dict[str, Any]:
+    """A matrix DTO as a square table over the statuses it holds. The diagonal (unchanged) is shaded
+    apart; every other non-empty cell is shaded by its count, links to `href(row, column)` and is marked
+    when it is a regression."""
+    by_pair = {(cell[row_key], cell[column_key]): cell for cell in cells}
+    present = {cell[row_key] for cell in cells} | {cell[column_key] for cell in cells}
+    statuses = [status for status in DIFF_STATUSES if status in present]
+    peak = max((cell["count"] for cell in cells if cell[row_key] != cell[column_key]), default=0)
+    rows = []
+    for row in statuses:
+        line = []
+        for column in statuses:
+            cell = by_pair.get((row, column))
+            count, same = (cell["count"] if cell else 0), row == column
+            line.append(
+                {
+                    "row": row,
+                    "column": column,
+                    "count": count,
+                    "same": same,
+                    "level": heat_level(count, peak),
+                    "regression": bool(cell and cell["regression"]),
+                    "href": href(row, column) if count and not same else None,
+                }
+            )
+        rows.append({"status": row, "cells": line})
+    return {"statuses": statuses, "rows": rows}
+
+
+def _query(**params: Any) -> str:
+    return "?" + urlencode({key: value for key, value in params.items() if value not in (None, "")})
+
+
+def tasks_href(corpus: str, service: str, diff: dict[str, Any], **filters: str | None) -> str:
+    """The task list of a diff's two snapshots, optionally of one transition or only its regressions."""
+    path = reverse("runs-tasks", kwargs={"corpus": corpus, "service": service})
+    return path + _query(previous=diff["previous"], current=diff["current"], **filters)
+
+
+def diff_heat_map(diff: dict[str, Any]) -> dict[str, Any]:
+    corpus, service = diff["corpus"], diff["service"]
+    return heat_map(
+        diff["matrix"], "previous", "current",
+        lambda p, c: tasks_href(corpus, service, diff, previous_status=p, current_status=c),
+    )  # fmt: skip
+
+
+def _diff_of(scope: DiffScope) -> tuple[int | None, dict[str, Any]]:
+    """The diff id of a scope (computed if needed) and its DTO, as GET .../diff answers."""
+    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+    return diff_id, RunDiffSerializer(run_diff(scope, diff_id)).data
+
+
+def task_rows(corpus: str, service: str, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"task": task, "href": document_url(corpus, service, task["document"])} for task in tasks]
+
+
+# --- history -----------------------------------------------------------------------------------------
+
+
+@require_GET
+def run_list_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/runs: every run, newest first, filtered by corpus, service or owner."""
+    try:
+        query = validated(RunListParamsSerializer(data=given(request.GET)))
+        runs = RunSerializer(run_history(**query), many=True).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    filters = {key: request.GET.get(key, "") for key in ("corpus", "service", "owner", "limit")}
+    return render(request, "runs/list.html", {"runs": runs, "rows": run_rows(runs), "filters": filters})
+
+
+@require_GET
+def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """The run page of a pair: twin of GET /api/runs/<c>/<s> (history), .../current (the open run),
+    .../diff (the two latest snapshots) and .../tasks?change=regressed (what got worse)."""
+    try:
+        query = validated(PairRunsParamsSerializer(data=given(request.GET)))
+        runs = RunSerializer(pair_runs(corpus, service, **query), many=True).data
+        current = run_current(corpus, service)
+        scope = diff_scope(corpus, service)
+        diff_id, diff = _diff_of(scope)
+        page = page_check(0, REGRESSIONS_SHOWN)
+        regressions = TaskDiffSerializer(task_diffs(scope, diff_id, page, change="regressed"), many=True).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    dates = diff["available_dates"]
+    context = {
+        "corpus": corpus,
+        "service": service,
+        "runs": runs,
+        "current": RunSerializer(current).data if current else None,
+        "diff": diff,
+        "regressions": regressions,
+        "rows": run_rows(runs),
+        "chart": run_chart(runs),
+        "heat": diff_heat_map(diff),
+        "regression_rows": task_rows(corpus, service, regressions),
+        "all_regressions": tasks_href(corpus, service, diff, change="regressed"),
+        # Each snapshot but the oldest links to its diff with the one before it.
+        "snapshots": [
+            {"date": date, "href": _diff_href(corpus, service, dates[i + 1], date) if i + 1 < len(dates) else None}
+            for i, date in enumerate(dates)
+        ],
+        "crumbs": crumbs(corpus, service),
+    }
+    return render(request, "runs/pair.html", context)
+
+
+def _diff_href(corpus: str, service: str, previous: str, current: str) -> str:
+    path = reverse("runs-diff", kwargs={"corpus": corpus, "service": service})
+    return path + _query(previous=previous, current=current)
+
+
+@login_required
+@require_POST
+def snapshot_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<c>/services/<s>/snapshot: the pair's statuses as one snapshot."""
+    try:
+        with journaled(
+            actor=request.user.username, action=Action.RUNS_SNAPSHOT, target=f"{corpus}/{service}",
+            params=form_params(request.POST),
+        ):  # fmt: skip
+            ack = SnapshotAckSerializer(snapshot_append(corpus_name=corpus, service_name=service)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    messages.success(request, f"Snapshot of {ack['rows']} tasks taken at {ack['taken_at'][:19].replace('T', ' ')}.")
+    return redirect("runs-pair", corpus=corpus, service=service)
+
+
+# --- diffs -------------------------------------------------------------------------------------------
+
+
+@require_GET
+def diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of GET /api/runs/<c>/<s>/diff: two snapshot dates to pick and their matrix as a heat
+    map whose cells lead to their documents."""
+    try:
+        query = validated(DiffParamsSerializer(data=given(request.GET)))
+        _, diff = _diff_of(diff_scope(corpus, service, **query))
+    except ServiceError as exc:
+        return error_page(request, exc)
+    context = {
+        "diff": diff,
+        "heat": diff_heat_map(diff),
+        "all_changes": tasks_href(corpus, service, diff),
+        "regressions_href": tasks_href(corpus, service, diff, change="regressed"),
+        "crumbs": crumbs(corpus, service, ("diff", None)),
+    }
+    return render(request, "runs/diff.html", context)
+
+
+@require_GET
+def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of GET /api/runs/<c>/<s>/tasks: the documents whose status changed between two
+    snapshots, optionally of one transition, each linked to its document screen."""
+    try:
+        query = dict(validated(TaskDiffParamsSerializer(data=given(request.GET))))
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        diff_id, diff = _diff_of(scope)
+        tasks = TaskDiffSerializer(task_diffs(scope, diff_id, page, **query), many=True).data
+        count = task_diff_count(diff_id, **query)
+    except ServiceError as exc:
+        return error_page(request, exc)
+    # Pages stay on the same two snapshots, whatever is taken meanwhile.
+    kept = {"previous": diff["previous"], "current": diff["current"], **query}
+    context = {
+        "diff": diff,
+        "tasks": tasks,
+        "filters": query,
+        "rows": task_rows(corpus, service, tasks),
+        "count": count,
+        "diff_href": _diff_href(corpus, service, diff["previous"], diff["current"]) if diff["previous"] else None,
+        "pager": pager(page.offset, page.page_size, len(tasks), count, {k: v for k, v in kept.items() if v}),
+        "crumbs": crumbs(corpus, service, ("diff", _diff_href(corpus, service, diff["previous"], diff["current"])),
+                         ("documents", None)),
+    }  # fmt: skip
+    return render(request, "runs/tasks.html", context)
+
+
+# --- converter comparison ----------------------------------------------------------------------------
+
+
+def compare_crumbs(corpus: str, a: str, b: str, *tail: tuple[str, str | None]) -> list[dict[str, str | None]]:
+    trail: list[dict[str, str | None]] = [
+        {"label": "Corpora", "href": reverse("corpora")},
+        {"label": corpus, "href": reverse("corpus", kwargs={"name": corpus})},
+        {"label": f"{a} vs {b}", "href": _compare_url(corpus, a, b)},
+        *({"label": label, "href": href} for label, href in tail),
+    ]
+    trail[-1]["href"] = None
+    return trail
+
+
+def _compare_url(corpus: str, a: str, b: str, suffix: str = "") -> str:
+    return reverse(f"runs-compare{suffix}", kwargs={"corpus": corpus, "service_a": a, "service_b": b})
+
+
+@require_GET
+def compare_pick_view(request: HttpRequest, corpus: str) -> HttpResponse:
+    """The corpus page's form: two of its services, sent on to their comparison."""
+    try:
+        picked = validated(ComparePickSerializer(data=request.GET))
+        a = name_check(picked["service_a"], field="service_a")
+        b = name_check(picked["service_b"], field="service_b")
+    except ServiceError as exc:
+        return error_page(request, exc)
+    return redirect(_compare_url(corpus, a, b))
+
+
+@require_GET
+def compare_view(request: HttpRequest, corpus: str, service_a: str, service_b: str) -> HttpResponse:
+    """Screen twin of GET /api/compare/<c>/<a>/<b>: A's status x B's status as a heat map whose cells
+    lead to the documents on which they differ that way."""
+    try:
+        compare = CompareSerializer(compare_matrix(compare_scope(corpus, service_a, service_b))).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    tasks = _compare_url(corpus, service_a, service_b, "-tasks")
+    context = {
+        "compare": compare,
+        "heat": heat_map(compare["matrix"], "status_a", "status_b",
+                         lambda a, b: tasks + _query(status_a=a, status_b=b)),
+        "all_differences": tasks,
+        "regressions_href": tasks + _query(change="regressed"),
+        "swapped": _compare_url(corpus, service_b, service_a),
+        "crumbs": compare_crumbs(corpus, service_a, service_b),
+    }  # fmt: skip
+    return render(request, "runs/compare.html", context)
+
+
+@require_GET
+def compare_tasks_view(request: HttpRequest, corpus: str, service_a: str, service_b: str) -> HttpResponse:
+    """Screen twin of GET /api/compare/<c>/<a>/<b>/tasks: the documents on which A and B differ, each
+    linked to both document screens."""
+    try:
+        query = dict(validated(CompareParamsSerializer(data=given(request.GET))))
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        tasks = CompareTaskSerializer(
+            compare_tasks(compare_scope(corpus, service_a, service_b), page, **query), many=True
+        ).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    rows = [
+        {"task": task, "href_a": document_url(corpus, service_a, task["document"]),
+         "href_b": document_url(corpus, service_b, task["document"])}
+        for task in tasks
+    ]  # fmt: skip
+    context = {
+        "corpus": corpus,
+        "service_a": service_a,
+        "service_b": service_b,
+        "tasks": tasks,
+        "filters": query,
+        "rows": rows,
+        # Counting the differences is the matrix's full join: the pager goes on until a short page.
+        "pager": pager(page.offset, page.page_size, len(tasks), None, {k: v for k, v in query.items() if v}),
+        "crumbs": compare_crumbs(corpus, service_a, service_b, ("documents", None)),
+    }
+    return render(request, "runs/compare_tasks.html", context)
+
 
 # --- retention: pruning of run history (admins only; deliberately without an API twin) ----------
 

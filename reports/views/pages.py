@@ -51,6 +51,8 @@ from reports.serializers import (
     ScopeRefreshSerializer,
     ServiceOverviewSerializer,
 )
+from runs.queries import comparable_services
+from services.models import PROTECTED_SERVICES
 
 # Served converted output can hold anything a worker wrote: no scripts, no plugins, no requests
 # elsewhere, and its own opaque origin (sandbox) so it cannot act on the operator's session.
@@ -92,11 +94,14 @@ def page_params(request: HttpRequest) -> Page:
     return page_check(params.get("offset"), params.get("page_size"))
 
 
-def pager(offset: int, page_size: int, shown: int, count: int | None) -> dict[str, Any]:
-    """Rows x-y (of count, when known) and the first/prev/next links of a paginated report."""
+def pager(
+    offset: int, page_size: int, shown: int, count: int | None, params: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Rows x-y (of count, when known) and the first/prev/next links of a paginated report; `params`
+    are the page's other query parameters (its filters), kept in every link."""
 
     def link(to: int) -> str:
-        return "?" + urlencode({"offset": to, "page_size": page_size})
+        return "?" + urlencode({**(params or {}), "offset": to, "page_size": page_size})
 
     end = offset + shown
     more = end < count if count is not None else shown == page_size
@@ -144,6 +149,9 @@ def _overview_page(
         return _fragment(request, "reports/_overview_body.html", context, live=live)
     context.update(
         crumbs=crumbs(corpus, service),
+        # Infrastructure services (import) have no runs and are no converters to compare.
+        converter=service not in PROTECTED_SERVICES,
+        compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
         info_href=report_url(corpus, service, "info"),
         error=error.detail if error else "",
     )

@@ -1,0 +1,39 @@
+"""Run histories for tests, built fast: tasks get the statuses the test names (no conversion), and the
+drained pair's run closes as ingestion would close it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from corpora.lifecycle import runs_close_drained
+from corpora.models import Task
+from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING
+from reports.actions import rerun
+from tests.corpora.helpers import activated, imported
+
+CORPUS, SERVICE, NEXT = "a", "tex_to_html", "tex_to_html_next"
+# doc0..doc3 in the first run, then after a rerun of everything, and under the other converter.
+FIRST = [NO_PROBLEM, NO_PROBLEM, WARNING, FATAL]
+SECOND = [NO_PROBLEM, ERROR, WARNING, WARNING]  # doc1 got worse, doc3 better
+UNDER_NEXT = [NO_PROBLEM, ERROR, WARNING, FATAL]  # differs from SECOND on doc3 only
+
+
+def finish(statuses: list[int], service: str = SERVICE, corpus: str = CORPUS) -> None:
+    """Give the pair's tasks (in document order) these statuses and close its drained run."""
+    tasks = list(Task.objects.filter(corpus__name=corpus, service__name=service).order_by("document_id"))
+    for task, status in zip(tasks, statuses, strict=True):
+        Task.objects.filter(pk=task.pk).update(status=status)
+    runs_close_drained({(tasks[0].corpus_id, tasks[0].service_id)})
+
+
+def two_runs(corpus_root: Path, *, with_next: bool = True) -> None:
+    """Corpus a (doc0..doc3) with two closed runs of tex_to_html (FIRST, then SECOND after a rerun of
+    everything), so two snapshots; and tex_to_html_next finished with UNDER_NEXT."""
+    imported(corpus_root, CORPUS, documents=4)
+    activated(CORPUS)
+    finish(FIRST)
+    rerun(corpus_name=CORPUS, service_name=SERVICE, actor="tester", description="after the upgrade")
+    finish(SECOND)
+    if with_next:
+        activated(CORPUS, NEXT)
+        finish(UNDER_NEXT, NEXT)

@@ -1,0 +1,142 @@
+"""The run screens in real headless Chromium (Debian's, driven by Playwright): a pair's run page draws
+one stacked bar per run; a heat-map cell leads to exactly the document that changed that way; the
+comparison of two converters, picked on the corpus page, shows the document on which they differ; and no
+run screen violates the Content-Security-Policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runs.models import Run, Snapshot
+from tests.runs.helpers import NEXT, two_runs
+from tests.screens.test_csp_screens import _sign_in, _violations
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+PAIR = "/runs/a/tex_to_html"
+COMPARE = f"/compare/a/tex_to_html/{NEXT}"
+
+
+@pytest.fixture
+def history(corpus_root) -> None:
+    two_runs(corpus_root)
+
+
+def _documents(page: Any, table: str) -> list[str]:
+    return [row.get_attribute("data-document") for row in page.locator(f"#{table} tbody tr[data-document]").all()]
+
+
+def test_the_run_page_charts_each_run_and_a_heat_map_cell_leads_to_the_changed_document(
+    page, live_server, history, tmp_path
+):
+    violations = _violations(page)
+    page.goto(f"{live_server.url}/corpora/a")
+    page.click(f"tr[data-service='tex_to_html'] a[href='{PAIR}']")
+    page.wait_for_url(f"{live_server.url}{PAIR}")
+
+    runs = list(Run.objects.filter(service__name="tex_to_html").order_by("started_at").values_list("pk", flat=True))
+    bars = page.locator("#tallies-chart g.run")
+    assert [int(bar.get_attribute("data-run")) for bar in bars.all()] == runs
+    # Both runs tallied 4 tasks: their stacks are drawn equally tall, side by side, oldest first, each
+    # status's share of its stack as tall as its share of the tasks.
+    stacks = [[rect.bounding_box() for rect in bar.locator("rect").all()] for bar in bars.all()]
+    heights = [sum(box["height"] for box in stack) for stack in stacks]
+    assert heights[0] > 100 and heights[0] == pytest.approx(heights[1], abs=1)
+    assert stacks[0][0]["x"] < stacks[1][0]["x"]
+    first_fatal = page.locator(f"#tallies-chart g.run[data-run='{runs[0]}'] rect.st-fatal").bounding_box()
+    first_ok = page.locator(f"#tallies-chart g.run[data-run='{runs[0]}'] rect.st-no_problem").bounding_box()
+    assert first_fatal["height"] == pytest.approx(heights[0] / 4, abs=1)
+    assert first_ok["height"] == pytest.approx(heights[0] / 2, abs=1)
+    assert first_ok["y"] > first_fatal["y"]  # no problem at the bottom
+    assert page.locator(f"#tallies-chart g.run[data-run='{runs[1]}'] rect.st-fatal").count() == 0
+    assert page.locator("#regressions a").all_inner_texts() == ["doc1"]
+    page.screenshot(path=tmp_path / "runs-pair.png", full_page=True)
+
+    cell = page.locator("#heat-map td[data-row='no_problem'][data-column='error']")
+    assert "regression" in cell.get_attribute("class").split()
+    cell.locator("a").click()
+    page.wait_for_url("**/runs/a/tex_to_html/tasks?**")
+    assert _documents(page, "task-diffs") == ["doc1"]
+    assert page.inner_text("#task-diffs tr[data-document='doc1']").split() == ["doc1", "no_problem", "error", "▲"]
+
+    page.click("#task-diffs a:text-is('doc1')")
+    page.wait_for_url(f"{live_server.url}/corpus/a/tex_to_html/document/doc1")
+    assert page.inner_text("#document-status") == "error"
+    assert violations == []
+
+
+def test_the_diff_screen_picks_two_snapshots_and_its_cells_list_their_documents(page, live_server, history, tmp_path):
+    violations = _violations(page)
+    page.goto(f"{live_server.url}{PAIR}/diff")
+    dates = page.locator("#previous option").all()
+    assert len(dates) == 2
+    # Swap the two snapshots: doc3 went from warning back to fatal, doc1 from error back to no problem.
+    page.select_option("#previous", dates[0].get_attribute("value"))
+    page.select_option("#current", dates[1].get_attribute("value"))
+    page.click("#pick-snapshots button[type=submit]")
+    page.wait_for_url("**/runs/a/tex_to_html/diff?previous=**")
+    assert page.inner_text("#diff-stats [data-stat='regressions']") == "1"
+    page.screenshot(path=tmp_path / "runs-diff.png", full_page=True)
+    page.click("#heat-map td[data-row='warning'][data-column='fatal'] a")
+    page.wait_for_url("**/runs/a/tex_to_html/tasks?**")
+    assert _documents(page, "task-diffs") == ["doc3"]
+    page.screenshot(path=tmp_path / "runs-tasks.png", full_page=True)
+    assert violations == []
+
+
+def test_the_comparison_picked_on_the_corpus_page_shows_the_differing_document(page, live_server, history, tmp_path):
+    violations = _violations(page)
+    page.goto(f"{live_server.url}/corpora/a")
+    page.select_option("#service_a", "tex_to_html")
+    page.select_option("#service_b", NEXT)
+    page.click("#compare-services button[type=submit]")
+    page.wait_for_url(f"{live_server.url}{COMPARE}")
+    assert page.inner_text("#compare-stats [data-stat='differ']") == "1"
+    page.screenshot(path=tmp_path / "runs-compare.png", full_page=True)
+
+    page.click("#heat-map td[data-row='warning'][data-column='fatal'] a")
+    page.wait_for_url(f"**{COMPARE}/tasks?**")
+    assert _documents(page, "compare-tasks") == ["doc3"]
+    page.click(f"#compare-tasks tr[data-document='doc3'] a[href='/corpus/a/{NEXT}/document/doc3']")
+    page.wait_for_url(f"{live_server.url}/corpus/a/{NEXT}/document/doc3")
+    assert page.inner_text("#document-status") == "fatal"
+    assert violations == []
+
+
+def test_the_snapshot_button_adds_a_snapshot_date(page, live_server, token, history):
+    violations = _violations(page)
+    _sign_in(page, live_server, token)
+    page.goto(f"{live_server.url}{PAIR}")
+    assert page.locator("#snapshots time").count() == 2
+    page.click("#take-snapshot button")
+    page.wait_for_selector("ul.messages")
+    assert "Snapshot of 4 tasks taken" in page.inner_text("ul.messages")
+    assert page.locator("#snapshots time").count() == 3
+    assert Snapshot.objects.filter(service__name="tex_to_html").count() == 3
+    assert violations == []
+
+
+RUN_SCREENS = [
+    "/runs",
+    "/runs?service=tex_to_html&limit=1",
+    PAIR,
+    f"{PAIR}/diff",
+    f"{PAIR}/tasks",
+    f"{PAIR}/tasks?change=regressed",
+    COMPARE,
+    f"{COMPARE}/tasks",
+    "/reports/a/tex_to_html",
+    "/corpora/a",
+]
+
+
+def test_no_run_screen_violates_the_policy(page, live_server, token, history):
+    violations = _violations(page)
+    _sign_in(page, live_server, token)
+    for path in RUN_SCREENS:
+        response = page.goto(f"{live_server.url}{path}")
+        assert response.status == 200, path
+        assert "default-src 'self'" in response.headers["content-security-policy"], path
+    assert violations == []
