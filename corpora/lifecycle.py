@@ -158,7 +158,8 @@ def still_leased(task_ids: list[int], *, mark: int) -> set[int]:
 
 def leases_reap(*, max_attempts: int) -> tuple[int, int]:
     """Return expired leases to TODO; a task that used all its attempts becomes fatal with the message
-    cortex:never_completed_with_retries. Returns (returned to TODO, made fatal)."""
+    cortex:never_completed_with_retries; a pair that this leaves with nothing to do has its run closed in
+    the same transaction, as ingestion does. Returns (returned to TODO, made fatal)."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -182,6 +183,7 @@ def leases_reap(*, max_attempts: int) -> tuple[int, int]:
                 " FROM corpora_task t WHERE t.id = ANY(%s)",
                 [severity, category, what, ids],
             )
+            runs_close_drained({(corpus_id, service_id) for _, corpus_id, service_id in fatal})
     if rows:
         logger.info("reaped %d expired leases (%d now fatal)", len(rows), len(fatal))
     return len(rows) - len(fatal), len(fatal)

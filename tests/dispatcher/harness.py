@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from pathlib import Path
 
 import zmq
 
@@ -66,6 +67,40 @@ class DispatcherProcess:
     @property
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None
+
+
+def worker_process(
+    dispatcher: DispatcherProcess,
+    *extra: str,
+    scratch: Path,
+    service: str = "tex_to_html",
+    concurrency: int = 2,
+    **settings: str,
+) -> subprocess.Popen:
+    """A real `manage.py worker` of `service` (latexmlc in its sandbox) on the dispatcher's ports; its
+    conversions' scratch directories go under `scratch` (a worker killed mid-task cannot remove its own,
+    and must not leave it in the machine's /tmp)."""
+    scratch.mkdir(exist_ok=True)
+    env = child_env(
+        DISPATCHER_VENTILATOR_PORT=str(dispatcher.ventilator_port), DISPATCHER_SINK_PORT=str(dispatcher.sink_port),
+        TMPDIR=str(scratch), **{k: v for k, v in dispatcher.settings.items() if k.startswith("CONVERSION_")},
+        **settings,
+    )  # fmt: skip
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "worker", "--service", service, "--concurrency", str(concurrency), *extra],
+        cwd=PROJECT_DIR, env=env, start_new_session=True,
+    )  # fmt: skip
+
+
+def process_stop(process: subprocess.Popen) -> None:
+    """SIGTERM a process group started by a test, SIGKILL if it does not end in time."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(10)
 
 
 class FakeWorker:

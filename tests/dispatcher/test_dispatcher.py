@@ -146,6 +146,8 @@ def test_expired_leases_are_retried_then_fatal_after_the_attempts(pair, dispatch
     whats = set(LogMessage.objects.filter(task__in=pair).values_list("category", "what"))
     assert whats == {("cortex", "never_completed_with_retries")}
     assert set(LogMessage.objects.filter(task__in=pair).values_list("task_status", flat=True)) == {-4}
+    run = Run.objects.get(corpus__name="demo", service__name="tex_to_html")  # drained by the reaper: closed
+    assert run.finished_at is not None and run.tallies["fatal"] == 3 and run.snapshot_id is not None
     assert worker.ask("tex_to_html", timeout=2) is None
     worker.close()
 

@@ -7,7 +7,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import psutil
@@ -18,8 +17,7 @@ from corpora.models import Task
 from reports.models import LogMessage, TaskRuntime
 from services.models import Service, Worker
 from tests.corpora.helpers import activated
-from tests.dispatcher.harness import DispatcherProcess, dispatcher_rounds, wait_for
-from tests.support import PROJECT_DIR, child_env
+from tests.dispatcher.harness import DispatcherProcess, dispatcher_rounds, process_stop, wait_for, worker_process
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -62,40 +60,16 @@ def latexml_corpus(corpus_root, tmp_path):
     return directory
 
 
-def _worker(dispatcher: DispatcherProcess, *extra: str, scratch: Path, concurrency: int = 2) -> subprocess.Popen:
-    """A `manage.py worker`; its conversions' scratch directories go under `scratch` (a worker killed
-    mid-task cannot remove its own, and must not leave it in the machine's /tmp)."""
-    scratch.mkdir(exist_ok=True)
-    env = child_env(
-        DISPATCHER_VENTILATOR_PORT=str(dispatcher.ventilator_port), DISPATCHER_SINK_PORT=str(dispatcher.sink_port),
-        TMPDIR=str(scratch), **{k: v for k, v in dispatcher.settings.items() if k.startswith("CONVERSION_")},
-    )  # fmt: skip
-    return subprocess.Popen(
-        [sys.executable, "manage.py", "worker", "--service", "tex_to_html", "--concurrency", str(concurrency), *extra],
-        cwd=PROJECT_DIR, env=env, start_new_session=True,
-    )  # fmt: skip
-
-
-def _stop(process: subprocess.Popen) -> None:
-    if process.poll() is None:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait(10)
-
-
 def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_path, corpus_root):
     expected = {name.removesuffix(".tex"): _latexmlc(latexml_corpus / name) for name in DOCUMENTS}
     assert [expected[n][0] for n in ("clean", "warning", "error", "fatal")] == [-1, -2, -3, -4]
     dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
-    worker = _worker(dispatcher, scratch=tmp_path / "scratch")
+    worker = worker_process(dispatcher, scratch=tmp_path / "scratch")
     try:
         tasks = Task.objects.filter(corpus__name="real", service__name="tex_to_html")
         wait_for(lambda: not tasks.filter(status__gte=0).exists(), timeout=240, interval=0.5, message="conversions")
     finally:
-        _stop(worker)
+        process_stop(worker)
         dispatcher.stop()
     for task in tasks.select_related("document"):
         status, messages = expected[task.document.name]
@@ -124,7 +98,7 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_complet
     dispatcher = DispatcherProcess(
         RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root), DISPATCHER_MAX_ATTEMPTS="10"
     ).start()
-    first = _worker(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
+    first = worker_process(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
     try:
         wait_for(lambda: Task.objects.filter(pk=task.pk, status__gt=0).exists(), timeout=60, message="the lease")
         Service.objects.filter(name="tex_to_html").update(lease_seconds=900)  # for the leases from now on
@@ -132,14 +106,14 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_complet
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its conversion, with no goodbye
         first.wait(10)
         dispatcher_rounds(2)  # it has reread the services since the update: the next lease is the long one
-        second = _worker(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
+        second = worker_process(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
         try:
             done = wait_for(
                 lambda: Task.objects.filter(pk=task.pk, status__lt=0).first(), timeout=600, interval=0.5,
                 message="the retried conversion",
             )  # fmt: skip
         finally:
-            _stop(second)
+            process_stop(second)
     finally:
         dispatcher.stop()
     assert done.status in (-1, -2)
