@@ -73,12 +73,27 @@ def test_snapshot_appends_one_row_per_task_and_compare_shows_the_differing_docum
     assert authed.get("/api/compare/a/tex_to_html/tex_to_html").status_code == 400
 
 
-def test_deleting_the_corpus_removes_its_runs_and_snapshots(authed, corpus_root):
+def test_deleting_the_corpus_or_the_service_removes_their_history_and_deactivating_keeps_it(authed, corpus_root):
+    from runs.models import SnapshotDiff, TaskDiff
+
     imported(corpus_root, "a", documents=2)
+    imported(corpus_root, "b", documents=2)
     activated("a")
     _finish([-1, -1])
-    assert Snapshot.objects.count() == 1
+    authed.post("/api/reports/a/tex_to_html/rerun")
+    _finish([-1, -2])
+    assert authed.get(f"{PAIR}/diff").json()["changed"] == 1
+    assert Snapshot.objects.count() == 2 and TaskDiff.objects.count() == 1
+    # Deactivating closes the open run, frozen with its snapshot, and keeps the history.
+    activated("b")
+    assert authed.delete("/api/corpora/b/services/tex_to_html?confirm=tex_to_html").status_code in (200, 204)
+    b_runs = authed.get("/api/runs/b/tex_to_html").json()
+    assert len(b_runs) == 1 and b_runs[0]["tallies"]["todo"] == 2 and b_runs[0]["snapshot_at"]
     assert authed.delete("/api/corpora/a?confirm=a").status_code in (200, 204)
+    assert set(Run.objects.values_list("corpus__name", flat=True)) == {"b"}
+    assert set(Snapshot.objects.values_list("corpus__name", flat=True)) == {"b"}
+    assert not SnapshotDiff.objects.exists() and not TaskDiff.objects.exists()
+    assert authed.delete("/api/services/tex_to_html?confirm=tex_to_html").status_code in (200, 204)
     assert not Run.objects.exists() and not Snapshot.objects.exists()
 
 
