@@ -63,7 +63,7 @@ def _run_record(run: dict[str, Any], live_tallies: dict[str, Any] | None = None)
 
 
 # A history page reads its runs as plain rows: model instances of each run, corpus, service and snapshot
-# took a third of the time of a page of 500 runs (bench/README.md, runs).
+# made a large page markedly slower (bench/README.md, "Runs").
 _RUN_FIELDS = (
     "id", "corpus_id", "service_id", "corpus__name", "service__name", "owner", "description", "started_at",
     "finished_at", "tallies", "snapshot__taken_at",
@@ -266,7 +266,7 @@ def _page_segments(
 # Each segment of a page is read as one range of the (diff, previous, current, document) key, in key order:
 # statistics of a diff just written say nothing of its rows yet (autovacuum has not analyzed them), and
 # the planner would otherwise gather a whole transition with a bitmap scan and sort it for one page. The
-# penalty of a disabled sort lifts the plan's cost above jit_above_cost: JIT would add ~28 ms to each page.
+# penalty of a disabled sort lifts the plan's cost above jit_above_cost, and JIT would cost more than the page.
 _TASK_PAGE_SETTINGS = ("SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off", "SET LOCAL jit = off")
 
 
