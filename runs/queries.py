@@ -39,9 +39,9 @@ def history_limit(limit: int | None) -> int:
     return min(limit, settings.RUNS_PAGE_MAX)
 
 
-def _run_records(runs: list[Run]) -> list[dict[str, Any]]:
+def _run_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Run DTOs; the open runs' live tallies come from one read of the counts of all their pairs."""
-    open_pairs = {(r.corpus_id, r.service_id) for r in runs if r.finished_at is None}
+    open_pairs = {(r["corpus_id"], r["service_id"]) for r in runs if r["finished_at"] is None}
     rows: dict[tuple[int, int], list[tuple[int, int]]] = {pair: [] for pair in open_pairs}
     if open_pairs:
         counts = TaskCount.objects.filter(
@@ -51,30 +51,36 @@ def _run_records(runs: list[Run]) -> list[dict[str, Any]]:
             if (corpus_id, service_id) in rows:
                 rows[corpus_id, service_id].append((bucket, count))
     live = {pair: status_counts(pair_rows) for pair, pair_rows in rows.items()}
-    return [_run_record(run, live.get((run.corpus_id, run.service_id))) for run in runs]
+    return [_run_record(run, live.get((run["corpus_id"], run["service_id"]))) for run in runs]
 
 
-def _run_record(run: Run, live_tallies: dict[str, Any] | None = None) -> dict[str, Any]:
-    end = run.finished_at
+def _run_record(run: dict[str, Any], live_tallies: dict[str, Any] | None = None) -> dict[str, Any]:
+    end = run["finished_at"]
     return {
-        "id": run.pk,
-        "corpus": run.corpus.name,
-        "service": run.service.name,
-        "owner": run.owner,
-        "description": run.description,
-        "started_at": run.started_at,
+        "id": run["id"],
+        "corpus": run["corpus__name"],
+        "service": run["service__name"],
+        "owner": run["owner"],
+        "description": run["description"],
+        "started_at": run["started_at"],
         "finished_at": end,
-        "duration_seconds": round((end - run.started_at).total_seconds(), 3) if end else None,
+        "duration_seconds": round((end - run["started_at"]).total_seconds(), 3) if end else None,
         "open": end is None,
-        "tallies": run.tallies if end is not None else live_tallies,
-        "snapshot_at": run.snapshot.taken_at if run.snapshot_id else None,
+        "tallies": run["tallies"] if end is not None else live_tallies,
+        "snapshot_at": run["snapshot__taken_at"],
     }
 
 
+# A history page reads its runs as plain rows: model instances of each run, corpus, service and snapshot
+# made a large page markedly slower (bench/README.md, "Runs").
+_RUN_FIELDS = (
+    "id", "corpus_id", "service_id", "corpus__name", "service__name", "owner", "description", "started_at",
+    "finished_at", "tallies", "snapshot__taken_at",
+)  # fmt: skip
+
+
 def _runs() -> Any:
-    return Run.objects.select_related("corpus", "service", "snapshot").defer(
-        "snapshot__document_ids", "snapshot__statuses"
-    )
+    return Run.objects.values(*_RUN_FIELDS)
 
 
 def run_history(
@@ -232,6 +238,47 @@ def _transition_where(previous: int | None, current: int | None, change: str | N
     return "".join(f" AND {clause}" for clause in clauses), params
 
 
+@dataclass(frozen=True)
+class _Segment:
+    """A page's rows of one transition: `limit` documents from `offset` on, in document order."""
+
+    previous: int
+    current: int
+    offset: int
+    limit: int
+
+
+def _page_segments(
+    matrix: list[list[int]], page: Page, previous: int | None, current: int | None, change: str | None
+) -> list[_Segment]:
+    """The transitions a page of a diff's changed documents covers, from the diff's matrix (the count of
+    each transition): the filter's transitions in page order (previous status, current status), whole
+    ones before the page skipped by their counts."""
+    chosen = sorted(
+        (p, c, n) for p, c, n in matrix
+        if p != c and previous in (None, p) and current in (None, c)
+        and (change != "regressed" or regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c]))
+    )  # fmt: skip
+    segments, skip, wanted = [], page.offset, page.page_size
+    for p, c, n in chosen:
+        if wanted == 0:
+            break
+        if skip >= n:
+            skip -= n
+            continue
+        take = min(n - skip, wanted)
+        segments.append(_Segment(p, c, skip, take))
+        skip, wanted = 0, wanted - take
+    return segments
+
+
+# Each segment of a page is read as one range of the (diff, previous, current, document) key, in key order:
+# statistics of a diff just written say nothing of its rows yet (autovacuum has not analyzed them), and
+# the planner would otherwise gather a whole transition with a bitmap scan and sort it for one page. The
+# penalty of a disabled sort lifts the plan's cost above jit_above_cost, and JIT would cost more than the page.
+_TASK_PAGE_SETTINGS = ("SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off", "SET LOCAL jit = off")
+
+
 def task_diffs(
     scope: DiffScope,
     diff_id: int | None,
@@ -242,22 +289,29 @@ def task_diffs(
     change: str | None = None,
 ) -> list[dict[str, Any]]:
     """GET /api/runs/{corpus}/{service}/tasks: the documents whose status changed, by transition and
-    document, optionally of one transition (or only regressions); one index range per page."""
+    document, optionally of one transition (or only regressions). The diff's matrix says which
+    transitions the page covers and where in each it starts, so each is one index range."""
     previous = status_filter(previous_status, "previous_status")
     current = status_filter(current_status, "current_status")
     if diff_id is None:
         return []
-    where, params = _transition_where(previous, current, change)
-    # A filter on the current status alone reads the index that leads with it.
-    by_current = current is not None and previous is None
-    order = "current_status, previous_status" if by_current else "previous_status, current_status"
-    with connection.cursor() as cursor:
+    matrix = SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", flat=True).first() or []
+    segments = _page_segments(matrix, page, previous, current, change)
+    if not segments:
+        return []
+    branch = (
+        "(SELECT %s::int AS segment, previous_status, current_status, document_id FROM runs_taskdiff"
+        " WHERE diff_id = %s AND previous_status = %s AND current_status = %s ORDER BY document_id OFFSET %s LIMIT %s)"
+    )
+    params = [v for i, s in enumerate(segments) for v in (i, diff_id, s.previous, s.current, s.offset, s.limit)]
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in _TASK_PAGE_SETTINGS:
+            cursor.execute(statement)
         cursor.execute(
-            "SELECT d.name, t.previous_status, t.current_status FROM"
-            f" (SELECT previous_status, current_status, document_id FROM runs_taskdiff WHERE diff_id = %s{where}"
-            f"  ORDER BY {order}, document_id OFFSET %s LIMIT %s) t"
-            f" JOIN corpora_document d ON d.id = t.document_id ORDER BY t.{order.replace(', ', ', t.')}, t.document_id",
-            [diff_id, *params, page.offset, page.page_size],
+            "SELECT d.name, t.previous_status, t.current_status FROM ("
+            + " UNION ALL ".join([branch] * len(segments))
+            + ") t JOIN corpora_document d ON d.id = t.document_id ORDER BY t.segment, t.document_id",
+            params,
         )
         rows = cursor.fetchall()
     corpus, service = scope.pair.corpus.name, scope.pair.service.name
