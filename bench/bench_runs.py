@@ -193,6 +193,7 @@ class DiffCase:
     dates: tuple[str, str] = ("", "")
     statements: list[tuple[float, str]] = field(default_factory=list)
     stored_mb: float = 0.0
+    rows_first: float = 0.0  # seconds of the first task list, which writes the diff's changed documents
 
 
 def diff_url(dates: tuple[str, str], kind: str = "diff", **extra: Any) -> str:
@@ -218,8 +219,6 @@ def diff_measure(case: DiffCase, base_id: int, documents: int, api: Api, repeats
     watch = harness.CpuWatch().start()
     with harness.phases_recorded([]) as log:
         first, body = api.call("get", url)
-    with connection.cursor() as cursor:
-        case.stored_mb = (table_size(cursor, "runs_taskdiff") - size_before) / 1e6
     case.statements = [(s, q) for _, s, q in log.statements if s >= 0.005]
     expected = runs_data.changed_expected(keep, documents, case.changed_percent)
     if body["changed"] != expected or body["total"] != documents:
@@ -227,15 +226,20 @@ def diff_measure(case: DiffCase, base_id: int, documents: int, api: Api, repeats
     case.first.append(first / 1000)
     again = [api.call("get", url)[0] for _ in range(repeats)]
     case.repeated = again
+    # The first task list of the diff writes its changed documents' rows (runs.actions.diff_rows_ensure).
+    rows_first, _ = api.call("get", diff_url(case.dates, "tasks"))
+    case.rows_first = rows_first / 1000
+    with connection.cursor() as cursor:
+        case.stored_mb = (table_size(cursor, "runs_taskdiff") - size_before) / 1e6
     print(
         f"  {case.label:<44} first {first / 1000:6.2f} s   repeated p50 {statistics.median(again):6.1f} ms"
         f" max {max(again):6.1f} ms   ({body['changed']:,} changed, {len(body['matrix'])} cells;"
-        f" runs_taskdiff grew {case.stored_mb:.1f} MB)"
+        f" first task list {case.rows_first:.2f} s; runs_taskdiff grew {case.stored_mb:.1f} MB)"
     )
     for seconds, sql in case.statements:
         print(f"    {seconds:8.3f} s  {sql[:110]}")
     rest = first / 1000 - sum(seconds for _, seconds, _ in log.statements)
-    print(f"    {rest:8.3f} s  the rest: the COMMIT (deferred foreign-key checks of the runs_taskdiff rows), Python")
+    print(f"    {rest:8.3f} s  the rest: the COMMIT, Python")
     print(machine_line(watch))
     return first / 1000
 
@@ -475,7 +479,7 @@ def main() -> None:
                 wait=args.wait)  # fmt: skip
 
     every = next(c for c in cases if c.changed_percent == 100)
-    print(f"\ntask-diff pages on the 100% diff ({args.rounds} passes, diff computed, not vacuumed):")
+    print(f"\ntask-diff pages on the 100% diff ({args.rounds} passes, its rows written, not vacuumed):")
     tasks = task_page_set(every.dates, args.documents)
     quietly("task-diff pages", lambda: pages_measure(tasks, api, args.rounds), wait=args.wait)
     print_pages(tasks, TASK_PAGE_TARGET_MS)
@@ -496,8 +500,9 @@ def main() -> None:
           f" + statuses {snaps['statuses_mb']:.2f}), table growth {snaps['growth_mb']:.2f} MB")  # fmt: skip
     for case in cases:
         repeated, first, target = statistics.median(case.repeated), case.first[-1], DIFF_TARGET_S
-        print(f"  diff {case.label:<44} first {first:.2f} s, repeated p50 {repeated:.1f} ms, stored"
-              f" {case.stored_mb:.1f} MB  target <= {target:.0f} s: {verdict(first, target)}")  # fmt: skip
+        print(f"  diff {case.label:<44} first {first:.2f} s, repeated p50 {repeated:.1f} ms, first task list"
+              f" {case.rows_first:.2f} s, stored {case.stored_mb:.1f} MB  target <= {target:.0f} s:"
+              f" {verdict(first, target)}")  # fmt: skip
     t = tasks.timings
     worst_task = max(percentile(v, 0.95) for v in tasks.by_url.values())
     print(f"  task-diff pages p50 {percentile(t, 0.5):.1f} ms, p95 {percentile(t, 0.95):.1f} ms, worst URL p95"

@@ -99,10 +99,38 @@ def snapshot_append(*, corpus_name: str, service_name: str) -> dict[str, Any]:
     return {"corpus": corpus.name, "service": service.name, "taken_at": taken.taken_at, "rows": taken.rows}
 
 
+def _pairs_statement(same_documents: bool) -> str:
+    """Each document of either snapshot with its status in both (ABSENT_BUCKET where it is missing);
+    parameters: the previous and the current snapshot's ids."""
+    if same_documents:  # the usual case (no extend in between): pair the two arrays position by position
+        return (
+            "SELECT u.document_id, u.previous_status, u.current_status FROM runs_snapshot p, runs_snapshot c,"
+            " unnest(p.document_ids, p.statuses, c.statuses) AS u(document_id, previous_status, current_status)"
+            " WHERE p.id = %s AND c.id = %s"
+        )
+    return (
+        "SELECT coalesce(p.d, c.d) AS document_id,"
+        f" coalesce(p.s, {ABSENT_BUCKET})::smallint AS previous_status,"
+        f" coalesce(c.s, {ABSENT_BUCKET})::smallint AS current_status"
+        " FROM (SELECT u.d, u.s FROM runs_snapshot, unnest(document_ids, statuses) AS u(d, s) WHERE id = %s) p"
+        " FULL JOIN"
+        " (SELECT u.d, u.s FROM runs_snapshot, unnest(document_ids, statuses) AS u(d, s) WHERE id = %s) c"
+        " ON p.d = c.d"
+    )
+
+
+def _same_documents(cursor: Any, previous_id: int, current_id: int) -> bool:
+    cursor.execute(
+        "SELECT p.document_ids = c.document_ids FROM runs_snapshot p, runs_snapshot c WHERE p.id = %s AND c.id = %s",
+        [previous_id, current_id],
+    )
+    return cursor.fetchone()[0]
+
+
 def diff_ensure(*, previous_id: int, current_id: int) -> int:
-    """The id of the diff of two snapshots, computing it first if nobody has: its matrix and one row per
-    document whose status changed, in one statement over the two snapshots. A concurrent caller waits
-    on the first one's row and reads its result."""
+    """The id of the diff of two snapshots, computing its matrix first if nobody has (one grouped pass
+    over the two snapshots). A concurrent caller waits on the first one's row and reads its result.
+    The changed documents' rows are written when a task list first needs them (diff_rows_ensure)."""
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT id FROM runs_snapshotdiff WHERE previous_id = %s AND current_id = %s", [previous_id, current_id]
@@ -112,8 +140,8 @@ def diff_ensure(*, previous_id: int, current_id: int) -> int:
         return row[0]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO runs_snapshotdiff (previous_id, current_id, matrix, changed, created_at)"
-            " VALUES (%s, %s, '[]', 0, now()) ON CONFLICT (previous_id, current_id) DO NOTHING RETURNING id",
+            "INSERT INTO runs_snapshotdiff (previous_id, current_id, matrix, changed, rows_ready, created_at)"
+            " VALUES (%s, %s, '[]', 0, false, now()) ON CONFLICT (previous_id, current_id) DO NOTHING RETURNING id",
             [previous_id, current_id],
         )
         row = cursor.fetchone()
@@ -126,43 +154,55 @@ def diff_ensure(*, previous_id: int, current_id: int) -> int:
         diff_id = row[0]
         for statement in _SNAPSHOT_SETTINGS:
             cursor.execute(statement)
+        pairs = _pairs_statement(_same_documents(cursor, previous_id, current_id))
         cursor.execute(
-            "SELECT p.document_ids = c.document_ids FROM runs_snapshot p, runs_snapshot c"
-            " WHERE p.id = %s AND c.id = %s",
+            f"SELECT previous_status, current_status, count(*) FROM ({pairs}) pairs"
+            " GROUP BY 1, 2 ORDER BY 1 DESC, 2 DESC",
             [previous_id, current_id],
-        )
-        (same_documents,) = cursor.fetchone()
-        if same_documents:  # the usual case: pair the two status arrays position by position
-            pairs = (
-                "SELECT u.document_id, u.previous_status, u.current_status FROM runs_snapshot p, runs_snapshot c,"
-                " unnest(p.document_ids, p.statuses, c.statuses) AS u(document_id, previous_status, current_status)"
-                " WHERE p.id = %s AND c.id = %s"
-            )
-        else:
-            pairs = (
-                "SELECT coalesce(p.d, c.d) AS document_id,"
-                f" coalesce(p.s, {ABSENT_BUCKET})::smallint AS previous_status,"
-                f" coalesce(c.s, {ABSENT_BUCKET})::smallint AS current_status"
-                " FROM (SELECT u.d, u.s FROM runs_snapshot, unnest(document_ids, statuses) AS u(d, s) WHERE id = %s) p"
-                " FULL JOIN"
-                " (SELECT u.d, u.s FROM runs_snapshot, unnest(document_ids, statuses) AS u(d, s) WHERE id = %s) c"
-                " ON p.d = c.d"
-            )
-        cursor.execute(
-            f"WITH pairs AS MATERIALIZED ({pairs}),"
-            " changed AS (INSERT INTO runs_taskdiff (diff_id, previous_status, current_status, document_id)"
-            "  SELECT %s, previous_status, current_status, document_id FROM pairs"
-            "  WHERE previous_status <> current_status ORDER BY 2, 3, 4)"
-            " SELECT previous_status, current_status, count(*) FROM pairs GROUP BY 1, 2 ORDER BY 1 DESC, 2 DESC",
-            [previous_id, current_id, diff_id],
         )
         matrix = [list(row) for row in cursor.fetchall()]
         changed = sum(count for previous, current, count in matrix if previous != current)
         cursor.execute(
-            "UPDATE runs_snapshotdiff SET matrix = %s::jsonb, changed = %s WHERE id = %s",
-            [json.dumps(matrix), changed, diff_id],
+            "UPDATE runs_snapshotdiff SET matrix = %s::jsonb, changed = %s, rows_ready = %s WHERE id = %s",
+            [json.dumps(matrix), changed, changed == 0, diff_id],
         )
     return diff_id
+
+
+def diff_rows_ensure(diff_id: int) -> None:
+    """Write the diff's changed documents (runs_taskdiff) if they are not there: once per diff, by the
+    first task list that needs them; a concurrent caller waits on the diff's row lock. The table is
+    unlogged (it is derived from snapshots that never change), so after a crash of the server it is
+    empty: a diff marked ready whose rows are gone is written again."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT rows_ready AND (changed = 0 OR EXISTS (SELECT 1 FROM runs_taskdiff WHERE diff_id = %s))"
+            " FROM runs_snapshotdiff WHERE id = %s",
+            [diff_id, diff_id],
+        )
+        row = cursor.fetchone()
+    if row is None or row[0]:
+        return
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT previous_id, current_id, rows_ready, changed FROM runs_snapshotdiff WHERE id = %s FOR UPDATE",
+            [diff_id],
+        )
+        previous_id, current_id, ready, changed = cursor.fetchone()
+        if ready:
+            cursor.execute("SELECT EXISTS (SELECT 1 FROM runs_taskdiff WHERE diff_id = %s)", [diff_id])
+            if changed == 0 or cursor.fetchone()[0]:
+                return
+        for statement in _SNAPSHOT_SETTINGS:
+            cursor.execute(statement)
+        pairs = _pairs_statement(_same_documents(cursor, previous_id, current_id))
+        cursor.execute(
+            "INSERT INTO runs_taskdiff (diff_id, previous_status, current_status, document_id)"
+            f" SELECT %s, previous_status, current_status, document_id FROM ({pairs}) pairs"
+            " WHERE previous_status <> current_status",
+            [diff_id, previous_id, current_id],
+        )
+        cursor.execute("UPDATE runs_snapshotdiff SET rows_ready = true WHERE id = %s", [diff_id])
 
 
 def runs_delete_for(*, corpus_id: int | None = None, service_id: int | None = None) -> None:
@@ -177,11 +217,15 @@ def runs_delete_for(*, corpus_id: int | None = None, service_id: int | None = No
         cursor.execute(f"DELETE FROM runs_snapshot WHERE {column} = %s", [value])
 
 
-def diff_ready(previous_id: int | None, current_id: int | None) -> int | None:
-    """The diff of a scope's two snapshots (runs.queries.diff_scope), made if needed; None without two."""
+def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = False) -> int | None:
+    """The diff of a scope's two snapshots (runs.queries.diff_scope), made if needed, with its changed
+    documents' rows too when `rows` (task lists); None without two snapshots."""
     if previous_id is None or current_id is None:
         return None
-    return diff_ensure(previous_id=previous_id, current_id=current_id)
+    diff_id = diff_ensure(previous_id=previous_id, current_id=current_id)
+    if rows:
+        diff_rows_ensure(diff_id)
+    return diff_id
 
 
 def history_prune(

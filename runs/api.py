@@ -121,7 +121,7 @@ class TaskDiffsApi(PublicApiView):
         query = params(TaskDiffParamsSerializer, request)
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
         scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
-        diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+        diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=True)
         return Response(TaskDiffSerializer(task_diffs(scope, diff_id, page, **query), many=True).data)
 
 

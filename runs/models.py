@@ -2,9 +2,9 @@
 
 A run is one conversion campaign of a service over a corpus; at most one is open per pair. A snapshot
 freezes the status of every task of a pair at one moment, as two parallel arrays ordered by document
-(docs/decisions.md, "Snapshots": 3.4 MB per million tasks against 80 MB as rows). A diff of two
-snapshots is computed once and kept (snapshots never change): its matrix, and one row per document
-whose status changed, so that every page of the task list is an index range.
+(docs/decisions.md, "Runs and snapshots"). A diff of two snapshots is computed once and kept (snapshots
+never change): its matrix when first asked for, and one row per document whose status changed when a
+task list first needs them, so that every page of the task list is a few index ranges.
 """
 
 from __future__ import annotations
@@ -62,14 +62,16 @@ class Run(models.Model):
 
 
 class SnapshotDiff(models.Model):
-    """The comparison of two snapshots of one pair, computed on first use; its TaskDiff rows list the
-    documents whose status changed."""
+    """The comparison of two snapshots of one pair, computed on first use; its TaskDiff rows, written
+    when a task list first needs them, list the documents whose status changed."""
 
     previous = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, related_name="+")
     current = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, related_name="+")
     # [[previous status, current status, count], ...] over every document of either snapshot.
     matrix = models.JSONField()
     changed = models.IntegerField()
+    # True once the TaskDiff rows are written (runs.actions.diff_rows_ensure).
+    rows_ready = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -82,20 +84,18 @@ class SnapshotDiff(models.Model):
 class TaskDiff(models.Model):
     """A document whose status differs between the two snapshots of a diff. Statuses are count buckets
     (corpora.statuses), ABSENT_BUCKET where the document is missing from that snapshot; the key orders
-    a diff's rows by transition, then document, so that every page, filtered or not, is one index range."""
+    a diff's rows by transition, then document, so that a page is a few index ranges. The table is
+    UNLOGGED (migration 0003): it is derived data, written again after a crash empties it."""
 
     pk = models.CompositePrimaryKey("diff", "previous_status", "current_status", "document_id")
-    diff = models.ForeignKey(SnapshotDiff, on_delete=models.DO_NOTHING, related_name="+", db_index=False)
+    # No foreign-key constraint: checking it on a million rows doubled the write (bench/README.md, runs);
+    # a diff's rows go with it (runs_delete_for, history_prune).
+    diff = models.ForeignKey(
+        SnapshotDiff, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
+    )
     previous_status = models.SmallIntegerField()
     current_status = models.SmallIntegerField()
     document_id = models.BigIntegerField()
-
-    class Meta:
-        indexes = [
-            models.Index(
-                fields=["diff", "current_status", "previous_status", "document_id"], name="taskdiff_by_current"
-            )
-        ]
 
     def __str__(self) -> str:
         return f"{self.document_id}: {self.previous_status} -> {self.current_status}"

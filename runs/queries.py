@@ -1,5 +1,6 @@
 """Reads of runs and snapshots: history, the open run, snapshot dates, diffs and their task lists, and
-the comparison of two services on one corpus. A diff is read after runs.actions.diff_ensure made it."""
+the comparison of two services on one corpus. A diff is read after runs.actions.diff_ensure made it,
+its task list after diff_rows_ensure wrote its changed documents."""
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
 from __future__ import annotations
@@ -509,7 +510,8 @@ def taskdiff_share() -> tuple[int, int]:
     `changed` counts rather than by counting the table: a diff's rows are its changed documents."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT pg_total_relation_size('runs_taskdiff'), (SELECT coalesce(sum(changed), 0) FROM runs_snapshotdiff)"
+            "SELECT pg_total_relation_size('runs_taskdiff'),"
+            " (SELECT coalesce(sum(changed), 0) FROM runs_snapshotdiff WHERE rows_ready)"
         )
         relation_bytes, rows = cursor.fetchone()
     return int(relation_bytes), int(rows)
@@ -578,7 +580,8 @@ def prune_preview(before: datetime, corpus: str | None = None, service: str | No
         prune_tally(pairs, cursor.fetchall(), "snapshots", "bytes")
         cursor.execute(
             f"WITH gone AS MATERIALIZED ({snapshots})"
-            " SELECT p.corpus_id, p.service_id, count(*), sum(d.changed), sum(pg_column_size(d.matrix))"
+            " SELECT p.corpus_id, p.service_id, count(*), coalesce(sum(d.changed) FILTER (WHERE d.rows_ready), 0),"
+            " sum(pg_column_size(d.matrix))"
             " FROM runs_snapshotdiff d JOIN runs_snapshot p ON p.id = d.previous_id"
             " WHERE d.previous_id IN (SELECT id FROM gone) OR d.current_id IN (SELECT id FROM gone) GROUP BY 1, 2",
             snapshot_params,

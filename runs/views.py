@@ -209,9 +209,10 @@ def diff_heat_map(diff: dict[str, Any]) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def _diff_of(scope: DiffScope) -> tuple[int | None, dict[str, Any]]:
-    """The diff id of a scope (computed if needed) and its DTO, as GET .../diff answers."""
-    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+def _diff_of(scope: DiffScope, *, rows: bool = False) -> tuple[int | None, dict[str, Any]]:
+    """The diff id of a scope (computed if needed, with its changed documents' rows when a task list
+    needs them) and its DTO, as GET .../diff answers."""
+    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=rows)
     return diff_id, RunDiffSerializer(run_diff(scope, diff_id)).data
 
 
@@ -243,7 +244,7 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         runs = RunSerializer(pair_runs(corpus, service, **query), many=True).data
         current = run_current(corpus, service)
         scope = diff_scope(corpus, service)
-        diff_id, diff = _diff_of(scope)
+        diff_id, diff = _diff_of(scope, rows=bool(scope.current))
         page = page_check(0, REGRESSIONS_SHOWN)
         regressions = TaskDiffSerializer(task_diffs(scope, diff_id, page, change="regressed"), many=True).data
     except ServiceError as exc:
@@ -322,7 +323,7 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         query = dict(validated(TaskDiffParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
         scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
-        diff_id, diff = _diff_of(scope)
+        diff_id, diff = _diff_of(scope, rows=True)
         tasks = TaskDiffSerializer(task_diffs(scope, diff_id, page, **query), many=True).data
         count = task_diff_count(diff_id, **query)
     except ServiceError as exc:

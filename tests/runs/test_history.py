@@ -83,7 +83,9 @@ def test_deleting_the_corpus_or_the_service_removes_their_history_and_deactivati
     authed.post("/api/reports/a/tex_to_html/rerun")
     _finish([-1, -2])
     assert authed.get(f"{PAIR}/diff").json()["changed"] == 1
-    assert Snapshot.objects.count() == 2 and TaskDiff.objects.count() == 1
+    assert Snapshot.objects.count() == 2 and not TaskDiff.objects.exists()  # the matrix alone
+    assert len(authed.get(f"{PAIR}/tasks").json()) == 1
+    assert TaskDiff.objects.count() == 1
     # Deactivating closes the open run, frozen with its snapshot, and keeps the history.
     activated("b")
     assert authed.delete("/api/corpora/b/services/tex_to_html?confirm=tex_to_html").status_code in (200, 204)
@@ -127,3 +129,22 @@ def test_a_paused_run_stays_open_until_its_blocked_tasks_are_done(authed, corpus
     authed.post("/api/reports/a/tex_to_html/resume")
     _finish([-1, -1])
     assert authed.get(f"{PAIR}/current").json() is None
+
+
+def test_a_diffs_rows_emptied_by_a_crash_are_written_again_by_the_next_task_list(authed, corpus_root):
+    from django.db import connection
+
+    from runs.models import SnapshotDiff, TaskDiff
+
+    imported(corpus_root, "a", documents=3)
+    activated("a")
+    _finish([-1, -1, -1])
+    authed.post("/api/reports/a/tex_to_html/rerun")
+    _finish([-1, -3, -4])
+    before = authed.get(f"{PAIR}/tasks").json()
+    assert sorted(t["document"] for t in before) == ["doc1", "doc2"]
+    assert SnapshotDiff.objects.get().rows_ready
+    with connection.cursor() as cursor:  # what crash recovery does to an unlogged table
+        cursor.execute("TRUNCATE runs_taskdiff")
+    assert authed.get(f"{PAIR}/tasks").json() == before
+    assert TaskDiff.objects.count() == 2

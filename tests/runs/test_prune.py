@@ -18,7 +18,7 @@ from django.test import Client
 from accounts.actions import token_create
 from accounts.models import AuditEntry
 from corpora.models import Corpus, Task
-from runs.actions import diff_ensure, run_close, run_open
+from runs.actions import diff_ensure, diff_rows_ensure, run_close, run_open
 from runs.models import Run, Snapshot, SnapshotDiff, TaskDiff
 from runs.queries import prune_preview
 from runs.serializers import PruneSummarySerializer
@@ -67,7 +67,7 @@ def _history(
     pair_snapshots = Snapshot.objects.filter(corpus_id=corpus_id, service_id=service_id).order_by("taken_at")
     snapshots = list(pair_snapshots.values_list("pk", flat=True))
     for previous, current in pairwise(snapshots):
-        diff_ensure(previous_id=previous, current_id=current)
+        diff_rows_ensure(diff_ensure(previous_id=previous, current_id=current))
     return snapshots
 
 
