@@ -10,7 +10,7 @@ reused by later runs (generation is timed separately); after the rerun the rerun
 runtimes and statuses are regenerated exactly, so the script can be run again. Before each measured
 step the script waits until no other `bench_` process runs on this shared machine.
 
-Run: .venv/bin/python bench/bench_reports.py [--tasks N] [--requests N] [--explain] [--skip-rerun]
+Run: .venv/bin/python bench/bench_reports.py [--tasks N] [--requests N] [--explain] [--skip-rerun] [--closed-run]
 """
 
 from __future__ import annotations
@@ -445,6 +445,10 @@ def main() -> None:
     parser.add_argument("--live-runs", type=int, default=3, help="runs of each live GROUP BY")
     parser.add_argument("--explain", action="store_true", help="EXPLAIN every query behind a target")
     parser.add_argument("--skip-rerun", action="store_true", help="leave the rerun out")
+    parser.add_argument(
+        "--closed-run", action="store_true",
+        help="rerun with the pair's run closed; by default a run is open, which the rerun closes (and snapshots)",
+    )  # fmt: skip
     parser.add_argument("--wait", type=float, default=7200, help="seconds to wait for other benchmarks at most")
     args = parser.parse_args()
 
@@ -530,6 +534,8 @@ def main() -> None:
     if not args.skip_rerun:
         print("\nrerun of the what-class of error/undefined/\\bench@hundredk:")
 
+        from runs.actions import run_open
+
         def rerun_once() -> tuple[float, dict, harness.PhaseLog]:
             # The steps before (data restore, VACUUM, the live GROUP BYs) leave dirty buffers and WAL that a
             # checkpoint would otherwise write back during the rerun: 4.8 s and 8.6 s for the same DELETE.
@@ -537,6 +543,8 @@ def main() -> None:
             with connection.cursor() as cursor:
                 cursor.execute("CHECKPOINT")
             checkpoint = time.perf_counter() - began
+            if not args.closed_run:  # a rerun while the pair's run is open freezes it with a snapshot first
+                run_open(corpus_id=pair.corpus_id, service_id=pair.service_id, owner=ACTOR, description="bench")
             seconds, answer, log = rerun_measure(pair, args.tasks // 10)
             print(f"  {seconds:.2f} s for {answer['tasks']:,} tasks (run {answer['run_id']};"
                   f" a CHECKPOINT before it took {checkpoint:.1f} s)")  # fmt: skip
