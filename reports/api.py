@@ -3,7 +3,7 @@ refresh, and pausing and resuming conversions."""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -89,6 +89,10 @@ class FleetResumeApi(TokenApiView):
 
 # --- reports --------------------------------------------------------------------------------------
 
+ACTION_PATH = OpenApiResponse(
+    description="The severity is pause, resume, rerun or refresh: that path is the pair's POST action"
+)
+
 # From the serializer that checks them, so the document states the same bounds (minimum 0 and 1).
 PAGE = [PageParamsSerializer]
 
@@ -111,7 +115,9 @@ class OverviewApi(PublicApiView):
 class CategoryReportApi(PublicApiView):
     @extend_schema(
         operation_id="reports_categories", summary="Category report of a severity, by task count, paginated",
-        parameters=PAGE, responses={200: GrainReportSerializer, **problems(400, 404)}, tags=["reports"],
+        parameters=PAGE, tags=["reports"],
+        # The severities pause, resume, rerun and refresh name the pair's POST actions instead: 405.
+        responses={200: GrainReportSerializer, **problems(400, 404), 405: ACTION_PATH},
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, severity: str) -> Response:
         page = _page(request)

@@ -25,6 +25,7 @@ _DESCRIPTIONS = {
     401: "Missing or invalid service token",
     403: "Forbidden",
     404: "Not found",
+    405: "Method not allowed",
     409: "Conflict",
     413: "The request body is larger than the server accepts",
     422: "Unprocessable request",

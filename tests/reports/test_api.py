@@ -437,3 +437,12 @@ def test_every_slice_equals_its_definition_as_one_plain_rollup(api, corpus_root,
         assert built == expected, severity
     info_total = ReportGrain.objects.get(severity="info", category__isnull=True, what__isnull=True)
     assert (info_total.task_count, info_total.message_count) == (8, 8 + 2 * 5)  # 3 of 8 logged `once`
+
+
+def test_a_get_on_a_pair_action_path_is_a_documented_405_problem(authed):
+    """/api/reports/{c}/{s}/pause (resume, rerun, refresh) is the pair's POST action, not a severity page."""
+    for action in ("pause", "resume", "rerun", "refresh"):
+        response = authed.get(f"/api/reports/a/tex_to_html/{action}")
+        assert response.status_code == 405 and response["Content-Type"] == "application/problem+json"
+    document = authed.get("/api/openapi.json").json()
+    assert "405" in document["paths"]["/api/reports/{corpus}/{service}/{severity}"]["get"]["responses"]
