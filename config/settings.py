@@ -149,7 +149,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Corpus Conversion Service API",
     "DESCRIPTION": "Agent API of the corpus conversion service: the machine twin of the admin screens.",
-    "VERSION": "0.7.0",
+    "VERSION": "0.6.0",
     "OAS_VERSION": "3.0.3",
     "SERVE_INCLUDE_SCHEMA": False,
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -60,10 +60,10 @@ def document(api) -> dict:
     return response.json()
 
 
-def test_the_document_is_valid_openapi_3_0_with_version_0_7_0(document):
+def test_the_document_is_valid_openapi_3_0_with_version_0_6_0(document):
     validate(document)
     assert document["openapi"].startswith("3.0.")
-    assert document["info"]["version"] == "0.7.0"
+    assert document["info"]["version"] == "0.6.0"
 
 
 def test_the_service_token_scheme_covers_header_and_query(document):
