@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.http import FileResponse
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -10,13 +12,15 @@ from rest_framework.response import Response
 from accounts.journal import Action
 from config.api.schema import problems
 from config.api.views import PublicReadApiView, TokenApiView
-from corpora import actions
+from corpora import actions, export
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
     RESULT_FILES_HEADERS,
     ConfirmSerializer,
     CorpusDetailSerializer,
     CorpusSerializer,
+    ExportRequestSerializer,
+    ExportSerializer,
     ImportRequestSerializer,
     result_files_headers,
 )
@@ -124,3 +128,46 @@ class ActivationApi(TokenApiView):
             actor=self.actor_name(),
         )  # fmt: skip
         return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))
+
+
+# --- dataset export -------------------------------------------------------------------------------
+
+
+class DatasetExportApi(TokenApiView):
+    audit_action = Action.CORPUS_EXPORT
+
+    @extend_schema(
+        operation_id="corpora_export_dataset",
+        summary="Write ZIP archives of the pair's converted results and a manifest under EXPORT_ROOT (background job)",
+        request=ExportRequestSerializer,
+        responses={202: JobSerializer, **problems(400, 404, 409, 422)},
+        tags=["corpora"],
+    )
+    def post(self, request: Request, corpus: str, service: str) -> Response:
+        body = ExportRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = export.dataset_export(corpus=corpus, service=service, actor=self.actor_name(), **body.validated_data)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ExportListApi(TokenApiView):
+    @extend_schema(
+        operation_id="exports_list",
+        summary="Finished dataset exports with their manifests (without document lists) and download links",
+        responses={200: ExportSerializer(many=True)},
+        tags=["corpora"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(ExportSerializer(export.export_summaries(), many=True).data)
+
+
+class ExportFileApi(TokenApiView):
+    @extend_schema(
+        operation_id="exports_file",
+        summary="Download an archive (or manifest.json) of a finished dataset export",
+        responses={(200, "application/octet-stream"): OpenApiTypes.BINARY, **problems(404)},
+        tags=["corpora"],
+    )
+    def get(self, request: Request, out: str, name: str) -> FileResponse:
+        path = export.export_file(out, name)
+        return FileResponse(path.open("rb"), as_attachment=True, filename=name)

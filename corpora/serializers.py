@@ -91,3 +91,45 @@ def result_files_sentence(counts: dict[str, Any]) -> str:
     if counts.get("result_files_job"):
         return f"{files} result archives are being removed by a background job."
     return f"{files} result archive{'s' if files != 1 else ''} removed from disk."
+
+
+# --- dataset export -------------------------------------------------------------------------------
+
+
+class ExportRequestSerializer(serializers.Serializer):
+    """ExportRequest (DESIGN.md section 9). A field of the wrong type is a 400 like everywhere; the values
+    of group_by, severities and out are checked by the action (422), for the screen and the API alike."""
+
+    group_by = StrictCharField(max_length=20, help_text="severity, month or none")
+    severities = serializers.ListField(
+        child=StrictCharField(max_length=20), help_text="severity keys: no_problem, warning, error, fatal, invalid"
+    )
+    out = StrictCharField(
+        max_length=200, required=False, allow_null=True, allow_blank=True, default=None, trim_whitespace=False,
+        help_text="a directory name inside EXPORT_ROOT; default (also when empty) <corpus>-<service>-<timestamp>",
+    )  # fmt: skip
+
+
+class ExportArchiveSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    group = serializers.CharField(help_text="the severity, the month (yyyy-mm or unknown), or all")
+    documents = serializers.IntegerField()
+    missing = serializers.IntegerField(help_text="documents of this group whose result file was missing")
+    bytes = serializers.IntegerField()
+    url = serializers.CharField(help_text="token-gated download")
+
+
+class ExportSerializer(serializers.Serializer):
+    """A finished export as listed: its manifest without the document list."""
+
+    out = serializers.CharField()
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    group_by = serializers.CharField()
+    severities = serializers.ListField(child=serializers.CharField())
+    created_at = serializers.DateTimeField()
+    documents = serializers.IntegerField()
+    missing = serializers.IntegerField()
+    bytes = serializers.IntegerField()
+    archives = ExportArchiveSerializer(many=True)
+    manifest_url = serializers.CharField(help_text="token-gated download of manifest.json with the document list")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from corpora import actions, results
+from corpora import actions, export, results
 from jobs.registry import job_kind
 from jobs.runner import JobContext
 
@@ -31,3 +31,18 @@ def service_activate_job(ctx: JobContext, *, activation_id: int, **_: Any) -> di
 def results_remove_job(ctx: JobContext, *, names: list[str], **_: Any) -> dict[str, Any]:
     """Remove the result archives of a deleted corpus, service or pair (moved aside at the deletion)."""
     return {"files_removed": results.discarded_remove(names=names, progress=ctx.progress)}
+
+
+# --- dataset export -------------------------------------------------------------------------------
+
+
+@job_kind("dataset_export")
+def dataset_export_job(
+    ctx: JobContext, *, corpus: str, service: str, corpus_id: int, service_id: int, group_by: str,
+    severities: list[str], out: str, **_: Any,
+) -> dict[str, Any]:  # fmt: skip
+    """Write ZIP archives of a pair's converted results and their manifest under EXPORT_ROOT."""
+    return export.dataset_export_run(
+        corpus=corpus, service=service, corpus_id=corpus_id, service_id=service_id, group_by=group_by,
+        severities=severities, out=out, progress=ctx.progress, log=ctx.log,
+    )  # fmt: skip

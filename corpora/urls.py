@@ -9,6 +9,17 @@ api_urlpatterns = [
     path("corpora/<str:corpus>/services/<str:service>", api.ActivationApi.as_view(), name="api-activation"),
 ]
 
+# --- dataset export ---
+api_urlpatterns += [
+    path(
+        "corpora/<str:corpus>/services/<str:service>/export-dataset",
+        api.DatasetExportApi.as_view(),
+        name="api-export-dataset",
+    ),
+    path("exports", api.ExportListApi.as_view(), name="api-exports"),
+    path("exports/<str:out>/<str:name>", api.ExportFileApi.as_view(), name="api-export-file"),
+]
+
 urlpatterns = [
     path("corpora", views.corpus_list_view, name="corpora"),
     path("corpora/new", views.corpus_new_view, name="corpus-new"),
@@ -19,4 +30,10 @@ urlpatterns = [
     path(
         "corpora/<str:name>/services/<str:service>/deactivate", views.activation_delete_view, name="corpus-deactivate"
     ),
+]
+
+# --- dataset export ---
+urlpatterns += [
+    path("exports", views.export_list_view, name="exports"),
+    path("exports/<str:out>/<str:name>", views.export_file_view, name="export-file"),
 ]

@@ -8,20 +8,23 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
-from corpora import actions
+from corpora import actions, export
+from corpora.export import MANIFEST
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
     ConfirmSerializer,
     CorpusDetailSerializer,
     CorpusSerializer,
+    ExportSerializer,
     ImportRequestSerializer,
     result_files_sentence,
 )
@@ -179,3 +182,36 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
         f" {result_files_sentence(counts)}",
     )
     return redirect("corpus", name=name)
+
+
+# --- dataset export -------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def export_list_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/exports: finished exports, their manifests and download links."""
+    exports = ExportSerializer(export.export_summaries(), many=True).data
+    rows = [
+        {
+            "export": item,
+            "manifest_href": reverse("export-file", kwargs={"out": item["out"], "name": MANIFEST}),
+            "archives": [
+                {"archive": a, "href": reverse("export-file", kwargs={"out": item["out"], "name": a["name"]})}
+                for a in item["archives"]
+            ],
+        }
+        for item in exports
+    ]
+    return render(request, "corpora/exports.html", {"exports": exports, "rows": rows})
+
+
+@login_required
+@require_GET
+def export_file_view(request: HttpRequest, out: str, name: str) -> HttpResponse:
+    """Screen twin of GET /api/exports/<out>/<name>: an archive or the manifest, to a signed-in operator."""
+    try:
+        path = export.export_file(out, name)
+    except ServiceError as exc:
+        return error_page(request, exc)
+    return FileResponse(path.open("rb"), as_attachment=True, filename=name)

@@ -23,6 +23,8 @@ from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
+from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
+from corpora.serializers import ExportRequestSerializer
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import pair_refresh, rerun, run_control, slice_ensure
 from reports.links import document_url, is_report_url, report_url
@@ -154,6 +156,8 @@ def _overview_page(
         compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
         info_href=report_url(corpus, service, "info"),
         error=error.detail if error else "",
+        export_group_bys=GROUP_BYS,
+        export_severities=list(EXPORT_SEVERITIES),
     )
     return render(request, "reports/overview.html", context, status=error.status if error else 200)
 
@@ -409,3 +413,25 @@ def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
         lambda: ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data,
         "Cleared {cleared_slices} report slices; each page rebuilds its slice when next read.",
     )  # fmt: skip
+
+
+# --- dataset export ----------------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<c>/services/<s>/export-dataset: the form on the overview."""
+    params = form_params(request.POST)
+    data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
+            "out": params.get("out") or None}  # fmt: skip
+    try:
+        with journaled(
+            actor=request.user.username, action=Action.CORPUS_EXPORT, target=f"{corpus}/{service}",
+            params={**params, "severities": data["severities"]},
+        ):  # fmt: skip
+            job = dataset_export(corpus=corpus, service=service, actor=request.user.username,
+                                 **validated(ExportRequestSerializer(data=data)))  # fmt: skip
+    except ServiceError as exc:
+        return _write_failed(request, corpus, service, exc)
+    return redirect("job", uuid=job.uuid)
