@@ -67,16 +67,14 @@ _OLD_STYLE = r"^[A-Za-z][A-Za-z-]*(?:\.[A-Za-z]{2})?/?([0-9]{2})(0[1-9]|1[0-2])[
 
 
 def _month_sql(column: str) -> str:
-    def part(pattern: str, group: str) -> str:
-        return f"(regexp_match({column}, '{pattern}'))[{group}]"
-
-    new_yy, new_mm = part(_NEW_STYLE, "1"), part(_NEW_STYLE, "2")
-    old_yy, old_mm = part(_OLD_STYLE, "1"), part(_OLD_STYLE, "2")
-    return (
-        f"CASE WHEN {new_yy} IS NOT NULL THEN '20' || {new_yy} || '-' || {new_mm}"
-        f" WHEN {old_yy} IS NOT NULL THEN (CASE WHEN {old_yy}::int >= 91 THEN '19' ELSE '20' END)"
-        f" || {old_yy} || '-' || {old_mm} END"
+    # Each candidate is a subquery over one regexp_match, so each pattern runs once per row, and COALESCE
+    # stops at the first that matches.
+    new = f"(SELECT '20' || m[1] || '-' || m[2] FROM regexp_match({column}, '{_NEW_STYLE}') AS m)"
+    old = (
+        f"(SELECT CASE WHEN m[1]::int >= 91 THEN '19' ELSE '20' END || m[1] || '-' || m[2]"
+        f" FROM regexp_match({column}, '{_OLD_STYLE}') AS m)"
     )
+    return f"{new}, {old}"
 
 
 MONTH_SQL = f"COALESCE({_month_sql('d.name')}, {_month_sql('d.entry')}, '{UNKNOWN_MONTH}')"
@@ -197,28 +195,42 @@ def dataset_export_run(
     with _locked(directory):
         statuses = [EXPORT_SEVERITIES[key] for key in severities]
         request = {"corpus": corpus, "service": service, "group_by": group_by, "severities": severities}
-        with connection.cursor() as cursor:
-            cursor.execute(f"SELECT grp, count(*) FROM ({_rows_sql(group_by)}) r GROUP BY grp ORDER BY grp",
-                           [corpus_id, service_id, statuses])  # fmt: skip
-            planned = {group: count for group, count in cursor.fetchall()}
-        plan = {"request": request, "archives": planned}
-        previous = _plan_read(directory)
-        if previous is not None and previous["request"] != request:
-            raise JobFailed(f"{directory.name} holds an export of another request.")
-        if previous != plan:
-            _clear(directory)
-            _write_replace(directory / PLAN, json.dumps(plan))
-        archives = [_Archive(name=group, planned=count) for group, count in planned.items()]
-        for archive in archives:
-            archive.kept = (directory / f"{archive.name}.zip").is_file() and _sidecar(directory, archive.name).is_file()
-        total = sum(planned.values())
-        log(f"{total} documents in {len(archives)} archives; {sum(a.kept for a in archives)} already written")
-        progress(0, total, "writing archives")
-        _write_archives(directory, archives, corpus_id, service_id, group_by, statuses, total, progress)
+        # One transaction: the export's rows are selected once into a temporary table (the group of each
+        # computed once), counted for the plan, then streamed in archive order through a server-side cursor.
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL work_mem = '64MB'")
+                cursor.execute("DROP TABLE IF EXISTS pg_temp.export_rows")
+                cursor.execute(
+                    f"CREATE TEMP TABLE export_rows ON COMMIT DROP AS {_rows_sql(group_by)}",
+                    [corpus_id, service_id, statuses],
+                )
+                cursor.execute("SELECT grp, count(*) FROM export_rows GROUP BY grp ORDER BY grp")
+                planned = {group: count for group, count in cursor.fetchall()}
+            archives = _plan(directory, request, planned)
+            total = sum(planned.values())
+            log(f"{total} documents in {len(archives)} archives; {sum(a.kept for a in archives)} already written")
+            progress(0, total, "writing archives")
+            _write_archives(directory, archives, corpus_id, service_id, total, progress)
         manifest = _manifest_write(directory, request, archives)
     log(f"wrote {manifest['documents']} documents ({manifest['missing']} missing) to {directory}")
     progress(total, total, "done")
     return {"out": out, **{k: manifest[k] for k in ("documents", "missing", "bytes")}, "archives": len(archives)}
+
+
+def _plan(directory: Path, request: dict[str, Any], planned: dict[str, int]) -> list[_Archive]:
+    """The archives to write; those already whole are kept when the plan (request and counts) is the same."""
+    plan = {"request": request, "archives": planned}
+    previous = _plan_read(directory)
+    if previous is not None and previous["request"] != request:
+        raise JobFailed(f"{directory.name} holds an export of another request.")
+    if previous != plan:
+        _clear(directory)
+        _write_replace(directory / PLAN, json.dumps(plan))
+    archives = [_Archive(name=group, planned=count) for group, count in planned.items()]
+    for archive in archives:
+        archive.kept = (directory / f"{archive.name}.zip").is_file() and _sidecar(directory, archive.name).is_file()
+    return archives
 
 
 @contextlib.contextmanager
@@ -239,16 +251,15 @@ def _clear(directory: Path) -> None:
 
 
 def _write_archives(
-    directory: Path, archives: list[_Archive], corpus_id: int, service_id: int, group_by: str,
-    statuses: list[int], total: int, progress: Progress,
-) -> None:  # fmt: skip
+    directory: Path, archives: list[_Archive], corpus_id: int, service_id: int, total: int, progress: Progress
+) -> None:
     by_name = {archive.name: archive for archive in archives}
-    results_dir = Path(settings.RESULTS_DIR)
+    # Every result of the pair lives in one directory (corpora.results): its path as text, joined per task.
+    results = str(result_path(Path(settings.RESULTS_DIR), corpus_id, service_id, 0).parent) + os.sep
     done = 0
     current: _ArchiveWriter | None = None
-    # A server-side cursor inside a transaction: rows arrive in batches, ordered by archive.
-    with transaction.atomic(), connection.chunked_cursor() as cursor:
-        cursor.execute(f"{_rows_sql(group_by)} ORDER BY grp, d.name", [corpus_id, service_id, statuses])
+    with connection.chunked_cursor() as cursor:  # server-side: rows arrive in batches, ordered by archive
+        cursor.execute("SELECT grp, id, status, name FROM export_rows ORDER BY grp, name")
         while rows := cursor.fetchmany(_FETCH):
             for group, task_id, status, name in rows:
                 archive = by_name[group]
@@ -259,7 +270,7 @@ def _write_archives(
                     if current is not None:
                         current.finish()
                     current = _ArchiveWriter(directory, archive)
-                current.add(name, COMPLETED_NAMES[status], result_path(results_dir, corpus_id, service_id, task_id))
+                current.add(name, COMPLETED_NAMES[status], f"{results}{task_id}.zip")
                 progress(done, total)
     if current is not None:
         current.finish()
@@ -283,18 +294,16 @@ class _ArchiveWriter:
         self.sidecar_part = self.sidecar.with_name(self.sidecar.name + ".part")
         self.zip = zipfile.ZipFile(self.part, "w", allowZip64=True)
         self.lines = self.sidecar_part.open("w")
+        self.archive_json = json.dumps(self.path.name)
 
-    def add(self, name: str, status: str, source: Path) -> None:
+    def add(self, name: str, status: str, source: str) -> None:
         """Copy a document's result members under `<name>/`; a result that is absent or unreadable is
         listed as missing, and whatever of it was copied is cut off again."""
         members, end = len(self.zip.filelist), self.zip.start_dir
         try:
-            with zipfile.ZipFile(source) as result:
-                for info in result.infolist():
-                    if not info.is_dir() and not info.flag_bits & 0x1 and _member_safe(info.filename):
-                        _member_copy(result, info, self.zip, f"{name}/{info.filename}")
+            _result_copy(source, self.zip, f"{name}/")
             missing = False
-        except (OSError, zipfile.BadZipFile, EOFError):
+        except (OSError, zipfile.BadZipFile, EOFError, struct.error):
             missing = True
             for info in self.zip.filelist[members:]:
                 del self.zip.NameToInfo[info.filename]
@@ -304,8 +313,10 @@ class _ArchiveWriter:
             self.zip.start_dir = end
         self.archive.documents += not missing
         self.archive.missing += missing
-        entry = {"document": name, "status": status, "archive": self.path.name, "missing": missing}
-        self.lines.write(json.dumps(entry) + "\n")
+        self.lines.write(
+            f'{{"document": {json.dumps(name)}, "status": "{status}", "archive": {self.archive_json},'
+            f' "missing": {"true" if missing else "false"}}}\n'
+        )
 
     def finish(self) -> None:
         self.zip.close()
@@ -313,6 +324,76 @@ class _ArchiveWriter:
         # The sidecar first: an archive in place always has its document list beside it.
         os.replace(self.sidecar_part, self.sidecar)
         os.replace(self.part, self.path)
+
+
+# Result archives up to this size are read whole and parsed here (one read instead of a dozen seeks
+# and reads through zipfile, which is most of the cost of small results); larger ones go through zipfile.
+_SMALL_RESULT = 4 * 1024 * 1024
+_END = struct.Struct(zipfile.structEndArchive)
+_CENTRAL = struct.Struct(zipfile.structCentralDir)
+
+
+def _result_copy(source: str, target: zipfile.ZipFile, prefix: str) -> None:
+    """Copy the members of one result archive into `target` under `prefix`, compressed bytes unchanged."""
+    with open(source, "rb", buffering=0) as stream:
+        size = os.fstat(stream.fileno()).st_size
+        data = stream.read() if size <= _SMALL_RESULT else None
+    members = _members_parse(data) if data is not None else None
+    if members is None:  # large, zip64, with a comment, or anything unusual: zipfile reads it
+        with zipfile.ZipFile(source) as result:
+            for info in result.infolist():
+                if not info.is_dir() and not info.flag_bits & 0x1 and _member_safe(info.filename):
+                    _member_copy(result, info, target, prefix + info.filename)
+        return
+    out: BinaryIO = target.fp  # type: ignore[assignment]
+    for name, flag, method, dos_time, dos_date, crc, compressed, size, external, start in members:
+        if name.endswith("/") or flag & 0x1 or not _member_safe(name):
+            continue
+        date_time = ((dos_date >> 9) + 1980, (dos_date >> 5) & 0xF, dos_date & 0x1F,
+                     dos_time >> 11, (dos_time >> 5) & 0x3F, (dos_time & 0x1F) * 2)  # fmt: skip
+        info = zipfile.ZipInfo(prefix + name, date_time)
+        info.compress_type, info.CRC, info.compress_size, info.file_size = method, crc, compressed, size
+        info.external_attr = external
+        info.header_offset = target.start_dir
+        header = info.FileHeader(False)
+        out.write(header)
+        out.write(data[start : start + compressed])
+        target.filelist.append(info)
+        target.NameToInfo[info.filename] = info
+        target.start_dir += len(header) + compressed
+    target._didModify = True
+
+
+def _members_parse(data: bytes) -> list[tuple] | None:
+    """(name, flags, method, time, date, CRC, compressed size, size, external attributes, data start) of
+    each member of a small, plain ZIP held in memory; None when it is not one (zipfile then reads it)."""
+    if len(data) < _END.size or data[-_END.size : -_END.size + 4] != zipfile.stringEndArchive:
+        return None
+    _sig, disk, disk_dir, count_disk, count, dir_size, dir_offset, _comment = _END.unpack_from(
+        data, len(data) - _END.size
+    )
+    if disk or disk_dir or count != count_disk or dir_offset + dir_size > len(data) - _END.size:
+        return None
+    members, position = [], dir_offset
+    for _ in range(count):
+        fields = _CENTRAL.unpack_from(data, position)
+        if fields[0] != zipfile.stringCentralDir:
+            return None
+        flag, method, compressed, size, offset = fields[5], fields[6], fields[10], fields[11], fields[18]
+        name_end = position + _CENTRAL.size + fields[12]
+        raw_name = data[position + _CENTRAL.size : name_end]
+        position = name_end + fields[13] + fields[14]
+        if method not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) or 0xFFFFFFFF in (compressed, size, offset):
+            return None
+        if data[offset : offset + 4] != zipfile.stringFileHeader:
+            return None
+        name_length, extra_length = struct.unpack_from("<HH", data, offset + 26)
+        start = offset + 30 + name_length + extra_length
+        if start + compressed > len(data):
+            return None
+        name = raw_name.decode("utf-8" if flag & 0x800 else "cp437")
+        members.append((name, flag, method, fields[7], fields[8], fields[9], compressed, size, fields[17], start))
+    return members
 
 
 def _member_safe(member: str) -> bool:

@@ -411,3 +411,28 @@ def test_with_real_conversions_the_archives_hold_the_html_of_exactly_the_manifes
             )
     clean = _members(roots / "real-month" / "2024-01.zip")
     assert any(b"x</mi>" in body or b"x^{2}" in body for body in clean.values())  # the converted formula
+
+
+def _result_file(name: str) -> Path:
+    task = Task.objects.get(corpus__name="papers", service__name="tex_to_html", document__name=name)
+    return result_path(Path(django_settings.RESULTS_DIR), task.corpus_id, task.service_id, task.pk)
+
+
+def test_unusual_result_archives_are_copied_and_broken_ones_listed_as_missing(authed, converted, roots) -> None:
+    with zipfile.ZipFile(_result_file("2401.00002"), "w") as result:  # read through zipfile, not the fast path
+        result.writestr("page.html", "<html>lzma</html>", compress_type=zipfile.ZIP_LZMA)
+        result.writestr("sub/", "")
+        result.writestr("../escape.html", "<html>out</html>")
+        result.comment = b"a comment"
+    good = _result_file("2401.00001").read_bytes()
+    _result_file("hep-th9912001").write_bytes(good[: len(good) // 2])  # truncated: not a ZIP any more
+    job = _export(authed, group_by="none", severities=["no_problem", "warning"], out="odd")
+    assert job["state"] == "succeeded", job
+    members = _members(roots / "odd" / "all.zip")
+    assert members["2401.00002/page.html"] == b"<html>lzma</html>"
+    assert set(members) == {"2401.00001/2401.00001.html", "2401.00001/x.png", "2401.00002/page.html"}
+    manifest = _manifest(roots / "odd")
+    assert {d["document"]: d["missing"] for d in manifest["document_list"]} == {
+        "2401.00001": False, "2401.00002": False, "hep-th9912001": True,
+    }  # fmt: skip
+    assert (manifest["documents"], manifest["missing"]) == (2, 1)
