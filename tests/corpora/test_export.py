@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import struct
+import subprocess
 import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -436,3 +438,40 @@ def test_unusual_result_archives_are_copied_and_broken_ones_listed_as_missing(au
         "2401.00001": False, "2401.00002": False, "hep-th9912001": True,
     }  # fmt: skip
     assert (manifest["documents"], manifest["missing"]) == (2, 1)
+
+
+@pytest.mark.django_db(False)
+def test_the_archive_writer_writes_zip64_end_records_past_65535_members_and_cuts_back_a_broken_document(
+    tmp_path,
+) -> None:
+    source = tmp_path / "result.zip"
+    with zipfile.ZipFile(source, "w", zipfile.ZIP_DEFLATED) as result:
+        result.writestr("é.html", "<html>accent</html>")  # a cp437/utf-8 name
+    truncated = tmp_path / "truncated.zip"
+    with zipfile.ZipFile(truncated, "w", zipfile.ZIP_STORED) as result:
+        result.writestr("a.html", "x" * 5000)
+        result.writestr("b.html", "y" * 5000)
+    # b.html's central directory entry claims 1000 bytes more than its body holds: the copy breaks after
+    # a.html was written (and after part of b.html), and the document must be cut back whole.
+    data = bytearray(truncated.read_bytes())
+    entry = data.index(b"PK\x01\x02", data.index(b"PK\x01\x02") + 4)
+    for field in (20, 24):
+        size = struct.unpack_from("<L", data, entry + field)[0]
+        struct.pack_into("<L", data, entry + field, size + 1000)
+    truncated.write_bytes(bytes(data))
+    target = export._ZipOut(tmp_path / "out.zip")
+    for index in range(70_000):
+        export._result_copy(str(source), target, f"d{index}/")
+    mark = target.mark()
+    with pytest.raises(zipfile.BadZipFile, match="shorter"):
+        export._result_copy(str(truncated), target, "broken/")
+    target.rollback(mark)
+    export._result_copy(str(source), target, "ünïcode/")
+    target.close()
+    with zipfile.ZipFile(tmp_path / "out.zip") as archive:
+        names = archive.namelist()
+        assert len(names) == 70_001 and names[0] == "d0/é.html" and names[-1] == "ünïcode/é.html"
+        assert not any(name.startswith("broken/") for name in names)
+        assert archive.read("d69999/é.html") == archive.read("ünïcode/é.html") == b"<html>accent</html>"
+        assert archive.testzip() is None
+    assert subprocess.run(["unzip", "-tq", str(tmp_path / "out.zip")], capture_output=True).returncode == 0
