@@ -475,3 +475,16 @@ def test_the_archive_writer_writes_zip64_end_records_past_65535_members_and_cuts
         assert archive.read("d69999/é.html") == archive.read("ünïcode/é.html") == b"<html>accent</html>"
         assert archive.testzip() is None
     assert subprocess.run(["unzip", "-tq", str(tmp_path / "out.zip")], capture_output=True).returncode == 0
+
+
+def test_an_export_already_being_written_is_not_written_twice_at_once(authed, converted, roots) -> None:
+    import fcntl
+
+    directory = roots / "busy"
+    directory.mkdir()
+    with open(directory / ".lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # held as a running export holds it
+        job = _export(authed, group_by="none", severities=["error"], out="busy")
+    assert job["state"] == "failed" and "another export is writing busy" in job["message"]
+    assert not list(directory.glob("*.zip"))
+    assert _export(authed, group_by="none", severities=["error"], out="busy")["state"] == "succeeded"
