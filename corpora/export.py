@@ -3,9 +3,10 @@
 An export directory EXPORT_ROOT/<out>/ holds one archive per group (severity, month or all), each
 document's result files under `<document name>/`, and manifest.json, written last. The writer:
 
-- reads the pair's completed tasks of the chosen severities in one query, ordered by group, through a
-  server-side cursor, so memory does not grow with the corpus;
-- copies each result member's compressed bytes as they are (no inflate, no deflate), in chunks;
+- selects the pair's completed tasks of the chosen severities with one set-based statement into a
+  temporary table, then reads them ordered by archive through a server-side cursor, so memory does not
+  grow with the corpus;
+- copies each result member's compressed bytes as they are (no inflate, no deflate);
 - writes every archive as `.<name>.part` and renames it into place when it is whole, beside a sidecar
   `.<name>.documents.jsonl` listing its documents; a run that stops midway leaves no complete-looking
   half archive, and running the same request again keeps the archives already whole (when the plan
@@ -191,6 +192,8 @@ def dataset_export_run(
     progress: Progress, log: Log,
 ) -> dict[str, Any]:  # fmt: skip
     """The export job: plan the archives, write the missing ones, then the manifest."""
+    if not Activation.objects.filter(corpus_id=corpus_id, service_id=service_id).exists():
+        raise JobFailed(f"The service {service!r} is no longer active on the corpus {corpus!r}.")
     directory = export_dir_check(out)
     directory.mkdir(parents=True, exist_ok=True)
     with _locked(directory):
