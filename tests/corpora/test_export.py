@@ -18,6 +18,7 @@ from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
 from corpora import export
+from corpora.export import zipcopy
 from corpora.models import Task
 from corpora.results import result_path
 from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING
@@ -459,14 +460,14 @@ def test_the_archive_writer_writes_zip64_end_records_past_65535_members_and_cuts
         size = struct.unpack_from("<L", data, entry + field)[0]
         struct.pack_into("<L", data, entry + field, size + 1000)
     truncated.write_bytes(bytes(data))
-    target = export._ZipOut(tmp_path / "out.zip")
+    target = zipcopy.ZipOut(tmp_path / "out.zip")
     for index in range(70_000):
-        export._result_copy(str(source), target, f"d{index}/")
+        zipcopy.result_copy(str(source), target, f"d{index}/")
     mark = target.mark()
     with pytest.raises(zipfile.BadZipFile, match="shorter"):
-        export._result_copy(str(truncated), target, "broken/")
+        zipcopy.result_copy(str(truncated), target, "broken/")
     target.rollback(mark)
-    export._result_copy(str(source), target, "ünïcode/")
+    zipcopy.result_copy(str(source), target, "ünïcode/")
     target.close()
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         names = archive.namelist()
