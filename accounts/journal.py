@@ -26,3 +26,5 @@ class Action(StrEnum):
     MAINTENANCE_ANALYZE = "maintenance_analyze"
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"
+    # --- sandbox corpora ---
+    CORPUS_SANDBOX = "corpus.sandbox"

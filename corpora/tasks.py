@@ -31,3 +31,12 @@ def service_activate_job(ctx: JobContext, *, activation_id: int, **_: Any) -> di
 def results_remove_job(ctx: JobContext, *, names: list[str], **_: Any) -> dict[str, Any]:
     """Remove the result archives of a deleted corpus, service or pair (moved aside at the deletion)."""
     return {"files_removed": results.discarded_remove(names=names, progress=ctx.progress)}
+
+
+# --- sandbox corpora ------------------------------------------------------------------------------
+
+
+@job_kind("corpus_sandbox")
+def corpus_sandbox_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
+    """Carve a sandbox: the parent's matching documents and one import task each."""
+    return actions.corpus_sandbox_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -23,6 +23,7 @@ from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,
     ImportRequestSerializer,
+    SandboxRequestSerializer,
     result_files_sentence,
 )
 from services.queries import service_list
@@ -179,3 +180,32 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
         f" {result_files_sentence(counts)}",
     )
     return redirect("corpus", name=name)
+
+
+# --- sandbox corpora ------------------------------------------------------------------------------
+
+SANDBOX_FORM_FIELDS = tuple(SandboxRequestSerializer().fields)
+
+
+@login_required
+@require_POST
+def corpus_sandbox_view(request: HttpRequest, parent: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<parent>/sandbox: the report level's form, answered with the job."""
+    params = form_params(request.POST)
+    # An empty field means "not narrowed", where the API would have left it out; kept as form text.
+    fields = QueryDict(mutable=True)
+    fields.update({key: value for key, value in params.items() if key in SANDBOX_FORM_FIELDS and value != ""})
+    try:
+        with journaled(
+            actor=request.user.username,
+            action=Action.CORPUS_SANDBOX,
+            target=f"{parent}/{params.get('name', '')}"[:200],
+            params=params,
+        ):
+            body = validated(SandboxRequestSerializer(data=fields))
+            job = actions.corpus_sandbox(parent=parent, actor=request.user.username, **body)
+    except ServiceError as exc:
+        problems = "; ".join(f"{field}: {' '.join(map(str, words))}" for field, words in (exc.errors or {}).items())
+        return error_page(request, type(exc)(f"{exc.detail} {problems}".strip()))
+    messages.success(request, f"Carving the sandbox {body['name']} from {parent}.")
+    return redirect("job", uuid=job.uuid)
