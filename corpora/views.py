@@ -26,6 +26,7 @@ from corpora.serializers import (
     SandboxRequestSerializer,
     result_files_sentence,
 )
+from reports.links import report_url
 from services.queries import service_list
 from services.serializers import ServiceSerializer
 
@@ -65,11 +66,11 @@ def _corpus_page(request: HttpRequest, name: str, *, error: ServiceError | None 
         return error_page(request, exc)
     busy = corpus["state"] == "importing" or any(s["counts"]["in_progress"] > 0 for s in corpus["services"])
     if request.GET.get("fragment") == "body":
-        response = render(request, "corpora/_detail_body.html", {"corpus": corpus, "busy": busy})
+        response = render(request, "corpora/_detail_body.html", {"corpus": corpus, "busy": busy, **_origin(corpus)})
         if not busy:
             response.status_code = HTMX_STOP_POLLING
         return response
-    context = {"corpus": corpus, "busy": busy, "error": error.detail if error else ""}
+    context = {"corpus": corpus, "busy": busy, "error": error.detail if error else "", **_origin(corpus)}
     context["comparable"] = [s["name"] for s in corpus["services"] if not s["protected"] and s["counts"]["total"]]
     if request.user.is_authenticated:
         context["activatable"] = _activatable(corpus)
@@ -185,6 +186,24 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
 # --- sandbox corpora ------------------------------------------------------------------------------
 
 SANDBOX_FORM_FIELDS = tuple(SandboxRequestSerializer().fields)
+
+
+def _origin(corpus: dict[str, Any]) -> dict[str, Any]:
+    """Where a sandbox came from: the parent's report level of its condition, and its limits."""
+    condition = corpus.get("condition")
+    if not condition or not corpus["parent"]:
+        return {}
+    levels = [condition.get(key) for key in ("severity", "category", "what")]
+    levels = levels[: levels.index(None)] if None in levels else levels
+    limits = [(key.replace("_", " "), condition[key]) for key in SANDBOX_LIMITS if condition.get(key) is not None]
+    return {
+        "origin_href": report_url(corpus["parent"], condition["service"], *levels),
+        "condition_parts": levels,
+        "condition_limits": limits,
+    }
+
+
+SANDBOX_LIMITS = ("status", "entry_contains", "per_class_limit", "limit", "seed")
 
 
 @login_required

@@ -5,6 +5,7 @@ own that references its parent's entries (results come through the real ingestio
 from __future__ import annotations
 
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -224,3 +225,48 @@ def test_a_sandbox_is_activated_and_reported_on_its_own(authed, parent):
     assert overview["counts"]["todo"] == 7 and overview["total"] == 7
     assert _snapshot("p") == before
     assert authed.get("/api/runs/sb/tex_to_html/current").json()["tallies"]["todo"] == 7
+
+
+# --- screens -------------------------------------------------------------------------------------
+
+
+def _form_fields(body: str) -> dict[str, str]:
+    form = body[body.index('id="sandbox"') :]
+    form = form[: form.index("</form>")]
+    return dict(re.findall(r'<input type="(?:hidden|text|number)" name="(\w+)"(?: value="([^"]*)")?', form))
+
+
+def test_every_report_level_offers_the_sandbox_form_prefilled_with_its_condition(screen_client, client, parent):
+    levels = {
+        "/reports/p/tex_to_html/error": {"service": "tex_to_html", "severity": "error", "name": "p-error"},
+        "/reports/p/tex_to_html/error/undefined": {"category": "undefined", "name": "p-error-undefined"},
+        "/reports/p/tex_to_html/error/undefined/%5Cbar": {"category": "undefined", "what": "\\bar"},
+    }
+    for url, expected in levels.items():
+        page = screen_client.get(url)
+        assert page.status_code == 200, url
+        fields = _form_fields(page.content.decode())
+        assert {key: fields.get(key) for key in expected} == expected, (url, fields)
+        assert 'action="/corpora/p/sandbox"' in page.content.decode()
+    client.logout()
+    assert 'id="sandbox"' not in client.get("/reports/p/tex_to_html/error").content.decode()
+
+
+def test_the_sandbox_form_carves_is_journaled_and_the_sandbox_page_links_back(screen_client, parent):
+    form = {"service": "tex_to_html", "severity": "error", "category": "undefined", "what": "\\bar",
+            "name": "from-screen", "per_class_limit": "", "limit": "", "entry_contains": "", "seed": "3"}  # fmt: skip
+    response = screen_client.post("/corpora/p/sandbox", form)
+    assert response.status_code == 302 and response["Location"].startswith("/jobs/")
+    job = Job.objects.get(kind="corpus_sandbox")
+    assert job.actor == "tester"
+    job_run(job.pk)
+    assert _documents("from-screen") == {"doc5", "doc6"}
+    entry = AuditEntry.objects.get(action="corpus.sandbox")
+    assert entry.target == "p/from-screen" and entry.params["what"] == "\\bar"
+    page = screen_client.get("/corpora/from-screen").content.decode()
+    assert 'href="/corpora/p"' in page and 'href="/reports/p/tex_to_html/error/undefined/%5Cbar"' in page
+    assert 'id="extend"' not in page
+    refused = screen_client.post("/corpora/p/sandbox", {**form, "name": "x", "what": "\\bar", "category": ""})
+    assert refused.status_code == 400 and "category" in refused.content.decode()
+    assert screen_client.post("/corpora/p/sandbox", {**form, "name": "from-screen"}).status_code == 409
+    assert Job.objects.filter(kind="corpus_sandbox").count() == 1
