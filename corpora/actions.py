@@ -377,50 +377,54 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
 
 def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, Any]) -> tuple[str, list[Any]]:
     """One SELECT of the parent's document ids that the condition takes (set-based). Samples are ordered
-    by md5(seed:document id), so the same request takes the same documents again. Only fixed fragments
-    are joined into the statement; every value is a parameter, in the order of the text."""
+    by hashint8extended(task id, seed), so the same request takes the same documents again. Only fixed
+    fragments are joined into the statement; every value is a parameter, in the order of the text."""
     severity, status = condition.get("severity"), condition.get("status")
     statuses = list(SEVERITIES[status or severity][0]) if (status or severity) else None
+    seed = int(condition.get("seed", 0))
+    pair = [parent_id, service_id]
+    # The tasks of the pair whose entry holds the substring (a filter before any sample is drawn).
     entry = condition.get("entry_contains")
-    entry_join = " JOIN corpora_document d ON d.id = t.document_id AND strpos(d.entry, %s) > 0" if entry else ""
-    entry_params = [entry] if entry else []
-    seed = str(condition.get("seed", 0))
+    entry_sql = (
+        " AND {0} IN (SELECT e.id FROM corpora_task e JOIN corpora_document d ON d.id = e.document_id"
+        " WHERE e.corpus_id = %s AND e.service_id = %s AND strpos(d.entry, %s) > 0)"
+    )
+    entry_params = [*pair, entry] if entry else []
     if severity is None:
-        where, params = ["t.corpus_id = %s", "t.service_id = %s"], [*entry_params, parent_id, service_id]
-        if statuses is not None:
-            where.append("t.status = ANY(%s)")
-            params.append(statuses)
-        candidates = f"SELECT t.document_id FROM corpora_task t{entry_join} WHERE {' AND '.join(where)}"  # noqa: S608
+        where = "t.corpus_id = %s AND t.service_id = %s" + (" AND t.status = ANY(%s)" if statuses else "")
+        candidates = f"SELECT t.id AS task_id FROM corpora_task t WHERE {where}"  # noqa: S608
+        params: list[Any] = [*pair, *([statuses] if statuses else [])]
+        if entry:
+            candidates += entry_sql.format("t.id")
+            params += entry_params
     else:
-        # The messages carry their task's status: filtering on it prunes the message table's partitions.
-        where = ["m.corpus_id = %s", "m.service_id = %s", "m.task_status = ANY(%s)", "m.severity = %s"]
-        params = [parent_id, service_id, statuses, SEVERITIES[severity][1]]
-        for key in ("category", "what"):
-            if condition.get(key) is not None:
-                where.append(f"m.{key} = %s")
-                params.append(condition[key])
-        members = (
-            "SELECT c.category, c.what, t.document_id FROM (SELECT DISTINCT m.category, m.what, m.task_id"  # noqa: S608
-            f" FROM reports_logmessage m WHERE {' AND '.join(where)}) c"
-            f" JOIN corpora_task t ON t.id = c.task_id{entry_join}"
+        # One range of the report index per status (messages carry their task's status, which also prunes
+        # the partitions), each in (category, what) order and merged, so the classes arrive grouped and
+        # only each class's members are sorted by their hash.
+        narrow = "".join(f" AND m.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
+        narrow_params = [condition[key] for key in ("category", "what") if condition.get(key) is not None]
+        branch = (
+            "(SELECT m.category, m.what, m.task_id FROM reports_logmessage m WHERE m.corpus_id = %s"  # noqa: S608
+            f" AND m.service_id = %s AND m.task_status = %s AND m.severity = %s{narrow}"
+            f"{entry_sql.format('m.task_id') if entry else ''} ORDER BY m.category, m.what)"
         )
-        params += entry_params
+        messages = branch if len(statuses) == 1 else " UNION ALL ".join([branch] * len(statuses)) + " ORDER BY 1, 2"
+        params = []
+        for task_status in statuses:
+            params += [*pair, task_status, SEVERITIES[severity][1], *narrow_params, *entry_params]
         if condition.get("per_class_limit"):
-            # Every class keeps its first N members in the seed's order; a document may stand for several.
+            # dense_rank: a task with several messages of a class holds one rank in it.
             candidates = (
-                "SELECT DISTINCT s.document_id FROM (SELECT x.document_id, row_number() OVER"  # noqa: S608
-                " (PARTITION BY x.category, x.what ORDER BY md5(%s || ':' || x.document_id::text), x.document_id)"
-                f" AS n FROM ({members}) x) s WHERE s.n <= %s"
+                "SELECT DISTINCT s.task_id FROM (SELECT u.task_id, dense_rank() OVER (PARTITION BY u.category, u.what"  # noqa: S608
+                f" ORDER BY hashint8extended(u.task_id, %s), u.task_id) AS n FROM ({messages}) u) s WHERE s.n <= %s"
             )
             params = [seed, *params, condition["per_class_limit"]]
         else:
-            candidates = f"SELECT DISTINCT x.document_id FROM ({members}) x"  # noqa: S608
+            candidates = f"SELECT DISTINCT u.task_id FROM ({messages}) u"  # noqa: S608
     if condition.get("limit"):
-        select = (
-            f"SELECT p.document_id FROM ({candidates}) p"  # noqa: S608
-            " ORDER BY md5(%s || ':' || p.document_id::text), p.document_id LIMIT %s"
+        candidates = (
+            f"SELECT p.task_id FROM ({candidates}) p"  # noqa: S608
+            " ORDER BY hashint8extended(p.task_id, %s), p.task_id LIMIT %s"
         )
         params += [seed, condition["limit"]]
-    else:
-        select = f"SELECT p.document_id FROM ({candidates}) p"  # noqa: S608
-    return select, params
+    return f"SELECT t.document_id FROM ({candidates}) q JOIN corpora_task t ON t.id = q.task_id", params  # noqa: S608

@@ -4,12 +4,12 @@ own that references its parent's entries (results come through the real ingestio
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.models import AuditEntry
@@ -26,9 +26,10 @@ pytestmark = pytest.mark.django_db
 PROBLEM = "application/problem+json"
 UNDEFINED_FOO = "Error:undefined:\\foo The token \\foo\n"
 # doc0..doc4: undefined \foo; doc5, doc6: undefined \bar (doc6 also \foo); doc7: a missing file;
-# doc8: a warning only; doc9: fatal; doc10: clean; doc11 stays TODO.
+# doc8: a warning only; doc9: fatal; doc10: clean; doc11 stays TODO. doc0 and doc10 loaded a file (info).
+LOADED = "(Loading /x/article.cls.ltxml...\n"
 LOGS = [
-    UNDEFINED_FOO + "Status:conversion:2\n",
+    LOADED + UNDEFINED_FOO + "Status:conversion:2\n",
     UNDEFINED_FOO + UNDEFINED_FOO + "Status:conversion:2\n",
     UNDEFINED_FOO + "Warning:expected:label Missing\nStatus:conversion:2\n",
     UNDEFINED_FOO + "Status:conversion:2\n",
@@ -38,7 +39,7 @@ LOGS = [
     "Error:missing_file:x.sty not found\nStatus:conversion:2\n",
     "Warning:expected:label Missing\nStatus:conversion:1\n",
     "Fatal:too_many_errors:100 Too many errors\nStatus:conversion:3\n",
-    "Status:conversion:0\n",
+    LOADED + "Status:conversion:0\n",
 ]
 
 
@@ -125,6 +126,12 @@ def test_what_status_entry_and_limit_narrow_the_carve(authed, parent):
     assert _documents("st") == {"doc9"}
     _carve(authed, {"name": "ent", "service": "tex_to_html", "entry_contains": "doc1"})
     assert _documents("ent") == {"doc1", "doc10", "doc11"}  # any task of the service, the TODO one too
+    _carve(authed, {"name": "entsev", "service": "tex_to_html", "severity": "error", "entry_contains": "doc1"})
+    assert _documents("entsev") == {"doc1"}
+    _carve(authed, {"name": "info", "service": "tex_to_html", "severity": "info"})
+    assert _documents("info") == {"doc0", "doc10"}  # info spans every completed status
+    _carve(authed, {"name": "info1", "service": "tex_to_html", "severity": "info", "per_class_limit": 1})
+    assert len(_documents("info1")) == 1 and _documents("info1") <= {"doc0", "doc10"}  # one class
     _carve(authed, {"name": "lim", "service": "tex_to_html", "severity": "error", "limit": 3, "seed": 7})
     _carve(authed, {"name": "lim2", "service": "tex_to_html", "severity": "error", "limit": 3, "seed": 7})
     assert len(_documents("lim")) == 3 and _documents("lim") == _documents("lim2")
@@ -132,13 +139,16 @@ def test_what_status_entry_and_limit_narrow_the_carve(authed, parent):
 
 
 def _first_by_hash(members: set[str], seed: int, n: int) -> set[str]:
-    """The n members a seed's order puts first: md5(seed:document id) of the parent's documents."""
-    ids = dict(Document.objects.filter(corpus__name="p", name__in=members).values_list("name", "pk"))
-
-    def order(name: str) -> tuple[str, int]:
-        return hashlib.md5(f"{seed}:{ids[name]}".encode(), usedforsecurity=False).hexdigest(), ids[name]
-
-    return set(sorted(members, key=order)[:n])
+    """The n members a seed's order puts first: hashint8extended(task id, seed) of their tex_to_html task."""
+    tasks = Task.objects.filter(corpus__name="p", service__name="tex_to_html", document__name__in=members)
+    ids = dict(tasks.values_list("document__name", "pk"))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t FROM unnest(%s::bigint[]) AS t ORDER BY hashint8extended(t, %s), t LIMIT %s",
+            [list(ids.values()), seed, n],
+        )
+        chosen = {task_id for (task_id,) in cursor.fetchall()}
+    return {name for name, task_id in ids.items() if task_id in chosen}
 
 
 def test_per_class_limit_takes_at_most_n_of_every_class_and_the_same_request_the_same_sample(authed, parent):
