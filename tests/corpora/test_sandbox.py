@@ -235,6 +235,9 @@ def test_a_sandbox_is_activated_and_reported_on_its_own(authed, parent):
     assert overview["counts"]["todo"] == 7 and overview["total"] == 7
     assert _snapshot("p") == before
     assert authed.get("/api/runs/sb/tex_to_html/current").json()["tallies"]["todo"] == 7
+    snapshot = authed.post("/api/corpora/sb/services/tex_to_html/snapshot")
+    assert snapshot.status_code == 202 and snapshot.json()["rows"] == 7
+    assert _snapshot("p") == before
 
 
 # --- screens -------------------------------------------------------------------------------------
@@ -280,3 +283,6 @@ def test_the_sandbox_form_carves_is_journaled_and_the_sandbox_page_links_back(sc
     assert refused.status_code == 400 and "category" in refused.content.decode()
     assert screen_client.post("/corpora/p/sandbox", {**form, "name": "from-screen"}).status_code == 409
     assert Job.objects.filter(kind="corpus_sandbox").count() == 1
+    deletion = screen_client.post("/corpora/p/delete", {"confirm": "p"})
+    assert deletion.status_code == 409 and "from-screen" in deletion.content.decode()
+    assert Corpus.objects.filter(name="p").exists()
