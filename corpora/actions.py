@@ -311,7 +311,7 @@ def corpus_sandbox(*, parent: str, actor: str, send: bool = True, **request: Any
         with transaction.atomic():
             corpus = Corpus.objects.create(
                 name=name, path=source.path, parent=source, condition=condition,
-                description=request.get("description") or f"Sandbox of {parent} ({service.name})",
+                description=f"Sandbox of {parent} ({service.name})",
             )  # fmt: skip
             job, _ = job_enqueue(
                 kind="corpus_sandbox", actor=actor, params={"corpus_id": corpus.pk, "name": name, "parent": parent},
