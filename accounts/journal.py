@@ -28,3 +28,6 @@ class Action(StrEnum):
     TOKEN_REVOKE = "token.revoke"
     # --- dataset export ---
     CORPUS_EXPORT = "corpus.export"
+
+    # --- sandbox corpora ---
+    CORPUS_SANDBOX = "corpus.sandbox"

@@ -20,11 +20,13 @@ from corpora.lifecycle import (
     extend_tasks_create,
     import_tasks_create,
     runs_close_drained,
+    sandbox_tasks_create,
     tasks_purge,
 )
 from corpora.models import Activation, Corpus, CorpusState
 from corpora.queries import corpus_get
 from corpora.results import results_discard
+from corpora.statuses import SEVERITIES
 from jobs.actions import job_enqueue
 from jobs.models import Job
 from jobs.runner import JobFailed
@@ -62,6 +64,8 @@ def corpus_import(*, name: str, path: str, actor: str, description: str = "", se
 
 def corpus_extend(*, name: str, actor: str, send: bool = True) -> Job:
     corpus = corpus_get(name)
+    if corpus.parent_id is not None:
+        raise Conflict(f"The corpus {name!r} is a sandbox: it has no directory of its own to extend.")
     if corpus.state == CorpusState.IMPORTING:
         raise Conflict(f"The corpus {name!r} is still importing; extend it once the import has finished.")
     job, _ = job_enqueue(kind="corpus_extend", actor=actor, params={"corpus_id": corpus.pk, "name": name}, send=send)
@@ -175,7 +179,12 @@ def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, An
     corpus = corpus_get(name)
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the corpus {name!r} with all its tasks and messages.")
-    counts = _corpus_purge(corpus.pk)
+    _sandboxes_refuse(corpus)
+    try:
+        counts = _corpus_purge(corpus.pk)
+    except IntegrityError as exc:  # a sandbox carved meanwhile still references it
+        _sandboxes_refuse(corpus)
+        raise Conflict(f"The corpus {name!r} changed while it was being deleted; try again.") from exc
     return {**counts, **results_discard(corpus_id=corpus.pk, actor=actor).counts()}
 
 
@@ -186,7 +195,6 @@ def _corpus_purge(corpus_id: int) -> dict[str, int]:
         runs_delete_for(corpus_id=corpus_id)
         cursor.execute("DELETE FROM corpora_document WHERE corpus_id = %s", [corpus_id])
         counts["documents"] = cursor.rowcount
-        cursor.execute("UPDATE corpora_corpus SET parent_id = NULL WHERE parent_id = %s", [corpus_id])
         cursor.execute("DELETE FROM corpora_corpus WHERE id = %s", [corpus_id])
     return counts
 
@@ -255,3 +263,168 @@ def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | No
         activation.delete()
     discarded = results_discard(corpus_id=corpus.pk, service_id=service.pk, actor=actor)
     return {"tasks": counts["tasks"], "messages": counts["messages"], **discarded.counts()}
+
+
+# --- sandbox corpora ------------------------------------------------------------------------------
+# A sandbox is a corpus carved from a parent: the parent's documents whose task for a service matches a
+# condition. Its documents reference the parent's entries (its path is the parent's), so nothing is
+# copied; its tasks, messages and result files are its own (docs/decisions.md, "Sandbox corpora").
+
+SANDBOX_FIELDS = ("service", "status", "severity", "category", "what", "entry_contains", "limit", "per_class_limit")
+
+
+def sandbox_condition_check(request: dict[str, Any]) -> dict[str, Any]:
+    """The condition of a SandboxRequest, or BadRequest when it cannot match by construction."""
+    condition = {key: request[key] for key in SANDBOX_FIELDS if request.get(key) not in (None, "")}
+    condition["seed"] = int(request.get("seed") or 0)
+    for key in ("status", "severity"):
+        if key in condition and condition[key] not in SEVERITIES:
+            raise BadRequest(
+                f"Unknown {key} {condition[key]!r}; use one of {', '.join(SEVERITIES)}.", errors={key: ["unknown"]}
+            )
+    if "what" in condition and "category" not in condition:
+        raise BadRequest("A what narrows a category: give the category too.", errors={"what": ["needs a category"]})
+    if "category" in condition and "severity" not in condition:
+        raise BadRequest(
+            "A category narrows a severity: give the severity too.", errors={"category": ["needs a severity"]}
+        )
+    if "per_class_limit" in condition and "severity" not in condition:
+        raise BadRequest(
+            "per_class_limit samples each (severity, category, what) class: give the severity.",
+            errors={"per_class_limit": ["needs a severity"]},
+        )
+    return condition
+
+
+def corpus_sandbox(*, parent: str, actor: str, send: bool = True, **request: Any) -> Job:
+    """Create the sandbox corpus (state importing, its name reserved) and its carve job in one transaction."""
+    name = request["name"]
+    name_check(name)
+    source = corpus_get(parent)
+    service = service_get(request["service"])
+    if not Activation.objects.filter(corpus=source, service=service).exists():
+        raise NotFound(f"The service {service.name!r} is not active on the corpus {parent!r}.")
+    condition = sandbox_condition_check(request)
+    if source.state == CorpusState.IMPORTING:
+        raise Conflict(f"The corpus {parent!r} is still importing; carve a sandbox once it has finished.")
+    try:
+        with transaction.atomic():
+            corpus = Corpus.objects.create(
+                name=name, path=source.path, parent=source, condition=condition,
+                description=f"Sandbox of {parent} ({service.name})",
+            )  # fmt: skip
+            job, _ = job_enqueue(
+                kind="corpus_sandbox", actor=actor, params={"corpus_id": corpus.pk, "name": name, "parent": parent},
+                send=send,
+            )  # fmt: skip
+    except IntegrityError as exc:
+        raise Conflict(f"A corpus named {name!r} exists already.") from exc
+    return job
+
+
+def _sandboxes_refuse(corpus: Corpus) -> None:
+    """Conflict naming the sandboxes carved from a corpus, if any: they reference its entries."""
+    names = list(Corpus.objects.filter(parent=corpus).order_by("name").values_list("name", flat=True))
+    if names:
+        raise Conflict(
+            f"The corpus {corpus.name!r} has sandboxes that reference its entries: {', '.join(names)};"
+            " delete them first.",
+            errors={"sandboxes": names},
+        )
+
+
+def corpus_sandbox_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+    """The carve job: select the parent's matching documents in one statement, then write the sandbox's
+    documents and import tasks. On any failure the half-made sandbox is removed, so the name is free again."""
+    try:
+        return _sandbox_carve(corpus_id=corpus_id, progress=progress, log=log)
+    except Exception:
+        _corpus_purge(corpus_id)
+        raise
+
+
+def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+    corpus = Corpus.objects.filter(pk=corpus_id).first()
+    if corpus is None:
+        raise JobFailed("The sandbox was deleted before its job ran.")
+    if corpus.parent_id is None or not corpus.condition:
+        raise JobFailed("The sandbox's parent was deleted before its job ran.")
+    condition = corpus.condition
+    service = service_get(condition["service"])
+    progress(0, 2, "selecting documents")
+    select, params = _sandbox_selection(parent_id=corpus.parent_id, service_id=service.pk, condition=condition)
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off"):
+            cursor.execute(statement)
+        cursor.execute("DROP TABLE IF EXISTS pg_temp.sandbox_pick")
+        cursor.execute(f"CREATE TEMP TABLE sandbox_pick ON COMMIT DROP AS {select}", params)
+        picked = cursor.rowcount
+        log(f"{picked} documents of {corpus.parent.name} match")
+        progress(1, 2, "writing documents")
+        cursor.execute(
+            "INSERT INTO corpora_document (corpus_id, name, entry, kind, main_file, created_at)"
+            " SELECT %s, d.name, d.entry, d.kind, d.main_file, now()"
+            " FROM sandbox_pick p JOIN corpora_document d ON d.id = p.document_id ORDER BY d.id",
+            [corpus.pk],
+        )
+        documents = cursor.rowcount
+        sandbox_tasks_create(cursor, corpus_id=corpus.pk, import_service_id=_import_service_id())
+        Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.READY, imported_at=timezone.now())
+    progress(2, 2, f"carved {documents} documents")
+    log(f"recorded {documents} documents referencing the entries of {corpus.parent.name}")
+    return {"documents": documents}
+
+
+def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, Any]) -> tuple[str, list[Any]]:
+    """One SELECT of the parent's document ids that the condition takes (set-based). Samples are ordered
+    by hashint8extended(task id, seed), so the same request takes the same documents again. Only fixed
+    fragments are joined into the statement; every value is a parameter, in the order of the text."""
+    severity, status = condition.get("severity"), condition.get("status")
+    statuses = list(SEVERITIES[status or severity][0]) if (status or severity) else None
+    seed = int(condition.get("seed", 0))
+    pair = [parent_id, service_id]
+    # The tasks of the pair whose entry holds the substring (a filter before any sample is drawn).
+    entry = condition.get("entry_contains")
+    entry_sql = (
+        " AND {0} IN (SELECT e.id FROM corpora_task e JOIN corpora_document d ON d.id = e.document_id"
+        " WHERE e.corpus_id = %s AND e.service_id = %s AND strpos(d.entry, %s) > 0)"
+    )
+    entry_params = [*pair, entry] if entry else []
+    if severity is None:
+        where = "t.corpus_id = %s AND t.service_id = %s" + (" AND t.status = ANY(%s)" if statuses else "")
+        candidates = f"SELECT t.id AS task_id FROM corpora_task t WHERE {where}"  # noqa: S608
+        params: list[Any] = [*pair, *([statuses] if statuses else [])]
+        if entry:
+            candidates += entry_sql.format("t.id")
+            params += entry_params
+    else:
+        # One range of the report index per status (messages carry their task's status, which also prunes
+        # the partitions), each in (category, what) order and merged, so the classes arrive grouped and
+        # only each class's members are sorted by their hash.
+        narrow = "".join(f" AND m.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
+        narrow_params = [condition[key] for key in ("category", "what") if condition.get(key) is not None]
+        branch = (
+            "(SELECT m.category, m.what, m.task_id FROM reports_logmessage m WHERE m.corpus_id = %s"  # noqa: S608
+            f" AND m.service_id = %s AND m.task_status = %s AND m.severity = %s{narrow}"
+            f"{entry_sql.format('m.task_id') if entry else ''} ORDER BY m.category, m.what)"
+        )
+        messages = branch if len(statuses) == 1 else " UNION ALL ".join([branch] * len(statuses)) + " ORDER BY 1, 2"
+        params = []
+        for task_status in statuses:
+            params += [*pair, task_status, SEVERITIES[severity][1], *narrow_params, *entry_params]
+        if condition.get("per_class_limit"):
+            # dense_rank: a task with several messages of a class holds one rank in it.
+            candidates = (
+                "SELECT DISTINCT s.task_id FROM (SELECT u.task_id, dense_rank() OVER (PARTITION BY u.category, u.what"  # noqa: S608
+                f" ORDER BY hashint8extended(u.task_id, %s), u.task_id) AS n FROM ({messages}) u) s WHERE s.n <= %s"
+            )
+            params = [seed, *params, condition["per_class_limit"]]
+        else:
+            candidates = f"SELECT DISTINCT u.task_id FROM ({messages}) u"  # noqa: S608
+    if condition.get("limit"):
+        candidates = (
+            f"SELECT p.task_id FROM ({candidates}) p"  # noqa: S608
+            " ORDER BY hashint8extended(p.task_id, %s), p.task_id LIMIT %s"
+        )
+        params += [seed, condition["limit"]]
+    return f"SELECT t.document_id FROM ({candidates}) q JOIN corpora_task t ON t.id = q.task_id", params  # noqa: S608

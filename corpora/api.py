@@ -22,6 +22,7 @@ from corpora.serializers import (
     ExportRequestSerializer,
     ExportSerializer,
     ImportRequestSerializer,
+    SandboxRequestSerializer,
     result_files_headers,
 )
 from jobs.serializers import JobSerializer
@@ -171,3 +172,26 @@ class ExportFileApi(TokenApiView):
     def get(self, request: Request, out: str, name: str) -> FileResponse:
         path = export.export_file(out, name)
         return FileResponse(path.open("rb"), as_attachment=True, filename=name)
+
+
+# --- sandbox corpora ------------------------------------------------------------------------------
+
+
+class SandboxApi(TokenApiView):
+    audit_action = Action.CORPUS_SANDBOX
+
+    @extend_schema(
+        operation_id="corpora_sandbox",
+        summary="Carve a sandbox corpus from the parent's documents that match a condition (background job)",
+        request=SandboxRequestSerializer,
+        responses={202: JobSerializer, **problems(400, 404, 409)},
+        tags=["corpora"],
+    )
+    def post(self, request: Request, parent: str) -> Response:
+        body = SandboxRequestSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        job = actions.corpus_sandbox(parent=parent, actor=self.actor_name(), **body.validated_data)
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    def audit_target(self, kwargs: dict) -> str:
+        return f"{kwargs['parent']}/{self.body_field('name')}"

@@ -455,3 +455,17 @@ def grains_clear(pairs: set[tuple[int, int]] | list[tuple[int, int]]) -> int:
         cleared = cursor.rowcount
         cursor.execute("DELETE FROM reports_reportgrain x" + using, keys)
     return cleared
+
+
+# --- sandbox corpora -----------------------------------------------------------------------------
+
+
+def sandbox_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_service_id: int) -> int:
+    """One import task per document of a freshly carved sandbox, no_problem as a valid import's: every
+    document was taken from a valid document of its parent. Returns how many were created."""
+    cursor.execute(
+        "INSERT INTO corpora_task (corpus_id, service_id, document_id, status)"
+        f" SELECT d.corpus_id, %s, d.id, {NO_PROBLEM} FROM corpora_document d WHERE d.corpus_id = %s",
+        [import_service_id, corpus_id],
+    )
+    return cursor.rowcount

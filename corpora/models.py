@@ -22,6 +22,8 @@ class Corpus(models.Model):
     description = models.TextField(blank=True)
     state = models.CharField(max_length=16, choices=CorpusState.choices, default=CorpusState.IMPORTING)
     parent = models.ForeignKey("self", null=True, blank=True, on_delete=models.DO_NOTHING, related_name="sandboxes")
+    # A sandbox's SandboxRequest as it was accepted (its parent's path is its path); null on an imported corpus.
+    condition = models.JSONField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     imported_at = models.DateTimeField(null=True, blank=True)
 

@@ -90,6 +90,7 @@ def corpus_record(corpus: Corpus, *, documents: int, services: list[Any]) -> dic
         "created_at": corpus.created_at,
         "imported_at": corpus.imported_at,
         "url": f"/api/corpora/{corpus.name}",
+        "condition": corpus.condition,
     }
 
 

@@ -7,7 +7,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField
+from config.api.fields import StrictCharField, StrictIntegerField
 from config.names import NAME_MAX, NAME_RULE, name_is_valid
 
 
@@ -57,10 +57,25 @@ class CorpusSerializer(serializers.Serializer):
     url = serializers.CharField()
 
 
+class SandboxConditionSerializer(serializers.Serializer):
+    """What a sandbox was carved with (its SandboxRequest less the name), and where it came from."""
+
+    service = serializers.CharField()
+    status = serializers.CharField(required=False)
+    severity = serializers.CharField(required=False)
+    category = serializers.CharField(required=False)
+    what = serializers.CharField(required=False)
+    entry_contains = serializers.CharField(required=False)
+    limit = serializers.IntegerField(required=False)
+    per_class_limit = serializers.IntegerField(required=False)
+    seed = serializers.IntegerField()
+
+
 class CorpusDetailSerializer(CorpusSerializer):
     """A corpus with every service on it (import first) and its per-status counts."""
 
     services = CorpusServiceSerializer(many=True)
+    condition = SandboxConditionSerializer(allow_null=True, help_text="what a sandbox was carved with; null otherwise")
 
 
 class ConfirmSerializer(serializers.Serializer):
@@ -133,3 +148,27 @@ class ExportSerializer(serializers.Serializer):
     bytes = serializers.IntegerField()
     archives = ExportArchiveSerializer(many=True)
     manifest_url = serializers.CharField(help_text="token-gated download of manifest.json with the document list")
+
+
+# --- sandbox corpora ------------------------------------------------------------------------------
+
+
+class SandboxRequestSerializer(serializers.Serializer):
+    """SandboxRequest (DESIGN.md section 9): which of the parent's documents the sandbox takes."""
+
+    name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
+    service = StrictCharField(max_length=NAME_MAX, help_text="a service active on the parent")
+    status = StrictCharField(
+        max_length=20, required=False, help_text="a severity key: take tasks of its statuses (default: the severity's)"
+    )
+    severity = StrictCharField(max_length=20, required=False, help_text="a severity key: the tasks need such a message")
+    category = StrictCharField(max_length=100, required=False, help_text="the message's category (needs severity)")
+    what = StrictCharField(max_length=200, required=False, help_text="the message's what (needs category)")
+    entry_contains = StrictCharField(max_length=1024, required=False, help_text="a substring of the document's entry")
+    limit = StrictIntegerField(min_value=1, required=False, help_text="at most this many documents in all")
+    per_class_limit = StrictIntegerField(
+        min_value=1, required=False, help_text="at most this many documents per (severity, category, what) class"
+    )
+    seed = StrictIntegerField(
+        default=0, min_value=-(2**31), max_value=2**31 - 1, help_text="the deterministic sample's seed"
+    )

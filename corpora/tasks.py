@@ -46,3 +46,12 @@ def dataset_export_job(
         corpus=corpus, service=service, corpus_id=corpus_id, service_id=service_id, group_by=group_by,
         severities=severities, out=out, progress=ctx.progress, log=ctx.log,
     )  # fmt: skip
+
+
+# --- sandbox corpora ------------------------------------------------------------------------------
+
+
+@job_kind("corpus_sandbox")
+def corpus_sandbox_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
+    """Carve a sandbox: the parent's matching documents and one import task each."""
+    return actions.corpus_sandbox_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)

@@ -7,6 +7,8 @@ api_urlpatterns = [
     path("corpora/<str:name>", api.CorpusDetailApi.as_view(), name="api-corpus"),
     path("corpora/<str:name>/extend", api.CorpusExtendApi.as_view(), name="api-corpus-extend"),
     path("corpora/<str:corpus>/services/<str:service>", api.ActivationApi.as_view(), name="api-activation"),
+    # --- sandbox corpora ---
+    path("corpora/<str:parent>/sandbox", api.SandboxApi.as_view(), name="api-corpus-sandbox"),
 ]
 
 # --- dataset export ---
@@ -30,6 +32,8 @@ urlpatterns = [
     path(
         "corpora/<str:name>/services/<str:service>/deactivate", views.activation_delete_view, name="corpus-deactivate"
     ),
+    # --- sandbox corpora ---
+    path("corpora/<str:parent>/sandbox", views.corpus_sandbox_view, name="corpus-sandbox"),
 ]
 
 # --- dataset export ---

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -26,8 +26,10 @@ from corpora.serializers import (
     CorpusSerializer,
     ExportSerializer,
     ImportRequestSerializer,
+    SandboxRequestSerializer,
     result_files_sentence,
 )
+from reports.links import report_url
 from services.queries import service_list
 from services.serializers import ServiceSerializer
 
@@ -67,11 +69,11 @@ def _corpus_page(request: HttpRequest, name: str, *, error: ServiceError | None 
         return error_page(request, exc)
     busy = corpus["state"] == "importing" or any(s["counts"]["in_progress"] > 0 for s in corpus["services"])
     if request.GET.get("fragment") == "body":
-        response = render(request, "corpora/_detail_body.html", {"corpus": corpus, "busy": busy})
+        response = render(request, "corpora/_detail_body.html", {"corpus": corpus, "busy": busy, **_origin(corpus)})
         if not busy:
             response.status_code = HTMX_STOP_POLLING
         return response
-    context = {"corpus": corpus, "busy": busy, "error": error.detail if error else ""}
+    context = {"corpus": corpus, "busy": busy, "error": error.detail if error else "", **_origin(corpus)}
     context["comparable"] = [s["name"] for s in corpus["services"] if not s["protected"] and s["counts"]["total"]]
     if request.user.is_authenticated:
         context["activatable"] = _activatable(corpus)
@@ -215,3 +217,50 @@ def export_file_view(request: HttpRequest, out: str, name: str) -> HttpResponse:
     except ServiceError as exc:
         return error_page(request, exc)
     return FileResponse(path.open("rb"), as_attachment=True, filename=name)
+
+
+# --- sandbox corpora ------------------------------------------------------------------------------
+
+SANDBOX_FORM_FIELDS = tuple(SandboxRequestSerializer().fields)
+
+
+def _origin(corpus: dict[str, Any]) -> dict[str, Any]:
+    """Where a sandbox came from: the parent's report level of its condition, and its limits."""
+    condition = corpus.get("condition")
+    if not condition or not corpus["parent"]:
+        return {}
+    levels = [condition.get(key) for key in ("severity", "category", "what")]
+    levels = levels[: levels.index(None)] if None in levels else levels
+    limits = [(key.replace("_", " "), condition[key]) for key in SANDBOX_LIMITS if condition.get(key) is not None]
+    return {
+        "origin_href": report_url(corpus["parent"], condition["service"], *levels),
+        "condition_parts": levels,
+        "condition_limits": limits,
+    }
+
+
+SANDBOX_LIMITS = ("status", "entry_contains", "per_class_limit", "limit", "seed")
+
+
+@login_required
+@require_POST
+def corpus_sandbox_view(request: HttpRequest, parent: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<parent>/sandbox: the report level's form, answered with the job."""
+    params = form_params(request.POST)
+    # An empty field means "not narrowed", where the API would have left it out; kept as form text.
+    fields = QueryDict(mutable=True)
+    fields.update({key: value for key, value in params.items() if key in SANDBOX_FORM_FIELDS and value != ""})
+    try:
+        with journaled(
+            actor=request.user.username,
+            action=Action.CORPUS_SANDBOX,
+            target=f"{parent}/{params.get('name', '')}"[:200],
+            params=params,
+        ):
+            body = validated(SandboxRequestSerializer(data=fields))
+            job = actions.corpus_sandbox(parent=parent, actor=request.user.username, **body)
+    except ServiceError as exc:
+        problems = "; ".join(f"{field}: {' '.join(map(str, words))}" for field, words in (exc.errors or {}).items())
+        return error_page(request, type(exc)(f"{exc.detail} {problems}".strip()))
+    messages.success(request, f"Carving the sandbox {body['name']} from {parent}.")
+    return redirect("job", uuid=job.uuid)

@@ -6,6 +6,7 @@ needs a signed-in operator. Every link is built by reports.links.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
@@ -22,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
+from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
 from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
 from corpora.serializers import ExportRequestSerializer
@@ -188,6 +190,7 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
     if request.GET.get("fragment") == "body":
         return _fragment(request, "reports/_grain_body.html", context, live=report["computing"])
     context["crumbs"] = crumbs(corpus, service, severity, category)
+    context["sandbox"] = sandbox_form(corpus, service, severity, category)
     return render(request, "reports/grain.html", context)
 
 
@@ -234,6 +237,7 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
         "crumbs": crumbs(corpus, service, severity, category, what),
         "pager": pager(entries["offset"], entries["page_size"], len(entries["entries"]), None),
         "rerun_label": "these tasks",
+        "sandbox": sandbox_form(corpus, service, severity, category, what),
     }
     return render(request, "reports/entries.html", context)
 
@@ -435,3 +439,20 @@ def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpR
     except ServiceError as exc:
         return _write_failed(request, corpus, service, exc)
     return redirect("job", uuid=job.uuid)
+
+
+# --- sandbox corpora ---------------------------------------------------------------------------------
+
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def sandbox_form(
+    corpus: str, service: str, severity: str, category: str | None = None, what: str | None = None
+) -> dict[str, Any]:
+    """The "carve sandbox" form of a report level, prefilled with its condition and a name made of it."""
+    words = [_NOT_IN_NAMES.sub("-", part).strip("-._") for part in (corpus, severity, category, what) if part]
+    name = "-".join(word for word in words if word)[:NAME_MAX].rstrip("-._") or "sandbox"
+    return {
+        "parent": corpus, "service": service, "severity": severity, "category": category or "", "what": what or "",
+        "name": name if name_is_valid(name) else "sandbox", "per_class_limit": 5 if what is None else "",
+    }  # fmt: skip

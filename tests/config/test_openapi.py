@@ -50,6 +50,8 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("POST", "/api/corpora/{corpus}/services/{service}/snapshot"),
     ("GET", "/api/compare/{corpus}/{service_a}/{service_b}"),
     ("GET", "/api/compare/{corpus}/{service_a}/{service_b}/tasks"),
+    # sandbox corpora
+    ("POST", "/api/corpora/{parent}/sandbox"),
 }
 
 

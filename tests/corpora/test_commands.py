@@ -56,3 +56,20 @@ def test_command_errors_are_one_line_and_change_nothing(corpus_root, tmp_path):
         _call("delete_service", "import", "--confirm", "import")
     assert list(Corpus.objects.values_list("name", flat=True)) == ["c"]
     assert AuditEntry.objects.filter(outcome__startswith="4").count() == 3
+
+
+def test_a_sandbox_is_carved_from_the_command_line_with_the_apis_checks(corpus_root):
+    from corpora.models import Document
+    from tests.corpora.helpers import activated, imported
+
+    imported(corpus_root, "p", documents=3)
+    activated("p")
+    Task.objects.filter(corpus__name="p", service__name="tex_to_html", document__name="doc1").update(status=-4)
+    assert "'documents': 1" in _call("carve_sandbox", "p", "fatals", "--service", "tex_to_html", "--status", "fatal")
+    assert list(Document.objects.filter(corpus__name="fatals").values_list("name", flat=True)) == ["doc1"]
+    assert Corpus.objects.get(name="fatals").parent.name == "p"
+    with pytest.raises(CommandError, match="give the severity too"):
+        _call("carve_sandbox", "p", "x", "--service", "tex_to_html", "--category", "undefined")
+    with pytest.raises(CommandError, match="exists already"):
+        _call("carve_sandbox", "p", "fatals", "--service", "tex_to_html")
+    assert AuditEntry.objects.filter(action="corpus.sandbox").count() == 3
