@@ -489,3 +489,51 @@ def test_an_export_already_being_written_is_not_written_twice_at_once(authed, co
     assert job["state"] == "failed" and "another export is writing busy" in job["message"]
     assert not list(directory.glob("*.zip"))
     assert _export(authed, group_by="none", severities=["error"], out="busy")["state"] == "succeeded"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_export_process_killed_midway_leaves_no_half_archive_and_the_same_request_finishes_it(
+    authed, converted, roots
+) -> None:
+    """A real SIGKILL of the process running the job, while it copies a document of its third archive (that
+    document's result is a FIFO nobody writes, so the copy blocks there); then the same request again."""
+    import os
+    import signal
+    import sys
+
+    from tests.support import PROJECT_DIR, child_env, wait_until
+
+    request = {"group_by": "month", "severities": ["no_problem", "warning", "error"], "out": "killed"}
+    task = Task.objects.select_related("document").get(document__name="2401.00002", service__name="tex_to_html")
+    result = result_path(Path(django_settings.RESULTS_DIR), task.corpus_id, task.service_id, task.pk)
+    saved = result.read_bytes()
+    result.unlink()
+    os.mkfifo(result)
+    response = authed.post(EXPORT, request, format="json")
+    assert response.status_code == 202
+    code = f"import django; django.setup(); from jobs.runner import job_run; job_run({response.json()['uuid']!r})"
+    env = child_env(EXPORT_ROOT=str(roots), RESULTS_DIR=str(django_settings.RESULTS_DIR))
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=PROJECT_DIR, env=env, start_new_session=True)
+    directory = roots / "killed"
+    try:
+        wait_until(
+            lambda: (directory / ".2024-01.zip.part").exists() and (directory / "1999-12.zip").exists(),
+            timeout=60, message="the export to block inside its third archive",
+        )  # fmt: skip
+        assert child.poll() is None
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.wait(timeout=30)
+    assert sorted(p.name for p in directory.glob("*.zip")) == ["1999-12.zip", "2006-01.zip"]
+    assert not (directory / "manifest.json").exists() and authed.get("/api/exports").json() == []
+
+    result.unlink()
+    result.write_bytes(saved)
+    job = _export(authed, **request)
+    assert job["state"] == "succeeded", job
+    assert sorted(p.name for p in directory.glob("*.zip")) == ["1999-12.zip", "2006-01.zip", "2024-01.zip"]
+    assert not list(directory.glob(".*.part"))
+    assert {m.split("/")[0] for m in _members(directory / "2024-01.zip")} == {"2401.00001", "2401.00002"}
+    assert {d["document"] for d in _manifest(directory)["document_list"]} == {
+        "2401.00001", "2401.00002", "math0601001", "hep-th9912001",
+    }  # fmt: skip
