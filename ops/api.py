@@ -13,6 +13,7 @@ from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.errors import problem_json_response
 from config.api.views import PublicApiView
 from config.errors import TooManyRequests
+from ops.metrics import collector_register  # --- domain metrics ---
 from ops.queries import liveness
 from ops.serializers import LivenessSerializer
 
@@ -45,4 +46,5 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         response = problem_json_response(401, "A valid service token is required for /metrics.")
         response["WWW-Authenticate"] = 'ServiceToken realm="api"'
         return response
+    collector_register()  # --- domain metrics ---
     return ExportToDjangoView(request)

@@ -29,6 +29,7 @@ from django.db import connections
 from django.utils import timezone
 
 from corpora.lifecycle import grains_clear
+from ops.metrics import ingest_record
 from ops.supervisor import die_with_parent
 from services.dispatcher.ingest import (
     IngestOutcome,
@@ -177,6 +178,7 @@ class Sink:
             while (batch := self.batches.get()) is not None:
                 if self.failure is not None:
                     continue
+                started = time.monotonic()
                 try:
                     outcome = results_apply(batch, results_dir=settings.RESULTS_DIR)
                     if outcome.discarded:
@@ -188,6 +190,7 @@ class Sink:
                     logger.exception("the sink could not apply a batch of %d result(s)", len(batch.results))
                     self.failure = exc
                     continue
+                ingest_record(outcome.ingested, time.monotonic() - started)
                 self.outcomes.put(outcome)
         finally:
             connections.close_all()

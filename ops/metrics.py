@@ -1,0 +1,191 @@
+"""Domain metrics for GET /metrics, beside django-prometheus': one custom Collector, registered once, that
+computes its gauges at scrape time from cheap reads (the trigger-kept task counts, the partial lease index,
+the jobs table, the connection pool's stats) and exposes the ingestion counters the dispatcher's sink
+keeps in Redis (see docs/decisions.md: the sink is another process, so an in-process counter would never
+reach the web's /metrics).
+
+Metric names: ccs_tasks{service,status}, ccs_backlog_tasks{service}, ccs_leases_in_flight{service},
+ccs_leases_expired, ccs_jobs{state}, ccs_jobs_health{health}, ccs_db_pool_in_use, ccs_db_pool_waiting,
+ccs_results_ingested_total, ccs_ingest_batch_seconds (histogram).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from datetime import timedelta
+
+import redis
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.registry import Collector
+
+from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS, TODO
+
+logger = logging.getLogger(__name__)
+
+METRIC_NAMES: tuple[str, ...] = (
+    "ccs_tasks", "ccs_backlog_tasks", "ccs_leases_in_flight", "ccs_leases_expired", "ccs_jobs", "ccs_jobs_health",
+    "ccs_db_pool_in_use", "ccs_db_pool_waiting", "ccs_results_ingested_total", "ccs_ingest_batch_seconds",
+)  # fmt: skip
+
+# Redis keys of the sink's counters: results ingested, and the batch latency histogram as a hash of
+# per-bucket counts (not cumulative; the collector accumulates them) plus "sum" and "count".
+INGESTED_KEY = "ccs:metrics:results_ingested"
+LATENCY_KEY = "ccs:metrics:ingest_batch_seconds"
+LATENCY_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_INF = "+Inf"
+
+_client: redis.Redis | None = None
+_client_lock = threading.Lock()
+
+
+def _redis() -> redis.Redis:
+    global _client
+    with _client_lock:
+        if _client is None:
+            url = settings.REDIS_URL.replace("redis+socket://", "unix://")
+            _client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+        return _client
+
+
+def _bucket_of(seconds: float) -> str:
+    return next((str(bound) for bound in LATENCY_BUCKETS if seconds <= bound), _INF)
+
+
+def ingest_record(results: int, seconds: float) -> None:
+    """In the sink, after a batch is applied: add its results and its latency, in one MULTI. A Redis that
+    does not answer costs the metrics, never the ingestion (logged)."""
+    try:
+        pipe = _redis().pipeline(transaction=True)
+        pipe.incrby(INGESTED_KEY, results)
+        pipe.hincrby(LATENCY_KEY, _bucket_of(seconds), 1)
+        pipe.hincrby(LATENCY_KEY, "count", 1)
+        pipe.hincrbyfloat(LATENCY_KEY, "sum", seconds)
+        pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("ingestion metrics not recorded: %s", exc)
+
+
+def ingest_read() -> tuple[int, list[tuple[str, int]], float]:
+    """(results ingested, cumulative histogram buckets as (le, count) ending with +Inf, sum of seconds)."""
+    pipe = _redis().pipeline(transaction=True)
+    pipe.get(INGESTED_KEY)
+    pipe.hgetall(LATENCY_KEY)
+    ingested, raw = pipe.execute()
+    fields = {key.decode(): value.decode() for key, value in raw.items()}
+    buckets: list[tuple[str, int]] = []
+    total = 0
+    for bound in (*(str(bound) for bound in LATENCY_BUCKETS), _INF):
+        total += int(fields.get(bound, 0))
+        buckets.append((bound, total))
+    return int(ingested or 0), buckets, float(fields.get("sum", 0.0))
+
+
+def task_counts() -> dict[str, dict[str, int]]:
+    """Tasks per service name and status key, summed over corpora: one grouped query on the counts table."""
+    from corpora.models import TaskCount
+
+    rows = TaskCount.objects.values_list("service__name", "bucket").annotate(total=Sum("count"))
+    counts: dict[str, dict[str, int]] = {}
+    for service, bucket, total in rows:
+        per_status = counts.setdefault(service, dict.fromkeys(STATUS_KEYS, 0))
+        per_status[BUCKET_NAMES[bucket]] += int(total or 0)
+    return counts
+
+
+def leases_expired() -> int:
+    """Leased tasks whose lease ran out, not yet returned: a range read on the partial index task_leased_until."""
+    from corpora.models import Task
+
+    return Task.objects.filter(status__gt=TODO, leased_until__lt=timezone.now()).count()
+
+
+def job_counts() -> tuple[dict[str, int], dict[str, int]]:
+    """Jobs per state, and per health as the jobs API reports it (ok, stalled, failed): one query."""
+    from jobs.models import ACTIVE_STATES, Job, JobState
+
+    stale = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    failed = Q(state__in=(JobState.FAILED, JobState.INTERRUPTED))
+    stalled = Q(state__in=ACTIVE_STATES) & Q(last_sign__lt=stale)
+    rows = (
+        Job.objects.annotate(last_sign=Coalesce("heartbeat_at", "created_at"))
+        .values("state")
+        .annotate(total=Count("pk"), failed=Count("pk", filter=failed), stalled=Count("pk", filter=stalled))
+    )
+    states = {state.value: 0 for state in JobState}
+    health = {"ok": 0, "stalled": 0, "failed": 0}
+    for row in rows:
+        states[row["state"]] = row["total"]
+        health["failed"] += row["failed"]
+        health["stalled"] += row["stalled"]
+        health["ok"] += row["total"] - row["failed"] - row["stalled"]
+    return states, health
+
+
+def pool_stats() -> tuple[int, int] | None:
+    """(connections in use, requests waiting) of this process's pool; None when the pool is off."""
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        return None
+    stats = pool.get_stats()
+    return stats.get("pool_size", 0) - stats.get("pool_available", 0), stats.get("requests_waiting", 0)
+
+
+class DomainCollector(Collector):
+    def describe(self) -> list:
+        return []  # registering must not query: collect() runs at scrape time only
+
+    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily]:
+        tasks = GaugeMetricFamily("ccs_tasks", "Tasks per service and status", labels=["service", "status"])
+        backlog = GaugeMetricFamily("ccs_backlog_tasks", "Tasks to convert: todo + queued", labels=["service"])
+        leased = GaugeMetricFamily("ccs_leases_in_flight", "Tasks leased to a worker (queued)", labels=["service"])
+        for service, per_status in sorted(task_counts().items()):
+            for status, count in per_status.items():
+                tasks.add_metric([service, status], count)
+            backlog.add_metric([service], per_status["todo"] + per_status[BUCKET_NAMES[QUEUED_BUCKET]])
+            leased.add_metric([service], per_status[BUCKET_NAMES[QUEUED_BUCKET]])
+        yield from (tasks, backlog, leased)
+        yield GaugeMetricFamily("ccs_leases_expired", "Leases run out, waiting for the reaper", value=leases_expired())
+
+        states, health = job_counts()
+        jobs = GaugeMetricFamily("ccs_jobs", "Jobs per state", labels=["state"])
+        for state, count in states.items():
+            jobs.add_metric([state], count)
+        jobs_health = GaugeMetricFamily("ccs_jobs_health", "Jobs per health (ok, stalled, failed)", labels=["health"])
+        for name, count in health.items():
+            jobs_health.add_metric([name], count)
+        yield from (jobs, jobs_health)
+
+        pool = pool_stats()
+        if pool is not None:
+            yield GaugeMetricFamily("ccs_db_pool_in_use", "Database pool connections in use", value=pool[0])
+            yield GaugeMetricFamily("ccs_db_pool_waiting", "Requests waiting for a pool connection", value=pool[1])
+
+        try:
+            ingested, buckets, seconds = ingest_read()
+        except redis.RedisError as exc:
+            logger.warning("ingestion metrics not readable: %s", exc)
+            return
+        yield CounterMetricFamily("ccs_results_ingested", "Results ingested by the sink", value=ingested)
+        yield HistogramMetricFamily(
+            "ccs_ingest_batch_seconds", "Time to apply one batch of results", buckets=buckets, sum_value=seconds
+        )
+
+
+_registered = False
+_register_lock = threading.Lock()
+
+
+def collector_register() -> None:
+    """Register the collector with the default registry, once per process."""
+    global _registered
+    with _register_lock:
+        if not _registered:
+            REGISTRY.register(DomainCollector())
+            _registered = True

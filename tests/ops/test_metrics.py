@@ -1,0 +1,142 @@
+"""GET /metrics' domain metrics: the task gauges equal the overview after a real conversion (a dispatcher and
+a sandboxed LaTeXML worker), the sink's ingestion counter and latency histogram count that conversion's
+results, the jobs gauges match the Job rows, and the Grafana dashboard plots only metrics that exist."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from corpora.actions import corpus_import
+from jobs.models import Job
+from jobs.runner import job_run
+from jobs.serializers import JobSerializer
+from tests.corpora.helpers import activated, imported
+from tests.dispatcher.harness import wait_for
+from tests.runs.test_end_to_end import CLEAN, WARNING, farm  # noqa: F401 (the farm fixture)
+
+DASHBOARD = Path(__file__).resolve().parents[2] / "ops" / "grafana-dashboard.json"
+pytestmark = pytest.mark.django_db
+
+STATUSES = ("todo", "queued", "no_problem", "warning", "error", "fatal", "invalid", "blocked")
+
+
+def _scrape(api, token: str) -> dict[str, dict[tuple, float]]:
+    """Sample name -> {sorted label items: value}."""
+    response = api.get("/metrics", {"token": token})
+    assert response.status_code == 200, response.content
+    samples: dict[str, dict[tuple, float]] = {}
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return samples
+
+
+def _ingestion(samples: dict[str, dict[tuple, float]]) -> tuple[float, float, float]:
+    """(results ingested, batches observed, observations in the +Inf bucket)."""
+    return (
+        samples["ccs_results_ingested_total"][()],
+        samples["ccs_ingest_batch_seconds_count"][()],
+        samples["ccs_ingest_batch_seconds_bucket"][(("le", "+Inf"),)],
+    )
+
+
+def test_metrics_answer_401_without_a_valid_token(api, token) -> None:
+    assert api.get("/metrics").status_code == 401
+    assert api.get("/metrics", {"token": "ccs_wrong"}).status_code == 401
+    assert api.get("/metrics", HTTP_X_SERVICE_TOKEN=token).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.slow
+def test_after_a_real_conversion_the_gauges_equal_the_overview_and_the_sink_counted_its_results(
+    api,
+    authed,
+    token,
+    corpus_root,
+    farm,  # noqa: F811
+) -> None:
+    if not shutil.which("latexmlc"):
+        pytest.fail("latexmlc is not installed: apt-get install latexml")
+    directory = corpus_root / "papers"
+    directory.mkdir()
+    for name, text in (("clean", CLEAN), ("warning", WARNING)):
+        (directory / f"{name}.tex").write_text(text)
+    job_run(corpus_import(name="papers", path=str(directory), actor="tester", send=False).pk)
+    activated("papers")
+
+    before = _scrape(api, token)
+    assert before["ccs_tasks"][(("service", "tex_to_html"), ("status", "todo"))] == 2
+    assert before["ccs_backlog_tasks"][(("service", "tex_to_html"),)] == 2
+    ingested_before = _ingestion(before)
+
+    farm("tex_to_html")
+    wait_for(
+        lambda: _ingestion(_scrape(api, token))[0] - ingested_before[0] >= 2,
+        timeout=240, interval=0.2, message="the sink to ingest both results",
+    )  # fmt: skip
+    after = _scrape(api, token)
+    overview = authed.get("/api/reports/papers/tex_to_html").json()["counts"]
+    assert (overview["no_problem"], overview["warning"], overview["todo"], overview["queued"]) == (1, 1, 0, 0)
+    for status in STATUSES:
+        assert after["ccs_tasks"][(("service", "tex_to_html"), ("status", status))] == overview[status], status
+    assert after["ccs_backlog_tasks"][(("service", "tex_to_html"),)] == 0
+    assert after["ccs_leases_in_flight"][(("service", "tex_to_html"),)] == 0
+    assert after["ccs_leases_expired"][()] == 0
+
+    results, batches, observed = (now - then for now, then in zip(_ingestion(after), ingested_before, strict=True))
+    assert results == 2
+    assert 1 <= batches <= 2 and observed == batches  # one or two batches, each observed once
+    assert after["ccs_ingest_batch_seconds_sum"][()] > before["ccs_ingest_batch_seconds_sum"][()]
+
+
+def test_jobs_gauges_match_the_job_rows_and_their_health(api, token, settings) -> None:
+    settings.JOB_STALL_SECONDS = 60
+    old = timezone.now() - timedelta(minutes=5)
+    Job.objects.create(kind="corpus_import", actor="t", state="succeeded")
+    Job.objects.create(kind="corpus_import", actor="t", state="failed")
+    Job.objects.create(kind="corpus_import", actor="t", state="interrupted")
+    Job.objects.create(kind="corpus_import", actor="t", state="running", heartbeat_at=timezone.now())
+    Job.objects.create(kind="corpus_import", actor="t", state="running", heartbeat_at=old)
+    queued = Job.objects.create(kind="corpus_import", actor="t", state="queued")
+    Job.objects.filter(pk=queued.pk).update(created_at=old)
+
+    samples = _scrape(api, token)
+    jobs = Job.objects.all()
+    for state in ("queued", "running", "succeeded", "failed", "interrupted"):
+        assert samples["ccs_jobs"][(("state", state),)] == sum(job.state == state for job in jobs), state
+    health = [JobSerializer(job).data["health"] for job in jobs]
+    assert {name: samples["ccs_jobs_health"][(("health", name),)] for name in ("ok", "stalled", "failed")} == {
+        "ok": health.count("ok"), "stalled": health.count("stalled"), "failed": health.count("failed"),
+    }  # fmt: skip
+    assert health.count("stalled") == 2 and health.count("failed") == 2
+
+
+def test_pool_gauges_follow_the_connection_pool(api, token) -> None:
+    samples = _scrape(api, token)
+    if connection.pool is None:
+        assert "ccs_db_pool_in_use" not in samples and "ccs_db_pool_waiting" not in samples
+    else:
+        assert samples["ccs_db_pool_in_use"][()] >= 1  # this request's connection
+        assert samples["ccs_db_pool_waiting"][()] == 0
+
+
+def test_the_dashboard_parses_and_plots_only_exposed_metrics(api, token, corpus_root) -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    expressions = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
+    plotted = {name for expr in expressions for name in re.findall(r"\bccs_[a-z_]+", expr)}
+    assert len(plotted) >= 10
+    imported(corpus_root, "demo", documents=2)
+    activated("demo")  # tasks, so that the per-service families have samples
+    exposed = set(_scrape(api, token))
+    if connection.pool is None:  # pool gauges exist only where the pool is on
+        plotted -= {"ccs_db_pool_in_use", "ccs_db_pool_waiting"}
+    assert plotted <= exposed, plotted - exposed
