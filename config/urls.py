@@ -1,14 +1,14 @@
 """Top-level routes: the API under /api (problem+json for anything unknown), screens elsewhere."""
 
 from django.urls import include, path, re_path
-from django.views.generic import RedirectView
 
 from accounts import urls as accounts_urls
 from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
-from ops.api import HealthzApi, metrics_view
+from ops.api import HealthzApi, StatisticsApi, StatusApi, metrics_view
+from ops.views import home_view, statistics_view
 from reports import urls as reports_urls
 from runs import urls as runs_urls
 from services import urls as services_urls
@@ -23,6 +23,10 @@ api_urlpatterns = [
     *runs_urls.api_urlpatterns,
     *jobs_urls.api_urlpatterns,
     *accounts_urls.api_urlpatterns,
+    # --- status and statistics ---
+    path("status", StatusApi.as_view(), name="api-status"),
+    path("statistics", StatisticsApi.as_view(), name="api-statistics"),
+    # --- end status and statistics ---
 ]
 
 urlpatterns = [
@@ -31,7 +35,10 @@ urlpatterns = [
     path("api", DiscoveryApi.as_view(), name="api-index"),
     path("api/", include(api_urlpatterns)),
     re_path(r"^api(?:/.*)?$", api_not_found),
-    path("", RedirectView.as_view(url="/corpora", permanent=False), name="home"),
+    # --- status and statistics ---
+    path("", home_view, name="home"),
+    path("statistics", statistics_view, name="statistics"),
+    # --- end status and statistics ---
     path("", include(corpora_urls.urlpatterns)),
     path("", include(services_urls.urlpatterns)),
     path("", include(reports_urls.urlpatterns)),

@@ -11,11 +11,12 @@ from rest_framework.response import Response
 from accounts.lockout import token_check
 from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.errors import problem_json_response
+from config.api.schema import problems
 from config.api.views import PublicApiView
 from config.errors import TooManyRequests
 from ops.metrics import collector_register  # --- domain metrics ---
-from ops.queries import liveness
-from ops.serializers import LivenessSerializer
+from ops.queries import liveness, run_statistics, system_status
+from ops.serializers import LivenessSerializer, PairStatisticsSerializer, StatisticsParamsSerializer, StatusSerializer
 
 
 class HealthzApi(PublicApiView):
@@ -48,3 +49,31 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         return response
     collector_register()  # --- domain metrics ---
     return ExportToDjangoView(request)
+
+
+# --- status and statistics ---
+
+
+class StatusApi(PublicApiView):
+    @extend_schema(
+        operation_id="status",
+        summary="Status: corpora, the active worker fleet per service, the pending conversion backlog, the latest run",
+        responses={200: StatusSerializer},
+        tags=["management"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(StatusSerializer(system_status()).data)
+
+
+class StatisticsApi(PublicApiView):
+    @extend_schema(
+        operation_id="statistics",
+        summary="Run statistics per (corpus, service): runs, durations, throughput, per-status trend",
+        parameters=[StatisticsParamsSerializer],
+        responses={200: PairStatisticsSerializer(many=True), **problems(400, 404)},
+        tags=["management"],
+    )
+    def get(self, request: Request) -> Response:
+        checked = StatisticsParamsSerializer(data=request.query_params)
+        checked.is_valid(raise_exception=True)
+        return Response(PairStatisticsSerializer(run_statistics(**checked.validated_data), many=True).data)

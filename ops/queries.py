@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.db import connection
+from django.db.models import Count, Max, Sum
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from conversion.sandbox import problem
-from services.queries import conversion_sandbox
+from corpora.models import Corpus, TaskCount
+from corpora.queries import corpus_get
+from corpora.statuses import COMPLETED, COMPLETED_NAMES, QUEUED_BUCKET, TODO
+from runs.queries import run_history
+from services.models import PROTECTED_SERVICES, Worker
+from services.queries import conversion_sandbox, service_get
 
 logger = logging.getLogger(__name__)
 
@@ -39,3 +48,94 @@ def liveness() -> dict:
         "database": {"reachable": reachable},
         "conversion_sandbox": conversion_sandbox_state(),
     }
+
+
+# --- status and statistics ---
+
+# A worker counts as active while it asked for work within this window.
+ACTIVE_WORKER_SECONDS = 300
+# The statistics' trend shows this many of each pair's latest closed runs.
+TREND_RUNS = 20
+
+
+def system_status() -> dict:
+    """GET /api/status and the home screen: corpora, the active worker fleet per service, the pending
+    conversion backlog (TODO and queued, from the trigger-kept counts) and the latest run."""
+    since = timezone.now() - timedelta(seconds=ACTIVE_WORKER_SECONDS)
+    fleet = (
+        Worker.objects.filter(last_seen__gte=since)
+        .values("service__name")
+        .annotate(workers=Count("id"), last_seen=Max("last_seen"))
+        .order_by("service__name")
+    )
+    pending = dict(
+        TaskCount.objects.filter(bucket__in=(TODO, QUEUED_BUCKET))
+        .exclude(service__name__in=PROTECTED_SERVICES)
+        .values("bucket")
+        .annotate(n=Sum("count"))
+        .values_list("bucket", "n")
+    )
+    todo, queued = pending.get(TODO, 0), pending.get(QUEUED_BUCKET, 0)
+    latest = run_history(limit=1)
+    return {
+        "corpora": Corpus.objects.count(),
+        "workers": [
+            {"service": row["service__name"], "workers": row["workers"], "last_seen": row["last_seen"]} for row in fleet
+        ],
+        "active_worker_seconds": ACTIVE_WORKER_SECONDS,
+        "backlog": {"todo": todo, "queued": queued, "total": todo + queued},
+        "latest_run": latest[0] if latest else None,
+    }
+
+
+# Tasks a closed run's frozen tallies count as completed (sums of its completed statuses' keys).
+_COMPLETED_SQL = " + ".join(f"coalesce((tallies->>'{COMPLETED_NAMES[s]}')::bigint, 0)" for s in COMPLETED)
+
+
+def _trend_point(point: dict) -> dict:
+    return {
+        **point,
+        "duration_seconds": round(point["duration_seconds"], 3),
+        "started_at": parse_datetime(point["started_at"]),
+    }
+
+
+def run_statistics(*, corpus: str | None = None, service: str | None = None) -> list[dict]:
+    """GET /api/statistics: per (corpus, service), over its closed runs: their number, mean and last
+    duration, throughput (completed tasks of the frozen tallies per hour of run) and the tallies of the
+    latest TREND_RUNS runs, oldest first. One grouped read of runs_run."""
+    clauses, params = ["r.finished_at IS NOT NULL", "r.tallies IS NOT NULL"], []
+    if corpus:
+        clauses.append("r.corpus_id = %s")
+        params.append(corpus_get(corpus).pk)
+    if service:
+        clauses.append("r.service_id = %s")
+        params.append(service_get(service).pk)
+    sql = (
+        "WITH closed AS ("  # noqa: S608  (fixed text and status keys; values are parameters)
+        " SELECT r.id, r.corpus_id, r.service_id, r.started_at, r.tallies,"
+        f"  extract(epoch FROM r.finished_at - r.started_at)::float8 AS secs, ({_COMPLETED_SQL}) AS done,"
+        "  row_number() OVER (PARTITION BY r.corpus_id, r.service_id ORDER BY r.started_at DESC, r.id DESC) AS rn"
+        f" FROM runs_run r WHERE {' AND '.join(clauses)})"
+        " SELECT c.name, s.name, count(*), avg(k.secs), max(k.secs) FILTER (WHERE k.rn = 1),"
+        "  (sum(k.done) FILTER (WHERE k.secs > 0))::float8, sum(k.secs) FILTER (WHERE k.secs > 0),"
+        "  json_agg(json_build_object('id', k.id, 'started_at', k.started_at, 'duration_seconds', k.secs,"
+        "   'completed', k.done, 'tallies', k.tallies) ORDER BY k.started_at, k.id) FILTER (WHERE k.rn <= %s)"
+        " FROM closed k JOIN corpora_corpus c ON c.id = k.corpus_id JOIN services_service s ON s.id = k.service_id"
+        " GROUP BY c.name, s.name ORDER BY c.name, s.name"
+    )
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*params, TREND_RUNS])
+        rows = cursor.fetchall()
+    return [
+        {
+            "corpus": corpus_name,
+            "service": service_name,
+            "runs": runs,
+            "mean_duration_seconds": round(mean, 3),
+            "last_duration_seconds": round(last, 3),
+            "tasks_per_hour": round(done * 3600 / secs, 1) if secs else None,
+            "trend": [_trend_point(point) for point in trend],
+        }
+        for corpus_name, service_name, runs, mean, last, done, secs, trend in rows
+    ]

@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from config.api.fields import StrictCharField
+from runs.serializers import RunSerializer, TalliesField
+
 
 class DatabaseReachSerializer(serializers.Serializer):
     reachable = serializers.BooleanField()
@@ -15,3 +18,51 @@ class LivenessSerializer(serializers.Serializer):
         help_text="bwrap: conversions run sandboxed; unavailable: the sandbox cannot start, conversions are refused; "
         "none: the sandbox is turned off (CONVERSION_SANDBOX=none)",
     )
+
+
+# --- status and statistics ---
+
+
+class FleetSerializer(serializers.Serializer):
+    service = serializers.CharField()
+    workers = serializers.IntegerField(help_text="worker identities that asked for work within active_worker_seconds")
+    last_seen = serializers.DateTimeField()
+
+
+class BacklogSerializer(serializers.Serializer):
+    todo = serializers.IntegerField()
+    queued = serializers.IntegerField(help_text="leased to a worker, result not yet ingested")
+    total = serializers.IntegerField()
+
+
+class StatusSerializer(serializers.Serializer):
+    corpora = serializers.IntegerField()
+    workers = FleetSerializer(many=True, help_text="the active worker fleet, per service")
+    active_worker_seconds = serializers.IntegerField(help_text="a worker seen within this many seconds is active")
+    backlog = BacklogSerializer(help_text="pending conversions (every service but the infrastructure ones)")
+    latest_run = RunSerializer(allow_null=True)
+
+
+class TrendPointSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    started_at = serializers.DateTimeField()
+    duration_seconds = serializers.FloatField()
+    completed = serializers.IntegerField(help_text="completed tasks in the run's frozen tallies")
+    tallies = TalliesField()
+
+
+class PairStatisticsSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    runs = serializers.IntegerField(help_text="closed runs")
+    mean_duration_seconds = serializers.FloatField()
+    last_duration_seconds = serializers.FloatField()
+    tasks_per_hour = serializers.FloatField(
+        allow_null=True, help_text="completed tasks of the runs' frozen tallies per hour of their summed durations"
+    )
+    trend = TrendPointSerializer(many=True, help_text="the latest closed runs (at most 20), oldest first")
+
+
+class StatisticsParamsSerializer(serializers.Serializer):
+    corpus = StrictCharField(required=False, max_length=100)
+    service = StrictCharField(required=False, max_length=100)

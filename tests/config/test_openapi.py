@@ -52,6 +52,9 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("GET", "/api/compare/{corpus}/{service_a}/{service_b}/tasks"),
     # sandbox corpora
     ("POST", "/api/corpora/{parent}/sandbox"),
+    # --- status and statistics ---
+    ("GET", "/api/status"),
+    ("GET", "/api/statistics"),
 }
 
 
@@ -122,6 +125,7 @@ def test_the_discovery_index_says_which_endpoints_are_public(api):
     assert rows[("GET", "/healthz")]["public"] is True
     assert rows[("GET", "/api")]["public"] is True
     assert rows[("GET", "/api/jobs")]["public"] is False
+    assert rows[("GET", "/api/status")]["public"] is rows[("GET", "/api/statistics")]["public"] is True
     assert all(row["summary"] for row in rows.values())
 
 

@@ -1,0 +1,72 @@
+"""Operations screens: the home screen (twin of GET /api/status, polled) and the statistics screen
+(twin of GET /api/statistics), from the same queries and serializers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from config.errors import ServiceError
+from config.screens import error_page, validated
+from corpora.statuses import OVERVIEW_ORDER
+from ops.queries import run_statistics, system_status
+from ops.serializers import PairStatisticsSerializer, StatisticsParamsSerializer, StatusSerializer
+from runs.views import duration_text, given
+
+# Geometry of a pair's trend chart (SVG user units): one stacked bar per run.
+TREND_CHART = {"width": 240, "height": 64, "plot": 60, "bottom": 62}
+
+
+@require_GET
+def home_view(request: HttpRequest) -> HttpResponse:
+    """The home screen: the status record, refreshing itself every few seconds (?fragment=body)."""
+    status = StatusSerializer(system_status()).data
+    context = {"status": status, "latest_duration": duration_text((status["latest_run"] or {}).get("duration_seconds"))}
+    if request.GET.get("fragment") == "body":
+        return render(request, "ops/_status_body.html", context)
+    return render(request, "ops/home.html", context)
+
+
+def trend_chart(trend: list[dict[str, Any]]) -> dict[str, Any]:
+    """Stacked bars of the runs' per-status tallies, oldest on the left, scaled to the largest total."""
+    size = TREND_CHART
+    slot = size["width"] / max(len(trend), 1)
+    peak = max((point["tallies"].get("total", 0) for point in trend), default=0) or 1
+    bars = []
+    for index, point in enumerate(trend):
+        top, segments = size["bottom"], []
+        for key in OVERVIEW_ORDER:
+            count = point["tallies"].get(key, 0)
+            if count:
+                height = size["plot"] * count / peak
+                top -= height
+                segments.append({"key": key, "count": count, "y": round(top, 2), "height": round(height, 2)})
+        x, width = round(index * slot + slot * 0.1, 2), round(slot * 0.8, 2)
+        bars.append({"point": point, "x": x, "width": width, "segments": segments})
+    return {"size": size, "bars": bars}
+
+
+@require_GET
+def statistics_view(request: HttpRequest) -> HttpResponse:
+    """Run statistics per pair, each with a small trend chart: twin of GET /api/statistics."""
+    try:
+        query = validated(StatisticsParamsSerializer(data=given(request.GET)))
+        pairs = PairStatisticsSerializer(run_statistics(**query), many=True).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    rows = [
+        {
+            "pair": pair,
+            "mean": duration_text(pair["mean_duration_seconds"]),
+            "last": duration_text(pair["last_duration_seconds"]),
+            "chart": trend_chart(pair["trend"]),
+        }
+        for pair in pairs
+    ]
+    filters = {"corpus": request.GET.get("corpus", ""), "service": request.GET.get("service", "")}
+    return render(
+        request, "ops/statistics.html", {"pairs": pairs, "rows": rows, "filters": filters, "statuses": OVERVIEW_ORDER}
+    )
