@@ -52,6 +52,9 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("GET", "/api/compare/{corpus}/{service_a}/{service_b}/tasks"),
     # sandbox corpora
     ("POST", "/api/corpora/{parent}/sandbox"),
+    # --- sessions ---
+    ("GET", "/api/sessions"),
+    ("DELETE", "/api/sessions/{id}"),
 }
 
 
