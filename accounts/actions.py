@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+from django.db import transaction
 from django.utils import timezone
 
 from accounts.journal import Action
-from accounts.models import ApiToken, AuditEntry
-from accounts.queries import TOKEN_PREFIX, token_digest
+from accounts.models import ApiToken, AuditEntry, ScreenSession
+from accounts.queries import TOKEN_PREFIX, screen_session_get, token_digest
 from config.errors import BadRequest, NotFound, ServiceError
 from config.logs import request_id_var
 
@@ -115,3 +119,55 @@ def journaled(
         )
         raise
     audit_record(actor=actor, action=action, target=target, params=recorded)
+
+
+# --- screen sessions ---
+SESSION_TOUCH_SECONDS = 60
+_touched: dict[str, float] = {}  # session key -> monotonic time this process last wrote its last-seen time
+_TOUCHED_MAX = 10_000
+
+
+def screen_session_start(*, session_key: str, actor: str, client_address: str) -> ScreenSession:
+    """Record a sign-in; rows of sessions that ended without a sign-out (expired, flushed) go at the same time."""
+    now = timezone.now()
+    ScreenSession.objects.exclude(
+        session_key__in=Session.objects.filter(expire_date__gt=now).values("session_key")
+    ).delete()
+    session, _ = ScreenSession.objects.update_or_create(
+        session_key=session_key,
+        defaults={"actor": actor[:100], "client_address": client_address[:100], "started_at": now, "last_seen_at": now},
+    )
+    return session
+
+
+def screen_session_touch(session_key: str) -> None:
+    """Move a session's last-seen time forward, at most once a minute: a process remembers when it last
+    wrote (no query in between) and the update only matches a row last seen over a minute ago."""
+    clock = time.monotonic()
+    last = _touched.get(session_key)
+    if last is not None and clock - last < SESSION_TOUCH_SECONDS:
+        return
+    if len(_touched) >= _TOUCHED_MAX:
+        _touched.clear()
+    _touched[session_key] = clock
+    now = timezone.now()
+    ScreenSession.objects.filter(
+        session_key=session_key, last_seen_at__lt=now - timedelta(seconds=SESSION_TOUCH_SECONDS)
+    ).update(last_seen_at=now)
+
+
+def screen_session_end(session_key: str) -> None:
+    """A sign-out: the session's record goes with it."""
+    ScreenSession.objects.filter(session_key=session_key).delete()
+    _touched.pop(session_key, None)
+
+
+def screen_session_revoke(session_id: int) -> ScreenSession:
+    """End an active screen session at once: its Django session row is deleted, so the browser's next
+    request is signed out. Unknown or already ended: NotFound."""
+    with transaction.atomic():
+        session = screen_session_get(session_id)
+        Session.objects.filter(session_key=session.session_key).delete()
+        ScreenSession.objects.filter(pk=session.pk).delete()
+    _touched.pop(session.session_key, None)
+    return session

@@ -31,3 +31,6 @@ class Action(StrEnum):
 
     # --- sandbox corpora ---
     CORPUS_SANDBOX = "corpus.sandbox"
+
+    # --- sessions ---
+    SESSION_REVOKE = "session.revoke"

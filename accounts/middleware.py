@@ -1,4 +1,5 @@
-"""A screen session opened with a service token ends when that token is revoked."""
+"""A screen session opened with a service token ends when that token is revoked; a live one has its
+last-seen time kept (at most once a minute)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from collections.abc import Callable
 from django.contrib.auth import logout
 from django.http import HttpRequest, HttpResponse
 
+from accounts.actions import screen_session_touch
 from accounts.models import ApiToken
 
 SESSION_TOKEN_KEY = "service_token_id"
@@ -24,4 +26,6 @@ class TokenSessionMiddleware:
             and not ApiToken.objects.filter(pk=token_id, revoked_at__isnull=True).exists()
         ):
             logout(request)
+        elif request.user.is_authenticated and request.session.session_key:
+            screen_session_touch(request.session.session_key)
         return self.get_response(request)

@@ -47,3 +47,20 @@ class AuditEntry(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.action} {self.target} -> {self.outcome}"
+
+
+class ScreenSession(models.Model):
+    """A signed-in screen session: who, since when, last seen, from where. The Django session key links it
+    to its session row and is never shown; the id is what the API, the screen and the command name."""
+
+    session_key = models.CharField(max_length=40, unique=True)
+    actor = models.CharField(max_length=100)
+    client_address = models.CharField(max_length=100)
+    started_at = models.DateTimeField()
+    last_seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-last_seen_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"session {self.pk} of {self.actor} from {self.client_address}"

@@ -5,9 +5,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 
-from django.db.models import QuerySet
+from django.contrib.sessions.models import Session
+from django.db.models import OuterRef, QuerySet, Subquery
+from django.utils import timezone
 
-from accounts.models import ApiToken, AuditEntry
+from accounts.models import ApiToken, AuditEntry, ScreenSession
+from config.errors import NotFound
 
 TOKEN_PREFIX = "ccs_"
 _MAX_TOKEN_LENGTH = 200
@@ -45,3 +48,19 @@ def audit_list(*, actor: str | None = None, action: str | None = None, limit: in
     if action:
         entries = entries.filter(action=action)
     return entries.order_by("-created_at", "-id")[:limit]
+
+
+def screen_session_list() -> QuerySet[ScreenSession]:
+    """The screen sessions still alive (their Django session exists and has not expired), most recently
+    seen first, each with its expiry."""
+    live = Session.objects.filter(session_key=OuterRef("session_key"), expire_date__gt=timezone.now())
+    return ScreenSession.objects.annotate(expires_at=Subquery(live.values("expire_date")[:1])).filter(
+        expires_at__isnull=False
+    )
+
+
+def screen_session_get(session_id: int) -> ScreenSession:
+    session = screen_session_list().filter(pk=session_id).first()
+    if session is None:
+        raise NotFound(f"No active screen session {session_id}.")
+    return session

@@ -1,11 +1,11 @@
-"""DTOs of the journal and of the sign-in form."""
+"""DTOs of the journal, of the sign-in form and of the screen sessions."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from rest_framework import serializers
 
-from accounts.models import AuditEntry
+from accounts.models import AuditEntry, ScreenSession
 from config.api.fields import StrictCharField
 
 
@@ -43,3 +43,14 @@ class AuditListParamsSerializer(serializers.Serializer):
 
 class TokenLoginSerializer(serializers.Serializer):
     token = StrictCharField(max_length=200, trim_whitespace=True)
+
+
+class ScreenSessionSerializer(serializers.ModelSerializer):
+    """A signed-in screen session; its session key is never part of it."""
+
+    expires_at = serializers.DateTimeField(read_only=True)
+
+    class Meta:
+        model = ScreenSession
+        fields = ["id", "actor", "client_address", "started_at", "last_seen_at", "expires_at"]
+        read_only_fields = fields

@@ -1,7 +1,9 @@
-"""Sign in to the screens with a service token (a Django session follows), sign out, the journal."""
+"""Sign in to the screens with a service token (a Django session follows), sign out, the journal, the
+signed-in sessions."""
 
 from __future__ import annotations
 
+from django.contrib import messages
 from django.contrib.auth import get_user_model, login, logout
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -9,13 +11,21 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts.actions import journaled, screen_session_end, screen_session_revoke, screen_session_start
+from accounts.journal import Action
 from accounts.lockout import token_check
 from accounts.middleware import SESSION_TOKEN_KEY
-from accounts.queries import audit_list
-from accounts.serializers import AuditEntrySerializer, AuditListParamsSerializer, TokenLoginSerializer
+from accounts.queries import audit_list, screen_session_list
+from accounts.serializers import (
+    AuditEntrySerializer,
+    AuditListParamsSerializer,
+    ScreenSessionSerializer,
+    TokenLoginSerializer,
+)
 from config.api.auth import client_address
-from config.errors import TooManyRequests
+from config.errors import ServiceError, TooManyRequests
 from config.middleware import url_without_token
+from config.screens import error_page
 
 
 @require_http_methods(["GET", "POST"])
@@ -39,11 +49,16 @@ def login_view(request: HttpRequest) -> HttpResponse:
     user, _ = get_user_model().objects.get_or_create(username=token.actor)
     login(request, user, backend="django.contrib.auth.backends.ModelBackend")
     request.session[SESSION_TOKEN_KEY] = token.pk
+    screen_session_start(
+        session_key=request.session.session_key, actor=token.actor, client_address=client_address(request)
+    )
     return redirect(next_url)
 
 
 @require_POST
 def logout_view(request: HttpRequest) -> HttpResponse:
+    if request.session.session_key:
+        screen_session_end(request.session.session_key)
     logout(request)
     return redirect("login")
 
@@ -55,3 +70,26 @@ def audit_view(request: HttpRequest) -> HttpResponse:
     query = params.validated_data if params.is_valid() else {}
     entries = AuditEntrySerializer(audit_list(**query), many=True).data
     return render(request, "accounts/audit.html", {"entries": entries, "filters": query})
+
+
+# --- sessions ---
+@login_required
+@require_http_methods(["GET"])
+def session_list_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/sessions, with a revoke button per session."""
+    sessions = ScreenSessionSerializer(screen_session_list(), many=True).data
+    own = screen_session_list().filter(session_key=request.session.session_key).values_list("pk", flat=True).first()
+    return render(request, "accounts/sessions.html", {"sessions": sessions, "own": own})
+
+
+@login_required
+@require_POST
+def session_revoke_view(request: HttpRequest, session_id: int) -> HttpResponse:
+    """Screen twin of DELETE /api/sessions/<id>; revoking one's own session signs out."""
+    try:
+        with journaled(actor=request.user.username, action=Action.SESSION_REVOKE, target=str(session_id)):
+            session = screen_session_revoke(session_id)
+    except ServiceError as exc:
+        return error_page(request, exc)
+    messages.success(request, f"Session {session.pk} of {session.actor} revoked.")
+    return redirect("sessions")

@@ -29,6 +29,8 @@ SCREENS = [
     "/jobs",
     "/maintenance",
     "/audit",
+    # --- sessions ---
+    "/sessions",
 ]
 
 
