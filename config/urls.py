@@ -8,7 +8,8 @@ from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
-from ops.api import HealthzApi, metrics_view
+from ops.api import HealthApi, HealthzApi, metrics_view
+from ops.views import health_view
 from reports import urls as reports_urls
 from runs import urls as runs_urls
 from services import urls as services_urls
@@ -23,6 +24,9 @@ api_urlpatterns = [
     *runs_urls.api_urlpatterns,
     *jobs_urls.api_urlpatterns,
     *accounts_urls.api_urlpatterns,
+    # --- detailed health ---
+    path("health", HealthApi.as_view(), name="api-health"),
+    # --- end detailed health ---
 ]
 
 urlpatterns = [
@@ -39,6 +43,9 @@ urlpatterns = [
     path("", include(jobs_urls.urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),
     path("metrics", metrics_view, name="metrics"),
+    # --- detailed health ---
+    path("health", health_view, name="health"),
+    # --- end detailed health ---
 ]
 
 handler400 = "config.api.errors.handler400"

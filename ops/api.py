@@ -11,10 +11,11 @@ from rest_framework.response import Response
 from accounts.lockout import token_check
 from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.errors import problem_json_response
-from config.api.views import PublicApiView
+from config.api.views import PublicApiView, TokenApiView
 from config.errors import TooManyRequests
+from ops.health import health
 from ops.queries import liveness
-from ops.serializers import LivenessSerializer
+from ops.serializers import HealthSerializer, LivenessSerializer
 
 
 class HealthzApi(PublicApiView):
@@ -46,3 +47,18 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         response["WWW-Authenticate"] = 'ServiceToken realm="api"'
         return response
     return ExportToDjangoView(request)
+
+
+# --- detailed health ---
+class HealthApi(TokenApiView):
+    @extend_schema(
+        operation_id="health",
+        summary="Detailed health: each check ok, warning or problem, with a remediation for each that is not ok",
+        responses={200: HealthSerializer},
+        tags=["management"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(HealthSerializer(health()).data)
+
+
+# --- end detailed health ---

@@ -29,6 +29,7 @@ SCREENS = [
     "/jobs",
     "/maintenance",
     "/audit",
+    "/health",  # detailed health
 ]
 
 
