@@ -7,8 +7,8 @@ from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
-from ops.api import HealthzApi, StatisticsApi, StatusApi, metrics_view
-from ops.views import home_view, statistics_view
+from ops.api import HealthApi, HealthzApi, StatisticsApi, StatusApi, metrics_view
+from ops.views import health_view, home_view, statistics_view
 from reports import urls as reports_urls
 from runs import urls as runs_urls
 from services import urls as services_urls
@@ -26,7 +26,8 @@ api_urlpatterns = [
     # --- status and statistics ---
     path("status", StatusApi.as_view(), name="api-status"),
     path("statistics", StatisticsApi.as_view(), name="api-statistics"),
-    # --- end status and statistics ---
+    # --- detailed health ---
+    path("health", HealthApi.as_view(), name="api-health"),
 ]
 
 urlpatterns = [
@@ -38,7 +39,6 @@ urlpatterns = [
     # --- status and statistics ---
     path("", home_view, name="home"),
     path("statistics", statistics_view, name="statistics"),
-    # --- end status and statistics ---
     path("", include(corpora_urls.urlpatterns)),
     path("", include(services_urls.urlpatterns)),
     path("", include(reports_urls.urlpatterns)),
@@ -46,6 +46,8 @@ urlpatterns = [
     path("", include(jobs_urls.urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),
     path("metrics", metrics_view, name="metrics"),
+    # --- detailed health ---
+    path("health", health_view, name="health"),
 ]
 
 handler400 = "config.api.errors.handler400"

@@ -12,11 +12,18 @@ from accounts.lockout import token_check
 from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.errors import problem_json_response
 from config.api.schema import problems
-from config.api.views import PublicApiView
+from config.api.views import PublicApiView, TokenApiView
 from config.errors import TooManyRequests
-from ops.metrics import collector_register  # --- domain metrics ---
+from ops.health import health
+from ops.metrics import collector_register
 from ops.queries import liveness, run_statistics, system_status
-from ops.serializers import LivenessSerializer, PairStatisticsSerializer, StatisticsParamsSerializer, StatusSerializer
+from ops.serializers import (
+    HealthSerializer,
+    LivenessSerializer,
+    PairStatisticsSerializer,
+    StatisticsParamsSerializer,
+    StatusSerializer,
+)
 
 
 class HealthzApi(PublicApiView):
@@ -47,7 +54,7 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         response = problem_json_response(401, "A valid service token is required for /metrics.")
         response["WWW-Authenticate"] = 'ServiceToken realm="api"'
         return response
-    collector_register()  # --- domain metrics ---
+    collector_register()
     return ExportToDjangoView(request)
 
 
@@ -77,3 +84,15 @@ class StatisticsApi(PublicApiView):
         checked = StatisticsParamsSerializer(data=request.query_params)
         checked.is_valid(raise_exception=True)
         return Response(PairStatisticsSerializer(run_statistics(**checked.validated_data), many=True).data)
+
+
+# --- detailed health ---
+class HealthApi(TokenApiView):
+    @extend_schema(
+        operation_id="health",
+        summary="Detailed health: each check ok, warning or problem, with a remediation for each that is not ok",
+        responses={200: HealthSerializer},
+        tags=["management"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(HealthSerializer(health()).data)

@@ -66,3 +66,34 @@ class PairStatisticsSerializer(serializers.Serializer):
 class StatisticsParamsSerializer(serializers.Serializer):
     corpus = StrictCharField(required=False, max_length=100)
     service = StrictCharField(required=False, max_length=100)
+
+
+# --- detailed health ---
+HEALTH_STATUSES = ["ok", "warning", "problem"]
+
+
+class HealthCheckSerializer(serializers.Serializer):
+    name = serializers.ChoiceField(
+        choices=[
+            "database_pool",
+            "postgresql",
+            "redis",
+            "dispatcher",
+            "workers",
+            "corpus_roots",
+            "results_dir",
+            "export_root",
+            "jobs",
+            "expired_leases",
+        ]
+    )
+    status = serializers.ChoiceField(choices=HEALTH_STATUSES)
+    summary = serializers.CharField()
+    remediation = serializers.CharField(allow_null=True, help_text="What to do about it; null when the check is ok")
+    details = serializers.DictField(help_text="The check's figures (counts, paths, ports, free bytes, versions)")
+
+
+class HealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=HEALTH_STATUSES, help_text="The worst check's status")
+    checked_at = serializers.DateTimeField()
+    checks = HealthCheckSerializer(many=True)

@@ -1,10 +1,12 @@
 """Operations screens: the home screen (twin of GET /api/status, polled) and the statistics screen
-(twin of GET /api/statistics), from the same queries and serializers."""
+(twin of GET /api/statistics) and the health screen (twin of GET /api/health, signed in), from the same
+queries and serializers."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -12,8 +14,9 @@ from django.views.decorators.http import require_GET
 from config.errors import ServiceError
 from config.screens import error_page, validated
 from corpora.statuses import OVERVIEW_ORDER
+from ops.health import health
 from ops.queries import run_statistics, system_status
-from ops.serializers import PairStatisticsSerializer, StatisticsParamsSerializer, StatusSerializer
+from ops.serializers import HealthSerializer, PairStatisticsSerializer, StatisticsParamsSerializer, StatusSerializer
 from runs.views import duration_text, given
 
 # Geometry of a pair's trend chart (SVG user units): one stacked bar per run.
@@ -70,3 +73,12 @@ def statistics_view(request: HttpRequest) -> HttpResponse:
     return render(
         request, "ops/statistics.html", {"pairs": pairs, "rows": rows, "filters": filters, "statuses": OVERVIEW_ORDER}
     )
+
+
+# --- detailed health ---
+@login_required
+def health_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/health."""
+    context = {"health": HealthSerializer(health()).data}
+    template = "ops/_health_body.html" if request.GET.get("fragment") == "body" else "ops/health.html"
+    return render(request, template, context)

@@ -11,6 +11,7 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("GET", "/api/openapi.json"),
     ("GET", "/api/docs"),
     ("GET", "/healthz"),
+    ("GET", "/api/health"),
     ("GET", "/api/jobs"),
     ("GET", "/api/jobs/{uuid}"),
     ("GET", "/api/audit"),

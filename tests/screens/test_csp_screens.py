@@ -31,6 +31,7 @@ SCREENS = [
     "/audit",
     # --- sessions ---
     "/sessions",
+    "/health",  # detailed health
 ]
 
 

@@ -1,0 +1,355 @@
+"""Detailed health (GET /api/health and the /health screen): one record per check, each ok, warning or
+problem, with a remediation line for whatever is not ok. The overall status is the worst check's.
+Reads only: a writability probe creates and removes one temporary file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+from django.db.models import Count, F, Q
+from django.db.models.functions import Coalesce, Now
+from django.utils import timezone
+
+from corpora.models import Task
+from corpora.statuses import TODO
+from jobs.models import Job, JobState
+from services.models import DispatcherState, Worker
+
+OK, WARNING, PROBLEM = "ok", "warning", "problem"
+RANK = {OK: 0, WARNING: 1, PROBLEM: 2}
+
+# The dispatcher writes its heartbeat once a second; a few missed rounds mean it is gone or hung.
+DISPATCHER_STALE_SECONDS = 15
+# A worker asks for work at least this often while it is alive.
+WORKER_SEEN_MINUTES = 5
+PORT_TIMEOUT_SECONDS = 0.5
+REDIS_TIMEOUT_SECONDS = 1.0
+# Free space under this on a corpus root, the results directory or the export root is a warning.
+LOW_FREE_BYTES = 1 << 30
+
+
+def _check(name: str, status: str, summary: str, remediation: str | None = None, **details: object) -> dict:
+    return {
+        "name": name,
+        "status": status,
+        "summary": summary,
+        "remediation": remediation if status != OK else None,
+        "details": details,
+    }
+
+
+def database_pool_check() -> dict:
+    pool = getattr(connection, "pool", None)
+    if pool is None:
+        return _check("database_pool", OK, "no pool: each request opens its own connection", pool=False)
+    stats = pool.get_stats()
+    size = stats.get("pool_size", 0)
+    idle = stats.get("pool_available", 0)
+    waiting = stats.get("requests_waiting", 0)
+    details = {"pool": True, "in_use": max(size - idle, 0), "idle": idle, "waiting": waiting, "max": pool.max_size}
+    if waiting:
+        return _check(
+            "database_pool",
+            WARNING,
+            f"{waiting} request(s) waiting for a database connection",
+            "Raise DB_POOL_MAX (and PostgreSQL max_connections to match), or look for long queries in "
+            "pg_stat_activity.",
+            **details,
+        )
+    return _check("database_pool", OK, f"{details['in_use']} in use, {idle} idle", **details)
+
+
+def postgresql_check() -> dict:
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            version = cursor.fetchone()[0]
+    except Exception as exc:
+        return _check(
+            "postgresql",
+            PROBLEM,
+            f"PostgreSQL does not answer: {type(exc).__name__}",
+            "Start PostgreSQL or fix DATABASE_URL (host, port, database, credentials), then retry.",
+            reachable=False,
+            version=None,
+        )
+    return _check("postgresql", OK, f"reachable, server {version}", reachable=True, version=version)
+
+
+def redis_check() -> dict:
+    import redis
+
+    client = redis.Redis.from_url(
+        settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
+    )
+    try:
+        version = client.info("server").get("redis_version")
+    except Exception as exc:
+        return _check(
+            "redis",
+            PROBLEM,
+            f"Redis does not answer: {type(exc).__name__}",
+            "Start Redis (`manage.py up` starts an embedded one when REDIS_URL is unset) or fix REDIS_URL; "
+            "background jobs cannot start meanwhile.",
+            reachable=False,
+            version=None,
+        )
+    finally:
+        client.close()
+    return _check("redis", OK, f"reachable, server {version}", reachable=True, version=version)
+
+
+def _port_open(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=PORT_TIMEOUT_SECONDS):
+            return True
+    except OSError:
+        return False
+
+
+def dispatcher_check() -> dict:
+    host = settings.DISPATCHER_HOST
+    ports = {"ventilator": settings.DISPATCHER_VENTILATOR_PORT, "sink": settings.DISPATCHER_SINK_PORT}
+    reachable = {name: _port_open(host, port) for name, port in ports.items()}
+    state = DispatcherState.objects.order_by("-heartbeat_at").first()
+    age = (timezone.now() - state.heartbeat_at).total_seconds() if state else None
+    details = {
+        "host": host,
+        "ventilator_port": ports["ventilator"],
+        "sink_port": ports["sink"],
+        "ventilator_reachable": reachable["ventilator"],
+        "sink_reachable": reachable["sink"],
+        "pid": state.pid if state else None,
+        "heartbeat_age_seconds": round(age, 1) if age is not None else None,
+    }
+    start = "Start the dispatcher (`manage.py up` runs it, or `manage.py dispatcher`)"
+    if state is None:
+        return _check("dispatcher", PROBLEM, "no dispatcher has run", f"{start}.", **details)
+    if age > DISPATCHER_STALE_SECONDS:
+        return _check(
+            "dispatcher",
+            PROBLEM,
+            f"no heartbeat for {age:.0f} s (process {state.pid}): stopped or hung",
+            f"{start}; if process {state.pid} still exists it is hung: stop it first. Its log says why it stopped.",
+            **details,
+        )
+    closed = [f"{name} {host}:{ports[name]}" for name, ok in reachable.items() if not ok]
+    if closed:
+        return _check(
+            "dispatcher",
+            PROBLEM,
+            f"alive (process {state.pid}) but not reachable on {', '.join(closed)}",
+            "Check DISPATCHER_HOST / DISPATCHER_VENTILATOR_PORT / DISPATCHER_SINK_PORT against DISPATCHER_BIND "
+            "and any firewall between this host and the dispatcher.",
+            **details,
+        )
+    return _check("dispatcher", OK, f"alive (process {state.pid}), ports reachable", **details)
+
+
+def workers_check() -> dict:
+    since = timezone.now() - timedelta(minutes=WORKER_SEEN_MINUTES)
+    seen = list(
+        Worker.objects.filter(last_seen__gte=since).order_by("service__name").values_list("service__name", flat=True)
+    )
+    per_service: dict[str, int] = {}
+    for name in seen:
+        per_service[name] = per_service.get(name, 0) + 1
+    details = {"minutes": WORKER_SEEN_MINUTES, "seen": len(seen), "per_service": per_service}
+    if not seen:
+        return _check(
+            "workers",
+            WARNING,
+            f"no worker seen in the last {WORKER_SEEN_MINUTES} minutes",
+            "Start conversion workers pointed at the dispatcher's ventilator and sink ports "
+            "(`manage.py up --workers N` starts local ones); without them no task converts.",
+            **details,
+        )
+    return _check("workers", OK, f"{len(seen)} worker(s) seen in the last {WORKER_SEEN_MINUTES} minutes", **details)
+
+
+def _free_bytes(path: Path) -> int | None:
+    try:
+        return shutil.disk_usage(path).free
+    except OSError:
+        return None
+
+
+def corpus_roots_check() -> dict:
+    roots = []
+    unreadable = []
+    low = []
+    for root in settings.CORPUS_ROOTS:
+        readable = root.is_dir() and os.access(root, os.R_OK | os.X_OK)
+        if readable:
+            try:
+                next(os.scandir(root), None)
+            except OSError:
+                readable = False
+        free = _free_bytes(root) if readable else None
+        roots.append({"path": str(root), "readable": readable, "free_bytes": free})
+        if not readable:
+            unreadable.append(str(root))
+        elif free is not None and free < LOW_FREE_BYTES:
+            low.append(str(root))
+    details = {"roots": roots}
+    if unreadable:
+        return _check(
+            "corpus_roots",
+            PROBLEM,
+            f"not a readable directory: {', '.join(unreadable)}",
+            "Create the directory or mount the volume, and make it readable by the service user; or remove it "
+            "from CORPUS_ROOTS.",
+            **details,
+        )
+    if low:
+        return _check(
+            "corpus_roots",
+            WARNING,
+            f"less than 1 GiB free under {', '.join(low)}",
+            "Free space on that volume (delete old corpora or exports) or move the corpora to a larger one.",
+            **details,
+        )
+    return _check("corpus_roots", OK, f"{len(roots)} root(s) readable", **details)
+
+
+def _existing_ancestor(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _writable(directory: Path) -> bool:
+    if not directory.is_dir() or not os.access(directory, os.W_OK | os.X_OK):
+        return False
+    try:
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".health-"):
+            return True
+    except OSError:
+        return False
+
+
+def _directory_check(name: str, setting: str, path: Path) -> dict:
+    exists = path.is_dir()
+    probe = path if exists else _existing_ancestor(path)
+    writable = _writable(probe)
+    free = _free_bytes(probe) if probe.is_dir() else None
+    details = {"path": str(path), "exists": exists, "writable": writable, "free_bytes": free}
+    if not writable:
+        where = "" if exists else f" (its nearest existing ancestor {probe} is not a writable directory)"
+        return _check(
+            name,
+            PROBLEM,
+            f"{path} cannot be written{where}",
+            f"Make {path} a directory writable by the service user (mkdir -p, chown), or point {setting} at one.",
+            **details,
+        )
+    if free is not None and free < LOW_FREE_BYTES:
+        return _check(
+            name, WARNING, f"less than 1 GiB free under {path}", "Free space on that volume or move it.", **details
+        )
+    if not exists:
+        return _check(name, OK, f"{path} will be created on first use", **details)
+    return _check(name, OK, f"{path} writable", **details)
+
+
+def results_dir_check() -> dict:
+    return _directory_check("results_dir", "RESULTS_DIR", settings.RESULTS_DIR)
+
+
+def export_root_check() -> dict:
+    return _directory_check("export_root", "EXPORT_ROOT", settings.EXPORT_ROOT)
+
+
+def jobs_check() -> dict:
+    stall_before = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    active = Job.objects.filter(state__in=[JobState.QUEUED, JobState.RUNNING])
+    counts = active.aggregate(
+        queued=Count("pk", filter=Q(state=JobState.QUEUED)),
+        running=Count("pk", filter=Q(state=JobState.RUNNING)),
+    )
+    stalled = list(
+        active.annotate(last_sign=Coalesce(F("heartbeat_at"), F("created_at")))
+        .filter(last_sign__lt=stall_before)
+        .values_list("kind", flat=True)[:1000]
+    )
+    details = {**counts, "stalled": len(stalled), "stall_seconds": settings.JOB_STALL_SECONDS}
+    if stalled:
+        return _check(
+            "jobs",
+            PROBLEM,
+            f"{len(stalled)} job(s) without a sign of life for over {settings.JOB_STALL_SECONDS} s "
+            f"({', '.join(sorted(set(stalled)))})",
+            "Start the job worker (`manage.py up` runs it) and check Redis; a job whose worker died is marked "
+            "interrupted by the next worker start and can be requested again.",
+            **details,
+        )
+    return _check("jobs", OK, f"{counts['queued']} queued, {counts['running']} running", **details)
+
+
+def expired_leases_check() -> dict:
+    # Matches the partial index task_leased_until (status > TODO): an index range scan, not a table scan.
+    expired = Task.objects.filter(status__gt=TODO, leased_until__lt=Now()).count()
+    details = {"expired": expired, "reap_seconds": settings.DISPATCHER_REAP_SECONDS}
+    if expired:
+        return _check(
+            "expired_leases",
+            WARNING,
+            f"{expired} task(s) whose lease has expired wait to be handed out again",
+            f"The dispatcher returns them every {settings.DISPATCHER_REAP_SECONDS} s; if the count does not fall, "
+            "start the dispatcher.",
+            **details,
+        )
+    return _check("expired_leases", OK, "no expired lease waiting", **details)
+
+
+CHECKS: tuple[Callable[[], dict], ...] = (
+    database_pool_check,
+    postgresql_check,
+    redis_check,
+    dispatcher_check,
+    workers_check,
+    corpus_roots_check,
+    results_dir_check,
+    export_root_check,
+    jobs_check,
+    expired_leases_check,
+)
+CHECK_NAMES = [
+    "database_pool",
+    "postgresql",
+    "redis",
+    "dispatcher",
+    "workers",
+    "corpus_roots",
+    "results_dir",
+    "export_root",
+    "jobs",
+    "expired_leases",
+]
+
+
+def _guarded(check: Callable[[], dict], name: str) -> dict:
+    """A check that raises (the database gone mid-way) is itself a problem, not a 500."""
+    try:
+        return check()
+    except Exception as exc:
+        return _check(
+            name,
+            PROBLEM,
+            f"the check failed: {type(exc).__name__}: {str(exc)[:200]}",
+            "See the postgresql check and the server log.",
+        )
+
+
+def health() -> dict:
+    checks = [_guarded(check, name) for check, name in zip(CHECKS, CHECK_NAMES, strict=True)]
+    overall = max((c["status"] for c in checks), key=RANK.__getitem__)
+    return {"status": overall, "checked_at": timezone.now(), "checks": checks}
