@@ -9,7 +9,8 @@ from typing import Any
 from celery import Celery
 from celery.signals import after_setup_logger, after_setup_task_logger
 
-from config.logs import TokenMaskingFormatter
+from config.logs import RequestIdFilter, TokenMaskingFormatter
+from ops.logsink import RedisLogHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 
@@ -25,3 +26,9 @@ def mask_tokens_in_worker_logs(logger: logging.Logger, *args: Any, **kwargs: Any
     for handler in logger.handlers:
         if not isinstance(handler.formatter, TokenMaskingFormatter):
             handler.setFormatter(TokenMaskingFormatter(handler.formatter or logging.Formatter()))
+    if logger is logging.getLogger() and not any(isinstance(h, RedisLogHandler) for h in logger.handlers):
+        from django.conf import settings
+
+        store = RedisLogHandler(url=settings.REDIS_URL)  # Celery replaced LOGGING's handlers: keep the stream
+        store.addFilter(RequestIdFilter())
+        logger.addHandler(store)

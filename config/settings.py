@@ -219,8 +219,10 @@ LOGGING = {
     "formatters": {"line": {"()": "config.logs.LineFormatter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id"]},
+        # GET /api/logs: INFO and above also go to a capped Redis stream (ops.logsink; never blocks).
+        "store": {"()": "ops.logsink.RedisLogHandler", "url": REDIS_URL, "filters": ["request_id"]},
     },
-    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "root": {"handlers": ["console", "store"], "level": LOG_LEVEL},
     "loggers": {
         "django.request": {"level": "ERROR"},
         "django.server": {"level": "WARNING"},

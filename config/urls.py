@@ -7,8 +7,8 @@ from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
-from ops.api import HealthApi, HealthzApi, StatisticsApi, StatusApi, metrics_view
-from ops.views import health_view, home_view, statistics_view
+from ops.api import HealthApi, HealthzApi, LogsApi, StatisticsApi, StatusApi, metrics_view
+from ops.views import health_view, home_view, logs_view, statistics_view
 from reports import urls as reports_urls
 from runs import urls as runs_urls
 from services import urls as services_urls
@@ -28,6 +28,8 @@ api_urlpatterns = [
     path("statistics", StatisticsApi.as_view(), name="api-statistics"),
     # --- detailed health ---
     path("health", HealthApi.as_view(), name="api-health"),
+    # --- logs ---
+    path("logs", LogsApi.as_view(), name="api-logs"),
 ]
 
 urlpatterns = [
@@ -48,6 +50,8 @@ urlpatterns = [
     path("metrics", metrics_view, name="metrics"),
     # --- detailed health ---
     path("health", health_view, name="health"),
+    # --- logs ---
+    path("logs", logs_view, name="logs"),
 ]
 
 handler400 = "config.api.errors.handler400"

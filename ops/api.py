@@ -16,10 +16,12 @@ from config.api.views import PublicApiView, TokenApiView
 from config.errors import TooManyRequests
 from ops.health import health
 from ops.metrics import collector_register
-from ops.queries import liveness, run_statistics, system_status
+from ops.queries import liveness, log_records, run_statistics, system_status
 from ops.serializers import (
     HealthSerializer,
     LivenessSerializer,
+    LogsParamsSerializer,
+    LogsSerializer,
     PairStatisticsSerializer,
     StatisticsParamsSerializer,
     StatusSerializer,
@@ -96,3 +98,18 @@ class HealthApi(TokenApiView):
     )
     def get(self, request: Request) -> Response:
         return Response(HealthSerializer(health()).data)
+
+
+# --- logs ---
+class LogsApi(TokenApiView):
+    @extend_schema(
+        operation_id="logs",
+        summary="Recent log records of every process (web, jobs, dispatcher, workers), newest first, filtered",
+        parameters=[LogsParamsSerializer],
+        responses={200: LogsSerializer, **problems(400)},
+        tags=["management"],
+    )
+    def get(self, request: Request) -> Response:
+        checked = LogsParamsSerializer(data=request.query_params)
+        checked.is_valid(raise_exception=True)
+        return Response(LogsSerializer(log_records(**checked.validated_data)).data)

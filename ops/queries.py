@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 
+import redis
 from django.db import connection
 from django.db.models import Count, Max, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from config.errors import ServiceError
 from conversion.sandbox import problem
 from corpora.models import Corpus, TaskCount
 from corpora.queries import corpus_get
@@ -139,3 +141,73 @@ def run_statistics(*, corpus: str | None = None, service: str | None = None) -> 
         }
         for corpus_name, service_name, runs, mean, last, done, secs, trend in rows
     ]
+
+
+# --- logs ---
+LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+
+class LogsUnavailable(ServiceError):
+    status = 503
+    title = "Service unavailable"
+    slug = "unavailable"
+
+
+def _older_than(entry_id: str) -> str | None:
+    """The newest stream id older than entry_id (an inclusive XREVRANGE bound), None below the first."""
+    ms, seq = (int(part) for part in entry_id.split("-"))
+    if seq > 0:
+        return f"{ms}-{seq - 1}"
+    return f"{ms - 1}-{2**64 - 1}" if ms > 0 else None
+
+
+def log_records(
+    *,
+    level: str | None = None,
+    process: str | None = None,
+    request_id: str | None = None,
+    before: str | None = None,
+    limit: int = 100,
+) -> dict:
+    """GET /api/logs and /logs: the kept log records of every process, newest first, filtered (minimum
+    level, process, request id), `limit` per page; `next_before` is the cursor of the next page (None at
+    the end). Reads the stream in batches from `before` (exclusive) until the page is full."""
+    from django.conf import settings
+
+    from ops.logsink import LOG_KEEP, STREAM
+
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
+    try:
+        return _log_page(client, STREAM, LOG_KEEP, level, process, request_id, before, limit)
+    except redis.RedisError as exc:
+        raise LogsUnavailable(f"The log store (Redis) does not answer: {exc}") from exc
+
+
+def _log_page(
+    client: redis.Redis, stream: str, keep: int, level: str | None, process: str | None, request_id: str | None,
+    before: str | None, limit: int,
+) -> dict:  # fmt: skip
+    minimum = logging.getLevelName(level) if level else 0
+    records: list[dict] = []
+    cursor, scanned, last_seen = _older_than(before) if before else "+", 0, None
+    while cursor is not None and len(records) < limit and scanned < keep * 2:
+        batch = client.xrevrange(stream, max=cursor, min="-", count=max(limit, 500))
+        if not batch:
+            last_seen = None
+            break
+        for entry_id, fields in batch:
+            scanned += 1
+            last_seen = entry_id
+            if int(fields.get("levelno", 0)) < minimum:
+                continue
+            if process and fields.get("process") != process:
+                continue
+            if request_id and fields.get("request_id") != request_id:
+                continue
+            records.append({"id": entry_id, **fields, "pid": int(fields.get("pid", 0))})
+            if len(records) == limit:
+                break
+        cursor = _older_than(last_seen)
+    older = _older_than(last_seen) if last_seen else None
+    more = older is not None and bool(client.xrevrange(stream, max=older, min="-", count=1))
+    return {"records": records, "next_before": last_seen if more else None}

@@ -97,3 +97,32 @@ class HealthSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=HEALTH_STATUSES, help_text="The worst check's status")
     checked_at = serializers.DateTimeField()
     checks = HealthCheckSerializer(many=True)
+
+
+# --- logs ---
+class LogsParamsSerializer(serializers.Serializer):
+    level = serializers.ChoiceField(
+        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], required=False, help_text="minimum level"
+    )
+    process = StrictCharField(required=False, max_length=100, help_text="web, celery-worker, dispatcher, ...")
+    request_id = StrictCharField(required=False, max_length=200)
+    before = serializers.RegexField(
+        r"^\d{1,19}-\d{1,19}$", required=False, help_text="cursor: next_before of the previous page"
+    )
+    limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
+
+
+class LogRecordSerializer(serializers.Serializer):
+    id = serializers.CharField(help_text="stream id (the page cursor)")
+    time = serializers.DateTimeField()
+    level = serializers.CharField()
+    logger = serializers.CharField()
+    process = serializers.CharField(help_text="the process's role under `up`, else its command")
+    pid = serializers.IntegerField()
+    request_id = serializers.CharField(help_text="request id, job-<id> in a job, - outside both")
+    message = serializers.CharField(help_text="tokens masked")
+
+
+class LogsSerializer(serializers.Serializer):
+    records = LogRecordSerializer(many=True, help_text="newest first")
+    next_before = serializers.CharField(allow_null=True, help_text="cursor of the next (older) page; null at the end")

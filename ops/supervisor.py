@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ops.logsink import PROCESS_ENV
+
 logger = logging.getLogger(__name__)
 
 _PR_SET_PDEATHSIG = 1
@@ -50,7 +52,9 @@ class Supervisor:
 
     def start(self, child: Child) -> Child:
         logger.info("starting %s: %s", child.name, " ".join(child.argv))
-        child.process = subprocess.Popen(child.argv, env=child.env, start_new_session=True, preexec_fn=die_with_parent)
+        child.process = subprocess.Popen(
+            child.argv, env={**child.env, PROCESS_ENV: child.name}, start_new_session=True, preexec_fn=die_with_parent
+        )
         if child not in self.children:
             self.children.append(child)
         return child

@@ -5,6 +5,7 @@ queries and serializers."""
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -15,8 +16,15 @@ from config.errors import ServiceError
 from config.screens import error_page, validated
 from corpora.statuses import OVERVIEW_ORDER
 from ops.health import health
-from ops.queries import run_statistics, system_status
-from ops.serializers import HealthSerializer, PairStatisticsSerializer, StatisticsParamsSerializer, StatusSerializer
+from ops.queries import LOG_LEVELS, log_records, run_statistics, system_status
+from ops.serializers import (
+    HealthSerializer,
+    LogsParamsSerializer,
+    LogsSerializer,
+    PairStatisticsSerializer,
+    StatisticsParamsSerializer,
+    StatusSerializer,
+)
 from runs.views import duration_text, given
 
 # Geometry of a pair's trend chart (SVG user units): one stacked bar per run.
@@ -82,3 +90,20 @@ def health_view(request: HttpRequest) -> HttpResponse:
     context = {"health": HealthSerializer(health()).data}
     template = "ops/_health_body.html" if request.GET.get("fragment") == "body" else "ops/health.html"
     return render(request, template, context)
+
+
+# --- logs ---
+@login_required
+@require_GET
+def logs_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/logs: the same filters, query and serializer."""
+    try:
+        query = validated(LogsParamsSerializer(data=given(request.GET)))
+        logs = LogsSerializer(log_records(**query)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    filters = {key: request.GET.get(key, "") for key in ("level", "process", "request_id", "limit")}
+    older = None
+    if logs["next_before"]:
+        older = urlencode({**{key: value for key, value in filters.items() if value}, "before": logs["next_before"]})
+    return render(request, "ops/logs.html", {"logs": logs, "filters": filters, "older": older, "levels": LOG_LEVELS})

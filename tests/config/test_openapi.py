@@ -12,6 +12,7 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("GET", "/api/docs"),
     ("GET", "/healthz"),
     ("GET", "/api/health"),
+    ("GET", "/api/logs"),
     ("GET", "/api/jobs"),
     ("GET", "/api/jobs/{uuid}"),
     ("GET", "/api/audit"),
