@@ -34,3 +34,6 @@ class Action(StrEnum):
 
     # --- sessions ---
     SESSION_REVOKE = "session.revoke"
+
+    # --- configuration ---
+    CONFIG_SET = "config.set"

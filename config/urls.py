@@ -7,8 +7,8 @@ from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
-from ops.api import HealthApi, HealthzApi, LogsApi, StatisticsApi, StatusApi, metrics_view
-from ops.views import health_view, home_view, logs_view, statistics_view
+from ops.api import ConfigApi, HealthApi, HealthzApi, LogsApi, StatisticsApi, StatusApi, metrics_view
+from ops.views import config_view, health_view, home_view, logs_view, statistics_view
 from reports import urls as reports_urls
 from runs import urls as runs_urls
 from services import urls as services_urls
@@ -30,6 +30,8 @@ api_urlpatterns = [
     path("health", HealthApi.as_view(), name="api-health"),
     # --- logs ---
     path("logs", LogsApi.as_view(), name="api-logs"),
+    # --- configuration ---
+    path("config", ConfigApi.as_view(), name="api-config"),
 ]
 
 urlpatterns = [
@@ -52,6 +54,8 @@ urlpatterns = [
     path("health", health_view, name="health"),
     # --- logs ---
     path("logs", logs_view, name="logs"),
+    # --- configuration ---
+    path("config", config_view, name="config"),
 ]
 
 handler400 = "config.api.errors.handler400"

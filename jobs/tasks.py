@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from celery import shared_task
-from celery.signals import worker_ready
+from celery.signals import task_prerun, worker_ready
 
 from jobs import actions
 from jobs.registry import job_kind
@@ -22,6 +22,13 @@ def run_job(job_id: str) -> str:
 def jobs_sweep() -> dict[str, int]:
     """Mark jobs of dead workers interrupted and resend jobs nobody picked up."""
     return actions.jobs_sweep()
+
+
+@task_prerun.connect
+def _config_sync_before_task(**_: Any) -> None:
+    from ops.configuration import config_sync
+
+    config_sync()  # the configuration overrides, at most one query every few seconds
 
 
 @worker_ready.connect

@@ -2,22 +2,31 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django_prometheus.exports import ExportToDjangoView
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.actions import audit_record
+from accounts.journal import Action
 from accounts.lockout import token_check
 from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.errors import problem_json_response
 from config.api.schema import problems
 from config.api.views import PublicApiView, TokenApiView
 from config.errors import TooManyRequests
+from ops.configuration import config_update, effective_config
 from ops.health import health
 from ops.metrics import collector_register
 from ops.queries import liveness, log_records, run_statistics, system_status
 from ops.serializers import (
+    ConfigChangeSerializer,
+    ConfigSerializer,
     HealthSerializer,
     LivenessSerializer,
     LogsParamsSerializer,
@@ -26,6 +35,8 @@ from ops.serializers import (
     StatisticsParamsSerializer,
     StatusSerializer,
 )
+
+logger = logging.getLogger(__name__)
 
 
 class HealthzApi(PublicApiView):
@@ -113,3 +124,49 @@ class LogsApi(TokenApiView):
         checked = LogsParamsSerializer(data=request.query_params)
         checked.is_valid(raise_exception=True)
         return Response(LogsSerializer(log_records(**checked.validated_data)).data)
+
+
+# --- configuration ---
+class ConfigApi(TokenApiView):
+    audit_action = Action.CONFIG_SET
+
+    @extend_schema(
+        operation_id="config",
+        summary="The effective configuration, each value with its source (default, environment, api); masked",
+        responses={200: ConfigSerializer},
+        tags=["management"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(ConfigSerializer(effective_config()).data)
+
+    @extend_schema(
+        operation_id="config_set",
+        summary="Deep-merge a partial configuration (nested keys merge, lists are replaced, null resets a key)",
+        request={"application/json": {"type": "object", "additionalProperties": True}},
+        responses={200: ConfigChangeSerializer, **problems(400)},
+        tags=["management"],
+    )
+    def put(self, request: Request) -> Response:
+        change = config_update(request.data, actor=self.actor_name())
+        self.journal_params = {"before": change["before"], "after": change["after"]}
+        return Response(ConfigChangeSerializer({**change, "configuration": effective_config()}).data)
+
+    def _journal(self, request: Request, response: Response, kwargs: dict[str, Any]) -> None:
+        """Journal the before/after values, never the raw body (a refused key could carry a secret)."""
+        params = getattr(self, "journal_params", None)
+        if params is None:
+            errors = response.data.get("errors") if isinstance(response.data, dict) else None
+            params = {"refused": sorted(errors) if isinstance(errors, dict) else []}
+        data = getattr(response, "data", None)
+        try:
+            with transaction.atomic():
+                audit_record(
+                    actor=request.user.name,
+                    action=self.audit_action,
+                    target="config",
+                    params=params,
+                    status_code=response.status_code,
+                    title=str(data.get("title", "")) if isinstance(data, dict) else "",
+                )
+        except Exception:
+            logger.exception("could not journal %s %s", request.method, request.path)

@@ -126,3 +126,23 @@ class LogRecordSerializer(serializers.Serializer):
 class LogsSerializer(serializers.Serializer):
     records = LogRecordSerializer(many=True, help_text="newest first")
     next_before = serializers.CharField(allow_null=True, help_text="cursor of the next (older) page; null at the end")
+
+
+# --- configuration ---
+class ConfigEntrySerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="Dotted name, e.g. dispatcher.max_in_flight")
+    value = serializers.JSONField(help_text="The effective value; secrets masked, tokens only as a count")
+    source = serializers.ChoiceField(choices=["default", "environment", "api", "database"])
+    live = serializers.BooleanField(help_text="A change takes effect in running processes within seconds")
+    settable = serializers.BooleanField(help_text="Settable through PUT /api/config (else environment only)")
+
+
+class ConfigSerializer(serializers.Serializer):
+    entries = ConfigEntrySerializer(many=True)
+
+
+class ConfigChangeSerializer(serializers.Serializer):
+    before = serializers.DictField(child=serializers.JSONField())
+    after = serializers.DictField(child=serializers.JSONField())
+    restart_required = serializers.ListField(child=serializers.CharField())
+    configuration = ConfigSerializer()

@@ -15,9 +15,11 @@ from django.views.decorators.http import require_GET
 from config.errors import ServiceError
 from config.screens import error_page, validated
 from corpora.statuses import OVERVIEW_ORDER
+from ops.configuration import effective_config
 from ops.health import health
 from ops.queries import LOG_LEVELS, log_records, run_statistics, system_status
 from ops.serializers import (
+    ConfigSerializer,
     HealthSerializer,
     LogsParamsSerializer,
     LogsSerializer,
@@ -107,3 +109,11 @@ def logs_view(request: HttpRequest) -> HttpResponse:
     if logs["next_before"]:
         older = urlencode({**{key: value for key, value in filters.items() if value}, "before": logs["next_before"]})
     return render(request, "ops/logs.html", {"logs": logs, "filters": filters, "older": older, "levels": LOG_LEVELS})
+
+
+# --- configuration ---
+@login_required
+@require_GET
+def config_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/config: each value and where it comes from."""
+    return render(request, "ops/config.html", {"config": ConfigSerializer(effective_config()).data})

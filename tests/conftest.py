@@ -174,6 +174,15 @@ def _progress_on_the_test_connection():
 
 
 @pytest.fixture(autouse=True)
+def _config_overrides_forgotten() -> Iterator[None]:
+    """Configuration overrides a test applied to this process's settings (PUT /api/config) end with it."""
+    yield
+    from ops.configuration import config_forget
+
+    config_forget()
+
+
+@pytest.fixture(autouse=True)
 def _protected_services(request: pytest.FixtureRequest) -> None:
     """Transactional tests flush every table, migration-made rows included; put init and import back
     for the tests that follow, as the migration would have left them."""

@@ -41,6 +41,7 @@ from corpora.lifecycle import (
     leases_reap,
     still_leased,
 )
+from ops.configuration import config_sync
 from services.dispatcher.sink import SinkReport, sink_main
 from services.models import DispatcherState, Service
 from services.queries import effective_lease_seconds
@@ -99,6 +100,8 @@ class DispatcherConfig:
     reap_seconds: int
     corpus_roots: list[Path] = field(default_factory=list)
     payload_max_bytes: int = PAYLOAD_MAX_BYTES
+    # Follow the live configuration keys (ops.configuration) while running: set when made from the settings.
+    live: bool = False
 
     @classmethod
     def from_settings(cls) -> DispatcherConfig:
@@ -114,7 +117,15 @@ class DispatcherConfig:
             reap_seconds=settings.DISPATCHER_REAP_SECONDS,
             corpus_roots=list(settings.CORPUS_ROOTS),
             payload_max_bytes=settings.PAYLOAD_MAX_BYTES,
+            live=True,
         )
+
+    def follow_settings(self) -> None:
+        """Take the live keys' current values (the ports, sizes and the sink's batch need a restart)."""
+        self.max_in_flight = settings.DISPATCHER_MAX_IN_FLIGHT
+        self.max_attempts = settings.DISPATCHER_MAX_ATTEMPTS
+        self.lease_batch = settings.DISPATCHER_LEASE_BATCH
+        self.reap_seconds = settings.DISPATCHER_REAP_SECONDS
 
 
 @dataclass
@@ -256,6 +267,8 @@ class Dispatcher:
                 self._flush()
                 self._refresh_services()
                 self._prune_queues()
+                if self.config.live and config_sync():
+                    self.config.follow_settings()
                 next_flush = now + 1.0
                 if not self.sink_process.is_alive():
                     self._take_sink_reports()
@@ -492,6 +505,11 @@ class Dispatcher:
 
 def dispatcher_serve(config: DispatcherConfig | None = None) -> None:
     """Run the dispatcher until SIGTERM or SIGINT."""
+    config_sync(initial=True)  # the configuration overrides, before the settings are read
+    for conn in connections.all():  # the sink is forked next: it must not inherit a pool with its threads
+        conn.close()
+        if hasattr(conn, "close_pool"):
+            conn.close_pool()
     dispatcher = Dispatcher(config or DispatcherConfig.from_settings())
 
     def stop(signum: int, frame: object) -> None:

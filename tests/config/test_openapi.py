@@ -13,6 +13,8 @@ SPEC_ENDPOINTS_SO_FAR = {
     ("GET", "/healthz"),
     ("GET", "/api/health"),
     ("GET", "/api/logs"),
+    ("GET", "/api/config"),
+    ("PUT", "/api/config"),
     ("GET", "/api/jobs"),
     ("GET", "/api/jobs/{uuid}"),
     ("GET", "/api/audit"),

@@ -1,0 +1,66 @@
+"""manage.py config get [KEY] / config set KEY=VALUE ...: the twin of GET/PUT /api/config (journaled)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+
+from accounts.actions import journaled
+from accounts.journal import Action
+from config.errors import ServiceError
+from ops.configuration import config_update, effective_config
+
+
+def _nested(pairs: list[str]) -> dict[str, Any]:
+    change: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise CommandError(f"expected KEY=VALUE, not {pair!r}")
+        try:
+            value = json.loads(raw)
+        except ValueError:
+            value = raw  # a bare word or path
+        node = change
+        *groups, leaf = key.split(".")
+        for group in groups:
+            node = node.setdefault(group, {})
+        node[leaf] = value
+    return change
+
+
+class Command(BaseCommand):
+    help = "Show or change the configuration (values are JSON: numbers, lists, null to reset; else text)"
+
+    def add_arguments(self, parser: Any) -> None:
+        sub = parser.add_subparsers(dest="verb", required=True)
+        get = sub.add_parser("get")
+        get.add_argument("key", nargs="?")
+        put = sub.add_parser("set")
+        put.add_argument("pairs", nargs="+", metavar="KEY=VALUE")
+        put.add_argument("--actor", default="cli")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        if options["verb"] == "get":
+            entries = effective_config()["entries"]
+            if options["key"]:
+                entries = [e for e in entries if e["key"] == options["key"]]
+                if not entries:
+                    raise CommandError(f"no such key: {options['key']}")
+            for entry in entries:
+                self.stdout.write(f"{entry['key']} = {json.dumps(entry['value'])}  ({entry['source']})")
+            return
+        change = _nested(options["pairs"])
+        try:
+            with journaled(actor=options["actor"], action=Action.CONFIG_SET, target="config") as params:
+                result = config_update(change, actor=options["actor"])
+                params.clear()
+                params.update(before=result["before"], after=result["after"])
+        except ServiceError as exc:
+            raise CommandError(exc.detail) from exc
+        for key, value in result["after"].items():
+            self.stdout.write(f"{key} = {json.dumps(value)}")
+        if result["restart_required"]:
+            self.stdout.write(f"restart needed for: {', '.join(result['restart_required'])}")
