@@ -5,14 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django_prometheus.exports import ExportToDjangoView
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.actions import audit_record
 from accounts.journal import Action
 from accounts.lockout import token_check
 from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
@@ -151,22 +149,13 @@ class ConfigApi(TokenApiView):
         self.journal_params = {"before": change["before"], "after": change["after"]}
         return Response(ConfigChangeSerializer({**change, "configuration": effective_config()}).data)
 
-    def _journal(self, request: Request, response: Response, kwargs: dict[str, Any]) -> None:
-        """Journal the before/after values, never the raw body (a refused key could carry a secret)."""
+    def audit_target(self, kwargs: dict[str, Any]) -> str:
+        return "config"
+
+    def audit_params(self, request: Request, response: Response) -> dict[str, Any]:
+        """The before/after values, never the raw body (a refused key could carry a secret)."""
         params = getattr(self, "journal_params", None)
         if params is None:
             errors = response.data.get("errors") if isinstance(response.data, dict) else None
             params = {"refused": sorted(errors) if isinstance(errors, dict) else []}
-        data = getattr(response, "data", None)
-        try:
-            with transaction.atomic():
-                audit_record(
-                    actor=request.user.name,
-                    action=self.audit_action,
-                    target="config",
-                    params=params,
-                    status_code=response.status_code,
-                    title=str(data.get("title", "")) if isinstance(data, dict) else "",
-                )
-        except Exception:
-            logger.exception("could not journal %s %s", request.method, request.path)
+        return params

@@ -54,13 +54,18 @@ class TokenApiView(APIView):
             self._journal(request, response, kwargs)
         return response
 
-    def _journal(self, request: Request, response: Response, kwargs: dict[str, Any]) -> None:
+    def audit_params(self, request: Request, response: Response) -> dict[str, Any]:
+        """What the journal records of a write: its query and JSON body (a view may record less)."""
         params: dict[str, Any] = {k: v for k, v in request.query_params.items() if k != TOKEN_QUERY}
         try:
             if isinstance(request.data, dict):
                 params.update(request.data)
         except APIException:  # unparseable or unsupported body: note it, the view has answered
             params["body"] = "unparseable"
+        return params
+
+    def _journal(self, request: Request, response: Response, kwargs: dict[str, Any]) -> None:
+        params = self.audit_params(request, response)
         code = response.status_code
         data = getattr(response, "data", None)
         try:
