@@ -3,6 +3,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
+from ops.health import CHECK_NAMES
 from runs.serializers import RunSerializer, TalliesField
 
 
@@ -73,20 +74,7 @@ HEALTH_STATUSES = ["ok", "warning", "problem"]
 
 
 class HealthCheckSerializer(serializers.Serializer):
-    name = serializers.ChoiceField(
-        choices=[
-            "database_pool",
-            "postgresql",
-            "redis",
-            "dispatcher",
-            "workers",
-            "corpus_roots",
-            "results_dir",
-            "export_root",
-            "jobs",
-            "expired_leases",
-        ]
-    )
+    name = serializers.ChoiceField(choices=CHECK_NAMES)
     status = serializers.ChoiceField(choices=HEALTH_STATUSES)
     summary = serializers.CharField()
     remediation = serializers.CharField(allow_null=True, help_text="What to do about it; null when the check is ok")
