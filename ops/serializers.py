@@ -123,6 +123,10 @@ class ConfigEntrySerializer(serializers.Serializer):
     source = serializers.ChoiceField(choices=["default", "environment", "api", "database"])
     live = serializers.BooleanField(help_text="A change takes effect in running processes within seconds")
     settable = serializers.BooleanField(help_text="Settable through PUT /api/config (else environment only)")
+    running = serializers.JSONField(help_text="The value the answering web process runs with")
+    restart_pending = serializers.BooleanField(
+        help_text="The value differs from the running one until the processes restart (not a live key)"
+    )
 
 
 class ConfigSerializer(serializers.Serializer):

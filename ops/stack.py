@@ -35,9 +35,14 @@ class PrerequisiteMissing(Exception):
 
 
 def child_env() -> dict[str, str]:
-    """The environment of every child: the resolved database, broker and dispatcher ports, so all share
-    the same ones (the ones `ports_check` found free)."""
+    """The environment of every child: the resolved database and broker, so all share the same ones.
+
+    The dispatcher ports are passed as the environment gave them: each child applies the values stored
+    through PUT /api/config itself when its settings load, from the same database as `up` (whose
+    `ports_check` checked the ports so resolved), and a reset of a stored port goes back to the
+    environment's."""
     env = dict(os.environ)
+    environment = settings.CONFIG_ENVIRONMENT
     env.update(
         DATABASE_URL=settings.DATABASE_URL,
         REDIS_URL=settings.REDIS_URL,
@@ -45,8 +50,8 @@ def child_env() -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="config.settings",
         PYTHONUNBUFFERED="1",
         DISPATCHER_BIND=settings.DISPATCHER_BIND,
-        DISPATCHER_VENTILATOR_PORT=str(settings.DISPATCHER_VENTILATOR_PORT),
-        DISPATCHER_SINK_PORT=str(settings.DISPATCHER_SINK_PORT),
+        DISPATCHER_VENTILATOR_PORT=str(environment["dispatcher.ventilator_port"]),
+        DISPATCHER_SINK_PORT=str(environment["dispatcher.sink_port"]),
     )
     return env
 

@@ -4,18 +4,22 @@ queries and serializers."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import error_page, validated
 from corpora.statuses import OVERVIEW_ORDER
-from ops.configuration import effective_config
+from ops.configuration import assignments, config_update, effective_config
 from ops.health import health
 from ops.queries import LOG_LEVELS, log_records, run_statistics, system_status
 from ops.serializers import (
@@ -112,8 +116,39 @@ def logs_view(request: HttpRequest) -> HttpResponse:
 
 
 # --- configuration ---
+def _shown(value: Any) -> str:
+    """A value as JSON, a text without its quotes."""
+    return value if isinstance(value, str) else json.dumps(value)
+
+
 @login_required
-@require_GET
+@require_http_methods(["GET", "POST"])
 def config_view(request: HttpRequest) -> HttpResponse:
-    """Screen twin of GET /api/config: each value and where it comes from."""
-    return render(request, "ops/config.html", {"config": ConfigSerializer(effective_config()).data})
+    """Screen twin of GET/PUT /api/config: each value, where it comes from and what runs; a settable key is
+    set (or reset) one at a time, journaled as the API's changes are."""
+    if request.method == "POST":
+        actor = request.user.username
+        try:
+            with journaled(actor=actor, action=Action.CONFIG_SET, target="config") as params:
+                change = assignments([(request.POST.get("key", ""), request.POST.get("value", ""))])
+                result = config_update(change, actor=actor)
+                params.update(before=result["before"], after=result["after"])
+        except ServiceError as exc:
+            messages.error(request, f"Nothing changed: {exc.detail}")
+            return redirect("config")
+        for key, value in result["after"].items():
+            messages.success(request, f"{key} = {json.dumps(value)}")
+        if result["restart_required"]:
+            messages.warning(request, f"Restart needed for: {', '.join(result['restart_required'])}")
+        return redirect("config")
+    entries = ConfigSerializer(effective_config()).data["entries"]
+    rows = [
+        {
+            "entry": entry,
+            "text": json.dumps(entry["value"]),  # what the form sends back
+            "shown": _shown(entry["value"]),
+            "running": _shown(entry["running"]),
+        }
+        for entry in entries
+    ]
+    return render(request, "ops/config.html", {"rows": rows})

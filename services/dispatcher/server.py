@@ -505,7 +505,7 @@ class Dispatcher:
 
 def dispatcher_serve(config: DispatcherConfig | None = None) -> None:
     """Run the dispatcher until SIGTERM or SIGINT."""
-    config_sync(initial=True)  # the configuration overrides, before the settings are read
+    config_sync(force=True)  # live values changed since the settings were read, before they are used
     for conn in connections.all():  # the sink is forked next: it must not inherit a pool with its threads
         conn.close()
         if hasattr(conn, "close_pool"):

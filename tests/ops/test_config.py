@@ -5,18 +5,23 @@ from __future__ import annotations
 
 import json
 import logging
+import subprocess
+import sys
 
 import pytest
 from django.conf import settings as django_settings
 from django.core.management import call_command
+from django.db import connection
 
 from accounts.models import AuditEntry
+from config.overrides import stored
 from corpora.models import Task
-from ops.configuration import config_forget, config_sync
 from ops.models import ConfigOverride
+from tests import support
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.conftest import dispatcher as dispatcher_fixture
 from tests.dispatcher.harness import CLEAN_LOG, FakeWorker, dispatcher_rounds, result_zip, wait_for
+from tests.support import PROJECT_DIR, child_env, free_port
 
 dispatcher = dispatcher_fixture  # the real dispatcher's fixture, shared with tests/dispatcher
 
@@ -75,10 +80,18 @@ def test_no_secret_in_any_response_log_line_or_journal_entry(authed, token, scre
     refused = _put(authed, {"database": {"url": f"postgresql://x:{SECRET}@h/db"}, "token": token})
     assert refused.status_code == 400
     texts.append(refused.content.decode())
+    posted = screen_client.post(
+        "/config", {"key": "database.url", "value": f"postgresql://x:{SECRET}@h/db"}, follow=True
+    )
+    assert "Nothing changed: database.url is set in the environment only" in posted.content.decode()
+    texts.append(posted.content.decode())
+    wrong_field = screen_client.post("/config", {"key": "pool.max", "value": SECRET}, follow=True)
+    assert "Nothing changed: pool.max must be a whole number" in wrong_field.content.decode()
+    texts.append(wrong_field.content.decode())
     texts.append(_put(authed, {"dispatcher": {"max_attempts": 4}}).content.decode())
     texts += [json.dumps(e.params) + e.target + e.outcome for e in AuditEntry.objects.all()]
     texts += [record.getMessage() for record in caplog.records]
-    assert AuditEntry.objects.filter(action="config.set").count() == 2
+    assert AuditEntry.objects.filter(action="config.set").count() == 4  # the refusals too, without their values
     assert "ccs:********@db.example" in texts[0]
     for text in texts:
         assert SECRET not in text and token not in text
@@ -112,7 +125,11 @@ def test_nested_keys_merge_and_lists_are_replaced(authed, tmp_path):
         ({"dispatcher": {"max_in_flight": 0}}, "dispatcher.max_in_flight"),
         ({"dispatcher": {"nonsense": 1}}, "dispatcher.nonsense"),
         ({"directories": {"corpus_roots": "relative"}}, "directories.corpus_roots"),
-        ({"pool": {"max": 3}}, "pool.max"),
+        ({"pool": {"enabled": "yes"}}, "pool.enabled"),
+        ({"pool": {"min": 9, "max": 4}}, "pool.min"),  # each fine alone, not together
+        ({"beat": {"job_sweep_seconds": 1}}, "beat.job_sweep_seconds"),
+        ({"database": {"url": "postgresql://x@h/db"}}, "database.url"),
+        ({"tokens": {"count": 3}}, "tokens.count"),
     ],
 )
 def test_a_refused_change_names_the_field_and_changes_nothing(authed, body, field):
@@ -125,16 +142,70 @@ def test_a_refused_change_names_the_field_and_changes_nothing(authed, body, fiel
 
 
 @pytest.mark.django_db
-def test_overrides_persist_and_are_applied_by_a_fresh_process_state(authed):
-    assert (
-        _put(authed, {"reports": {"page_size_max": 321}, "dispatcher": {"ventilator_port": 40001}}).status_code == 200
-    )
-    assert django_settings.DISPATCHER_VENTILATOR_PORT != 40001  # not live: needs a restart
-    # What a restarted process does: start with the environment's values, then sync from the database.
-    config_forget()
-    config_sync()
-    assert django_settings.MAX_REPORT_PAGE_SIZE == 321
-    assert django_settings.DISPATCHER_VENTILATOR_PORT == 40001
+def test_keys_read_at_start_are_stored_and_shown_pending_until_a_restart(authed):
+    environment = django_settings.CONFIG_ENVIRONMENT
+    response = _put(authed, {"pool": {"max": 3, "timeout": 20}, "beat": {"job_sweep_seconds": 30}})
+    assert response.status_code == 200, response.content
+    assert response.json()["restart_required"] == ["beat.job_sweep_seconds", "pool.max", "pool.timeout"]
+    entry = _config(authed)["pool.max"]
+    assert (entry["value"], entry["source"], entry["live"]) == (3, "api", False)
+    assert (entry["running"], entry["restart_pending"]) == (environment["pool.max"], True)
+    assert environment["pool.max"] == django_settings.DB_POOL_MAX  # this process keeps its pool as it is
+    assert _config(authed)["jobs.stall_seconds"]["restart_pending"] is False  # live keys never wait
+    assert _put(authed, {"pool": {"max": None}}).status_code == 200  # back to what runs: nothing pending
+    entry = _config(authed)["pool.max"]
+    assert (entry["value"], entry["restart_pending"]) == (environment["pool.max"], False)
+
+
+_SHOW_SETTINGS = """
+import json
+from django.conf import settings
+print(json.dumps({
+    "pool": settings.DATABASES["default"]["OPTIONS"].get("pool"),
+    "sweep": settings.CELERY_BEAT_SCHEDULE["jobs-sweep-interrupted"]["schedule"],
+    "page_size_max": settings.MAX_REPORT_PAGE_SIZE,
+    "ventilator_port": settings.DISPATCHER_VENTILATOR_PORT,
+    "export_root": str(settings.EXPORT_ROOT),
+    "max_attempts": settings.DISPATCHER_MAX_ATTEMPTS,
+}))
+"""
+
+
+@pytest.mark.django_db(transaction=True)  # the new process reads what this test stored
+def test_a_new_process_starts_with_the_stored_values(authed, tmp_path):
+    exports = tmp_path / "exports"
+    change = {
+        "pool": {"enabled": True, "min": 2, "max": 3, "timeout": 7},
+        "beat": {"job_sweep_seconds": 30},
+        "reports": {"page_size_max": 321},
+        "dispatcher": {"ventilator_port": 40001},
+        "directories": {"export_root": str(exports)},
+    }
+    assert _put(authed, change).status_code == 200
+    # Written by hand past the API's checks: the process says so and starts on the environment's value.
+    ConfigOverride.objects.create(key="dispatcher.max_attempts", value=-1, updated_by="psql")
+    shown = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", _SHOW_SETTINGS],
+        cwd=PROJECT_DIR, env=child_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert json.loads(shown.stdout.strip().splitlines()[-1]) == {
+        "pool": {"min_size": 2, "max_size": 3, "timeout": 7},
+        "sweep": 30.0,
+        "page_size_max": 321,
+        "ventilator_port": 40001,
+        "export_root": str(exports.resolve()),
+        "max_attempts": django_settings.CONFIG_ENVIRONMENT["dispatcher.max_attempts"],
+    }
+    assert "configuration: the stored value of dispatcher.max_attempts is ignored: it must be between" in shown.stderr
+
+
+def test_a_process_starts_on_the_environment_when_the_database_has_no_stored_values():
+    closed = f"postgresql://postgres@127.0.0.1:{free_port()}/ccs"
+    assert stored(closed) == {}  # does not answer: the process's own use of it will say so
+    name = connection.settings_dict["NAME"]
+    no_table = support.test_database_url().replace(f"/{name}", "/postgres", 1)  # answers, never migrated
+    assert stored(no_table) == {}
 
 
 @pytest.mark.django_db
@@ -144,7 +215,12 @@ def test_manage_py_config_get_and_set_mirror_the_api(capsys):
     assert "dispatcher.max_in_flight = 9" in out and "restart needed for: directories.export_root" in out
     call_command("config", "get", "dispatcher.max_in_flight")
     assert "dispatcher.max_in_flight = 9  (api)" in capsys.readouterr().out
-    entry = AuditEntry.objects.get(action="config.set")
+    call_command("config", "set", "pool.max=4")
+    assert "restart needed for: pool.max" in capsys.readouterr().out
+    call_command("config", "get", "pool.max")
+    running = django_settings.DB_POOL_MAX
+    assert f"pool.max = 4  (api; running {running} until a restart)" in capsys.readouterr().out
+    entry = AuditEntry.objects.filter(action="config.set").last()  # the oldest: the first change
     assert entry.params["after"] == {"dispatcher.max_in_flight": 9, "directories.export_root": "/srv/exports"}
     with pytest.raises(Exception, match="must be between"):
         call_command("config", "set", "dispatcher.max_in_flight=-3")
@@ -158,8 +234,19 @@ def test_the_screen_is_the_twin_of_the_api(authed, screen_client, client):
     for key in _config(authed):
         assert f'data-key="{key}"' in page
     assert '<tr data-key="jobs.stall_seconds">' in page and '<td class="source">api</td>' in page
+    response = screen_client.post("/config", {"key": "pool.max", "value": "5"}, follow=True)
+    page = response.content.decode()
+    assert "pool.max = 5" in page and "Restart needed for: pool.max" in page
+    assert _config(authed)["pool.max"]["restart_pending"] is True and "restart pending" in page
+    entry = AuditEntry.objects.filter(action="config.set").first()
+    assert (entry.actor, entry.params["after"]) == ("tester", {"pool.max": 5})
+    response = screen_client.post("/config", {"key": "pool.max", "value": "lots"}, follow=True)
+    assert "Nothing changed: pool.max must be a whole number" in response.content.decode()
+    assert ConfigOverride.objects.get(key="pool.max").value == 5
     client.logout()
     assert client.get("/config").status_code == 302
+    assert client.post("/config", {"key": "pool.max", "value": "6"}).status_code == 302  # to the sign-in
+    assert ConfigOverride.objects.get(key="pool.max").value == 5
 
 
 @pytest.mark.django_db(transaction=True)

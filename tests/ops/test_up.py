@@ -329,3 +329,76 @@ def test_up_exits_non_zero_when_its_supervisor_gives_up_on_a_crash_looping_child
     finally:
         if up.process.poll() is None:
             up.process.kill()
+
+
+def _put(url: str, token: str, body: dict) -> tuple[int, dict]:
+    request = urllib.request.Request(  # noqa: S310
+        url, data=json.dumps(body).encode(), method="PUT",
+        headers={"X-Service-Token": token, "Content-Type": "application/json"},
+    )  # fmt: skip
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+def _listening(up: Up) -> set[int]:
+    ports = set()
+    for process in [psutil.Process(up.process.pid), *up.descendants()]:
+        with contextlib.suppress(psutil.Error):
+            ports |= {c.laddr.port for c in process.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
+    return ports
+
+
+@pytest.mark.django_db(transaction=True)  # `up` reads and writes the test database from its own processes
+def test_values_set_through_the_api_survive_a_restart_of_up_and_apply_to_every_process(tmp_path):
+    """Keys only a start can apply (the database pool, a dispatcher port) are stored and shown pending,
+    and after `up` is stopped and started again every process runs with them."""
+    from accounts.actions import token_create
+    from tests.support import test_database_url
+
+    _, token = token_create(actor="operator", created_by="pytest")
+    env = {**os.environ, "DATABASE_URL": test_database_url(), "DB_POOL": "false", "VAR_DIR": str(tmp_path)}
+    web, dispatcher = _ports()
+    env.update(dispatcher)
+    base = f"http://127.0.0.1:{web}"
+    moved = _free_ports(4)[3]  # a fourth port, none of the three above
+    up = Up(web, "--workers", "0", "--no-demo", env=env)
+    try:
+        up.wait_for("BASE_URL=")
+        change = {"pool": {"enabled": True, "max": 3}, "dispatcher": {"ventilator_port": moved, "max_in_flight": 5}}
+        status, body = _put(f"{base}/api/config", token, change)
+        assert status == 200, body
+        assert body["restart_required"] == ["dispatcher.ventilator_port", "pool.enabled", "pool.max"]
+        entries = {e["key"]: e for e in _get(f"{base}/api/config", token)[1]["entries"]}
+        assert (entries["pool.enabled"]["running"], entries["pool.enabled"]["restart_pending"]) == (False, True)
+        assert entries["dispatcher.max_in_flight"]["restart_pending"] is False  # live: already applied
+        pool = next(c for c in _get(f"{base}/api/health", token)[1]["checks"] if c["name"] == "database_pool")
+        assert pool["details"]["pool"] is False
+        old_ventilator = int(dispatcher["DISPATCHER_VENTILATOR_PORT"])
+        _wait(lambda: old_ventilator in _listening(up), 30, "the dispatcher on the environment's port")
+        assert moved not in _listening(up)
+        assert up.stop() == 0
+
+        up = Up(web, "--workers", "0", "--no-demo", env=env)  # the same environment as before
+        up.wait_for("BASE_URL=")
+        entries = {e["key"]: e for e in _get(f"{base}/api/config", token)[1]["entries"]}
+        for key, value in [("pool.enabled", True), ("pool.max", 3), ("dispatcher.ventilator_port", moved)]:
+            assert (entries[key]["value"], entries[key]["source"], entries[key]["running"]) == (value, "api", value)
+            assert entries[key]["restart_pending"] is False
+        assert (entries["dispatcher.max_in_flight"]["value"], entries["dispatcher.max_in_flight"]["source"]) == (
+            5,
+            "api",
+        )
+        # The web process's real pool, and the dispatcher (another process) bound where it was told.
+        pool = next(c for c in _get(f"{base}/api/health", token)[1]["checks"] if c["name"] == "database_pool")
+        assert (pool["details"]["pool"], pool["details"]["max"]) == (True, 3)
+        listening = _wait(lambda: _listening(up) if moved in _listening(up) else None, 30, "the moved ventilator")
+        assert old_ventilator not in listening
+        assert up.stop() == 0
+    finally:
+        if up.process.poll() is None:
+            up.process.kill()
+        for process in _own_processes(tmp_path):
+            process.kill()

@@ -32,6 +32,9 @@ SCREENS = [
     # --- sessions ---
     "/sessions",
     "/health",  # detailed health
+    "/config",
+    "/logs",
+    "/statistics",
 ]
 
 

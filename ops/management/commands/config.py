@@ -10,25 +10,17 @@ from django.core.management.base import BaseCommand, CommandError
 from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
-from ops.configuration import config_update, effective_config
+from ops.configuration import assignments, config_update, effective_config
 
 
-def _nested(pairs: list[str]) -> dict[str, Any]:
-    change: dict[str, Any] = {}
-    for pair in pairs:
-        key, sep, raw = pair.partition("=")
+def _pairs(texts: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for text in texts:
+        key, sep, raw = text.partition("=")
         if not sep or not key:
-            raise CommandError(f"expected KEY=VALUE, not {pair!r}")
-        try:
-            value = json.loads(raw)
-        except ValueError:
-            value = raw  # a bare word or path
-        node = change
-        *groups, leaf = key.split(".")
-        for group in groups:
-            node = node.setdefault(group, {})
-        node[leaf] = value
-    return change
+            raise CommandError(f"expected KEY=VALUE, not {text!r}")
+        pairs.append((key, raw))
+    return pairs
 
 
 class Command(BaseCommand):
@@ -50,10 +42,14 @@ class Command(BaseCommand):
                 if not entries:
                     raise CommandError(f"no such key: {options['key']}")
             for entry in entries:
-                self.stdout.write(f"{entry['key']} = {json.dumps(entry['value'])}  ({entry['source']})")
+                pending = (
+                    f"; running {json.dumps(entry['running'])} until a restart" if entry["restart_pending"] else ""
+                )
+                self.stdout.write(f"{entry['key']} = {json.dumps(entry['value'])}  ({entry['source']}{pending})")
             return
-        change = _nested(options["pairs"])
+        pairs = _pairs(options["pairs"])
         try:
+            change = assignments(pairs)
             with journaled(actor=options["actor"], action=Action.CONFIG_SET, target="config") as params:
                 result = config_update(change, actor=options["actor"])
                 params.clear()
