@@ -43,3 +43,11 @@ def test_sleep(ctx: JobContext, *, seconds: float = 60.0) -> dict[str, Any]:
     ctx.progress(0, 1, "sleeping")
     time.sleep(seconds)
     return {}
+
+
+@job_kind("test_setting")
+def test_setting(ctx: JobContext, *, name: str) -> dict[str, Any]:
+    """Report a setting as the process running the job sees it (configuration changes at run time)."""
+    from django.conf import settings
+
+    return {"value": getattr(settings, name)}
