@@ -26,3 +26,12 @@ def page(monkeypatch: pytest.MonkeyPatch) -> Iterator:
         )
         yield browser.new_page(viewport={"width": 1280, "height": 900})
         browser.close()
+
+
+def sign_in_on_the_way(page, url: str, token: str) -> None:
+    """Open a signed-in screen while signed out: the sign-in page comes first, then the screen itself."""
+    page.goto(url)
+    assert "/login" in page.url
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(url)

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from accounts.models import AuditEntry
 from ops.models import ConfigOverride
+from tests.screens.conftest import sign_in_on_the_way
 from tests.screens.test_csp_screens import _violations
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -23,11 +24,7 @@ def _set(page, key: str, value: str) -> None:
 
 def test_an_operator_sets_resets_and_is_refused_on_the_config_screen(page, live_server, token, tmp_path):
     violations = _violations(page)
-    page.goto(f"{live_server.url}/config")
-    assert "/login" in page.url
-    page.fill("#token", token)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/config")
+    sign_in_on_the_way(page, f"{live_server.url}/config", token)
     environment = settings.CONFIG_ENVIRONMENT
 
     _set(page, "jobs.stall_seconds", "77")

@@ -9,6 +9,7 @@ from accounts.actions import token_create
 from accounts.models import AuditEntry
 from runs.models import Run, Snapshot
 from tests.runs.test_prune import _history
+from tests.screens.conftest import sign_in_on_the_way
 from tests.screens.test_csp_screens import _violations
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -18,11 +19,7 @@ def test_an_admin_previews_confirms_and_prunes(page, live_server, corpus_root, t
     _history(corpus_root, "a")
     _, token = token_create(actor="boss", created_by="pytest", staff=True)
     violations = _violations(page)
-    page.goto(f"{live_server.url}/runs/retention")
-    assert "/login" in page.url
-    page.fill("#token", token)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{live_server.url}/runs/retention")
+    sign_in_on_the_way(page, f"{live_server.url}/runs/retention", token)
     page.fill("#before", "2020-01-16")
     page.click("#retention-preview button[type=submit]")
     page.wait_for_selector("#retention-pairs")
