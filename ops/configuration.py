@@ -120,6 +120,8 @@ def assignments(pairs: list[tuple[str, str]]) -> dict[str, Any]:
     JSON when it parses (numbers, true/false, lists, null to reset), else taken as it is (a bare path)."""
     change: dict[str, Any] = {}
     for name, text in pairs:
+        if not name:
+            raise BadRequest("a key is required", errors={"key": ["required"]})
         try:
             value = json.loads(text)
         except ValueError:

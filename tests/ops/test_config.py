@@ -243,6 +243,8 @@ def test_the_screen_is_the_twin_of_the_api(authed, screen_client, client):
     response = screen_client.post("/config", {"key": "pool.max", "value": "lots"}, follow=True)
     assert "Nothing changed: pool.max must be a whole number" in response.content.decode()
     assert ConfigOverride.objects.get(key="pool.max").value == 5
+    response = screen_client.post("/config", {"value": "5"}, follow=True)
+    assert "Nothing changed: a key is required" in response.content.decode()
     client.logout()
     assert client.get("/config").status_code == 302
     assert client.post("/config", {"key": "pool.max", "value": "6"}).status_code == 302  # to the sign-in
