@@ -21,8 +21,11 @@ from config.overrides import KEYS, pair_problem, plain, problem, setting_value
 
 SYNC_SECONDS = 2.0
 MASK = "********"
-# Shown, never settable here: the overrides are stored in that database, so a value there cannot choose it.
-DATABASE_URL_WHY = "is set in the environment only: the overrides are stored in the database it names"
+# Shown, never settable, and why (the overrides are stored in the database that URL names).
+NOT_SETTABLE = {
+    "database.url": "is set in the environment only: the overrides are stored in the database it names",
+    "tokens.count": "is a count of the active tokens: create or revoke tokens instead",
+}
 _state = {"version": None, "checked": 0.0}
 _applied: set[str] = set(settings.CONFIG_STORED_AT_START)  # keys whose setting an override has set
 
@@ -44,6 +47,16 @@ def _environment_value(name: str) -> Any:
     return plain(settings.CONFIG_ENVIRONMENT[name])
 
 
+def _entry(
+    name: str, value: Any, source: str, *, live: bool, running: Any = None, pending: bool = False
+) -> dict[str, Any]:
+    """One key as GET /api/config shows it; a key given no running value (not settable) runs with its value."""
+    return {
+        "key": name, "value": value, "source": source, "live": live, "settable": name not in NOT_SETTABLE,
+        "running": value if running is None else running, "restart_pending": pending,
+    }  # fmt: skip
+
+
 def effective_config() -> dict[str, Any]:
     """Every key with its value (stored, else the environment's), its source, the value this process runs with,
     and whether the two differ until a restart; secrets masked."""
@@ -60,26 +73,11 @@ def effective_config() -> dict[str, Any]:
             value, source = _environment_value(key.name), _env_source(key.setting)
             wanted = value
         running = plain(getattr(settings, key.setting))
-        entries.append(
-            {
-                "key": key.name, "value": value, "source": source, "live": key.live, "settable": True,
-                "running": running, "restart_pending": running != wanted,
-            }
-        )  # fmt: skip
+        entries.append(_entry(key.name, value, source, live=key.live, running=running, pending=running != wanted))
     url = database_url_masked(settings.DATABASE_URL)
-    entries.append(
-        {
-            "key": "database.url", "value": url, "source": _env_source("DATABASE_URL"), "live": False,
-            "settable": False, "running": url, "restart_pending": False,
-        }
-    )  # fmt: skip
+    entries.append(_entry("database.url", url, _env_source("DATABASE_URL"), live=False))
     tokens = ApiToken.objects.filter(revoked_at__isnull=True).count()
-    entries.append(
-        {
-            "key": "tokens.count", "value": tokens, "source": "database", "live": True, "settable": False,
-            "running": tokens, "restart_pending": False,
-        }
-    )  # fmt: skip
+    entries.append(_entry("tokens.count", tokens, "database", live=True))
     entries.sort(key=lambda e: e["key"])
     return {"entries": entries}
 
@@ -100,12 +98,7 @@ def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
 def _check(name: str, value: Any) -> Any:
     key = KEYS.get(name)
     if key is None:
-        if name == "database.url":
-            why = DATABASE_URL_WHY
-        elif name == "tokens.count":
-            why = "is a count of the active tokens: create or revoke tokens instead"
-        else:
-            why = "is not a key"
+        why = NOT_SETTABLE.get(name, "is not a key")
         raise BadRequest(f"{name} {why}", errors={name: [why]})
     why = problem(key, value)
     if why is not None:
@@ -147,10 +140,10 @@ def config_update(data: Any, *, actor: str) -> dict[str, Any]:
     checked = {name: _check(name, value) for name, value in flat.items()}
     with transaction.atomic():
         current = dict(ConfigOverride.objects.select_for_update().values_list("key", "value"))
-        before = {name: current.get(name, _environment_value(name)) for name in checked}
+        values = {name: current.get(name, _environment_value(name)) for name in KEYS}
+        before = {name: values[name] for name in checked}
         after = {name: _environment_value(name) if value is None else value for name, value in checked.items()}
-        merged = {name: current.get(name, _environment_value(name)) for name in KEYS} | after
-        clash = pair_problem(merged)
+        clash = pair_problem(values | after)
         if clash is not None:
             name, why = clash
             raise BadRequest(f"{name} {why}", errors={name: [why]})

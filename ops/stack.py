@@ -98,6 +98,21 @@ def dispatcher_endpoint_env() -> dict[str, str]:
     return {"DISPATCHER_HOST": "127.0.0.1" if bind in _WILDCARDS else bind}
 
 
+def listening_ports(pid: int) -> set[int]:
+    """The TCP ports a process and its descendants listen on; empty while a process of the tree is ending
+    (look again)."""
+    try:
+        root = psutil.Process(pid)
+        return {
+            conn.laddr.port
+            for process in [root, *root.children(recursive=True)]
+            for conn in process.net_connections(kind="tcp")
+            if conn.status == psutil.CONN_LISTEN
+        }
+    except psutil.Error:
+        return set()
+
+
 def wait_for_listening(supervisor: Supervisor, child: Child, ports: list[int], timeout: float = 60.0) -> None:
     """Wait until the child's own process tree listens on all the ports; raise if it exits or times out,
     so nothing that would connect to these ports starts before its server does."""
@@ -106,17 +121,7 @@ def wait_for_listening(supervisor: Supervisor, child: Child, ports: list[int], t
         if child.process is None or child.process.poll() is not None:
             code = child.process.returncode if child.process else None
             raise PrerequisiteMissing(f"the {child.name} exited with {code} before listening on {ports}")
-        try:
-            root = psutil.Process(child.process.pid)
-            listening = {
-                conn.laddr.port
-                for process in [root, *root.children(recursive=True)]
-                for conn in process.net_connections(kind="tcp")
-                if conn.status == psutil.CONN_LISTEN
-            }
-        except psutil.Error:  # a process of the tree ended meanwhile: look again
-            listening = set()
-        if set(ports) <= listening:
+        if set(ports) <= listening_ports(child.process.pid):
             return
         if time.monotonic() > deadline:
             raise PrerequisiteMissing(f"the {child.name} did not listen on {ports} within {timeout:.0f} s")

@@ -19,6 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
+from ops.stack import listening_ports
 from tests.support import PROJECT_DIR, free_port
 
 pytestmark = pytest.mark.slow
@@ -76,12 +77,17 @@ class Up:
         return self.process.wait(60)
 
 
-def _get(url: str, token: str | None = None) -> tuple[int, dict]:
-    """GET a JSON endpoint; a refused connection is retried for a few seconds (a loaded machine may be
-    between a child's restart and its first accept)."""
+def _get(url: str, token: str | None = None, *, put: dict | None = None) -> tuple[int, dict]:
+    """GET a JSON endpoint (or PUT a JSON body to it); a refused connection is retried for a few seconds (a
+    loaded machine may be between a child's restart and its first accept; nothing was received then)."""
     import time
 
-    request = urllib.request.Request(url, headers={"X-Service-Token": token} if token else {})  # noqa: S310
+    headers = {"X-Service-Token": token} if token else {}
+    data = None
+    if put is not None:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(put).encode()
+    request = urllib.request.Request(url, data=data, headers=headers, method="PUT" if put is not None else "GET")  # noqa: S310
     for attempt in range(10):
         try:
             with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
@@ -331,26 +337,6 @@ def test_up_exits_non_zero_when_its_supervisor_gives_up_on_a_crash_looping_child
             up.process.kill()
 
 
-def _put(url: str, token: str, body: dict) -> tuple[int, dict]:
-    request = urllib.request.Request(  # noqa: S310
-        url, data=json.dumps(body).encode(), method="PUT",
-        headers={"X-Service-Token": token, "Content-Type": "application/json"},
-    )  # fmt: skip
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read())
-
-
-def _listening(up: Up) -> set[int]:
-    ports = set()
-    for process in [psutil.Process(up.process.pid), *up.descendants()]:
-        with contextlib.suppress(psutil.Error):
-            ports |= {c.laddr.port for c in process.net_connections(kind="tcp") if c.status == psutil.CONN_LISTEN}
-    return ports
-
-
 @pytest.mark.django_db(transaction=True)  # `up` reads and writes the test database from its own processes
 def test_values_set_through_the_api_survive_a_restart_of_up_and_apply_to_every_process(tmp_path):
     """Keys only a start can apply (the database pool, a dispatcher port) are stored and shown pending,
@@ -368,7 +354,7 @@ def test_values_set_through_the_api_survive_a_restart_of_up_and_apply_to_every_p
     try:
         up.wait_for("BASE_URL=")
         change = {"pool": {"enabled": True, "max": 3}, "dispatcher": {"ventilator_port": moved, "max_in_flight": 5}}
-        status, body = _put(f"{base}/api/config", token, change)
+        status, body = _get(f"{base}/api/config", token, put=change)
         assert status == 200, body
         assert body["restart_required"] == ["dispatcher.ventilator_port", "pool.enabled", "pool.max"]
         entries = {e["key"]: e for e in _get(f"{base}/api/config", token)[1]["entries"]}
@@ -377,8 +363,8 @@ def test_values_set_through_the_api_survive_a_restart_of_up_and_apply_to_every_p
         pool = next(c for c in _get(f"{base}/api/health", token)[1]["checks"] if c["name"] == "database_pool")
         assert pool["details"]["pool"] is False
         old_ventilator = int(dispatcher["DISPATCHER_VENTILATOR_PORT"])
-        _wait(lambda: old_ventilator in _listening(up), 30, "the dispatcher on the environment's port")
-        assert moved not in _listening(up)
+        _wait(lambda: old_ventilator in listening_ports(up.process.pid), 30, "the dispatcher on the environment's port")
+        assert moved not in listening_ports(up.process.pid)
         assert up.stop() == 0
 
         up = Up(web, "--workers", "0", "--no-demo", env=env)  # the same environment as before
@@ -394,8 +380,8 @@ def test_values_set_through_the_api_survive_a_restart_of_up_and_apply_to_every_p
         # The web process's real pool, and the dispatcher (another process) bound where it was told.
         pool = next(c for c in _get(f"{base}/api/health", token)[1]["checks"] if c["name"] == "database_pool")
         assert (pool["details"]["pool"], pool["details"]["max"]) == (True, 3)
-        listening = _wait(lambda: _listening(up) if moved in _listening(up) else None, 30, "the moved ventilator")
-        assert old_ventilator not in listening
+        _wait(lambda: moved in listening_ports(up.process.pid), 30, "the dispatcher on the stored port")
+        assert old_ventilator not in listening_ports(up.process.pid)
         assert up.stop() == 0
     finally:
         if up.process.poll() is None:
