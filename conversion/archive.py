@@ -21,10 +21,10 @@ import zipfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import BinaryIO
 
-from conversion.zips import ZipTooLarge, zip_stream
+from conversion.zips import ZipTooLarge, member_name_safe, zip_stream
 
 # How much of a .tex file is read to look for \documentclass; preambles are short.
 HEAD_BYTES = 64 * 1024
@@ -79,8 +79,7 @@ def _is_tex(name: str) -> bool:
 
 
 def _unsafe_member(name: str) -> bool:
-    path = PurePosixPath(name.replace("\\", "/"))
-    return path.is_absolute() or ".." in path.parts or (len(name) > 1 and name[1] == ":")
+    return not member_name_safe(name)
 
 
 # --- reading a source entry: every open of a corpus file goes through source_open ---------------------

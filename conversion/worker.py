@@ -34,6 +34,7 @@ from conversion import engine
 from conversion.archive import inspect_entry
 from conversion.sandbox import MODES, Sandbox
 from conversion.wire import DEFAULT_MESSAGE_SIZE, join_frames, payload_complete, split_frames
+from conversion.zips import member_name_problem
 
 logger = logging.getLogger(__name__)
 
@@ -73,7 +74,7 @@ def unpack_payload(
             root = dest.resolve()
             written = 0
             for member in members:
-                target = _member_target(root, member.filename)
+                target = _member_target(root, member.filename, directory=member.is_dir())
                 if member.is_dir():
                     target.mkdir(parents=True, exist_ok=True)
                     continue
@@ -98,11 +99,11 @@ def unpack_payload(
         raise InvalidPayload(f"cannot unpack the archive: {exc}") from exc
 
 
-def _member_target(root: Path, name: str) -> Path:
-    path = PurePosixPath(name.replace("\\", "/"))
-    if path.is_absolute() or ".." in path.parts or (len(name) > 1 and name[1] == ":"):
-        raise InvalidPayload(f"member escapes the archive: {name}")
-    parts = [part for part in path.parts if part not in ("", ".")]
+def _member_target(root: Path, name: str, *, directory: bool = False) -> Path:
+    why = member_name_problem(name, directory=directory)
+    if why is not None:
+        raise InvalidPayload(f"member escapes the archive ({why}): {name!r}")
+    parts = [part for part in PurePosixPath(name).parts if part != "."]
     if not parts:
         raise InvalidPayload(f"member has no name: {name!r}")
     target = root.joinpath(*parts)

@@ -9,11 +9,15 @@ every ZIP reader accepts, and `zip_stream` the same from members read in chunks,
 `zipfile` accepts. It returns a member's content only once its size and CRC-32 check out, and raises
 only `KeyError` for a missing member and `zipfile.BadZipFile` for anything else (a damaged archive, an
 encrypted member, a compression method `zipfile` cannot read either).
+
+`member_name_problem` is the one check of a member's name that every reader of an archive applies (the
+import's inspection, the worker's unpacking, the result file view and the dataset export).
 """
 
 from __future__ import annotations
 
 import io
+import re
 import struct
 import time
 import zipfile
@@ -34,6 +38,38 @@ _STORED, _DEFLATED = 0, 8
 _MAX_MEMBERS = 0xFFFF
 _MAX_32 = 0xFFFFFFFF
 _REGULAR_FILE = 0o100644 << 16
+
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+def member_name_problem(name: str, *, directory: bool = False) -> str | None:
+    """Why a member name could leave the directory it is unpacked or served under, or None when it stays
+    inside. Refused: an empty name, a NUL, a backslash (another separator on some systems), an absolute
+    path, a drive letter (`C:`), a `..` segment and an empty segment (`a//b`). `.` segments (`./main.tex`,
+    common in arXiv tarballs) stay inside and pass. A directory entry may end with one `/`."""
+    if directory and name.endswith("/"):
+        name = name[:-1]
+    if not name:
+        return "an empty name"
+    if "\x00" in name:
+        return "a NUL character"
+    if "\\" in name:
+        return "a backslash"
+    if name.startswith("/"):
+        return "an absolute path"
+    if _DRIVE.match(name):
+        return "a drive letter"
+    segments = name.split("/")
+    if ".." in segments:
+        return "a '..' segment"
+    if "" in segments:
+        return "an empty segment"
+    return None
+
+
+def member_name_safe(name: str, *, directory: bool = False) -> bool:
+    return member_name_problem(name, directory=directory) is None
 
 
 def dos_time(mtime: float) -> tuple[int, int]:

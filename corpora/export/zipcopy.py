@@ -5,7 +5,6 @@ past zipfile's limits) without a zipfile object per member."""
 from __future__ import annotations
 
 import os
-import re
 import struct
 import tempfile
 import zipfile
@@ -13,6 +12,8 @@ import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from conversion.zips import member_name_safe
 
 _CHUNK = 1024 * 1024  # read and write buffers
 
@@ -148,10 +149,8 @@ def _members_parse(data: bytes) -> list[tuple[bytes, tuple[int, ...], int]] | No
 
 
 def _member_safe(member: bytes) -> bool:
-    """A member name that stays under its document's directory: relative, without a '..' part."""
-    if not member or member.startswith((b"/", b"\\")):
-        return False
-    return b".." not in member or b".." not in re.split(rb"[/\\]", member)
+    """A member name that stays under its document's directory (the one check, on the name's UTF-8)."""
+    return member_name_safe(member.decode("utf-8", "surrogateescape"))
 
 
 def _result_copy_zipfile(source: str, target: ZipOut, prefix: str) -> None:

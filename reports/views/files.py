@@ -6,7 +6,7 @@ from __future__ import annotations
 import mimetypes
 import zipfile
 from collections.abc import Iterator
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from config.errors import NotFound, ServiceError
 from config.screens import error_page
+from conversion.zips import member_name_safe
 from reports.links import document_file_url
 from reports.queries import document_result_archive
 
@@ -24,13 +25,6 @@ PREVIEW_CSP = (
 )
 
 
-def member_allowed(member: str) -> bool:
-    """A member name that stays inside the archive: relative, without '..' (either separator)."""
-    if not member or member.startswith(("/", "\\")) or (len(member) > 1 and member[1] == ":"):
-        return False
-    return ".." not in PurePosixPath(member.replace("\\", "/")).parts
-
-
 def _first_html(archive: Path) -> str:
     try:
         with zipfile.ZipFile(archive) as zipped:
@@ -38,7 +32,7 @@ def _first_html(archive: Path) -> str:
     except zipfile.BadZipFile as exc:
         raise NotFound("The stored result is not a readable ZIP archive.") from exc
     for name in names:
-        if name.lower().endswith((".html", ".xhtml")) and member_allowed(name):
+        if name.lower().endswith((".html", ".xhtml")) and member_name_safe(name):
             return name
     raise NotFound("The stored result holds no HTML.")
 
@@ -76,7 +70,7 @@ def document_html_view(request: HttpRequest, corpus: str, service: str, name: st
 def document_file_view(request: HttpRequest, corpus: str, service: str, name: str, member: str) -> HttpResponse:
     """One member of the result archive, under a policy that lets it show but not act."""
     try:
-        if not member_allowed(member):
+        if not member_name_safe(member):
             raise NotFound("No such file in the result.")
         archive = document_result_archive(corpus, service, name)
         with zipfile.ZipFile(archive) as zipped:

@@ -40,7 +40,11 @@ FILES = {
     "doc.html": HTML,
     "LaTeXML.css": b"p { color: teal }",
     "x.png": b"\x89PNG\r\n\x1a\n",
-    "../escape.html": b"<p>a member named to climb out of the archive</p>",  # a worker can send any name
+    # A worker can send any name: these are in the archive, and the file view must still refuse them.
+    "../escape.html": b"<p>a member named to climb out of the archive</p>",
+    "C:escape.html": b"<p>a drive letter</p>",
+    "sub//escape.html": b"<p>an empty segment</p>",
+    "sub\\escape.html": b"<p>a backslash</p>",
 }
 WEIRD_WHAT = "a b/c?d#e"
 ODD_NAME = "x y%z"
@@ -334,8 +338,10 @@ def test_the_html_preview_is_served_under_a_restrictive_policy(client, converted
 def test_archive_members_outside_the_archive_or_absent_are_refused(client, converted):
     base = "/corpus/c/tex_to_html/document/x%20y%25z/files/"
     for member in ("../escape.html", "%2E%2E/escape.html", "sub/../../escape.html", "%2Fetc/passwd",
-                   "..%5Cescape.html", "C:%5Cx", "missing.png"):  # fmt: skip
+                   "..%5Cescape.html", "C:%5Cx", "C:escape.html", "sub//escape.html", "sub%5Cescape.html",
+                   "missing.png"):  # fmt: skip
         assert client.get(base + member).status_code == 404, member
+    assert client.get(base + "LaTeXML.css").status_code == 200  # the same archive, a name that stays inside
 
 
 def test_the_runtime_screen_needs_sign_in_and_draws_one_bar_per_bucket(screen_client, converted):
