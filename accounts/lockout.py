@@ -1,6 +1,8 @@
 """A limit on failed authentication per client address: after AUTH_FAILURE_LIMIT wrong tokens within
-AUTH_FAILURE_WINDOW_SECONDS the address gets 429 until the window ends. The count lives in Redis, so
-every web process (and every machine of the web tier) shares it."""
+AUTH_FAILURE_WINDOW_SECONDS, further wrong tokens from the address get 429 until the window ends. A valid
+token is always accepted, so a misconfigured client (or anyone sending wrong tokens) sharing an address
+with operators locks nobody out. The count lives in Redis, so every web process (and every machine of
+the web tier) shares it."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from django.conf import settings
 from accounts.models import ApiToken
 from accounts.queries import token_verify
 from config.errors import TooManyRequests
+from config.redis_client import redis_client
 
 logger = logging.getLogger(__name__)
 
@@ -20,7 +23,7 @@ logger = logging.getLogger(__name__)
 @lru_cache(maxsize=4)
 def redis_for(url: str) -> redis.Redis:
     # Short timeouts: a slow Redis must not hold up every authenticated request.
-    return redis.Redis.from_url(url.replace("redis+socket://", "unix://"), socket_connect_timeout=1, socket_timeout=1)
+    return redis_client(url, socket_connect_timeout=1, socket_timeout=1)
 
 
 def _key(address: str) -> str:
@@ -52,14 +55,16 @@ def failure_record(address: str) -> None:
 
 
 def token_check(raw: str, address: str) -> ApiToken | None:
-    """`token_verify` behind the failure limit: while `address` is locked out every token is refused
-    unread (TooManyRequests), so guessing cannot go on; a wrong token counts as a failure."""
+    """`token_verify` behind the failure limit: a valid token is accepted whatever the count; a wrong one
+    counts as a failure of `address`, and once the address is at the limit it is refused with
+    TooManyRequests (429) instead of None (401)."""
+    token = token_verify(raw)
+    if token is not None:
+        return token
     remaining = lockout_remaining(address)
     if remaining:
         raise TooManyRequests(
             f"Too many failed authentications from this address; retry in {remaining} s.", retry_after=remaining
         )
-    token = token_verify(raw)
-    if token is None:
-        failure_record(address)
-    return token
+    failure_record(address)
+    return None

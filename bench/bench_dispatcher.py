@@ -51,6 +51,8 @@ from pathlib import Path
 import harness
 from celery import Celery
 
+from config.redis_client import celery_url, redis_client
+
 harness.configure("ccs_dispatch_bench", 14, Path("/tmp/ccs-dispatch-bench"))
 
 TARGET_TASKS_PER_SECOND = 2000.0
@@ -91,7 +93,7 @@ def steal_wait() -> None:
 
 # --- the Celery side: app and tasks (imported by `celery -A bench_dispatcher worker`) ---------------
 
-app = Celery("ccs_dispatch_bench", broker=harness.REDIS_URL, set_as_current=False)
+app = Celery("ccs_dispatch_bench", broker=celery_url(harness.REDIS_URL), set_as_current=False)
 app.conf.update(
     task_ignore_result=True,
     task_default_queue=CELERY_QUEUE,
@@ -117,14 +119,12 @@ def canned_result() -> bytes:
 @app.task(name="bench.ping")
 def celery_ping() -> None:
     """Warm a Celery child up (Django set up, database connected) and count it in Redis."""
-    import redis
-
     harness.django_ready()
     from django.db import connection
 
     connection.ensure_connection()
     time.sleep(0.2)  # long enough that the pings spread over both children
-    redis.Redis.from_url(harness.REDIS_URL).incr(PING_KEY)
+    redis_client(harness.REDIS_URL).incr(PING_KEY)
 
 
 @app.task(name="bench.noop_convert")
@@ -630,12 +630,10 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
 
 def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_id: int, service_id: int) -> float:
     """Run a Celery worker, lease and send one Celery task per document; tasks per second."""
-    import redis
-
     from conversion.archive import pack_entry
     from corpora.lifecycle import lease_batch
 
-    broker = redis.Redis.from_url(harness.REDIS_URL)
+    broker = redis_client(harness.REDIS_URL)
     broker.delete(CELERY_QUEUE, PING_KEY)  # a queue left by an interrupted run would be worked off too
     argv = [
         sys.executable, "-m", "celery", "-A", "bench_dispatcher", "worker", "--concurrency",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
+from functools import lru_cache
 from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -46,6 +48,18 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
     if minimum is not None and number < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, not {number}")
     return number
+
+
+@lru_cache(maxsize=8)
+def trusted_proxies(entries: tuple[str, ...]) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
+    """TRUSTED_PROXIES as networks: each entry an address (`10.0.0.5`) or a network (`10.0.0.0/8`)."""
+    networks = []
+    for entry in entries:
+        try:
+            networks.append(ipaddress.ip_network(entry, strict=False))
+        except ValueError as exc:
+            raise ConfigError(f"TRUSTED_PROXIES holds {entry!r}, which is neither an address nor a network") from exc
+    return tuple(networks)
 
 
 def env_choice(name: str, default: str, *, choices: tuple[str, ...]) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from config import embedded, overrides
-from config.env import ConfigError, database_config, env_bool, env_choice, env_int, env_list, env_str
+from config import embedded, overrides, redis_client
+from config.env import ConfigError, database_config, env_bool, env_choice, env_int, env_list, env_str, trusted_proxies
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -99,7 +99,10 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis and Celery: an external Redis when REDIS_URL is set, else the embedded one `up` starts.
 REDIS_URL = env_str("REDIS_URL") or embedded.redis_url(VAR_DIR)
-CELERY_BROKER_URL = REDIS_URL
+try:
+    CELERY_BROKER_URL = redis_client.celery_url(REDIS_URL)
+except redis_client.RedisUrlError as exc:
+    raise ConfigError(f"REDIS_URL: {exc}") from exc
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
@@ -128,6 +131,9 @@ CSRF_FAILURE_VIEW = "config.api.errors.csrf_failure"
 AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 20, minimum=1)
 AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 600, minimum=1)
 AUTH_FAILURE_KEY_PREFIX = "ccs:auth-failures:"
+# Addresses or networks of reverse proxies whose X-Forwarded-For names the client (off: the peer is the client).
+TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
+trusted_proxies(tuple(TRUSTED_PROXIES))  # a malformed entry stops start-up here, not at the first request
 # Every request body is refused above this size (413) before it is read; /convert's TeX limit is smaller.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_MAX_BYTES", 2_621_440, minimum=1024)
 

@@ -1,4 +1,5 @@
-"""GET /healthz: liveness: status, database.reachable and the conversion sandbox's state."""
+"""GET /healthz (liveness: status and database.reachable), GET /metrics, and the token-gated operations
+endpoints (health, status, statistics, logs, configuration)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ logger = logging.getLogger(__name__)
 class HealthzApi(PublicApiView):
     @extend_schema(
         operation_id="healthz",
-        summary="Liveness: status, whether the database is reachable, and whether conversions run sandboxed",
+        summary="Liveness: status and whether the database is reachable (the sandbox is a check of GET /api/health)",
         responses={
             200: LivenessSerializer,
             503: OpenApiResponse(LivenessSerializer, description="The database does not answer"),

@@ -18,10 +18,13 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from config.redis_client import redis_client
+from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
 from corpora.statuses import TODO
 from jobs.models import Job, JobState
 from services.models import DispatcherState, Worker
+from services.queries import conversion_sandbox
 
 OK, WARNING, PROBLEM = "ok", "warning", "problem"
 RANK = {OK: 0, WARNING: 1, PROBLEM: 2}
@@ -85,11 +88,7 @@ def postgresql_check() -> dict:
 
 
 def redis_check() -> dict:
-    import redis
-
-    client = redis.Redis.from_url(
-        settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS
-    )
+    client = redis_client(socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS)
     try:
         version = client.info("server").get("redis_version")
     except Exception as exc:
@@ -310,6 +309,35 @@ def expired_leases_check() -> dict:
     return _check("expired_leases", OK, "no expired lease waiting", **details)
 
 
+def conversion_sandbox_check() -> dict:
+    """Whether conversions can run, and run confined: bwrap usable is ok; turned off is a warning (documents
+    run their Perl unconfined); bwrap unusable is a problem (workers refuse to start, /convert answers 503)."""
+    sandbox = conversion_sandbox()
+    if not sandbox.enabled:
+        return _check(
+            "conversion_sandbox",
+            WARNING,
+            "the sandbox is turned off (CONVERSION_SANDBOX=none): documents run their own Perl unconfined",
+            "Unset CONVERSION_SANDBOX (or set it to bwrap) with bubblewrap installed, then restart.",
+            mode=sandbox.mode,
+            state="none",
+        )
+    why = sandbox_problem(sandbox)
+    if why is not None:
+        return _check(
+            "conversion_sandbox",
+            PROBLEM,
+            f"conversions cannot run: {why}",
+            "Install bubblewrap (apt-get install bubblewrap) or point CONVERSION_BWRAP at it; in a container, allow "
+            "user namespaces. Then restart the workers.",
+            mode=sandbox.mode,
+            state="unavailable",
+        )
+    return _check(
+        "conversion_sandbox", OK, f"conversions run confined in {sandbox.mode}", mode=sandbox.mode, state="ok"
+    )
+
+
 CHECKS: tuple[Callable[[], dict], ...] = (
     database_pool_check,
     postgresql_check,
@@ -321,6 +349,7 @@ CHECKS: tuple[Callable[[], dict], ...] = (
     export_root_check,
     jobs_check,
     expired_leases_check,
+    conversion_sandbox_check,
 )
 CHECK_NAMES = [
     "database_pool",
@@ -333,6 +362,7 @@ CHECK_NAMES = [
     "export_root",
     "jobs",
     "expired_leases",
+    "conversion_sandbox",
 ]
 
 

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import redis
 
 from config.logs import mask_tokens
+from config.redis_client import redis_client
 
 STREAM = "ccs:logs"
 LOG_KEEP = 10000  # records kept (approximately: XADD MAXLEN ~)
@@ -47,13 +48,8 @@ class RedisLogHandler(logging.Handler):
 
     def _redis(self) -> redis.Redis:
         if self._client is None:
-            url = self.url
-            if url is None:
-                from django.conf import settings
-
-                url = settings.REDIS_URL
-            self._client = redis.Redis.from_url(
-                url, socket_timeout=SOCKET_SECONDS, socket_connect_timeout=SOCKET_SECONDS, retry_on_timeout=False
+            self._client = redis_client(
+                self.url, socket_timeout=SOCKET_SECONDS, socket_connect_timeout=SOCKET_SECONDS, retry_on_timeout=False
             )
         return self._client
 

@@ -25,6 +25,7 @@ from django.utils import timezone
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from config.redis_client import redis_client
 from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS, TODO
 
 logger = logging.getLogger(__name__)
@@ -49,8 +50,7 @@ def _redis() -> redis.Redis:
     global _client
     with _client_lock:
         if _client is None:
-            url = settings.REDIS_URL.replace("redis+socket://", "unix://")
-            _client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+            _client = redis_client(socket_connect_timeout=1, socket_timeout=1)
         return _client
 
 

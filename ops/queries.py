@@ -12,13 +12,13 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from config.errors import ServiceError
-from conversion.sandbox import problem
+from config.redis_client import redis_client
 from corpora.models import Corpus, TaskCount
 from corpora.queries import corpus_get
 from corpora.statuses import COMPLETED, COMPLETED_NAMES, QUEUED_BUCKET, TODO
 from runs.queries import run_history
 from services.models import PROTECTED_SERVICES, Worker
-from services.queries import conversion_sandbox, service_get
+from services.queries import service_get
 
 logger = logging.getLogger(__name__)
 
@@ -34,22 +34,10 @@ def database_reachable() -> bool:
         return False
 
 
-def conversion_sandbox_state() -> str:
-    """`bwrap` when conversions run sandboxed, `unavailable` when the sandbox cannot start (conversions
-    are refused), `none` when the sandbox is turned off."""
-    sandbox = conversion_sandbox()
-    if not sandbox.enabled:
-        return "none"
-    return sandbox.mode if problem(sandbox) is None else "unavailable"
-
-
 def liveness() -> dict:
+    """GET /healthz, the specification's liveness record: the status and whether the database answers."""
     reachable = database_reachable()
-    return {
-        "status": "ok" if reachable else "unavailable",
-        "database": {"reachable": reachable},
-        "conversion_sandbox": conversion_sandbox_state(),
-    }
+    return {"status": "ok" if reachable else "unavailable", "database": {"reachable": reachable}}
 
 
 # --- status and statistics ---
@@ -172,11 +160,10 @@ def log_records(
     """GET /api/logs and /logs: the kept log records of every process, newest first, filtered (minimum
     level, process, request id), `limit` per page; `next_before` is the cursor of the next page (None at
     the end). Reads the stream in batches from `before` (exclusive) until the page is full."""
-    from django.conf import settings
 
     from ops.logsink import LOG_KEEP, STREAM
 
-    client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
+    client = redis_client(socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
     try:
         return _log_page(client, STREAM, LOG_KEEP, level, process, request_id, before, limit)
     except redis.RedisError as exc:

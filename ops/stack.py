@@ -16,6 +16,7 @@ from django.conf import settings
 
 from config import embedded
 from config.env import env_str
+from config.redis_client import RedisUrlError, redis_client
 from ops.supervisor import Child, Supervisor
 
 logger = logging.getLogger(__name__)
@@ -155,7 +156,10 @@ def wait_for_redis(timeout: float = 20.0) -> None:
     import redis
 
     deadline = time.monotonic() + timeout
-    client = redis.Redis.from_url(settings.REDIS_URL.replace("redis+socket://", "unix://"))
+    try:
+        client = redis_client()
+    except RedisUrlError as exc:
+        raise PrerequisiteMissing(f"REDIS_URL is not usable: {exc}") from exc
     while True:
         try:
             client.ping()

@@ -47,20 +47,21 @@ def _reach_redis() -> None:
 
     from config import embedded
     from config.env import env_str
+    from config.redis_client import celery_url, redis_client
 
     global _private_redis, _private_redis_dir
     if not env_str("REDIS_URL"):
         _private_redis_dir = Path(tempfile.mkdtemp(prefix="ccs-test-"))  # short: socket paths are limited
         _private_redis = subprocess.Popen(embedded.redis_server_command(_private_redis_dir), stdout=subprocess.DEVNULL)
         url = embedded.redis_url(_private_redis_dir)
-        settings.REDIS_URL = settings.CELERY_BROKER_URL = url
+        settings.REDIS_URL, settings.CELERY_BROKER_URL = url, celery_url(url)
         os.environ["REDIS_URL"] = url  # for the processes the tests start
 
         from config.celery import app
 
-        app.conf.broker_url = url
-    url = settings.REDIS_URL.replace("redis+socket://", "unix://")
-    client = redis.Redis.from_url(url, socket_connect_timeout=3)
+        app.conf.broker_url = celery_url(url)
+        _log_store_follows(url)
+    client = redis_client(socket_connect_timeout=3)
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -72,6 +73,18 @@ def _reach_redis() -> None:
                     f"Cannot reach Redis at {settings.REDIS_URL} ({exc}). Start it, or set REDIS_URL.", returncode=3
                 )
             time.sleep(0.1)
+
+
+def _log_store_follows(url: str) -> None:
+    """The log stream handler LOGGING attached when the settings loaded names the checkout's embedded Redis:
+    point it at the tests' own, as the settings now are."""
+    import logging
+
+    from ops.logsink import RedisLogHandler
+
+    for handler in logging.getLogger().handlers:
+        if isinstance(handler, RedisLogHandler):
+            handler.url, handler._client, handler._down_until = url, None, 0.0
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -119,19 +119,33 @@ def test_the_network_is_not_reachable_from_the_sandbox(tmp_path):
             assert (work / "network.txt").read_text() == expected, sandbox.mode
 
 
+def _identity(process: psutil.Process) -> tuple[int, float] | None:
+    try:
+        return process.pid, process.create_time()
+    except psutil.Error:
+        return None
+
+
 @dataclass
 class Descendants:
-    """Every process below this one seen while a conversion runs (sampled), to check none outlives it."""
+    """Every process the conversion started (sampled while it runs), to check none outlives it. Only
+    processes below this one that were not there when the watch began count: a server the test session
+    started earlier (its own Redis, say) is not the conversion's."""
 
     seen: dict[int, tuple[float, str]] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
+    before: set[tuple[int, float]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.before = {ident for child in psutil.Process().children(recursive=True) if (ident := _identity(child))}
 
     def watch(self) -> None:
         me = psutil.Process()
         while not self.stop.is_set():
             for child in me.children(recursive=True):
                 try:
-                    self.seen.setdefault(child.pid, (child.create_time(), " ".join(child.cmdline())))
+                    if (child.pid, child.create_time()) not in self.before:
+                        self.seen.setdefault(child.pid, (child.create_time(), " ".join(child.cmdline())))
                 except psutil.Error:
                     continue
             self.stop.wait(0.05)

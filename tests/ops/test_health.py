@@ -18,7 +18,7 @@ from services.models import DispatcherState
 from tests.corpora.helpers import activated, imported
 from tests.support import free_port
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.tcp]
 
 
 def _checks(body: dict) -> dict[str, dict]:

@@ -11,20 +11,19 @@ import time
 from pathlib import Path
 
 import pytest
-import redis
-from django.conf import settings
 
+from config.redis_client import redis_client
 from ops.logsink import STREAM, RedisLogHandler
 from ops.supervisor import Child, Supervisor
 from tests.support import free_port
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.tcp]
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
 def stream():
-    client = redis.Redis.from_url(settings.REDIS_URL)
+    client = redis_client()
     client.delete(STREAM)
     yield client
     client.delete(STREAM)

@@ -175,7 +175,7 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         up = Up(port, env=_embedded_env(var_dir, **dispatcher))
         token = up.wait_for("TOKEN=").split("=", 1)[1]
         up.wait_for("BASE_URL=")
-        healthy = {"status": "ok", "database": {"reachable": True}, "conversion_sandbox": "bwrap"}
+        healthy = {"status": "ok", "database": {"reachable": True}}
         assert _get(f"{base}/healthz") == (200, healthy)
         assert _get(f"{base}/api/jobs")[0] == 401
         assert _get(f"{base}/api/jobs", token)[0] == 200
@@ -245,10 +245,24 @@ def test_a_bad_setting_stops_start_up_with_one_line_naming_it():
     assert result.stderr.strip() == "configuration error: DEBUG must be true or false, not 'yes'"
 
 
-def test_up_refuses_no_more_web_threads_than_conversions_as_they_could_take_them_all(tmp_path):
+def test_a_redis_url_of_no_known_form_stops_start_up_with_one_line_naming_the_forms():
     result = _run_command(
-        "up", "--port", str(free_port()), "--web-threads", "2", CONVERT_CONCURRENCY="2", VAR_DIR=str(tmp_path),
-        DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/ccs", REDIS_URL="x",
+        "check", REDIS_URL="http://127.0.0.1:6379/0", DATABASE_URL="postgresql://postgres@127.0.0.1:1/x"
+    )
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "configuration error: REDIS_URL: a Redis URL must start with one of redis://, rediss://, unix://, "
+        "redis+socket://; this one starts with http://"
+    )
+
+
+def test_up_refuses_no_more_web_threads_than_conversions_as_they_could_take_them_all(tmp_path):
+    web, dispatcher = _ports()  # free ones: a stack beside the tests holds the default ports
+    result = _run_command(
+        "up", "--port", str(web), "--web-threads", "2", CONVERT_CONCURRENCY="2", VAR_DIR=str(tmp_path),
+        DATABASE_URL=f"postgresql://postgres@127.0.0.1:{free_port()}/ccs", REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
+        **dispatcher,
     )  # fmt: skip
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
@@ -263,7 +277,7 @@ def test_up_says_in_one_line_when_the_database_does_not_answer():
         "--port",
         str(web),
         DATABASE_URL=f"postgresql://postgres@127.0.0.1:{closed}/ccs",
-        REDIS_URL="x",
+        REDIS_URL=f"redis://127.0.0.1:{free_port()}/0",
         **dispatcher,
     )
     assert result.returncode != 0

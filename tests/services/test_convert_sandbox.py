@@ -1,5 +1,6 @@
 """POST /convert runs latexmlc in the sandbox: the requests of the attack return no file of the server
-(real LaTeXML, real bwrap); an unusable sandbox is a 503 with the reason; /healthz shows the mode."""
+(real LaTeXML, real bwrap); an unusable sandbox is a 503 with the reason; the health check (GET /api/health) shows
+the mode."""
 
 from __future__ import annotations
 
@@ -60,9 +61,18 @@ def test_an_unusable_sandbox_is_a_503_problem_with_the_reason(api, settings, tmp
     assert "no-bwrap is not installed" in body["detail"] and body["status_code"] == 3
 
 
-def test_healthz_shows_whether_conversions_run_sandboxed(api, settings, tmp_path):
-    assert api.get("/healthz").json()["conversion_sandbox"] == "bwrap"
+def test_the_health_check_shows_whether_conversions_run_sandboxed(authed, settings, tmp_path):
+    def sandbox_check() -> dict:
+        body = authed.get("/api/health").json()
+        return next(check for check in body["checks"] if check["name"] == "conversion_sandbox")
+
+    check = sandbox_check()
+    assert (check["status"], check["details"], check["remediation"]) == ("ok", {"mode": "bwrap", "state": "ok"}, None)
     settings.CONVERSION_BWRAP = str(tmp_path / "no-bwrap")
-    assert api.get("/healthz").json()["conversion_sandbox"] == "unavailable"
+    check = sandbox_check()
+    assert (check["status"], check["details"]["state"]) == ("problem", "unavailable")
+    assert "no-bwrap is not installed" in check["summary"] and "apt-get install bubblewrap" in check["remediation"]
     settings.CONVERSION_SANDBOX = "none"
-    assert api.get("/healthz").json()["conversion_sandbox"] == "none"
+    check = sandbox_check()
+    assert (check["status"], check["details"]["state"]) == ("warning", "none")
+    assert "CONVERSION_SANDBOX" in check["remediation"]
