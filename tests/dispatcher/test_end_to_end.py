@@ -19,7 +19,7 @@ from services.models import Service, Worker
 from tests.corpora.helpers import activated
 from tests.dispatcher.harness import DispatcherProcess, dispatcher_rounds, process_stop, wait_for, worker_process
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.tcp]
 
 DOCUMENTS = {
     "clean.tex": "\\documentclass{article}\n\\begin{document}\nHello $x^2$.\n\\end{document}\n",

@@ -12,7 +12,7 @@ from jobs.actions import jobs_sweep
 from jobs.models import Job, JobState
 from tests.support import start_celery_worker, wait_until
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.tcp]
 
 
 @pytest.fixture

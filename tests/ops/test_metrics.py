@@ -24,7 +24,7 @@ from tests.dispatcher.harness import wait_for
 from tests.runs.test_end_to_end import CLEAN, WARNING, farm  # noqa: F401 (the farm fixture)
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "ops" / "grafana-dashboard.json"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.tcp]
 
 STATUSES = ("todo", "queued", "no_problem", "warning", "error", "fatal", "invalid", "blocked")
 

@@ -22,7 +22,7 @@ from ops.stack import web_child
 from tests.corpora.helpers import activated, imported
 from tests.support import PROJECT_DIR, child_env, free_port, wait_until
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True), pytest.mark.tcp]
 
 POOL_TIMEOUT = 1
 MARGIN = 4  # seconds beyond the pool timeout that a loaded machine may add to the refusal
