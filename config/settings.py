@@ -215,8 +215,9 @@ LOGGING = {
     "formatters": {"line": {"()": "config.logs.LineFormatter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id"]},
-        # GET /api/logs: INFO and above also go to a capped Redis stream (ops.logsink; never blocks).
-        "store": {"()": "ops.logsink.RedisLogHandler", "url": REDIS_URL, "filters": ["request_id"]},
+        # GET /api/logs: INFO and above also go to a capped Redis stream (ops.logsink; never blocks). It
+        # reads REDIS_URL from the settings when it first connects.
+        "store": {"()": "ops.logsink.RedisLogHandler", "filters": ["request_id"]},
     },
     "root": {"handlers": ["console", "store"], "level": LOG_LEVEL},
     "loggers": {

@@ -35,21 +35,34 @@ def process_name() -> str:
 
 
 class RedisLogHandler(logging.Handler):
-    """Appends each record to the Redis stream STREAM (one XADD, capped at LOG_KEEP)."""
+    """Appends each record to the Redis stream STREAM (one XADD, capped at LOG_KEEP), in the Redis of `url`,
+    or else of settings.REDIS_URL as it is at each record (a new client when it changed)."""
 
     def __init__(self, url: str | None = None, level: int = logging.INFO) -> None:
         super().__init__(level)
         self.url = url
         self.dropped = 0
         self._client: redis.Redis | None = None
+        self._client_url: str | None = None
         self._down_until = 0.0
         self._formatter = logging.Formatter()
         self._process = process_name()
 
-    def _redis(self) -> redis.Redis:
-        if self._client is None:
-            self._client = redis_client(
-                self.url, socket_timeout=SOCKET_SECONDS, socket_connect_timeout=SOCKET_SECONDS, retry_on_timeout=False
+    def _target(self) -> str:
+        if self.url is not None:
+            return self.url
+        from django.conf import settings
+
+        return settings.REDIS_URL
+
+    def _redis(self, url: str) -> redis.Redis:
+        if self._client is None or url != self._client_url:
+            self._down_until = 0.0  # the retry window was the old URL's
+            self._client, self._client_url = (
+                redis_client(
+                    url, socket_timeout=SOCKET_SECONDS, socket_connect_timeout=SOCKET_SECONDS, retry_on_timeout=False
+                ),
+                url,
             )
         return self._client
 
@@ -57,7 +70,8 @@ class RedisLogHandler(logging.Handler):
         if getattr(_guard, "busy", False):  # a record logged while writing one (redis's own logging)
             return
         now = record.created
-        if now < self._down_until:
+        url = self._target()
+        if now < self._down_until and url == self._client_url:  # a new URL is tried at once
             self.dropped += 1
             return
         _guard.busy = True
@@ -75,7 +89,7 @@ class RedisLogHandler(logging.Handler):
                 "request_id": str(getattr(record, "request_id", "-")),
                 "message": mask_tokens(message)[:8000],
             }
-            self._redis().xadd(STREAM, fields, maxlen=LOG_KEEP, approximate=True)
+            self._redis(url).xadd(STREAM, fields, maxlen=LOG_KEEP, approximate=True)
         except Exception:
             self.dropped += 1
             self._down_until = now + RETRY_SECONDS

@@ -60,7 +60,6 @@ def _reach_redis() -> None:
         from config.celery import app
 
         app.conf.broker_url = celery_url(url)
-        _log_store_follows(url)
     client = redis_client(socket_connect_timeout=3)
     deadline = time.monotonic() + 10
     while True:
@@ -73,18 +72,6 @@ def _reach_redis() -> None:
                     f"Cannot reach Redis at {settings.REDIS_URL} ({exc}). Start it, or set REDIS_URL.", returncode=3
                 )
             time.sleep(0.1)
-
-
-def _log_store_follows(url: str) -> None:
-    """The log stream handler LOGGING attached when the settings loaded names the checkout's embedded Redis:
-    point it at the tests' own, as the settings now are."""
-    import logging
-
-    from ops.logsink import RedisLogHandler
-
-    for handler in logging.getLogger().handlers:
-        if isinstance(handler, RedisLogHandler):
-            handler.url, handler._client, handler._down_until = url, None, 0.0
 
 
 def pytest_configure(config: pytest.Config) -> None:

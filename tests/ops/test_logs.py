@@ -134,6 +134,24 @@ def test_the_handler_drops_records_quickly_when_redis_is_unreachable():
     assert handler.dropped == 50
 
 
+def test_a_handler_without_a_url_follows_the_settings_and_tries_a_new_one_at_once(settings, stream):
+    """LOGGING's handler names no URL: it writes where settings.REDIS_URL points now (a process, or the test
+    session, that re-points it is followed), and a failure on one URL does not hold records for another."""
+    handler = RedisLogHandler()
+    record = logging.LogRecord("probe.follow", logging.WARNING, __file__, 1, "%s", ("first",), None)
+    reachable = settings.REDIS_URL
+    settings.REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    handler.emit(record)
+    assert handler.dropped == 1
+    settings.REDIS_URL = reachable
+    record.args = ("second",)
+    handler.emit(record)  # within the retry window of the failed URL
+    record.args = ("third",)
+    handler.emit(record)
+    assert handler.dropped == 1
+    assert [fields[b"message"] for _, fields in stream.xrange(STREAM)] == [b"second", b"third"]
+
+
 def test_the_logs_screen_renders_the_same_dto_as_the_api(screen_client, authed, stream):
     logging.getLogger("probe.screen").warning("shown on both")
     screen = screen_client.get("/logs", {"level": "WARNING"})
