@@ -40,7 +40,12 @@ _MAX_32 = 0xFFFFFFFF
 _REGULAR_FILE = 0o100644 << 16
 
 
-_DRIVE = re.compile(r"^[A-Za-z]:")
+_DRIVE = re.compile(r"[A-Za-z]:")
+# The names member_name_problem lets pass, as one pattern for the hot paths (the export asks of every member
+# of every result archive): no drive letter first; segments of anything but '/', '\\' and NUL, none of them '..'.
+_SAFE = r"(?![A-Za-z]:)(?:(?!\.\.(?:/|\Z))[^/\\\x00]+/)*(?!\.\.\Z)[^/\\\x00]+"
+_SAFE_TEXT = re.compile(_SAFE)
+_SAFE_BYTES = re.compile(_SAFE.encode())
 
 
 def member_name_problem(name: str, *, directory: bool = False) -> str | None:
@@ -68,8 +73,16 @@ def member_name_problem(name: str, *, directory: bool = False) -> str | None:
     return None
 
 
-def member_name_safe(name: str, *, directory: bool = False) -> bool:
-    return member_name_problem(name, directory=directory) is None
+def member_name_safe(name: str | bytes, *, directory: bool = False) -> bool:
+    """Whether member_name_problem(name) is None, in one match; `name` may also be the raw bytes of a ZIP
+    header, as the export reads them."""
+    if isinstance(name, bytes):
+        if directory and name.endswith(b"/"):
+            name = name[:-1]
+        return _SAFE_BYTES.fullmatch(name) is not None
+    if directory and name.endswith("/"):
+        name = name[:-1]
+    return _SAFE_TEXT.fullmatch(name) is not None
 
 
 def dos_time(mtime: float) -> tuple[int, int]:

@@ -150,7 +150,7 @@ def _members_parse(data: bytes) -> list[tuple[bytes, tuple[int, ...], int]] | No
 
 def _member_safe(member: bytes) -> bool:
     """A member name that stays under its document's directory (the one check, on the name's UTF-8)."""
-    return member_name_safe(member.decode("utf-8", "surrogateescape"))
+    return member_name_safe(member)
 
 
 def _result_copy_zipfile(source: str, target: ZipOut, prefix: str) -> None:

@@ -9,10 +9,12 @@ import io
 import zipfile
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from conversion.archive import inspect_entry
 from conversion.worker import InvalidPayload, unpack_payload
-from conversion.zips import member_name_problem
+from conversion.zips import member_name_problem, member_name_safe
 from corpora.export import zipcopy
 from tests.support import TEX_DOCUMENT, write_targz, write_zip
 
@@ -44,6 +46,14 @@ def test_every_hostile_name_is_refused_with_its_reason(name):
 @pytest.mark.parametrize("name", SAFE)
 def test_names_that_stay_inside_pass(name):
     assert member_name_problem(name) is None
+
+
+@given(st.text(alphabet="/.\\\x00:Ca\u00e9\n", max_size=12), st.booleans())
+def test_the_fast_check_agrees_with_the_reasons_on_text_and_on_header_bytes(name, directory):
+    """The export and the import ask member_name_safe (one pattern); messages come from member_name_problem."""
+    expected = member_name_problem(name, directory=directory) is None
+    assert member_name_safe(name, directory=directory) == expected
+    assert member_name_safe(name.encode(), directory=directory) == expected
 
 
 def test_a_directory_entry_may_end_with_one_slash_and_no_more():
