@@ -30,6 +30,7 @@ test: $(VENV)/.installed-dev
 	scripts/system-packages --test
 	$(PY) -m ruff check --no-cache .
 	$(PY) -m ruff format --no-cache --check .
+	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.installed-dev

@@ -9,11 +9,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.actions import screen_session_revoke
+from accounts.api_base import TokenApiView
 from accounts.journal import Action
 from accounts.queries import audit_list, screen_session_list
 from accounts.serializers import AuditEntrySerializer, AuditListParamsSerializer, ScreenSessionSerializer
 from config.api.schema import problems
-from config.api.views import TokenApiView
 
 
 class AuditListApi(TokenApiView):

@@ -22,7 +22,7 @@ from accounts.serializers import (
     ScreenSessionSerializer,
     TokenLoginSerializer,
 )
-from config.api.auth import client_address
+from config.api.requests import client_address
 from config.errors import ServiceError, TooManyRequests
 from config.middleware import url_without_token
 from config.screens import error_page

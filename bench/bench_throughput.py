@@ -45,7 +45,7 @@ SAMPLE = harness.SAMPLE_CORPUS
 CORPUS_NAME = "bench-sample"
 SERVICE = "tex_to_html"
 DIRECT_ROOT = harness.BENCH_ROOT / "direct"
-# Task status for each LaTeXML status code (DESIGN section 5): 0 no_problem .. 3 fatal.
+# Task status for each LaTeXML status code: 0 no_problem .. 3 fatal.
 TASK_STATUS = {0: -1, 1: -2, 2: -3, 3: -4}
 STATUS_NAMES = {-1: "no_problem", -2: "warning", -3: "error", -4: "fatal", -5: "invalid"}
 

@@ -10,7 +10,7 @@ from celery import Celery
 from celery.signals import after_setup_logger, after_setup_task_logger
 
 from config.logs import RequestIdFilter, TokenMaskingFormatter
-from ops.logsink import RedisLogHandler
+from config.logsink import RedisLogHandler
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 

@@ -11,8 +11,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse
 
-from config.api.auth import TOKEN_QUERY
 from config.api.errors import problem_json_response, speaks_problem, too_large_detail
+from config.api.requests import TOKEN_QUERY
 from config.logs import request_id_var
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._-]{1,64}$")

@@ -1,10 +1,13 @@
-"""Shared by the HTML views: the input-serializer check that speaks like the API, journal params,
-the error page, and htmx's stop-polling status."""
+"""Shared by the HTML views of every app: the input-serializer check that speaks like the API, journal
+params, the error page, htmx's stop-polling status, the empty-field rule of filter forms, durations in
+words and the pager of a paginated table."""
 
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import render
 from rest_framework.serializers import Serializer
@@ -30,3 +33,47 @@ def form_params(post: QueryDict) -> dict[str, str]:
 def error_page(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     """The error screen for an unknown corpus, service or job, with the action's status and words."""
     return render(request, "error.html", {"status": exc.status, "detail": exc.detail}, status=exc.status)
+
+
+def given(query: QueryDict) -> QueryDict:
+    """The query string without its empty fields: an empty form field means "not narrowed", where the
+    API would have left the parameter out."""
+    kept = query.copy()
+    for key in [key for key, value in query.items() if value == ""]:
+        del kept[key]
+    return kept
+
+
+def duration_text(seconds: float | None) -> str:
+    """1.2 s, 3 min 4 s, 2 h 5 min: short enough for a table cell."""
+    if seconds is None:
+        return ""
+    if seconds < 60:
+        return f"{seconds:.1f} s"
+    minutes, rest = divmod(round(seconds), 60)
+    if minutes < 60:
+        return f"{minutes} min {rest} s"
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours} h {minutes} min"
+
+
+def pager(
+    offset: int, page_size: int, shown: int, count: int | None, params: dict[str, str] | None = None
+) -> dict[str, Any]:
+    """Rows x-y (of count, when known) and the first/prev/next links of a paginated report; `params`
+    are the page's other query parameters (its filters), kept in every link."""
+
+    def link(to: int) -> str:
+        return "?" + urlencode({**(params or {}), "offset": to, "page_size": page_size})
+
+    end = offset + shown
+    more = end < count if count is not None else shown == page_size
+    return {
+        "start": offset + 1 if shown else 0,
+        "end": end,
+        "count": count,
+        "first": link(0) if offset > 0 else None,
+        "prev": link(max(offset - page_size, 0)) if offset > 0 else None,
+        # Pages past MAX_REPORT_OFFSET are refused (400), so no link leads there.
+        "next": link(offset + page_size) if more and offset + page_size <= settings.MAX_REPORT_OFFSET else None,
+    }

@@ -69,7 +69,7 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
-ROOT_URLCONF = "config.urls"
+ROOT_URLCONF = "wiring.urls"
 WSGI_APPLICATION = "config.wsgi.application"
 APPEND_SLASH = False
 
@@ -138,7 +138,7 @@ trusted_proxies(tuple(TRUSTED_PROXIES))  # a malformed entry stops start-up here
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("REQUEST_MAX_BYTES", 2_621_440, minimum=1024)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["config.api.auth.ServiceTokenAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.auth.ServiceTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["config.api.parsers.BoundedJSONParser"],
@@ -215,9 +215,9 @@ LOGGING = {
     "formatters": {"line": {"()": "config.logs.LineFormatter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id"]},
-        # GET /api/logs: INFO and above also go to a capped Redis stream (ops.logsink; never blocks). It
+        # GET /api/logs: INFO and above also go to a capped Redis stream (config.logsink; never blocks). It
         # reads REDIS_URL from the settings when it first connects.
-        "store": {"()": "ops.logsink.RedisLogHandler", "filters": ["request_id"]},
+        "store": {"()": "config.logsink.RedisLogHandler", "filters": ["request_id"]},
     },
     "root": {"handlers": ["console", "store"], "level": LOG_LEVEL},
     "loggers": {

@@ -1,4 +1,4 @@
-"""Read a LaTeXML `cortex.log` into a task status, its messages and its runtime (DESIGN section 7).
+"""Read a LaTeXML `cortex.log` into a task status, its messages and its runtime.
 
 Pure library (standard library only). Logs come from untrusted documents and dying processes, so
 `parse_log` accepts any bytes at all and never raises on their content.

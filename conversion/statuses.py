@@ -1,4 +1,4 @@
-"""Task status codes (CorTeX's, DESIGN section 5) and LaTeXML's status codes, without Django.
+"""Task status codes (CorTeX's) and LaTeXML's status codes, without Django.
 
 The worker side (the log parser, the engine) needs them on machines without Django, so they are
 defined here; `corpora.statuses` re-exports them with the names, buckets and SQL predicates the

@@ -9,9 +9,9 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import PublicReadApiView, TokenApiView
 from accounts.journal import Action
 from config.api.schema import problems
-from config.api.views import PublicReadApiView, TokenApiView
 from corpora import actions, export
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (

@@ -112,7 +112,7 @@ def result_files_sentence(counts: dict[str, Any]) -> str:
 
 
 class ExportRequestSerializer(serializers.Serializer):
-    """ExportRequest (DESIGN.md section 9). A field of the wrong type is a 400 like everywhere; the values
+    """ExportRequest. A field of the wrong type is a 400 like everywhere; the values
     of group_by, severities and out are checked by the action (422), for the screen and the API alike."""
 
     group_by = StrictCharField(max_length=20, help_text="severity, month or none")
@@ -154,7 +154,7 @@ class ExportSerializer(serializers.Serializer):
 
 
 class SandboxRequestSerializer(serializers.Serializer):
-    """SandboxRequest (DESIGN.md section 9): which of the parent's documents the sandbox takes."""
+    """SandboxRequest: which of the parent's documents the sandbox takes."""
 
     name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
     service = StrictCharField(max_length=NAME_MAX, help_text="a service active on the parent")

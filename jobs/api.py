@@ -7,9 +7,9 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import TokenApiView
 from accounts.journal import Action
 from config.api.schema import problems
-from config.api.views import TokenApiView
 from jobs.actions import job_enqueue
 from jobs.queries import job_get, job_list
 from jobs.serializers import JobAckSerializer, JobListParamsSerializer, JobSerializer

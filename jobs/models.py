@@ -1,4 +1,4 @@
-"""The Job row: the source of truth for every background job (DESIGN section 11)."""
+"""The Job row: the source of truth for every background job."""
 
 from __future__ import annotations
 

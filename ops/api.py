@@ -12,12 +12,12 @@ from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import PublicApiView, TokenApiView
 from accounts.journal import Action
 from accounts.lockout import token_check
-from config.api.auth import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.errors import problem_json_response
+from config.api.requests import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.schema import problems
-from config.api.views import PublicApiView, TokenApiView
 from config.errors import TooManyRequests
 from ops.configuration import config_update, effective_config
 from ops.health import health

@@ -161,7 +161,7 @@ def log_records(
     level, process, request id), `limit` per page; `next_before` is the cursor of the next page (None at
     the end). Reads the stream in batches from `before` (exclusive) until the page is full."""
 
-    from ops.logsink import LOG_KEEP, STREAM
+    from config.logsink import LOG_KEEP, STREAM
 
     client = redis_client(socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
     try:

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ops.logsink import PROCESS_ENV
+from config.logsink import PROCESS_ENV
 
 logger = logging.getLogger(__name__)
 

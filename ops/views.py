@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
-from config.screens import error_page, validated
+from config.screens import duration_text, error_page, given, validated
 from corpora.statuses import OVERVIEW_ORDER
 from ops.configuration import assignments, config_update, effective_config
 from ops.health import health
@@ -31,7 +31,6 @@ from ops.serializers import (
     StatisticsParamsSerializer,
     StatusSerializer,
 )
-from runs.views import duration_text, given
 
 # Geometry of a pair's trend chart (SVG user units): one stacked bar per run.
 TREND_CHART = {"width": 240, "height": 64, "plot": 60, "bottom": 62}

@@ -8,9 +8,9 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import PublicApiView, TokenApiView
 from accounts.journal import Action
 from config.api.schema import problems
-from config.api.views import PublicApiView, TokenApiView
 from jobs.actions import job_enqueue
 from jobs.serializers import JobAckSerializer
 from reports.actions import pair_refresh, rerun, run_control, slice_ensure

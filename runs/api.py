@@ -12,9 +12,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
+from accounts.api_base import PublicApiView, TokenApiView
 from accounts.journal import Action
 from config.api.schema import problems
-from config.api.views import PublicApiView, TokenApiView
 from reports.queries import page_check
 from runs.actions import diff_ready, snapshot_append
 from runs.queries import (

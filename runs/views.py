@@ -16,7 +16,7 @@ from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
@@ -26,11 +26,10 @@ from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
-from config.screens import error_page, form_params, validated
+from config.screens import duration_text, error_page, form_params, given, pager, validated
 from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
 from reports.links import document_url, report_url
 from reports.queries import page_check
-from reports.views.pages import pager
 from runs.actions import diff_ready, history_prune, snapshot_append
 from runs.queries import (
     DiffScope,
@@ -75,15 +74,6 @@ HEAT_LEVELS = 5
 # --- shared pieces -----------------------------------------------------------------------------------
 
 
-def given(query: QueryDict) -> QueryDict:
-    """The query string without its empty fields: an empty form field means "not narrowed", where the
-    API would have left the parameter out."""
-    kept = query.copy()
-    for key in [key for key, value in query.items() if value == ""]:
-        del kept[key]
-    return kept
-
-
 def crumbs(corpus: str, service: str, *tail: tuple[str, str | None]) -> list[dict[str, str | None]]:
     """Corpora > corpus > service (its report) > runs > ..., each level linked but the last."""
     trail: list[dict[str, str | None]] = [
@@ -95,19 +85,6 @@ def crumbs(corpus: str, service: str, *tail: tuple[str, str | None]) -> list[dic
     ]
     trail[-1]["href"] = None
     return trail
-
-
-def duration_text(seconds: float | None) -> str:
-    """1.2 s, 3 min 4 s, 2 h 5 min: short enough for a table cell."""
-    if seconds is None:
-        return ""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
-    minutes, rest = divmod(round(seconds), 60)
-    if minutes < 60:
-        return f"{minutes} min {rest} s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
 
 
 def run_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

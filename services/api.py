@@ -7,9 +7,9 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import TokenApiView
 from accounts.journal import Action
 from config.api.schema import problems
-from config.api.views import TokenApiView
 from corpora.serializers import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from services import actions
 from services.queries import service_get, service_list, worker_list

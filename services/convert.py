@@ -15,9 +15,9 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import PublicApiView
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.fields import StrictCharField
-from config.api.views import PublicApiView
 from conversion.engine import EngineMissing, convert_text
 from conversion.statuses import LATEXML_FATAL, LATEXML_NAMES
 from services.convert_slots import convert_slot_take

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
@@ -24,7 +23,7 @@ from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
-from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
+from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
 from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
 from corpora.serializers import ExportRequestSerializer
 from corpora.statuses import OVERVIEW_ORDER
@@ -96,28 +95,6 @@ def page_params(request: HttpRequest) -> Page:
     """offset and page_size from the query string, checked as the API checks them."""
     params = validated(PageParamsSerializer(data=request.GET))
     return page_check(params.get("offset"), params.get("page_size"))
-
-
-def pager(
-    offset: int, page_size: int, shown: int, count: int | None, params: dict[str, str] | None = None
-) -> dict[str, Any]:
-    """Rows x-y (of count, when known) and the first/prev/next links of a paginated report; `params`
-    are the page's other query parameters (its filters), kept in every link."""
-
-    def link(to: int) -> str:
-        return "?" + urlencode({**(params or {}), "offset": to, "page_size": page_size})
-
-    end = offset + shown
-    more = end < count if count is not None else shown == page_size
-    return {
-        "start": offset + 1 if shown else 0,
-        "end": end,
-        "count": count,
-        "first": link(0) if offset > 0 else None,
-        "prev": link(max(offset - page_size, 0)) if offset > 0 else None,
-        # Pages past MAX_REPORT_OFFSET are refused (400), so no link leads there.
-        "next": link(offset + page_size) if more and offset + page_size <= settings.MAX_REPORT_OFFSET else None,
-    }
 
 
 def _fragment(request: HttpRequest, template: str, context: dict[str, Any], *, live: bool) -> HttpResponse:

@@ -171,7 +171,7 @@ def test_behind_a_trusted_proxy_each_forwarded_client_has_its_own_count(api, lim
 def test_the_client_address_is_the_peer_unless_a_trusted_proxy_forwards(peer, forwarded, trusted, client, settings):
     from django.test import RequestFactory
 
-    from config.api.auth import client_address
+    from config.api.requests import client_address
 
     settings.TRUSTED_PROXIES = trusted
     request = RequestFactory().get("/api/jobs", REMOTE_ADDR=peer, HTTP_X_FORWARDED_FOR=forwarded)

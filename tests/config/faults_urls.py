@@ -4,8 +4,8 @@ from django.urls import path
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from config.api.views import PublicApiView, TokenApiView
-from config.urls import urlpatterns as real_urlpatterns
+from accounts.api_base import PublicApiView, TokenApiView
+from wiring.urls import urlpatterns as real_urlpatterns
 
 
 class Crash(PublicApiView):

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from config.api.discovery import openapi_document
 from corpora.models import Corpus
 from services.models import Service
+from wiring.discovery import openapi_document
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The LaTeXML log parser: each rule of DESIGN section 7 on small hand-written logs, then on logs that
+"""The LaTeXML log parser: each rule of conversion/logparse.py on small hand-written logs, then on logs that
 the real latexmlc writes for documents made here (apt-get install latexml; a missing one fails)."""
 
 from __future__ import annotations
@@ -196,7 +196,7 @@ def test_an_appended_log_keeps_the_worst_status_even_when_a_clean_run_comes_last
 
 
 def _status_code_by_the_message_rule(text: str) -> int | None:
-    """The status lines as the message rule reads them, line by line (DESIGN section 7)."""
+    """The status lines as the message rule reads them, line by line."""
     codes = []
     lines = text.split("\n")
     if "\r" in text:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from config.logsink import STREAM, RedisLogHandler
 from config.redis_client import redis_client
-from ops.logsink import STREAM, RedisLogHandler
 from ops.supervisor import Child, Supervisor
 from tests.support import free_port
 

@@ -3,8 +3,8 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from accounts.journal import Action
-from config.cli import ServiceCommand
 from corpora.actions import service_activate
+from jobs.cli import ServiceCommand
 
 
 class Command(ServiceCommand):

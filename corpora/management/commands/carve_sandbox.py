@@ -5,10 +5,10 @@ from typing import Any
 from django.core.management.base import CommandParser
 
 from accounts.journal import Action
-from config.cli import ServiceCommand
 from config.screens import validated
 from corpora.actions import corpus_sandbox
 from corpora.serializers import SandboxRequestSerializer
+from jobs.cli import ServiceCommand
 
 
 class Command(ServiceCommand):

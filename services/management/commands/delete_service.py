@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.core.management.base import CommandParser
 
 from accounts.journal import Action
-from config.cli import ServiceCommand
+from jobs.cli import ServiceCommand
 from services.actions import service_delete
 
 

@@ -3,7 +3,6 @@
 from django.urls import include, path, re_path
 
 from accounts import urls as accounts_urls
-from config.api.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
@@ -13,6 +12,7 @@ from reports import urls as reports_urls
 from runs import urls as runs_urls
 from services import urls as services_urls
 from services.convert import ConvertApi
+from wiring.discovery import ApiDocsView, DiscoveryApi, OpenApiJsonView
 
 api_urlpatterns = [
     path("openapi.json", OpenApiJsonView.as_view(), name="api-openapi"),

@@ -14,8 +14,8 @@ from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.api_base import PublicApiView
 from config.api.errors import PROBLEM_CONTENT_TYPE
-from config.api.views import PublicApiView
 
 _METHODS = ("get", "post", "put", "patch", "delete")
 

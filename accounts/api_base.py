@@ -13,7 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actions import audit_record
-from config.api.auth import TOKEN_QUERY, HasServiceToken, TokenActor
+from accounts.auth import HasServiceToken, TokenActor
+from config.api.requests import TOKEN_QUERY
 
 logger = logging.getLogger(__name__)
 
