@@ -142,8 +142,8 @@ def celery_result_apply(task_id: int, corpus_id: int, service_id: int, result: b
     from django.db import transaction
 
     from corpora.models import Task
+    from dispatcher.ingest import result_decode
     from reports.models import LogMessage, TaskRuntime
-    from services.dispatcher.ingest import result_decode
 
     decoded = result_decode(result, max_bytes=settings.RESULT_MAX_BYTES)
     messages = [
@@ -476,7 +476,7 @@ def spy_report(path: Path, rate: int, ventilator_pid: int) -> None:
             frames.append((function, filename, int(number) if number.isdigit() else 0))
         label = "outside the loop (start-up, shutdown)"
         for function, filename, number in reversed(frames):
-            if not filename.startswith(("services/dispatcher/", "corpora/lifecycle.py", "conversion/")):
+            if not filename.startswith(("dispatcher/", "corpora/lifecycle.py", "conversion/")):
                 continue
             method = function.rpartition(".")[2]  # py-spy names methods Class.method
             found = next((text for name, text in _PHASES if name == method), None)
@@ -538,7 +538,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
 
     from conversion.archive import pack_entry
     from corpora.lifecycle import lease_batch
-    from services.dispatcher import ingest
+    from dispatcher import ingest
 
     service_id = harness.service_ensure(STEPS_SERVICE)
     harness.service_activate_now(corpus_name, STEPS_SERVICE)

@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "accounts",
     "corpora",
     "services",
+    "dispatcher",
     "reports",
     "runs",
     "jobs",
@@ -229,7 +230,7 @@ LOGGING = {
 
 # --- Values set through PUT /api/config (config.overrides) win over the environment's, which stay in
 # CONFIG_ENVIRONMENT (the config screen shows them as the defaults; a reset goes back to them). They are read
-# here, as the process starts; live keys follow later changes through ops.configuration.config_sync.
+# here, as the process starts; live keys follow later changes through config.live.config_sync.
 CONFIG_ENVIRONMENT = {key.name: globals()[key.setting] for key in overrides.KEYS.values()}
 CONFIG_STORED_AT_START = overrides.stored(DATABASE_URL)
 for _name, _value in CONFIG_STORED_AT_START.items():

@@ -10,7 +10,6 @@ programming error raises.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 import os
 import re
@@ -29,6 +28,7 @@ from pathlib import Path, PurePath
 
 from conversion import sandbox as sandboxes
 from conversion.logparse import status_code_of
+from conversion.processes import die_with_parent
 from conversion.sandbox import Launch, Sandbox
 from conversion.statuses import LATEXML_FATAL as FATAL
 from conversion.statuses import LATEXML_NAMES
@@ -54,12 +54,6 @@ _MATH_CHUNKS = frozenset({"formula", "math"})
 _FORMATS = {
     "tex": "tex", "box": "box", "xml": "xml", "html": "html", "html4": "html", "html5": "html", "xhtml": "xhtml"
 }  # fmt: skip
-# prctl, looked up before any fork: the child sets PR_SET_PDEATHSIG with it between fork and exec.
-try:
-    _prctl = ctypes.CDLL(None, use_errno=True).prctl
-except (OSError, AttributeError):  # not Linux: a killed parent leaves latexmlc to its own --timeout
-    _prctl = None
-_PR_SET_PDEATHSIG = 1
 _PRELOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(?:\[[A-Za-z0-9_.,=\- ]*\])?$")
 
 
@@ -253,8 +247,7 @@ def _run_latexmlc(
         # latexmlc runs in its own session, so nothing else stops it when its caller (a web worker, the
         # worker) is killed outright; the signal comes when the thread that started it ends, and that
         # thread waits for latexmlc, so only its death sends it.
-        if _prctl is not None:
-            _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        die_with_parent(signal.SIGKILL)  # off Linux, a killed parent leaves latexmlc to its own --timeout
 
     with tempfile.TemporaryFile() as stderr:
         started = time.monotonic()

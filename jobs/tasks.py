@@ -26,7 +26,7 @@ def jobs_sweep() -> dict[str, int]:
 
 @task_prerun.connect
 def _config_sync_before_task(**_: Any) -> None:
-    from ops.configuration import config_sync
+    from config.live import config_sync
 
     config_sync()  # the configuration overrides, at most one query every few seconds
 

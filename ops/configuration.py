@@ -1,14 +1,13 @@
 """The effective configuration: environment values (the defaults) with the overrides set through the API.
 
 The keys and their checks are in `config.overrides`, which the settings use to read the stored values as a
-process starts. Live keys are applied in every process within SYNC_SECONDS of a change (`config_sync`,
+process starts. Live keys are applied in every process within a few seconds of a change (`config.live`,
 called by the web middleware, the job worker and the dispatcher's loop); the others at the next start."""
 
 from __future__ import annotations
 
 import json
 import os
-import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
@@ -17,17 +16,15 @@ from django.db import transaction
 from django.db.models import F
 
 from config.errors import BadRequest
+from config.live import config_sync
 from config.overrides import KEYS, pair_problem, plain, problem, setting_value
 
-SYNC_SECONDS = 2.0
 MASK = "********"
 # Shown, never settable, and why (the overrides are stored in the database that URL names).
 NOT_SETTABLE = {
     "database.url": "is set in the environment only: the overrides are stored in the database it names",
     "tokens.count": "is a count of the active tokens: create or revoke tokens instead",
 }
-_state = {"version": None, "checked": 0.0}
-_applied: set[str] = set(settings.CONFIG_STORED_AT_START)  # keys whose setting an override has set
 
 
 def database_url_masked(url: str) -> str:
@@ -157,39 +154,3 @@ def config_update(data: Any, *, actor: str) -> dict[str, Any]:
     restart = sorted(name for name in checked if not KEYS[name].live)
     config_sync(force=True)
     return {"before": before, "after": after, "restart_required": restart}
-
-
-def config_sync(*, force: bool = False) -> bool:
-    """Apply the stored values of the live keys to this process's settings when they changed (checked at most
-    every SYNC_SECONDS); the others were read when the settings loaded and wait for a restart. Returns
-    whether anything was applied."""
-    from ops.models import ConfigOverride, ConfigVersion
-
-    now = time.monotonic()
-    if not force and now - _state["checked"] < SYNC_SECONDS:
-        return False
-    _state["checked"] = now
-    version = ConfigVersion.objects.filter(pk=1).values_list("version", flat=True).first() or 0
-    if version == _state["version"]:
-        return False
-    _state["version"] = version
-    stored = dict(ConfigOverride.objects.values_list("key", "value"))
-    for key in KEYS.values():
-        if not key.live:
-            continue
-        value = stored.get(key.name)
-        if value is not None and problem(key, value) is None:
-            setattr(settings, key.setting, setting_value(key, value))
-            _applied.add(key.name)
-        elif key.name in _applied:  # an override went away: back to the environment's value
-            setattr(settings, key.setting, settings.CONFIG_ENVIRONMENT[key.name])
-            _applied.discard(key.name)
-    return True
-
-
-def config_forget() -> None:
-    """Put this process's settings back to the environment's values, no override synced yet (for tests)."""
-    for name in _applied:
-        setattr(settings, KEYS[name].setting, settings.CONFIG_ENVIRONMENT[name])
-    _applied.clear()
-    _state.update(version=None, checked=0.0)

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 from django.http import HttpRequest, HttpResponse
 
-from ops.configuration import config_sync
+from config.live import config_sync
 
 logger = logging.getLogger(__name__)
 # These read no setting and are built without the database (the OpenAPI document is loaded before tests run).

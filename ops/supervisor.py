@@ -4,7 +4,6 @@ die, and on Ctrl-C or SIGTERM stop them all (each in its own process group) so n
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import logging
 import os
 import signal
@@ -14,19 +13,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from config.logsink import PROCESS_ENV
+from conversion.processes import die_with_parent
 
 logger = logging.getLogger(__name__)
 
-_PR_SET_PDEATHSIG = 1
 STOP_GRACE_SECONDS = 20
 _MAX_RESTARTS_PER_MINUTE = 5
-
-
-def die_with_parent() -> None:
-    """In a child (before exec, or a forked process): get SIGTERM if the parent is killed outright."""
-    # Off Linux there is no prctl; the supervisor's signal handlers still stop the children.
-    with contextlib.suppress(OSError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 @dataclass

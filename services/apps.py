@@ -3,4 +3,4 @@ from django.apps import AppConfig
 
 class ServicesConfig(AppConfig):
     name = "services"
-    verbose_name = "Services, workers and the dispatcher"
+    verbose_name = "Services (converters) and their workers"

@@ -177,7 +177,7 @@ def _progress_on_the_test_connection():
 def _config_overrides_forgotten() -> Iterator[None]:
     """Configuration overrides a test applied to this process's settings (PUT /api/config) end with it."""
     yield
-    from ops.configuration import config_forget
+    from config.live import config_forget
 
     config_forget()
 

@@ -194,8 +194,8 @@ def _runtimes_grouped() -> dict[tuple[int, int], int]:
 
 
 def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, settings):
+    from dispatcher.ingest import RawResult, result_ingest
     from reports.models import ReportGrain
-    from services.dispatcher.ingest import RawResult, result_ingest
     from tests.dispatcher.harness import WARNING_LOG, result_zip
 
     settings.RESULTS_DIR = tmp_path

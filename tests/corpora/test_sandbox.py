@@ -14,10 +14,10 @@ from rest_framework.test import APIClient
 
 from accounts.models import AuditEntry
 from corpora.models import Corpus, Document, Task
+from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
 from jobs.runner import job_run
 from reports.models import LogMessage
-from services.dispatcher.ingest import RawResult, result_ingest
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 

@@ -53,7 +53,7 @@ def offenders(root: Path, pattern: re.Pattern[str], allowed: set[Path]) -> list[
 
 def test_the_scan_sees_the_product_modules():
     modules = product_modules(PROJECT_DIR)
-    assert LIFECYCLE in modules and Path("services/dispatcher/server.py") in modules
+    assert LIFECYCLE in modules and Path("dispatcher/server.py") in modules
     assert not any(path.parts[0] == "tests" or "migrations" in path.parts for path in modules)
 
 

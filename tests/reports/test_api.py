@@ -13,8 +13,8 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from corpora.models import Task
+from dispatcher.ingest import RawResult, result_ingest
 from reports.models import GrainSlice, LogMessage, ReportGrain
-from services.dispatcher.ingest import RawResult, result_ingest
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from corpora.models import Document, Task
+from dispatcher.ingest import RawResult, result_ingest
 from reports.models import LogMessage
-from services.dispatcher.ingest import RawResult, result_ingest
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 

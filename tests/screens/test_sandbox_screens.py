@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from corpora.models import Document, Task
+from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
 from jobs.runner import job_run
-from services.dispatcher.ingest import RawResult, result_ingest
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 

@@ -3,7 +3,7 @@
 Two processes. This one, the ventilator, claims leases in batches when workers ask, has payloads packed
 on a small thread pool (a huge or slow entry never holds up the loop) and sends them, reaps expired
 leases on a timer and writes worker tallies and counters once a second. The sink
-(`services.dispatcher.sink`), forked at start, receives results and ingests them in batches on the other
+(`dispatcher.sink`), forked at start, receives results and ingests them in batches on the other
 CPU; after each drain it reports through a pipe what arrived, which keeps the in-flight count here.
 Either process stops the other when it ends: the sink watches for the ventilator's death, and the
 ventilator exits with an error when the sink dies. Anything a peer sends that does not fit the protocol
@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import connection, connections
 from django.utils import timezone
 
+from config.live import config_sync
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
 from conversion.wire import split_frames
 from corpora.lifecycle import (
@@ -41,8 +42,7 @@ from corpora.lifecycle import (
     leases_reap,
     still_leased,
 )
-from ops.configuration import config_sync
-from services.dispatcher.sink import SinkReport, sink_main
+from dispatcher.sink import SinkReport, sink_main
 from services.models import DispatcherState, Service
 from services.queries import effective_lease_seconds
 

@@ -28,16 +28,16 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
+from conversion.processes import die_with_parent
 from corpora.lifecycle import grains_clear
-from ops.metrics import ingest_record
-from ops.supervisor import die_with_parent
-from services.dispatcher.ingest import (
+from dispatcher.ingest import (
     IngestOutcome,
     PreparedBatch,
     RawResult,
     results_apply,
     results_prepare,
 )
+from dispatcher.metrics import ingest_record
 
 logger = logging.getLogger(__name__)
 

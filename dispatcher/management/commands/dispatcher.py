@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from services.dispatcher.server import SinkFailed, dispatcher_serve
+from dispatcher.server import SinkFailed, dispatcher_serve
 
 
 class Command(BaseCommand):

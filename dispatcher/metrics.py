@@ -1,0 +1,65 @@
+"""The ingestion counters the dispatcher's sink keeps in Redis (results ingested, the batch latency
+histogram), written here and read by the web's GET /metrics (ops.metrics): the sink is another process,
+so an in-process counter would never reach the web's /metrics."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import redis
+
+from config.redis_client import redis_client
+
+logger = logging.getLogger(__name__)
+
+# Redis keys of the sink's counters: results ingested, and the batch latency histogram as a hash of
+# per-bucket counts (not cumulative; the collector accumulates them) plus "sum" and "count".
+INGESTED_KEY = "ccs:metrics:results_ingested"
+LATENCY_KEY = "ccs:metrics:ingest_batch_seconds"
+LATENCY_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+_INF = "+Inf"
+
+_client: redis.Redis | None = None
+_client_lock = threading.Lock()
+
+
+def _redis() -> redis.Redis:
+    global _client
+    with _client_lock:
+        if _client is None:
+            _client = redis_client(socket_connect_timeout=1, socket_timeout=1)
+        return _client
+
+
+def _bucket_of(seconds: float) -> str:
+    return next((str(bound) for bound in LATENCY_BUCKETS if seconds <= bound), _INF)
+
+
+def ingest_record(results: int, seconds: float) -> None:
+    """In the sink, after a batch is applied: add its results and its latency, in one MULTI. A Redis that
+    does not answer costs the metrics, never the ingestion (logged)."""
+    try:
+        pipe = _redis().pipeline(transaction=True)
+        pipe.incrby(INGESTED_KEY, results)
+        pipe.hincrby(LATENCY_KEY, _bucket_of(seconds), 1)
+        pipe.hincrby(LATENCY_KEY, "count", 1)
+        pipe.hincrbyfloat(LATENCY_KEY, "sum", seconds)
+        pipe.execute()
+    except redis.RedisError as exc:
+        logger.warning("ingestion metrics not recorded: %s", exc)
+
+
+def ingest_read() -> tuple[int, list[tuple[str, int]], float]:
+    """(results ingested, cumulative histogram buckets as (le, count) ending with +Inf, sum of seconds)."""
+    pipe = _redis().pipeline(transaction=True)
+    pipe.get(INGESTED_KEY)
+    pipe.hgetall(LATENCY_KEY)
+    ingested, raw = pipe.execute()
+    fields = {key.decode(): value.decode() for key, value in raw.items()}
+    buckets: list[tuple[str, int]] = []
+    total = 0
+    for bound in (*(str(bound) for bound in LATENCY_BUCKETS), _INF):
+        total += int(fields.get(bound, 0))
+        buckets.append((bound, total))
+    return int(ingested or 0), buckets, float(fields.get("sum", 0.0))
