@@ -100,7 +100,7 @@ class DispatcherConfig:
     reap_seconds: int
     corpus_roots: list[Path] = field(default_factory=list)
     payload_max_bytes: int = PAYLOAD_MAX_BYTES
-    # Follow the live configuration keys (ops.configuration) while running: set when made from the settings.
+    # Follow the live configuration keys (config.live) while running: set when made from the settings.
     live: bool = False
 
     @classmethod

@@ -19,7 +19,8 @@ from config.api.errors import problem_json_response
 from config.api.requests import TOKEN_HEADER, TOKEN_QUERY, client_address
 from config.api.schema import problems
 from config.errors import TooManyRequests
-from ops.configuration import config_update, effective_config
+from ops.actions import config_update
+from ops.configuration import effective_config
 from ops.health import health
 from ops.metrics import collector_register
 from ops.queries import liveness, log_records, run_statistics, system_status

@@ -19,7 +19,8 @@ from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import duration_text, error_page, given, validated
 from corpora.statuses import OVERVIEW_ORDER
-from ops.configuration import assignments, config_update, effective_config
+from ops.actions import config_update
+from ops.configuration import assignments, effective_config
 from ops.health import health
 from ops.queries import LOG_LEVELS, log_records, run_statistics, system_status
 from ops.serializers import (

@@ -6,8 +6,7 @@ from accounts import urls as accounts_urls
 from config.api.errors import api_not_found
 from corpora import urls as corpora_urls
 from jobs import urls as jobs_urls
-from ops.api import ConfigApi, HealthApi, HealthzApi, LogsApi, StatisticsApi, StatusApi, metrics_view
-from ops.views import config_view, health_view, home_view, logs_view, statistics_view
+from ops import urls as ops_urls
 from reports import urls as reports_urls
 from runs import urls as runs_urls
 from services import urls as services_urls
@@ -23,39 +22,21 @@ api_urlpatterns = [
     *runs_urls.api_urlpatterns,
     *jobs_urls.api_urlpatterns,
     *accounts_urls.api_urlpatterns,
-    # --- status and statistics ---
-    path("status", StatusApi.as_view(), name="api-status"),
-    path("statistics", StatisticsApi.as_view(), name="api-statistics"),
-    # --- detailed health ---
-    path("health", HealthApi.as_view(), name="api-health"),
-    # --- logs ---
-    path("logs", LogsApi.as_view(), name="api-logs"),
-    # --- configuration ---
-    path("config", ConfigApi.as_view(), name="api-config"),
+    *ops_urls.api_urlpatterns,
 ]
 
 urlpatterns = [
-    path("healthz", HealthzApi.as_view(), name="healthz"),
     path("convert", ConvertApi.as_view(), name="convert"),
     path("api", DiscoveryApi.as_view(), name="api-index"),
     path("api/", include(api_urlpatterns)),
     re_path(r"^api(?:/.*)?$", api_not_found),
-    # --- status and statistics ---
-    path("", home_view, name="home"),
-    path("statistics", statistics_view, name="statistics"),
+    path("", include(ops_urls.urlpatterns)),
     path("", include(corpora_urls.urlpatterns)),
     path("", include(services_urls.urlpatterns)),
     path("", include(reports_urls.urlpatterns)),
     path("", include(runs_urls.urlpatterns)),
     path("", include(jobs_urls.urlpatterns)),
     path("", include(accounts_urls.urlpatterns)),
-    path("metrics", metrics_view, name="metrics"),
-    # --- detailed health ---
-    path("health", health_view, name="health"),
-    # --- logs ---
-    path("logs", logs_view, name="logs"),
-    # --- configuration ---
-    path("config", config_view, name="config"),
 ]
 
 handler400 = "config.api.errors.handler400"

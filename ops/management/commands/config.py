@@ -10,7 +10,8 @@ from django.core.management.base import BaseCommand, CommandError
 from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
-from ops.configuration import assignments, config_update, effective_config
+from ops.actions import config_update
+from ops.configuration import assignments, effective_config
 
 
 def _pairs(texts: list[str]) -> list[tuple[str, str]]:

@@ -1,0 +1,69 @@
+"""Writes of the ops app: the configuration overrides (PUT /api/config, the config screen, `manage.py config
+set`). Journaled by their callers under Action.CONFIG_SET."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+
+from config.errors import BadRequest
+from config.live import config_sync
+from config.overrides import KEYS, pair_problem, problem
+from ops.configuration import NOT_SETTABLE, environment_value
+from ops.models import ConfigOverride, ConfigVersion
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    if not isinstance(data, dict):
+        raise BadRequest("the configuration change must be a JSON object", errors={prefix or "body": ["not an object"]})
+    flat: dict[str, Any] = {}
+    for name, value in data.items():
+        dotted = f"{prefix}{name}"
+        if isinstance(value, dict):  # nested keys merge: only the leaves given change
+            flat.update(_flatten(value, f"{dotted}."))
+        else:
+            flat[dotted] = value  # a list replaces the list before it
+    return flat
+
+
+def _check(name: str, value: Any) -> Any:
+    key = KEYS.get(name)
+    if key is None:
+        why = NOT_SETTABLE.get(name, "is not a key")
+        raise BadRequest(f"{name} {why}", errors={name: [why]})
+    why = problem(key, value)
+    if why is not None:
+        # Only a number is echoed: a text put in the wrong field could be a secret.
+        shown = f", not {value}" if isinstance(value, int | float) and not isinstance(value, bool) else ""
+        raise BadRequest(f"{name} {why}{shown}", errors={name: [why]})
+    return value
+
+
+def config_update(data: Any, *, actor: str) -> dict[str, Any]:
+    """Validate a partial (nested) change whole, then store it; returns before, after and the keys that need a
+    restart. A value of null removes the override. Nothing is stored when any key is refused."""
+    flat = _flatten(data)
+    if not flat:
+        raise BadRequest("the configuration change is empty", errors={"body": ["no key given"]})
+    checked = {name: _check(name, value) for name, value in flat.items()}
+    with transaction.atomic():
+        current = dict(ConfigOverride.objects.select_for_update().values_list("key", "value"))
+        values = {name: current.get(name, environment_value(name)) for name in KEYS}
+        before = {name: values[name] for name in checked}
+        after = {name: environment_value(name) if value is None else value for name, value in checked.items()}
+        clash = pair_problem(values | after)
+        if clash is not None:
+            name, why = clash
+            raise BadRequest(f"{name} {why}", errors={name: [why]})
+        for name, value in checked.items():
+            if value is None:
+                ConfigOverride.objects.filter(key=name).delete()
+            else:
+                ConfigOverride.objects.update_or_create(key=name, defaults={"value": value, "updated_by": actor[:100]})
+        ConfigVersion.objects.get_or_create(pk=1)
+        ConfigVersion.objects.filter(pk=1).update(version=F("version") + 1)
+    restart = sorted(name for name in checked if not KEYS[name].live)
+    config_sync(force=True)
+    return {"before": before, "after": after, "restart_required": restart}
