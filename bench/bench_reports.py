@@ -289,7 +289,8 @@ def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, 
     (category_report, the query function behind the page), per severity."""
     from django.db import connection
 
-    from reports.queries import SEVERITIES, Page, category_report
+    from config.api.paging import Page
+    from reports.queries import SEVERITIES, category_report
 
     page = Page(offset=0, page_size=100)
     results = {}
@@ -381,7 +382,8 @@ def explain_entry_list(pair: Pair, url: str) -> None:
     """EXPLAIN of the entry-list statements behind one measured URL (/api/reports/c/s/sev/category/what?offset=)."""
     from urllib.parse import unquote
 
-    from reports.queries import Page, entry_list
+    from config.api.paging import Page
+    from reports.queries import entry_list
 
     path = url.partition("?")[0]
     severity, category, what = (unquote(part) for part in path.split("/")[5:8])
@@ -394,7 +396,8 @@ def explain_entry_list(pair: Pair, url: str) -> None:
 
 
 def explain_runtime(pair: Pair) -> None:
-    from reports.queries import Page, runtime_report
+    from config.api.paging import Page
+    from reports.queries import runtime_report
 
     explain_calls("runtime_report, slowest at offset 10000", partial(runtime_report, pair.service, Page(10_000, 100)))
 

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
+from config.planner import BULK_SETTINGS
 from conversion.archive import Entry
 from corpora import scan
 from corpora.lifecycle import (
@@ -354,7 +355,7 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
     progress(0, 2, "selecting documents")
     select, params = _sandbox_selection(parent_id=corpus.parent_id, service_id=service.pk, condition=condition)
     with transaction.atomic(), connection.cursor() as cursor:
-        for statement in ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off"):
+        for statement in BULK_SETTINGS:
             cursor.execute(statement)
         cursor.execute("DROP TABLE IF EXISTS pg_temp.sandbox_pick")
         cursor.execute(f"CREATE TEMP TABLE sandbox_pick ON COMMIT DROP AS {select}", params)

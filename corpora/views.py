@@ -19,6 +19,7 @@ from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
 from corpora import actions, export
 from corpora.export import MANIFEST
+from corpora.links import report_url
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
     ConfirmSerializer,
@@ -29,7 +30,6 @@ from corpora.serializers import (
     SandboxRequestSerializer,
     result_files_sentence,
 )
-from reports.links import report_url
 from services.queries import service_list
 from services.serializers import ServiceSerializer
 

@@ -10,13 +10,14 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from config.errors import BadRequest
+from config.planner import BULK_SETTINGS
 from corpora.lifecycle import grains_clear, runs_close_drained, tasks_pause, tasks_rerun, tasks_resume
 from corpora.queries import corpus_get
 from corpora.statuses import COMPLETED
 from jobs.actions import job_enqueue
 from jobs.models import ACTIVE_STATES, Job
 from reports.models import GrainSlice
-from reports.queries import BULK_SETTINGS, SEVERITIES, pair_get, severity_check
+from reports.queries import SEVERITIES, pair_get, severity_check
 from runs.actions import run_open
 from services.queries import service_get
 

@@ -10,16 +10,15 @@ from rest_framework.response import Response
 
 from accounts.api_base import PublicApiView, TokenApiView
 from accounts.journal import Action
+from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
 from jobs.actions import job_enqueue
 from jobs.serializers import JobAckSerializer
 from reports.actions import pair_refresh, rerun, run_control, slice_ensure
 from reports.queries import (
-    Page,
     category_report,
     document_report,
     entry_list,
-    page_check,
     report_path_split,
     runtime_report,
     service_overview,
@@ -29,7 +28,6 @@ from reports.serializers import (
     DocumentReportSerializer,
     EntryListSerializer,
     GrainReportSerializer,
-    PageParamsSerializer,
     RerunAckSerializer,
     RerunParamsSerializer,
     RunControlSerializer,

@@ -10,19 +10,19 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
 
+from config.api.paging import Page
 from config.errors import BadRequest, NotFound
+from corpora.links import document_html_url, document_result_url
 from corpora.models import Corpus, Document, Task, TaskCount
 from corpora.queries import corpus_get, status_counts
 from corpora.results import result_path
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, status_name
-from reports.links import document_html_url, document_result_url
 from reports.models import LogMessage, ReportGrain, TaskRuntime
 from runs.models import Run
 from services.models import Service
@@ -41,30 +41,6 @@ def severity_check(severity: str) -> tuple[tuple[int, ...], str]:
             f"Unknown severity {severity!r}; use one of {', '.join(SEVERITIES)}.", errors={"severity": ["unknown"]}
         )
     return SEVERITIES[severity]
-
-
-@dataclass(frozen=True)
-class Page:
-    offset: int
-    page_size: int
-
-
-def page_check(offset: Any, page_size: Any) -> Page:
-    """offset and page_size of a report page; an offset beyond MAX_REPORT_OFFSET is a 400, a page size
-    above MAX_REPORT_PAGE_SIZE is reduced to it."""
-    try:
-        offset = int(offset) if offset not in (None, "") else 0
-        size = int(page_size) if page_size not in (None, "") else settings.REPORT_PAGE_DEFAULT
-    except (TypeError, ValueError) as exc:
-        raise BadRequest("offset and page_size must be whole numbers.", errors={"offset": ["not a number"]}) from exc
-    if offset < 0 or size < 1:
-        raise BadRequest("offset must be 0 or more and page_size at least 1.", errors={"offset": ["out of range"]})
-    if offset > settings.MAX_REPORT_OFFSET:
-        raise BadRequest(
-            f"offset {offset} is beyond the limit of {settings.MAX_REPORT_OFFSET}; narrow the report instead.",
-            errors={"offset": [f"at most {settings.MAX_REPORT_OFFSET}"]},
-        )
-    return Page(offset=offset, page_size=min(size, settings.MAX_REPORT_PAGE_SIZE))
 
 
 def pair_get(corpus_name: str, service_name: str) -> tuple[Corpus, Service]:
@@ -107,7 +83,6 @@ def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
 # For one bulk transaction (a slice build, a rerun; measured on 1M tasks / 10M messages,
 # bench/README.md): sorts and hashes stay in memory (the server default of 4 MB sent them to disk), and
 # JIT compilation (about 1 s) buys nothing.
-BULK_SETTINGS = ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off")
 # An entry list merges its statuses' ranges (each in task order) instead of hashing or sorting them: the
 # planner, which cannot estimate one what's share of a status, would otherwise sort 400,000 task ids to
 # show 100 of them.

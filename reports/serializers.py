@@ -151,13 +151,3 @@ class RerunParamsSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict) -> dict:
         return {key: value for key, value in attrs.items() if value != "" or key == "description"}
-
-
-class PageParamsSerializer(serializers.Serializer):
-    """A report page. The offset limit is checked by page_check (it follows MAX_REPORT_OFFSET at run
-    time); a page size above MAX_REPORT_PAGE_SIZE is reduced to it."""
-
-    offset = serializers.IntegerField(required=False, min_value=0, help_text="0 to MAX_REPORT_OFFSET")
-    page_size = serializers.IntegerField(
-        required=False, min_value=1, help_text="1 to MAX_REPORT_PAGE_SIZE (default 100); more is reduced to it"
-    )

@@ -17,6 +17,7 @@ from django.db import connection, transaction
 from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import NotFound
+from config.planner import BULK_SETTINGS
 from corpora.models import Activation
 from corpora.queries import corpus_get
 from corpora.statuses import ABSENT_BUCKET
@@ -34,7 +35,6 @@ from runs.queries import (
 from services.queries import service_get
 
 # Sorting and joining a million-row snapshot stays in memory; JIT compilation costs more than it saves.
-_SNAPSHOT_SETTINGS = ("SET LOCAL work_mem = '256MB'", "SET LOCAL jit = off")
 
 
 def run_open(*, corpus_id: int, service_id: int, owner: str, description: str = "") -> Run:
@@ -75,7 +75,7 @@ class SnapshotTaken:
 def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
     """Append the status of every task of the pair as one snapshot, in one statement."""
     with transaction.atomic(), connection.cursor() as cursor:
-        for statement in _SNAPSHOT_SETTINGS:
+        for statement in BULK_SETTINGS:
             cursor.execute(statement)
         cursor.execute(
             "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
@@ -152,7 +152,7 @@ def diff_ensure(*, previous_id: int, current_id: int) -> int:
             )
             return cursor.fetchone()[0]
         diff_id = row[0]
-        for statement in _SNAPSHOT_SETTINGS:
+        for statement in BULK_SETTINGS:
             cursor.execute(statement)
         pairs = _pairs_statement(_same_documents(cursor, previous_id, current_id))
         cursor.execute(
@@ -193,7 +193,7 @@ def diff_rows_ensure(diff_id: int) -> None:
             cursor.execute("SELECT EXISTS (SELECT 1 FROM runs_taskdiff WHERE diff_id = %s)", [diff_id])
             if changed == 0 or cursor.fetchone()[0]:
                 return
-        for statement in _SNAPSHOT_SETTINGS:
+        for statement in BULK_SETTINGS:
             cursor.execute(statement)
         pairs = _pairs_statement(_same_documents(cursor, previous_id, current_id))
         cursor.execute(

@@ -14,8 +14,8 @@ from rest_framework.serializers import Serializer
 
 from accounts.api_base import PublicApiView, TokenApiView
 from accounts.journal import Action
+from config.api.paging import page_check
 from config.api.schema import problems
-from reports.queries import page_check
 from runs.actions import diff_ready, snapshot_append
 from runs.queries import (
     compare_matrix,

@@ -12,12 +12,13 @@ from typing import Any
 from django.conf import settings
 from django.db import connection, transaction
 
+from config.api.paging import Page
 from config.errors import BadRequest, NotFound
+from config.planner import BULK_SETTINGS
+from corpora.links import document_api_url
 from corpora.models import Activation, Corpus, TaskCount
 from corpora.queries import corpus_get, status_counts
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
-from reports.links import document_api_url
-from reports.queries import BULK_SETTINGS, Page
 from runs.models import Run, Snapshot, SnapshotDiff
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import service_get

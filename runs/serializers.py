@@ -9,10 +9,10 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
+from config.api.paging import PageParamsSerializer
 from config.errors import BadRequest
 from corpora.serializers import StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
-from reports.serializers import PageParamsSerializer
 
 STATUS_HELP = f"one of {', '.join(DIFF_BUCKETS)}"
 CHANGE_HELP = "regressed: only transitions to a worse completed status (no_problem -> warning, error -> fatal, ...)"

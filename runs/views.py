@@ -24,12 +24,12 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.actions import journaled
 from accounts.journal import Action
+from config.api.paging import page_check
 from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
 from config.screens import duration_text, error_page, form_params, given, pager, validated
+from corpora.links import document_url, report_url
 from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
-from reports.links import document_url, report_url
-from reports.queries import page_check
 from runs.actions import diff_ready, history_prune, snapshot_append
 from runs.queries import (
     DiffScope,

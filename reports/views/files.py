@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from config.errors import NotFound, ServiceError
 from config.screens import error_page
 from conversion.zips import member_name_safe
-from reports.links import document_file_url
+from corpora.links import document_file_url
 from reports.queries import document_result_archive
 
 PREVIEW_CSP = (

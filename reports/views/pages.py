@@ -1,7 +1,7 @@
 """Report screens: the same queries, DTOs and input serializers as /api/reports, writes journaled.
 
 Reads are public like their API twins, except the runtime screen (its API needs a token); every write
-needs a signed-in operator. Every link is built by reports.links.
+needs a signed-in operator. Every link is built by corpora.links.
 """
 
 from __future__ import annotations
@@ -21,22 +21,21 @@ from django.views.decorators.http import require_GET, require_POST
 
 from accounts.actions import journaled
 from accounts.journal import Action
+from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
 from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
+from corpora.links import document_url, is_report_url, report_url
 from corpora.serializers import ExportRequestSerializer
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import pair_refresh, rerun, run_control, slice_ensure
-from reports.links import document_url, is_report_url, report_url
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
     SEVERITIES,
-    Page,
     category_report,
     document_report,
     entry_list,
-    page_check,
     report_path_split,
     runtime_report,
     service_overview,
@@ -46,7 +45,6 @@ from reports.serializers import (
     DocumentReportSerializer,
     EntryListSerializer,
     GrainReportSerializer,
-    PageParamsSerializer,
     RerunAckSerializer,
     RerunParamsSerializer,
     RunControlSerializer,

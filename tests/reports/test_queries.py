@@ -7,10 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from config.api.paging import Page
 from jobs.models import Job
 from reports.actions import slice_ensure
 from reports.models import GrainSlice, ReportGrain
-from reports.queries import Page, category_report, what_report
+from reports.queries import category_report, what_report
 from tests.reports.test_api import converted  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db

@@ -1,4 +1,4 @@
-"""Report URLs have one owner, reports.links: every path is the named route's, names escaped whole."""
+"""Report URLs have one owner, corpora.links: every path is the named route's, names escaped whole."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.urls import resolve
 
-from reports.links import document_file_url, document_result_url, document_url, is_report_url, report_url
+from corpora.links import document_file_url, document_result_url, document_url, is_report_url, report_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +26,7 @@ def test_report_urls_escape_every_name_as_one_segment_and_resolve_to_their_scree
 
 
 def test_no_product_module_builds_a_report_or_document_path_by_hand():
-    """Outside reports/links.py (and the route tables), no string literal spells a report path."""
+    """Outside corpora/links.py (and the route tables), no string literal spells a report path."""
     pattern = re.compile(r"""["'](/api)?/(reports|corpus)/|/document/[{"']|/files/\{""")
     offenders = []
     for path in ROOT.glob("*/**/*.py"):
