@@ -106,3 +106,9 @@ def corpus_detail(name: str) -> dict[str, Any]:
     services = corpus_services(corpus)
     import_counts = next((s["counts"]["total"] for s in services if s["name"] == "import"), 0)
     return corpus_record(corpus, documents=import_counts, services=services)
+
+
+def pair_counts(corpus_id: int, service_id: int) -> dict[str, Any]:
+    """A pair's per-status counts now (and their total), from the trigger-kept counts: one indexed read."""
+    rows = TaskCount.objects.filter(corpus_id=corpus_id, service_id=service_id).values_list("bucket", "count")
+    return status_counts(list(rows))

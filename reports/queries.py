@@ -19,8 +19,8 @@ from django.db import connection, transaction
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from corpora.links import document_html_url, document_result_url
-from corpora.models import Corpus, Document, Task, TaskCount
-from corpora.queries import corpus_get, status_counts
+from corpora.models import Corpus, Document, Task
+from corpora.queries import corpus_get, pair_counts
 from corpora.results import result_path
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, status_name
 from reports.models import LogMessage, ReportGrain, TaskRuntime
@@ -50,15 +50,10 @@ def pair_get(corpus_name: str, service_name: str) -> tuple[Corpus, Service]:
 # --- overview --------------------------------------------------------------------------------------
 
 
-def pair_counts(corpus: Corpus, service: Service) -> dict[str, Any]:
-    rows = TaskCount.objects.filter(corpus=corpus, service=service).values_list("bucket", "count")
-    return status_counts(list(rows))
-
-
 def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
     """Total and per-status counts with percentages; invalid tasks are left out of the denominator."""
     corpus, service = pair_get(corpus_name, service_name)
-    counts = pair_counts(corpus, service)
+    counts = pair_counts(corpus.pk, service.pk)
     denominator = counts["total"] - counts["invalid"]
     percentages = {
         key: (round(100.0 * counts[key] / denominator, 2) if denominator else 0.0)
@@ -95,7 +90,7 @@ _ENTRY_LIST_SETTINGS = (
 
 def _tasks_of_severity(corpus: Corpus, service: Service, severity: str) -> int:
     statuses, _ = SEVERITIES[severity]
-    counts = pair_counts(corpus, service)
+    counts = pair_counts(corpus.pk, service.pk)
     return sum(counts[COMPLETED_NAMES[s]] for s in statuses)
 
 

@@ -19,12 +19,11 @@ from accounts.journal import Action
 from config.errors import NotFound
 from config.planner import BULK_SETTINGS
 from corpora.models import Activation
-from corpora.queries import corpus_get
+from corpora.queries import corpus_get, pair_counts
 from corpora.statuses import ABSENT_BUCKET
 from runs.models import Run
 from runs.queries import (
     PruneScope,
-    pair_tallies,
     prune_runs_sql,
     prune_scope,
     prune_snapshots_sql,
@@ -59,7 +58,7 @@ def run_close(*, corpus_id: int, service_id: int) -> int:
         snapshot = snapshot_take(corpus_id=corpus_id, service_id=service_id)
         Run.objects.filter(pk=run.pk).update(
             finished_at=snapshot.taken_at,
-            tallies=pair_tallies(corpus_id, service_id),
+            tallies=pair_counts(corpus_id, service_id),
             snapshot_id=snapshot.snapshot_id,
         )
     return 1

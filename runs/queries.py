@@ -26,12 +26,6 @@ from services.queries import service_get
 # --- runs ----------------------------------------------------------------------------------------
 
 
-def pair_tallies(corpus_id: int, service_id: int) -> dict[str, Any]:
-    """The pair's per-status counts now, from the trigger-kept counts."""
-    rows = TaskCount.objects.filter(corpus_id=corpus_id, service_id=service_id).values_list("bucket", "count")
-    return status_counts(list(rows))
-
-
 def history_limit(limit: int | None) -> int:
     """`limit` of a run history: default RUNS_PAGE_DEFAULT, at most RUNS_PAGE_MAX, 400 below 1."""
     if limit is None:
