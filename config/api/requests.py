@@ -32,7 +32,7 @@ def client_address(request: Request | HttpRequest) -> str:
     """The client's address, as the failure limit and the screen sessions see it: the peer's own, unless
     the peer is one of TRUSTED_PROXIES. Then it is the nearest address of `X-Forwarded-For` (read from
     the right, each proxy appending the address it was reached from) that is not a trusted proxy; a
-    malformed entry there stops the walk at the proxy's own address. An untrusted peer's header is
+    malformed entry there stops the walk at the last trusted hop. An untrusted peer's header is
     ignored, so a forged one changes nothing."""
     peer = request.META.get("REMOTE_ADDR") or "unknown"
     if not _trusted(_address(peer)):
