@@ -216,8 +216,8 @@ LOGGING = {
     "formatters": {"line": {"()": "config.logs.LineFormatter"}},
     "handlers": {
         "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id"]},
-        # GET /api/logs: INFO and above also go to a capped Redis stream (config.logsink; never blocks). It
-        # reads REDIS_URL from the settings when it first connects.
+        # GET /api/logs: INFO and above also go to a capped Redis stream (config.logsink; never blocks), in
+        # the Redis settings.REDIS_URL names at each record.
         "store": {"()": "config.logsink.RedisLogHandler", "filters": ["request_id"]},
     },
     "root": {"handlers": ["console", "store"], "level": LOG_LEVEL},

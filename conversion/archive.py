@@ -78,10 +78,6 @@ def _is_tex(name: str) -> bool:
     return name.lower().endswith(".tex")
 
 
-def _unsafe_member(name: str) -> bool:
-    return not member_name_safe(name)
-
-
 # --- reading a source entry: every open of a corpus file goes through source_open ---------------------
 
 
@@ -260,7 +256,7 @@ def inspect_zip(handle: BinaryIO, entry: str) -> Entry:
             members = [info for info in archive.infolist() if not info.is_dir()]
             if len(members) > _MAX_MEMBERS:
                 return Entry(name, entry, "zip", problem="archive", detail=f"more than {_MAX_MEMBERS} members")
-            unsafe = [m.filename for m in members if _unsafe_member(m.filename)]
+            unsafe = [m.filename for m in members if not member_name_safe(m.filename)]
             if unsafe:
                 return Entry(name, entry, "zip", problem="unsafe_archive", detail=f"member escapes: {unsafe[0]}")
             candidates = [m.filename for m in members if _is_tex(m.filename)]
@@ -306,9 +302,9 @@ def inspect_tar(handle: BinaryIO, entry: str, kind: str) -> Entry | None:
                     return Entry(name, entry, kind, problem="archive", detail=f"more than {_MAX_MEMBERS} members")
                 if member.isfile():
                     members.append(member)
-                elif (member.issym() or member.islnk()) and _unsafe_member(member.linkname):
+                elif (member.issym() or member.islnk()) and not member_name_safe(member.linkname):
                     return Entry(name, entry, kind, problem="unsafe_archive", detail=f"link escapes: {member.name}")
-            unsafe = [m.name for m in members if _unsafe_member(m.name)]
+            unsafe = [m.name for m in members if not member_name_safe(m.name)]
             if unsafe:
                 return Entry(name, entry, kind, problem="unsafe_archive", detail=f"member escapes: {unsafe[0]}")
             candidates = [m.name for m in members if _is_tex(m.name)]
@@ -458,7 +454,7 @@ def _gzip_members(handle: BinaryIO, name: str, mtime: float) -> Iterator[tuple[s
         return
     with archive:
         for member in archive:
-            if member.isfile() and not _unsafe_member(member.name):
+            if member.isfile() and member_name_safe(member.name):
                 extracted = archive.extractfile(member)
                 if extracted is not None:
                     yield member.name, _chunks(extracted), member.mtime

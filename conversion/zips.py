@@ -76,13 +76,10 @@ def member_name_problem(name: str, *, directory: bool = False) -> str | None:
 def member_name_safe(name: str | bytes, *, directory: bool = False) -> bool:
     """Whether member_name_problem(name) is None, in one match; `name` may also be the raw bytes of a ZIP
     header, as the export reads them."""
-    if isinstance(name, bytes):
-        if directory and name.endswith(b"/"):
-            name = name[:-1]
-        return _SAFE_BYTES.fullmatch(name) is not None
-    if directory and name.endswith("/"):
+    slash, pattern = (b"/", _SAFE_BYTES) if isinstance(name, bytes) else ("/", _SAFE_TEXT)
+    if directory and name.endswith(slash):
         name = name[:-1]
-    return _SAFE_TEXT.fullmatch(name) is not None
+    return pattern.fullmatch(name) is not None
 
 
 def dos_time(mtime: float) -> tuple[int, int]:

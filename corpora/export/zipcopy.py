@@ -111,7 +111,7 @@ def result_copy(source: str, target: ZipOut, prefix: str) -> None:
         utf8 = bool(fields[0] & _UTF8)
         if not utf8 and not raw_name.isascii():
             raw_name, utf8 = raw_name.decode("cp437").encode("utf-8"), True
-        if raw_name.endswith(b"/") or fields[0] & 0x1 or not _member_safe(raw_name):
+        if raw_name.endswith(b"/") or fields[0] & 0x1 or not member_name_safe(raw_name):
             continue
         target.member(encoded_prefix + raw_name, utf8 or prefix_utf8, fields, (view[start : start + fields[5]],))
 
@@ -148,11 +148,6 @@ def _members_parse(data: bytes) -> list[tuple[bytes, tuple[int, ...], int]] | No
     return members
 
 
-def _member_safe(member: bytes) -> bool:
-    """A member name that stays under its document's directory (the one check, on the name's UTF-8)."""
-    return member_name_safe(member)
-
-
 def _result_copy_zipfile(source: str, target: ZipOut, prefix: str) -> None:
     """The members of a result archive zipfile reads: compressed bytes copied in chunks; a member
     compressed otherwise than stored or deflated is inflated and deflated again (through a temporary file)."""
@@ -160,7 +155,7 @@ def _result_copy_zipfile(source: str, target: ZipOut, prefix: str) -> None:
         fp: BinaryIO = result.fp  # type: ignore[assignment]
         for info in result.infolist():
             raw_name = info.filename.encode("utf-8")
-            if info.is_dir() or info.flag_bits & 0x1 or not _member_safe(raw_name):
+            if info.is_dir() or info.flag_bits & 0x1 or not member_name_safe(raw_name):
                 continue
             dos_time = info.date_time[3] << 11 | info.date_time[4] << 5 | info.date_time[5] // 2
             dos_date = (info.date_time[0] - 1980) << 9 | info.date_time[1] << 5 | info.date_time[2]
