@@ -537,7 +537,7 @@ def main() -> None:
     if not args.skip_rerun:
         print("\nrerun of the what-class of error/undefined/\\bench@hundredk:")
 
-        from runs.actions import run_open
+        from corpora.pairs import run_open
 
         def rerun_once() -> tuple[float, dict, harness.PhaseLog]:
             # The steps before (data restore, VACUUM, the live GROUP BYs) leave dirty buffers and WAL that a

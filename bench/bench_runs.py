@@ -1,6 +1,6 @@
 """Runs, snapshots, diffs and converter comparison on 1,000,000 tasks (issue "Runs", Speed).
 
-Targets: a snapshot (runs.actions.snapshot_take) <= 10 s; the diff matrix of two snapshots
+Targets: a snapshot (corpora.pairs.snapshot_take) <= 10 s; the diff matrix of two snapshots
 (GET /api/runs/{c}/{s}/diff on a pair never diffed, so the first call computes it) <= 2 s; a task-diff
 page (GET /api/runs/{c}/{s}/tasks) <= 100 ms at any offset up to MAX_REPORT_OFFSET; the comparison
 matrix of two services (GET /api/compare/{c}/{a}/{b}) <= 2 s; history pages (GET /api/runs,
@@ -98,7 +98,7 @@ def snapshots_measure(ids: Ids, api: Api, documents: int, wait: float) -> dict[s
     """snapshot_take SNAPSHOTS_TAKEN times, the POST once, a run_close once; sizes before and after."""
     from django.db import connection
 
-    from runs.actions import run_close, run_open, snapshot_take
+    from corpora.pairs import run_close, run_open, snapshot_take
 
     with connection.cursor() as cursor:
         size_before = table_size(cursor, "runs_snapshot")
@@ -543,7 +543,7 @@ def main() -> None:
     if args.explain or max(compare) > COMPARE_TARGET_S:
         explain_url(api, url_of("compare", runs_data.CORPUS, runs_data.SERVICE_A, runs_data.SERVICE_B))
     if args.explain or worst_take > SNAPSHOT_TARGET_S:
-        from runs.actions import snapshot_take
+        from corpora.pairs import snapshot_take
 
         explain_calls("snapshot_take", lambda: snapshot_take(corpus_id=ids.corpus, service_id=ids.service_a))
 

@@ -335,7 +335,7 @@ def data_restore() -> dict[str, float]:
     from django.db import connection, transaction
 
     from corpora.models import Corpus
-    from runs.actions import run_close
+    from corpora.pairs import run_close
     from services.models import Service
 
     corpus_id = Corpus.objects.get(name=CORPUS).pk

@@ -10,7 +10,7 @@ document. Service A's status follows r = (37 * i) mod 100 of the document's inde
 service B has A's status except on the documents with (13 * i + 7) mod 100 < B_DIFFER_PERCENT, where
 it has the next one in the cycle no_problem -> warning -> error -> fatal -> invalid -> no_problem.
 
-Snapshots to diff are derived from a real one (runs.actions.snapshot_take) in SQL (`snapshot_derived`):
+Snapshots to diff are derived from a real one (corpora.pairs.snapshot_take) in SQL (`snapshot_derived`):
 the same documents with the status of the k-th document moved one step along that cycle where
 (7919 * k) mod 100 < the percentage changed, or only the first documents of it (a snapshot taken before
 an extend added the rest). History (`history_generate`): runs with frozen tallies and a small snapshot

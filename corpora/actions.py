@@ -16,22 +16,14 @@ from config.names import name_check
 from config.planner import BULK_SETTINGS
 from conversion.archive import Entry
 from corpora import scan
-from corpora.lifecycle import (
-    activation_tasks_create,
-    extend_tasks_create,
-    import_tasks_create,
-    runs_close_drained,
-    sandbox_tasks_create,
-    tasks_purge,
-)
+from corpora.lifecycle import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
 from corpora.models import Activation, Corpus, CorpusState
-from corpora.queries import corpus_get
-from corpora.results import results_discard
+from corpora.pairs import data_purge, run_open, runs_close_drained
+from corpora.queries import corpus_get, pair_get
 from corpora.statuses import SEVERITIES
 from jobs.actions import job_enqueue
 from jobs.models import Job
 from jobs.runner import JobFailed
-from runs.actions import run_close, run_open, runs_delete_for
 from services.actions import protected_service
 from services.queries import service_get
 
@@ -79,7 +71,7 @@ def corpus_import_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[s
     try:
         result = _ingest_entries(corpus_id=corpus_id, progress=progress, log=log, extend=False)
     except Exception:
-        _corpus_purge(corpus_id)
+        data_purge(corpus_id=corpus_id, actor="")  # a half-created corpus: no result archive to remove
         raise
     return result
 
@@ -182,22 +174,10 @@ def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, An
         raise BadRequest(f"Pass confirm={name} to delete the corpus {name!r} with all its tasks and messages.")
     _sandboxes_refuse(corpus)
     try:
-        counts = _corpus_purge(corpus.pk)
+        return data_purge(corpus_id=corpus.pk, actor=actor)
     except IntegrityError as exc:  # a sandbox carved meanwhile still references it
         _sandboxes_refuse(corpus)
         raise Conflict(f"The corpus {name!r} changed while it was being deleted; try again.") from exc
-    return {**counts, **results_discard(corpus_id=corpus.pk, actor=actor).counts()}
-
-
-def _corpus_purge(corpus_id: int) -> dict[str, int]:
-    with transaction.atomic(), connection.cursor() as cursor:
-        counts = tasks_purge(corpus_id=corpus_id)
-        cursor.execute("DELETE FROM corpora_activation WHERE corpus_id = %s", [corpus_id])
-        runs_delete_for(corpus_id=corpus_id)
-        cursor.execute("DELETE FROM corpora_document WHERE corpus_id = %s", [corpus_id])
-        counts["documents"] = cursor.rowcount
-        cursor.execute("DELETE FROM corpora_corpus WHERE id = %s", [corpus_id])
-    return counts
 
 
 # --- activate and deactivate ----------------------------------------------------------------------
@@ -205,8 +185,7 @@ def _corpus_purge(corpus_id: int) -> dict[str, int]:
 
 def service_activate(*, corpus_name: str, service_name: str, actor: str, send: bool = True) -> Job:
     """Register a service on a corpus and start the job that creates its TODO tasks."""
-    corpus = corpus_get(corpus_name)
-    service = service_get(service_name)
+    corpus, service = pair_get(corpus_name, service_name)
     if service.is_protected:
         raise Conflict(f"{service_name!r} is an infrastructure service; it cannot be activated on a corpus.")
     if corpus.state == CorpusState.IMPORTING:
@@ -251,19 +230,12 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
 
 def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> dict[str, Any]:
     """Delete the tasks, messages and result archives of one (corpus, service) pair; nothing else is touched."""
-    corpus = corpus_get(corpus_name)
-    service = service_get(service_name)
-    activation = Activation.objects.filter(corpus=corpus, service=service).first()
-    if activation is None:
+    corpus, service = pair_get(corpus_name, service_name)
+    if not Activation.objects.filter(corpus=corpus, service=service).exists():
         raise NotFound(f"The service {service_name!r} is not active on the corpus {corpus_name!r}.")
     if confirm != service_name:
         raise BadRequest(f"Pass confirm={service_name} to deactivate {service_name!r} and delete its results here.")
-    with transaction.atomic():
-        run_close(corpus_id=corpus.pk, service_id=service.pk)  # frozen with its snapshot before the purge
-        counts = tasks_purge(corpus_id=corpus.pk, service_id=service.pk)
-        activation.delete()
-    discarded = results_discard(corpus_id=corpus.pk, service_id=service.pk, actor=actor)
-    return {"tasks": counts["tasks"], "messages": counts["messages"], **discarded.counts()}
+    return data_purge(corpus_id=corpus.pk, service_id=service.pk, actor=actor)
 
 
 # --- sandbox corpora ------------------------------------------------------------------------------
@@ -340,7 +312,7 @@ def corpus_sandbox_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[
     try:
         return _sandbox_carve(corpus_id=corpus_id, progress=progress, log=log)
     except Exception:
-        _corpus_purge(corpus_id)
+        data_purge(corpus_id=corpus_id, actor="")  # a half-created corpus: no result archive to remove
         raise
 
 

@@ -11,19 +11,17 @@ from rest_framework.response import Response
 
 from accounts.api_base import PublicReadApiView, TokenApiView
 from accounts.journal import Action
+from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from config.api.schema import problems
 from corpora import actions, export
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
-    RESULT_FILES_HEADERS,
-    ConfirmSerializer,
     CorpusDetailSerializer,
     CorpusSerializer,
     ExportRequestSerializer,
     ExportSerializer,
     ImportRequestSerializer,
     SandboxRequestSerializer,
-    result_files_headers,
 )
 from jobs.serializers import JobSerializer
 

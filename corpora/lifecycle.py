@@ -26,7 +26,6 @@ from conversion.logparse import Message
 from corpora.statuses import (
     BLOCKED,
     BLOCKED_SQL,
-    BUSY_BUCKETS,
     FATAL,
     IN_PROGRESS_SQL,
     INVALID,
@@ -34,7 +33,6 @@ from corpora.statuses import (
     NO_PROBLEM,
     TODO,
 )
-from runs.actions import run_close
 
 logger = logging.getLogger(__name__)
 
@@ -156,10 +154,17 @@ def still_leased(task_ids: list[int], *, mark: int) -> set[int]:
         return {row[0] for row in cursor.fetchall()}
 
 
-def leases_reap(*, max_attempts: int) -> tuple[int, int]:
+@dataclass(frozen=True)
+class Reaped:
+    returned: int  # to TODO
+    fatal: int
+    pairs: set[tuple[int, int]]  # (corpus, service) of the tasks made fatal: their runs may have drained
+
+
+def leases_reap(*, max_attempts: int) -> Reaped:
     """Return expired leases to TODO; a task that used all its attempts becomes fatal with the message
-    cortex:never_completed_with_retries; a pair that this leaves with nothing to do has its run closed in
-    the same transaction, as ingestion does. Returns (returned to TODO, made fatal)."""
+    cortex:never_completed_with_retries. The caller closes the drained runs of the pairs it returns in
+    its transaction (corpora.pairs.runs_close_drained), as ingestion does."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"""
@@ -183,16 +188,15 @@ def leases_reap(*, max_attempts: int) -> tuple[int, int]:
                 " FROM corpora_task t WHERE t.id = ANY(%s)",
                 [severity, category, what, ids],
             )
-            runs_close_drained({(corpus_id, service_id) for _, corpus_id, service_id in fatal})
     if rows:
         logger.info("reaped %d expired leases (%d now fatal)", len(rows), len(fatal))
-    return len(rows) - len(fatal), len(fatal)
+    return Reaped(len(rows) - len(fatal), len(fatal), {(corpus_id, service_id) for _, corpus_id, service_id in fatal})
 
 
 def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[tuple[int, int]]:
     """Make leased tasks whose entry must not be packed invalid at once, not retried, each with a
     Fatal:invalid:<what> message; `refused` holds (task id, what, details). Returns the (corpus, service)
-    pairs touched; their drained runs are closed in the same transaction, as ingestion does."""
+    pairs touched; the caller closes their drained runs in its transaction, as ingestion does."""
     if not refused:
         return set()
     ids = [task_id for task_id, _, _ in refused]
@@ -214,7 +218,6 @@ def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[
             [ids, [r[1] for r in refused], [r[2] for r in refused], [row[0] for row in rows]],
         )
         pairs = {(corpus_id, service_id) for _, corpus_id, service_id in rows}
-        runs_close_drained(pairs)
     logger.info("made %d task(s) invalid: their entries cannot be packed", len(rows))
     return pairs
 
@@ -279,22 +282,6 @@ def messages_copy(cursor: CursorWrapper, rows: Iterable[tuple[Any, ...]]) -> Non
     with cursor.cursor.copy(f"COPY reports_logmessage ({MESSAGE_COLUMNS}) FROM STDIN") as copy:
         for row in rows:
             copy.write_row(row)
-
-
-def runs_close_drained(pairs: set[tuple[int, int]]) -> int:
-    """Close the open run of every pair that has no task left TODO, leased or blocked (a paused run stays
-    open); each close freezes the run's tallies and snapshots its tasks (runs.actions.run_close)."""
-    if not pairs:
-        return 0
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount"
-            " JOIN unnest(%s::bigint[], %s::bigint[]) AS p(c, s) ON corpus_id = p.c AND service_id = p.s"
-            f" WHERE bucket IN ({', '.join(map(str, BUSY_BUCKETS))}) AND count > 0",
-            [[c for c, _ in pairs], [s for _, s in pairs]],
-        )
-        busy = set(cursor.fetchall())
-    return sum(run_close(corpus_id=c, service_id=s) for c, s in pairs - busy)
 
 
 # --- pause, resume, rerun ------------------------------------------------------------------------

@@ -1,4 +1,11 @@
-"""Corpora (incl. sandboxes), their documents, activations of services, and tasks.
+"""Corpora (incl. sandboxes), their documents, activations of services, tasks, and each pair's runs and
+snapshots.
+
+A run is one conversion campaign of a service over a corpus; at most one is open per pair. A snapshot
+freezes the status of every task of a pair at one moment, as two parallel arrays ordered by document
+(docs/decisions.md, "Runs and snapshots"). The pair owns both: activating, extending, rerunning,
+draining, deactivating and deleting open, close and remove them (corpora.pairs). Their tables keep the
+names they were created with (runs_run, runs_snapshot).
 
 Tasks and their log messages reach millions of rows, so bulk work on them is raw set-based SQL and
 their foreign keys do not cascade through Django (a Python cascade would load every row).
@@ -6,7 +13,9 @@ their foreign keys do not cascade through Django (a Python cascade would load ev
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
+from django.db.models import Q
 
 from corpora.statuses import TODO
 
@@ -119,3 +128,52 @@ class TaskCount(models.Model):
 
     def __str__(self) -> str:
         return f"{self.corpus_id}/{self.service_id}/{self.bucket}: {self.count}"
+
+
+class Snapshot(models.Model):
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, related_name="+")
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, related_name="+")
+    taken_at = models.DateTimeField()
+    tasks = models.IntegerField(help_text="rows appended: one per task of the pair")
+    # document_ids ascending; statuses[i] is the count bucket (corpora.statuses) of document_ids[i]'s task.
+    document_ids = ArrayField(models.BigIntegerField())
+    statuses = ArrayField(models.SmallIntegerField())
+
+    class Meta:
+        db_table = "runs_snapshot"
+        ordering = ["-taken_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["corpus", "service", "taken_at"], name="snapshot_unique_pair_time")
+        ]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.pk} of {self.service_id} on {self.corpus_id} at {self.taken_at}"
+
+
+class Run(models.Model):
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, related_name="runs")
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, related_name="runs")
+    owner = models.CharField(max_length=100)
+    description = models.TextField(blank=True)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Frozen when the run closes: the pair's per-status counts (corpora.queries.status_counts) and the
+    # snapshot taken at that moment.
+    tallies = models.JSONField(null=True, blank=True)
+    snapshot = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, null=True, blank=True, related_name="+")
+
+    class Meta:
+        db_table = "runs_run"
+        ordering = ["-started_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["corpus", "service"], name="run_one_open_per_pair", condition=Q(finished_at__isnull=True)
+            )
+        ]
+        indexes = [
+            models.Index(fields=["-started_at", "-id"], name="run_newest"),
+            models.Index(fields=["corpus", "service", "-started_at"], name="run_pair_newest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.service_id} on {self.corpus_id}"

@@ -11,6 +11,7 @@ from config.errors import NotFound
 from corpora.models import Activation, Corpus, TaskCount
 from corpora.statuses import STATUS_KEYS
 from services.models import PROTECTED_SERVICES, Service
+from services.queries import service_get
 
 
 def corpus_list() -> QuerySet[Corpus]:
@@ -33,6 +34,11 @@ def corpus_get(name: str) -> Corpus:
         return Corpus.objects.select_related("parent").get(name=name)
     except Corpus.DoesNotExist as exc:
         raise NotFound(f"No corpus named {name!r}.") from exc
+
+
+def pair_get(corpus_name: str, service_name: str) -> tuple[Corpus, Service]:
+    """The corpus and the service of a pair, by name; 404 for either that does not exist."""
+    return corpus_get(corpus_name), service_get(service_name)
 
 
 def status_counts(rows: list[tuple[int, int]]) -> dict[str, Any]:

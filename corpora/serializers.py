@@ -2,19 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from drf_spectacular.utils import OpenApiParameter
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField, StrictIntegerField
-from config.names import NAME_MAX, NAME_RULE, name_is_valid
-
-
-def validate_plain_name(value: str) -> str:
-    if not name_is_valid(value):
-        raise serializers.ValidationError(f"Not a valid name: {NAME_RULE}.")
-    return value
+from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
+from config.names import NAME_MAX
 
 
 class ImportRequestSerializer(serializers.Serializer):
@@ -76,36 +67,6 @@ class CorpusDetailSerializer(CorpusSerializer):
 
     services = CorpusServiceSerializer(many=True)
     condition = SandboxConditionSerializer(allow_null=True, help_text="what a sandbox was carved with; null otherwise")
-
-
-class ConfirmSerializer(serializers.Serializer):
-    confirm = StrictCharField(required=False, help_text="must equal the name of what is deleted")
-
-
-# A deletion answers 204 with no body (the specification), so what it did to the result archives
-# on disk travels in headers: how many files it removes, and the job removing them when many.
-RESULT_FILES_HEADERS = [
-    OpenApiParameter("X-Result-Files", int, OpenApiParameter.HEADER, response=[204],
-                     description="how many result archives on disk the deletion removes"),
-    OpenApiParameter("X-Result-Files-Job", str, OpenApiParameter.HEADER, response=[204],
-                     description="the job removing them, when there are too many to remove at once"),
-]  # fmt: skip
-
-
-def result_files_headers(counts: dict[str, Any]) -> dict[str, str]:
-    """The RESULT_FILES_HEADERS of a deletion's counts."""
-    headers = {"X-Result-Files": str(counts["result_files"])}
-    if counts.get("result_files_job"):
-        headers["X-Result-Files-Job"] = counts["result_files_job"]
-    return headers
-
-
-def result_files_sentence(counts: dict[str, Any]) -> str:
-    """What the screens say of a deletion's result archives."""
-    files = counts["result_files"]
-    if counts.get("result_files_job"):
-        return f"{files} result archives are being removed by a background job."
-    return f"{files} result archive{'s' if files != 1 else ''} removed from disk."
 
 
 # --- dataset export -------------------------------------------------------------------------------

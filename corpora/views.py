@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from accounts.actions import journaled
 from accounts.journal import Action
+from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
 from corpora import actions, export
@@ -22,13 +23,11 @@ from corpora.export import MANIFEST
 from corpora.links import report_url
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
-    ConfirmSerializer,
     CorpusDetailSerializer,
     CorpusSerializer,
     ExportSerializer,
     ImportRequestSerializer,
     SandboxRequestSerializer,
-    result_files_sentence,
 )
 from services.queries import service_list
 from services.serializers import ServiceSerializer

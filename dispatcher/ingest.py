@@ -22,7 +22,8 @@ from django.db import connection, transaction
 
 from conversion.logparse import Message, parse_log
 from conversion.zips import zip_member
-from corpora.lifecycle import results_lock, results_write, runs_close_drained
+from corpora.lifecycle import results_lock, results_write
+from corpora.pairs import runs_close_drained
 from corpora.results import result_path
 from corpora.statuses import FATAL, INVALID
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import zmq
 from django.conf import settings
-from django.db import connection, connections
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from config.live import config_sync
@@ -42,6 +42,7 @@ from corpora.lifecycle import (
     leases_reap,
     still_leased,
 )
+from corpora.pairs import runs_close_drained
 from dispatcher.sink import SinkReport, sink_main
 from services.models import DispatcherState, Service
 from services.queries import effective_lease_seconds
@@ -389,7 +390,10 @@ class Dispatcher:
                     logger.warning("cannot pack task %s (%s): %s", task.id, task.path, outcome)
                     self._send(identity, NO_WORK)
             if refused:
-                grains_clear(leases_invalidate(refused, mark=self.mark))
+                with transaction.atomic():
+                    pairs = leases_invalidate(refused, mark=self.mark)
+                    runs_close_drained(pairs)
+                grains_clear(pairs)
                 for identity, service_name in again:
                     self._hand_out(identity, service_name)
 
@@ -446,11 +450,13 @@ class Dispatcher:
 
     def _reap(self) -> None:
         self._leases_take(wait=True)  # so that the recount below sees every leased task queued
-        returned, fatal = leases_reap(max_attempts=self.config.max_attempts)
-        self.counters.reaped += returned + fatal
-        self.counters.failed_for_retries += fatal
+        with transaction.atomic():
+            reaped = leases_reap(max_attempts=self.config.max_attempts)
+            runs_close_drained(reaped.pairs)
+        self.counters.reaped += reaped.returned + reaped.fatal
+        self.counters.failed_for_retries += reaped.fatal
         # Reaped tasks are no longer in flight anywhere; recount from the database to stay honest.
-        if returned or fatal:
+        if reaped.returned or reaped.fatal:
             queued = sum(len(q) for q in self.queues.values())
             self.in_flight = max(leased_count(mark=self.mark) - queued, 0)
 

@@ -11,15 +11,14 @@ from django.db import OperationalError, connection, transaction
 
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
-from corpora.lifecycle import grains_clear, runs_close_drained, tasks_pause, tasks_rerun, tasks_resume
-from corpora.queries import corpus_get
+from corpora.lifecycle import grains_clear, tasks_pause, tasks_rerun, tasks_resume
+from corpora.pairs import run_open, runs_close_drained
+from corpora.queries import pair_get
 from corpora.statuses import COMPLETED
 from jobs.actions import job_enqueue
 from jobs.models import ACTIVE_STATES, Job
 from reports.models import GrainSlice
-from reports.queries import SEVERITIES, pair_get, severity_check
-from runs.actions import run_open
-from services.queries import service_get
+from reports.queries import SEVERITIES, severity_check
 
 
 def conversions_pause(*, corpus_name: str | None = None, service_name: str | None = None) -> int:
@@ -46,7 +45,8 @@ def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, in
     """The ids of a named pair, or none for every pair (both names None)."""
     if corpus_name is None:
         return {"corpus_id": None, "service_id": None}
-    return {"corpus_id": corpus_get(corpus_name).pk, "service_id": service_get(service_name).pk}
+    corpus, service = pair_get(corpus_name, service_name)
+    return {"corpus_id": corpus.pk, "service_id": service.pk}
 
 
 # --- grains: build, ensure, clear ------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def slice_ensure(*, corpus_name: str, service_name: str, severity: str) -> bool:
 
 def pair_refresh(*, corpus_name: str, service_name: str) -> dict:
     """The scope refresh: clear this pair's grains at once (no job)."""
-    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    corpus, service = pair_get(corpus_name, service_name)
     return {"corpus": corpus.name, "service": service.name, "cleared_slices": grains_clear([(corpus.pk, service.pk)])}
 
 
@@ -176,7 +176,7 @@ def rerun(
 ) -> dict[str, Any]:
     """Mark a slice for reprocessing in one transaction: open a new run, delete the old messages and
     runtimes of the tasks in scope, set them TODO, and clear the pair's grains."""
-    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    corpus, service = pair_get(corpus_name, service_name)
     if severity is None and (category or what):
         raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
     if what and not category:

@@ -19,12 +19,11 @@ from django.db import connection, transaction
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from corpora.links import document_html_url, document_result_url
-from corpora.models import Corpus, Document, Task
-from corpora.queries import corpus_get, pair_counts
+from corpora.models import Corpus, Document, Run, Task
+from corpora.queries import pair_counts, pair_get
 from corpora.results import result_path
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, status_name
 from reports.models import LogMessage, ReportGrain, TaskRuntime
-from runs.models import Run
 from services.models import Service
 from services.queries import service_get
 
@@ -41,10 +40,6 @@ def severity_check(severity: str) -> tuple[tuple[int, ...], str]:
             f"Unknown severity {severity!r}; use one of {', '.join(SEVERITIES)}.", errors={"severity": ["unknown"]}
         )
     return SEVERITIES[severity]
-
-
-def pair_get(corpus_name: str, service_name: str) -> tuple[Corpus, Service]:
-    return corpus_get(corpus_name), service_get(service_name)
 
 
 # --- overview --------------------------------------------------------------------------------------

@@ -1,14 +1,14 @@
-"""Writes on runs and snapshots: open and close runs, take snapshots, compute diffs, remove history.
+"""Writes of the runs app: append a snapshot on request, compute diffs of snapshots, remove history.
 
-History is append-only over the API: a run is opened and closed, a snapshot appended, a diff computed
-once; only the deletion of a corpus or service and the human `prune_history` remove any of it.
+Runs and snapshots are opened, closed and taken by their pair (corpora.pairs). History is append-only
+over the API: a snapshot appended, a diff computed once; only the deletion of a corpus or service
+(corpora.pairs.data_purge) and the human `prune_history` (history_prune, here) remove any of it.
 """
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -19,9 +19,9 @@ from accounts.journal import Action
 from config.errors import NotFound
 from config.planner import BULK_SETTINGS
 from corpora.models import Activation
-from corpora.queries import corpus_get, pair_counts
+from corpora.pairs import snapshot_take
+from corpora.queries import pair_get
 from corpora.statuses import ABSENT_BUCKET
-from runs.models import Run
 from runs.queries import (
     PruneScope,
     prune_runs_sql,
@@ -31,67 +31,13 @@ from runs.queries import (
     prune_tally,
     taskdiff_share,
 )
-from services.queries import service_get
 
 # Sorting and joining a million-row snapshot stays in memory; JIT compilation costs more than it saves.
 
 
-def run_open(*, corpus_id: int, service_id: int, owner: str, description: str = "") -> Run:
-    """Close the pair's open run (if any, frozen with its snapshot) and open a new one; at most one is
-    open per pair. Call it before changing the tasks, so that the closed run keeps what it saw."""
-    run_close(corpus_id=corpus_id, service_id=service_id)
-    return Run.objects.create(corpus_id=corpus_id, service_id=service_id, owner=owner, description=description)
-
-
-def run_close(*, corpus_id: int, service_id: int) -> int:
-    """Close the pair's open run: freeze its per-status tallies and its end, and snapshot every task's
-    status at that moment. Returns the number of runs closed (0 or 1)."""
-    with transaction.atomic():
-        run = (
-            Run.objects.select_for_update()
-            .filter(corpus_id=corpus_id, service_id=service_id, finished_at__isnull=True)
-            .only("pk")
-            .first()
-        )
-        if run is None:
-            return 0
-        snapshot = snapshot_take(corpus_id=corpus_id, service_id=service_id)
-        Run.objects.filter(pk=run.pk).update(
-            finished_at=snapshot.taken_at,
-            tallies=pair_counts(corpus_id, service_id),
-            snapshot_id=snapshot.snapshot_id,
-        )
-    return 1
-
-
-@dataclass(frozen=True)
-class SnapshotTaken:
-    snapshot_id: int
-    taken_at: datetime
-    rows: int
-
-
-def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
-    """Append the status of every task of the pair as one snapshot, in one statement."""
-    with transaction.atomic(), connection.cursor() as cursor:
-        for statement in BULK_SETTINGS:
-            cursor.execute(statement)
-        cursor.execute(
-            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
-            " SELECT %s, %s, clock_timestamp(), count(*),"
-            "  coalesce(array_agg(document_id ORDER BY document_id), '{}'),"
-            "  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{}')"
-            " FROM corpora_task WHERE corpus_id = %s AND service_id = %s"
-            " RETURNING id, taken_at, tasks",
-            [corpus_id, service_id, corpus_id, service_id],
-        )
-        snapshot_id, taken_at, rows = cursor.fetchone()
-    return SnapshotTaken(snapshot_id, taken_at, rows)
-
-
 def snapshot_append(*, corpus_name: str, service_name: str) -> dict[str, Any]:
     """POST .../snapshot: the current statuses of an activated pair as one new snapshot."""
-    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    corpus, service = pair_get(corpus_name, service_name)
     if not Activation.objects.filter(corpus=corpus, service=service).exists():
         raise NotFound(f"The service {service_name!r} is not active on the corpus {corpus_name!r}.")
     taken = snapshot_take(corpus_id=corpus.pk, service_id=service.pk)
@@ -202,18 +148,6 @@ def diff_rows_ensure(diff_id: int) -> None:
             [diff_id, previous_id, current_id],
         )
         cursor.execute("UPDATE runs_snapshotdiff SET rows_ready = true WHERE id = %s", [diff_id])
-
-
-def runs_delete_for(*, corpus_id: int | None = None, service_id: int | None = None) -> None:
-    """Remove the runs, snapshots and diffs of a corpus or a service that is itself being deleted (both
-    snapshots of a diff belong to the same pair)."""
-    column, value = ("corpus_id", corpus_id) if corpus_id is not None else ("service_id", service_id)
-    diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{column} = %s"
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [value])
-        cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [value])
-        cursor.execute(f"DELETE FROM runs_run WHERE {column} = %s", [value])
-        cursor.execute(f"DELETE FROM runs_snapshot WHERE {column} = %s", [value])
 
 
 def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = False) -> int | None:

@@ -16,10 +16,10 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from config.planner import BULK_SETTINGS
 from corpora.links import document_api_url
-from corpora.models import Activation, Corpus, TaskCount
-from corpora.queries import corpus_get, status_counts
+from corpora.models import Activation, Corpus, Run, Snapshot, TaskCount
+from corpora.queries import corpus_get, pair_get, status_counts
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
-from runs.models import Run, Snapshot, SnapshotDiff
+from runs.models import SnapshotDiff
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import service_get
 
@@ -101,7 +101,7 @@ class Pair:
 
 def pair_known(corpus_name: str, service_name: str) -> Pair:
     """A (corpus, service) pair with an activation or a history; 404 for anything else."""
-    corpus, service = corpus_get(corpus_name), service_get(service_name)
+    corpus, service = pair_get(corpus_name, service_name)
     known = (
         Activation.objects.filter(corpus=corpus, service=service).exists()
         or Run.objects.filter(corpus=corpus, service=service).exists()

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db import IntegrityError, connection, transaction
+from django.db import IntegrityError, transaction
 
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
-from corpora.lifecycle import tasks_purge
-from corpora.results import results_discard
-from runs.actions import runs_delete_for
+from corpora.pairs import data_purge
 from services.models import Service
 from services.queries import service_get
 
@@ -49,14 +47,7 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
         raise Forbidden(f"{name!r} is a protected infrastructure service and cannot be deleted.")
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
-    with transaction.atomic(), connection.cursor() as cursor:
-        counts = tasks_purge(service_id=service.pk)
-        runs_delete_for(service_id=service.pk)
-        for table in ("corpora_activation", "services_worker"):
-            cursor.execute(f"DELETE FROM {table} WHERE service_id = %s", [service.pk])  # noqa: S608
-        cursor.execute("DELETE FROM services_service WHERE id = %s", [service.pk])
-    discarded = results_discard(service_id=service.pk, actor=actor)
-    return {"tasks": counts["tasks"], "messages": counts["messages"], **discarded.counts()}
+    return data_purge(service_id=service.pk, actor=actor)
 
 
 def service_lease_set(*, name: str, seconds: int | None, actor: str) -> Service:

@@ -9,8 +9,8 @@ from rest_framework.response import Response
 
 from accounts.api_base import TokenApiView
 from accounts.journal import Action
+from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from config.api.schema import problems
-from corpora.serializers import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (

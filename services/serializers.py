@@ -5,9 +5,8 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField, StrictIntegerField
+from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
 from config.names import NAME_MAX
-from corpora.serializers import validate_plain_name
 from services.models import Service
 from services.queries import effective_lease_seconds
 

@@ -15,9 +15,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from accounts.actions import journaled
 from accounts.journal import Action
+from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
 from config.screens import error_page, form_params, validated
-from corpora.serializers import ConfirmSerializer, result_files_sentence
 from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (

@@ -7,6 +7,8 @@ from typing import Any
 from django.http import QueryDict
 from rest_framework import serializers
 
+from config.names import NAME_RULE, name_is_valid
+
 
 class StrictCharField(serializers.CharField):
     """DRF's CharField turns 123 or 1.5 into "123" and "1.5"; the OpenAPI document says string, so a
@@ -27,3 +29,10 @@ class StrictIntegerField(serializers.IntegerField):
         if not from_text and (isinstance(data, bool) or not isinstance(data, int)):
             self.fail("invalid")
         return super().to_internal_value(data)
+
+
+def validate_plain_name(value: str) -> str:
+    """The validator of a field that names a corpus or a service (config.names)."""
+    if not name_is_valid(value):
+        raise serializers.ValidationError(f"Not a valid name: {NAME_RULE}.")
+    return value

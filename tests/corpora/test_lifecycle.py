@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from corpora.models import Activation, Corpus, Document, Task, TaskCount
+from corpora.models import Activation, Corpus, Document, Run, Task, TaskCount
 from jobs.runner import job_run
 from reports.models import LogMessage, RuntimeCount
-from runs.models import Run
 from services.models import Service
 from tests.corpora.helpers import activated, imported, make_corpus_dir
 from tests.support import write_tex

@@ -10,9 +10,8 @@ import zipfile
 import pytest
 from django.utils import timezone
 
-from corpora.models import Task
+from corpora.models import Run, Task
 from reports.models import LogMessage, TaskRuntime
-from runs.models import Run
 from services.models import DispatcherState, Service, Worker
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import (

@@ -12,10 +12,9 @@ from django.db.models import Case, When
 from django.utils import timezone
 
 from config.middleware import SCREEN_CSP
-from corpora.lifecycle import runs_close_drained
-from corpora.models import Corpus, Task
+from corpora.models import Corpus, Run, Task
+from corpora.pairs import runs_close_drained
 from corpora.statuses import COMPLETED_NAMES
-from runs.models import Run
 from services.models import PROTECTED_SERVICES, Service, Worker
 from tests.corpora.helpers import activated, imported
 

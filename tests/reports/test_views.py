@@ -16,11 +16,10 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import AuditEntry
-from corpora.models import Document, Task
+from corpora.models import Document, Run, Task
 from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
 from reports.models import GrainSlice, LogMessage
-from runs.models import Run
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpora.lifecycle import runs_close_drained
 from corpora.models import Task
+from corpora.pairs import runs_close_drained
 from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING
 from reports.actions import rerun
 from tests.corpora.helpers import activated, imported

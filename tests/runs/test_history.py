@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from corpora.lifecycle import runs_close_drained
-from corpora.models import Task
-from runs.models import Run, Snapshot
+from corpora.models import Run, Snapshot, Task
+from corpora.pairs import runs_close_drained
 from tests.corpora.helpers import activated, imported
 
 pytestmark = pytest.mark.django_db

@@ -17,9 +17,10 @@ from django.test import Client
 
 from accounts.actions import token_create
 from accounts.models import AuditEntry
-from corpora.models import Corpus, Task
-from runs.actions import diff_ensure, diff_rows_ensure, run_close, run_open
-from runs.models import Run, Snapshot, SnapshotDiff, TaskDiff
+from corpora.models import Corpus, Run, Snapshot, Task
+from corpora.pairs import run_close, run_open
+from runs.actions import diff_ensure, diff_rows_ensure
+from runs.models import SnapshotDiff, TaskDiff
 from runs.queries import prune_preview
 from runs.serializers import PruneSummarySerializer
 from services.models import Service

@@ -12,7 +12,7 @@ import pytest
 from django.test import Client
 
 from accounts.models import AuditEntry
-from runs.models import Run, Snapshot
+from corpora.models import Run, Snapshot
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import NEXT, two_runs
 

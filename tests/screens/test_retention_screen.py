@@ -7,7 +7,7 @@ import pytest
 
 from accounts.actions import token_create
 from accounts.models import AuditEntry
-from runs.models import Run, Snapshot
+from corpora.models import Run, Snapshot
 from tests.runs.test_prune import _history
 from tests.screens.conftest import sign_in_on_the_way
 from tests.screens.test_csp_screens import _violations

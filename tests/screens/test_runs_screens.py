@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runs.models import Run, Snapshot
+from corpora.models import Run, Snapshot
 from tests.runs.helpers import NEXT, two_runs
 from tests.screens.test_csp_screens import _sign_in, _violations
 

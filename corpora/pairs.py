@@ -1,0 +1,142 @@
+"""A pair (a service activated on a corpus) and its runs: open and close runs, take snapshots, close
+the runs that have drained, and the one deletion cascade of a corpus, a service or a pair.
+
+The task lifecycle (corpora.lifecycle) changes tasks and says which pairs it touched; whoever drives it
+(activation, rerun, the dispatcher's ingestion, reaping and invalidation) closes their drained runs here,
+in the same transaction. History is append-only over the API: only the deletion of a corpus or service
+and the human `prune_history` (runs.actions.history_prune) remove runs and snapshots.
+"""
+
+# ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+
+from config.planner import BULK_SETTINGS
+from corpora.lifecycle import tasks_purge
+from corpora.models import Run
+from corpora.queries import pair_counts
+from corpora.results import results_discard
+from corpora.statuses import BUSY_BUCKETS
+
+# --- runs and snapshots --------------------------------------------------------------------------
+
+
+def run_open(*, corpus_id: int, service_id: int, owner: str, description: str = "") -> Run:
+    """Close the pair's open run (if any, frozen with its snapshot) and open a new one; at most one is
+    open per pair. Call it before changing the tasks, so that the closed run keeps what it saw."""
+    run_close(corpus_id=corpus_id, service_id=service_id)
+    return Run.objects.create(corpus_id=corpus_id, service_id=service_id, owner=owner, description=description)
+
+
+def run_close(*, corpus_id: int, service_id: int) -> int:
+    """Close the pair's open run: freeze its per-status tallies and its end, and snapshot every task's
+    status at that moment. Returns the number of runs closed (0 or 1)."""
+    with transaction.atomic():
+        run = (
+            Run.objects.select_for_update()
+            .filter(corpus_id=corpus_id, service_id=service_id, finished_at__isnull=True)
+            .only("pk")
+            .first()
+        )
+        if run is None:
+            return 0
+        snapshot = snapshot_take(corpus_id=corpus_id, service_id=service_id)
+        Run.objects.filter(pk=run.pk).update(
+            finished_at=snapshot.taken_at,
+            tallies=pair_counts(corpus_id, service_id),
+            snapshot_id=snapshot.snapshot_id,
+        )
+    return 1
+
+
+def runs_close_drained(pairs: set[tuple[int, int]]) -> int:
+    """Close the open run of every pair that has no task left TODO, leased or blocked (a paused run stays
+    open); each close freezes the run's tallies and snapshots its tasks (run_close)."""
+    if not pairs:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount"
+            " JOIN unnest(%s::bigint[], %s::bigint[]) AS p(c, s) ON corpus_id = p.c AND service_id = p.s"
+            f" WHERE bucket IN ({', '.join(map(str, BUSY_BUCKETS))}) AND count > 0",
+            [[c for c, _ in pairs], [s for _, s in pairs]],
+        )
+        busy = set(cursor.fetchall())
+    return sum(run_close(corpus_id=c, service_id=s) for c, s in pairs - busy)
+
+
+@dataclass(frozen=True)
+class SnapshotTaken:
+    snapshot_id: int
+    taken_at: datetime
+    rows: int
+
+
+def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
+    """Append the status of every task of the pair as one snapshot, in one statement."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in BULK_SETTINGS:
+            cursor.execute(statement)
+        cursor.execute(
+            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
+            " SELECT %s, %s, clock_timestamp(), count(*),"
+            "  coalesce(array_agg(document_id ORDER BY document_id), '{}'),"
+            "  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{}')"
+            " FROM corpora_task WHERE corpus_id = %s AND service_id = %s"
+            " RETURNING id, taken_at, tasks",
+            [corpus_id, service_id, corpus_id, service_id],
+        )
+        snapshot_id, taken_at, rows = cursor.fetchone()
+    return SnapshotTaken(snapshot_id, taken_at, rows)
+
+
+# --- the deletion cascade ------------------------------------------------------------------------
+
+
+def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, actor: str) -> dict[str, Any]:
+    """Delete what a corpus, a service (in every corpus) or one pair holds, set-based in one transaction,
+    then its result archives once that commits (corpora.results.results_discard):
+    - a pair: its run is closed first (the run and its snapshot stay as history), then its tasks with
+      their messages, runtimes, counts and report grains, and its activation;
+    - a corpus: the same for every service on it, its runs, snapshots and their diffs, its documents and
+      the corpus itself;
+    - a service: the same in every corpus, its workers and the service itself.
+    Returns {"tasks", "messages", "result_files"[, "result_files_job"][, "documents"]}. A caller checks
+    what may be deleted first; a foreign key that still points here (a sandbox carved meanwhile from a
+    corpus) raises IntegrityError and nothing is deleted."""
+    named = (("corpus_id", corpus_id), ("service_id", service_id))
+    scope = [(column, value) for column, value in named if value is not None]
+    if not scope:
+        raise ValueError("name a corpus, a service or both")
+    where = " AND ".join(f"{column} = %s" for column, _ in scope)
+    params = [value for _, value in scope]
+    with transaction.atomic(), connection.cursor() as cursor:
+        if len(scope) == 2:
+            run_close(corpus_id=corpus_id, service_id=service_id)  # frozen with its snapshot before the purge
+        counts = tasks_purge(corpus_id=corpus_id, service_id=service_id)
+        cursor.execute(f"DELETE FROM corpora_activation WHERE {where}", params)
+        if len(scope) == 1:
+            _history_delete(cursor, *scope[0])
+        if corpus_id is not None and service_id is None:
+            cursor.execute("DELETE FROM corpora_document WHERE corpus_id = %s", [corpus_id])
+            counts["documents"] = cursor.rowcount
+            cursor.execute("DELETE FROM corpora_corpus WHERE id = %s", [corpus_id])
+        elif service_id is not None and corpus_id is None:
+            cursor.execute("DELETE FROM services_worker WHERE service_id = %s", [service_id])
+            cursor.execute("DELETE FROM services_service WHERE id = %s", [service_id])
+    return {**counts, **results_discard(corpus_id=corpus_id, service_id=service_id, actor=actor).counts()}
+
+
+def _history_delete(cursor: Any, column: str, value: int) -> None:
+    """The runs, snapshots and snapshot diffs (runs.models, derived from the snapshots) of a corpus or a
+    service that is itself being deleted (both snapshots of a diff belong to the same pair)."""
+    diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{column} = %s"
+    cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [value])
+    cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [value])
+    cursor.execute(f"DELETE FROM runs_run WHERE {column} = %s", [value])
+    cursor.execute(f"DELETE FROM runs_snapshot WHERE {column} = %s", [value])
