@@ -22,7 +22,7 @@ from corpora.models import Activation
 from corpora.queries import corpus_get, pair_counts
 from corpora.statuses import ABSENT_BUCKET
 from runs.models import Run
-from runs.queries import (
+from runs.queries.prune import (
     PruneScope,
     prune_runs_sql,
     prune_scope,
@@ -217,7 +217,7 @@ def runs_delete_for(*, corpus_id: int | None = None, service_id: int | None = No
 
 
 def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = False) -> int | None:
-    """The diff of a scope's two snapshots (runs.queries.diff_scope), made if needed, with its changed
+    """The diff of a scope's two snapshots (runs.queries.diffs.diff_scope), made if needed, with its changed
     documents' rows too when `rows` (task lists); None without two snapshots."""
     if previous_id is None or current_id is None:
         return None
@@ -230,7 +230,7 @@ def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = 
 def history_prune(
     *, before: datetime, corpus: str | None = None, service: str | None = None, actor: str
 ) -> dict[str, Any]:
-    """Remove the history runs.queries.prune_preview shows for the same arguments, in one transaction:
+    """Remove the history runs.queries.prune.prune_preview shows for the same arguments, in one transaction:
     the diff rows and diffs of the removed snapshots, the finished runs, then the snapshots (a kept run
     that pointed at one loses its link). Returns what was removed, in the preview's shape; journaled."""
     params = {"before": before.isoformat(), "corpus": corpus, "service": service}

@@ -17,17 +17,9 @@ from accounts.journal import Action
 from config.api.paging import page_check
 from config.api.schema import problems
 from runs.actions import diff_ready, snapshot_append
-from runs.queries import (
-    compare_matrix,
-    compare_scope,
-    compare_tasks,
-    diff_scope,
-    pair_runs,
-    run_current,
-    run_diff,
-    run_history,
-    task_diffs,
-)
+from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
+from runs.queries.diffs import diff_scope, run_diff, task_diffs
+from runs.queries.history import pair_runs, run_current, run_history
 from runs.serializers import (
     CompareParamsSerializer,
     CompareSerializer,

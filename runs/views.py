@@ -31,20 +31,10 @@ from config.screens import duration_text, error_page, form_params, given, pager,
 from corpora.links import document_url, report_url
 from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
 from runs.actions import diff_ready, history_prune, snapshot_append
-from runs.queries import (
-    DiffScope,
-    compare_matrix,
-    compare_scope,
-    compare_tasks,
-    diff_scope,
-    pair_runs,
-    prune_preview,
-    run_current,
-    run_diff,
-    run_history,
-    task_diff_count,
-    task_diffs,
-)
+from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
+from runs.queries.diffs import DiffScope, diff_scope, run_diff, task_diff_count, task_diffs
+from runs.queries.history import pair_runs, run_current, run_history
+from runs.queries.prune import prune_preview
 from runs.serializers import (
     CUTOFF_HELP,
     CompareParamsSerializer,

@@ -52,7 +52,7 @@ from reports.serializers import (
     ScopeRefreshSerializer,
     ServiceOverviewSerializer,
 )
-from runs.queries import comparable_services
+from runs.queries.compare import comparable_services
 from services.models import PROTECTED_SERVICES
 
 # Served converted output can hold anything a worker wrote: no scripts, no plugins, no requests

@@ -20,7 +20,7 @@ from accounts.models import AuditEntry
 from corpora.models import Corpus, Task
 from runs.actions import diff_ensure, diff_rows_ensure, run_close, run_open
 from runs.models import Run, Snapshot, SnapshotDiff, TaskDiff
-from runs.queries import prune_preview
+from runs.queries.prune import prune_preview
 from runs.serializers import PruneSummarySerializer
 from services.models import Service
 from tests.corpora.helpers import activated, imported
