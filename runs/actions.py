@@ -16,12 +16,14 @@ from django.db import connection, transaction
 
 from accounts.actions import journaled
 from accounts.journal import Action
+from config.api.paging import Page
 from config.errors import NotFound
 from config.planner import BULK_SETTINGS
 from corpora.models import Activation
 from corpora.queries import corpus_get, pair_counts
 from corpora.statuses import ABSENT_BUCKET
 from runs.models import Run
+from runs.queries.diffs import DiffScope, run_diff, task_diffs
 from runs.queries.prune import (
     PruneScope,
     prune_runs_sql,
@@ -225,6 +227,20 @@ def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = 
     if rows:
         diff_rows_ensure(diff_id)
     return diff_id
+
+
+def diff_read(scope: DiffScope) -> tuple[int | None, dict[str, Any]]:
+    """GET .../diff and the screens that show a diff: the diff of the scope's two snapshots, made if
+    needed, and its record (runs.queries.diffs.run_diff). The id is what task_diff_count reads."""
+    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+    return diff_id, run_diff(scope, diff_id)
+
+
+def task_diffs_read(scope: DiffScope, page: Page, **filters: str | None) -> list[dict[str, Any]]:
+    """GET .../tasks and the screens that list changed documents: a page of them
+    (runs.queries.diffs.task_diffs), the diff and its changed documents' rows made first if needed."""
+    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=True)
+    return task_diffs(scope, diff_id, page, **filters)
 
 
 def history_prune(

@@ -29,17 +29,15 @@ from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
 from corpora.links import document_url, is_report_url, report_url
 from corpora.serializers import ExportRequestSerializer
 from corpora.statuses import OVERVIEW_ORDER
-from reports.actions import pair_refresh, rerun, run_control, slice_ensure
+from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
     SEVERITIES,
-    category_report,
     document_report,
     entry_list,
     report_path_split,
     runtime_report,
     service_overview,
-    what_report,
 )
 from reports.serializers import (
     DocumentReportSerializer,
@@ -173,9 +171,7 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
 def category_view(request: HttpRequest, corpus: str, service: str, severity: str) -> HttpResponse:
     """Screen twin of GET /api/reports/<corpus>/<service>/<severity>: one row per category."""
     try:
-        page = page_params(request)
-        computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
-        report = GrainReportSerializer(category_report(corpus, service, severity, page, computing=computing)).data
+        report = GrainReportSerializer(category_report_read(corpus, service, severity, page_params(request))).data
     except ServiceError as exc:
         return error_page(request, exc)
     return _grain_page(request, report, f"every {severity} task")
@@ -189,9 +185,7 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
         category, what = report_path_split(corpus, service, severity, rest)
         page = page_params(request)
         if what is None:
-            computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
-            report = what_report(corpus, service, severity, category, page, computing=computing)
-            report = GrainReportSerializer(report).data
+            report = GrainReportSerializer(what_report_read(corpus, service, severity, category, page)).data
             return _grain_page(request, report, "these tasks")
         entries = EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data
     except ServiceError as exc:
