@@ -17,8 +17,8 @@ from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
-from corpora import actions, export
-from corpora.export import MANIFEST
+from corpora import actions
+from corpora.export.queries import MANIFEST, export_file, export_summaries
 from corpora.links import report_url
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
@@ -193,7 +193,7 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
 @require_GET
 def export_list_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/exports: finished exports, their manifests and download links."""
-    exports = ExportSerializer(export.export_summaries(), many=True).data
+    exports = ExportSerializer(export_summaries(), many=True).data
     rows = [
         {
             "export": item,
@@ -213,7 +213,7 @@ def export_list_view(request: HttpRequest) -> HttpResponse:
 def export_file_view(request: HttpRequest, out: str, name: str) -> HttpResponse:
     """Screen twin of GET /api/exports/<out>/<name>: an archive or the manifest, to a signed-in operator."""
     try:
-        path = export.export_file(out, name)
+        path = export_file(out, name)
     except ServiceError as exc:
         return error_page(request, exc)
     return FileResponse(path.open("rb"), as_attachment=True, filename=name)

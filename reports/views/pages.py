@@ -25,7 +25,8 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
-from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
+from corpora.export.actions import dataset_export
+from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
 from corpora.links import document_url, is_report_url, report_url
 from corpora.serializers import ExportRequestSerializer
 from corpora.statuses import OVERVIEW_ORDER
