@@ -18,6 +18,7 @@ from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
 from corpora import actions
+from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
 from corpora.links import report_url
 from corpora.queries import corpus_detail, corpus_records
@@ -25,6 +26,7 @@ from corpora.serializers import (
     ConfirmSerializer,
     CorpusDetailSerializer,
     CorpusSerializer,
+    ExportRequestSerializer,
     ExportSerializer,
     ImportRequestSerializer,
     SandboxRequestSerializer,
@@ -187,6 +189,26 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
 
 
 # --- dataset export -------------------------------------------------------------------------------
+
+
+@login_required
+@require_POST
+def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<c>/services/<s>/export-dataset: the form on the report overview;
+    a refused request gets the error screen with its status and words."""
+    params = form_params(request.POST)
+    data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
+            "out": params.get("out") or None}  # fmt: skip
+    try:
+        with journaled(
+            actor=request.user.username, action=Action.CORPUS_EXPORT, target=f"{corpus}/{service}",
+            params={**params, "severities": data["severities"]},
+        ):  # fmt: skip
+            job = dataset_export(corpus=corpus, service=service, actor=request.user.username,
+                                 **validated(ExportRequestSerializer(data=data)))  # fmt: skip
+    except ServiceError as exc:
+        return error_page(request, exc)
+    return redirect("job", uuid=job.uuid)
 
 
 @login_required

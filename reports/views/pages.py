@@ -25,10 +25,8 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
-from corpora.export.actions import dataset_export
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
 from corpora.links import document_url, is_report_url, report_url
-from corpora.serializers import ExportRequestSerializer
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.queries import (
@@ -387,28 +385,6 @@ def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
         lambda: ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data,
         "Cleared {cleared_slices} report slices; each page rebuilds its slice when next read.",
     )  # fmt: skip
-
-
-# --- dataset export ----------------------------------------------------------------------------------
-
-
-@login_required
-@require_POST
-def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
-    """Screen twin of POST /api/corpora/<c>/services/<s>/export-dataset: the form on the overview."""
-    params = form_params(request.POST)
-    data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
-            "out": params.get("out") or None}  # fmt: skip
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.CORPUS_EXPORT, target=f"{corpus}/{service}",
-            params={**params, "severities": data["severities"]},
-        ):  # fmt: skip
-            job = dataset_export(corpus=corpus, service=service, actor=request.user.username,
-                                 **validated(ExportRequestSerializer(data=data)))  # fmt: skip
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
-    return redirect("job", uuid=job.uuid)
 
 
 # --- sandbox corpora ---------------------------------------------------------------------------------
