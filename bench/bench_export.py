@@ -166,7 +166,7 @@ def main() -> None:
     harness.setup()
     from django.conf import settings
 
-    from corpora.export import dataset_export
+    from corpora.export.actions import dataset_export
     from jobs.models import Job
 
     name = f"bench-export-{args.documents}"

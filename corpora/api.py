@@ -13,7 +13,9 @@ from accounts.api_base import PublicReadApiView, TokenApiView
 from accounts.journal import Action
 from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from config.api.schema import problems
-from corpora import actions, export
+from corpora import actions
+from corpora.export.actions import dataset_export
+from corpora.export.queries import export_file, export_summaries
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
     CorpusDetailSerializer,
@@ -145,7 +147,7 @@ class DatasetExportApi(TokenApiView):
     def post(self, request: Request, corpus: str, service: str) -> Response:
         body = ExportRequestSerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        job = export.dataset_export(corpus=corpus, service=service, actor=self.actor_name(), **body.validated_data)
+        job = dataset_export(corpus=corpus, service=service, actor=self.actor_name(), **body.validated_data)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -157,7 +159,7 @@ class ExportListApi(TokenApiView):
         tags=["corpora"],
     )
     def get(self, request: Request) -> Response:
-        return Response(ExportSerializer(export.export_summaries(), many=True).data)
+        return Response(ExportSerializer(export_summaries(), many=True).data)
 
 
 class ExportFileApi(TokenApiView):
@@ -168,7 +170,7 @@ class ExportFileApi(TokenApiView):
         tags=["corpora"],
     )
     def get(self, request: Request, out: str, name: str) -> FileResponse:
-        path = export.export_file(out, name)
+        path = export_file(out, name)
         return FileResponse(path.open("rb"), as_attachment=True, filename=name)
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from corpora import actions, export, results
+from corpora import actions, results
+from corpora.export.job import dataset_export_run
 from jobs.registry import job_kind
 from jobs.runner import JobContext
 
@@ -42,7 +43,7 @@ def dataset_export_job(
     severities: list[str], out: str, **_: Any,
 ) -> dict[str, Any]:  # fmt: skip
     """Write ZIP archives of a pair's converted results and their manifest under EXPORT_ROOT."""
-    return export.dataset_export_run(
+    return dataset_export_run(
         corpus=corpus, service=service, corpus_id=corpus_id, service_id=service_id, group_by=group_by,
         severities=severities, out=out, progress=ctx.progress, log=ctx.log,
     )  # fmt: skip

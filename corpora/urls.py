@@ -38,6 +38,7 @@ urlpatterns = [
 
 # --- dataset export ---
 urlpatterns += [
+    path("corpora/<str:corpus>/services/<str:service>/export", views.export_create_view, name="corpus-export"),
     path("exports", views.export_list_view, name="exports"),
     path("exports/<str:out>/<str:name>", views.export_file_view, name="export-file"),
 ]

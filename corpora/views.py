@@ -18,13 +18,15 @@ from accounts.journal import Action
 from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
-from corpora import actions, export
-from corpora.export import MANIFEST
+from corpora import actions
+from corpora.export.actions import dataset_export
+from corpora.export.queries import MANIFEST, export_file, export_summaries
 from corpora.links import report_url
 from corpora.queries import corpus_detail, corpus_records
 from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,
+    ExportRequestSerializer,
     ExportSerializer,
     ImportRequestSerializer,
     SandboxRequestSerializer,
@@ -189,10 +191,30 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
 
 
 @login_required
+@require_POST
+def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of POST /api/corpora/<c>/services/<s>/export-dataset: the form on the report overview;
+    a refused request gets the error screen with its status and words."""
+    params = form_params(request.POST)
+    data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
+            "out": params.get("out") or None}  # fmt: skip
+    try:
+        with journaled(
+            actor=request.user.username, action=Action.CORPUS_EXPORT, target=f"{corpus}/{service}",
+            params={**params, "severities": data["severities"]},
+        ):  # fmt: skip
+            job = dataset_export(corpus=corpus, service=service, actor=request.user.username,
+                                 **validated(ExportRequestSerializer(data=data)))  # fmt: skip
+    except ServiceError as exc:
+        return error_page(request, exc)
+    return redirect("job", uuid=job.uuid)
+
+
+@login_required
 @require_GET
 def export_list_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/exports: finished exports, their manifests and download links."""
-    exports = ExportSerializer(export.export_summaries(), many=True).data
+    exports = ExportSerializer(export_summaries(), many=True).data
     rows = [
         {
             "export": item,
@@ -212,7 +234,7 @@ def export_list_view(request: HttpRequest) -> HttpResponse:
 def export_file_view(request: HttpRequest, out: str, name: str) -> HttpResponse:
     """Screen twin of GET /api/exports/<out>/<name>: an archive or the manifest, to a signed-in operator."""
     try:
-        path = export.export_file(out, name)
+        path = export_file(out, name)
     except ServiceError as exc:
         return error_page(request, exc)
     return FileResponse(path.open("rb"), as_attachment=True, filename=name)

@@ -16,7 +16,7 @@ from config.redis_client import redis_client
 from corpora.models import Corpus, TaskCount
 from corpora.queries import corpus_get
 from corpora.statuses import COMPLETED, COMPLETED_NAMES, QUEUED_BUCKET, TODO
-from runs.queries import run_history
+from runs.queries.history import run_history
 from services.models import PROTECTED_SERVICES, Worker
 from services.queries import service_get
 

@@ -9,6 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
+from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
 from corpora.lifecycle import grains_clear, tasks_pause, tasks_rerun, tasks_resume
@@ -18,7 +19,7 @@ from corpora.statuses import COMPLETED
 from jobs.actions import job_enqueue
 from jobs.models import ACTIVE_STATES, Job
 from reports.models import GrainSlice
-from reports.queries import SEVERITIES, severity_check
+from reports.queries import SEVERITIES, category_report, severity_check, what_report
 
 
 def conversions_pause(*, corpus_name: str | None = None, service_name: str | None = None) -> int:
@@ -129,6 +130,20 @@ def slice_ensure(*, corpus_name: str, service_name: str, severity: str) -> bool:
             raise
     slice_build_enqueue(corpus_id=corpus.pk, service_id=service.pk, severity=severity)
     return False
+
+
+def category_report_read(corpus_name: str, service_name: str, severity: str, page: Page) -> dict[str, Any]:
+    """GET .../<severity> and its screen: the category report (reports.queries.category_report), its
+    slice ensured first (slice_ensure); `computing` while a background build has it."""
+    computing = not slice_ensure(corpus_name=corpus_name, service_name=service_name, severity=severity)
+    return category_report(corpus_name, service_name, severity, page, computing=computing)
+
+
+def what_report_read(corpus_name: str, service_name: str, severity: str, category: str, page: Page) -> dict[str, Any]:
+    """GET .../<severity>/<category> and its screen: the what report of a category
+    (reports.queries.what_report), its slice ensured first as for category_report_read."""
+    computing = not slice_ensure(corpus_name=corpus_name, service_name=service_name, severity=severity)
+    return what_report(corpus_name, service_name, severity, category, page, computing=computing)
 
 
 def pair_refresh(*, corpus_name: str, service_name: str) -> dict:

@@ -14,16 +14,8 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
 from jobs.actions import job_enqueue
 from jobs.serializers import JobAckSerializer
-from reports.actions import pair_refresh, rerun, run_control, slice_ensure
-from reports.queries import (
-    category_report,
-    document_report,
-    entry_list,
-    report_path_split,
-    runtime_report,
-    service_overview,
-    what_report,
-)
+from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
+from reports.queries import document_report, entry_list, report_path_split, runtime_report, service_overview
 from reports.serializers import (
     DocumentReportSerializer,
     EntryListSerializer,
@@ -118,9 +110,7 @@ class CategoryReportApi(PublicApiView):
         responses={200: GrainReportSerializer, **problems(400, 404), 405: ACTION_PATH},
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, severity: str) -> Response:
-        page = _page(request)
-        computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
-        report = category_report(corpus, service, severity, page, computing=computing)
+        report = category_report_read(corpus, service, severity, _page(request))
         return Response(GrainReportSerializer(report).data)
 
 
@@ -139,8 +129,7 @@ class WhatOrEntriesApi(PublicApiView):
         category, what = report_path_split(corpus, service, severity, rest)
         page = _page(request)
         if what is None:
-            computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
-            report = what_report(corpus, service, severity, category, page, computing=computing)
+            report = what_report_read(corpus, service, severity, category, page)
             return Response(GrainReportSerializer(report).data)
         return Response(EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data)
 

@@ -1,8 +1,8 @@
 """Reads of reports: overview, severity > category > what > entries, document, runtimes.
 
 Category and what pages read the grain rollup. Building a missing slice is a write
-(reports.actions.slice_ensure): both twins call it first and tell these reads whether the slice is
-still being computed.
+(reports.actions.slice_ensure): reports.actions.category_report_read and what_report_read, which both
+twins call, ensure the slice first and tell these reads whether it is still being computed.
 """
 
 from __future__ import annotations

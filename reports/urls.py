@@ -42,8 +42,3 @@ urlpatterns = [
     path(f"{DOCUMENT}/files/<path:member>", views.document_file_view, name="corpus-document-file"),
     path("services/<str:service>/runtimes", views.runtime_view, name="service-runtimes"),
 ]
-
-# --- dataset export ---
-urlpatterns += [
-    path("corpora/<str:corpus>/services/<str:service>/export", views.export_create_view, name="corpus-export"),
-]

@@ -16,13 +16,15 @@ from django.db import connection, transaction
 
 from accounts.actions import journaled
 from accounts.journal import Action
+from config.api.paging import Page
 from config.errors import NotFound
 from config.planner import BULK_SETTINGS
 from corpora.models import Activation
 from corpora.pairs import snapshot_take
 from corpora.queries import pair_get
 from corpora.statuses import ABSENT_BUCKET
-from runs.queries import (
+from runs.queries.diffs import DiffScope, run_diff, task_diffs
+from runs.queries.prune import (
     PruneScope,
     prune_runs_sql,
     prune_scope,
@@ -151,7 +153,7 @@ def diff_rows_ensure(diff_id: int) -> None:
 
 
 def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = False) -> int | None:
-    """The diff of a scope's two snapshots (runs.queries.diff_scope), made if needed, with its changed
+    """The diff of a scope's two snapshots (runs.queries.diffs.diff_scope), made if needed, with its changed
     documents' rows too when `rows` (task lists); None without two snapshots."""
     if previous_id is None or current_id is None:
         return None
@@ -161,10 +163,24 @@ def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = 
     return diff_id
 
 
+def diff_read(scope: DiffScope) -> tuple[int | None, dict[str, Any]]:
+    """GET .../diff and the screens that show a diff: the diff of the scope's two snapshots, made if
+    needed, and its record (runs.queries.diffs.run_diff). The id is what task_diff_count reads."""
+    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+    return diff_id, run_diff(scope, diff_id)
+
+
+def task_diffs_read(scope: DiffScope, page: Page, **filters: str | None) -> list[dict[str, Any]]:
+    """GET .../tasks and the screens that list changed documents: a page of them
+    (runs.queries.diffs.task_diffs), the diff and its changed documents' rows made first if needed."""
+    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=True)
+    return task_diffs(scope, diff_id, page, **filters)
+
+
 def history_prune(
     *, before: datetime, corpus: str | None = None, service: str | None = None, actor: str
 ) -> dict[str, Any]:
-    """Remove the history runs.queries.prune_preview shows for the same arguments, in one transaction:
+    """Remove the history runs.queries.prune.prune_preview shows for the same arguments, in one transaction:
     the diff rows and diffs of the removed snapshots, the finished runs, then the snapshots (a kept run
     that pointed at one loses its link). Returns what was removed, in the preview's shape; journaled."""
     params = {"before": before.isoformat(), "corpus": corpus, "service": service}

@@ -16,18 +16,10 @@ from accounts.api_base import PublicApiView, TokenApiView
 from accounts.journal import Action
 from config.api.paging import page_check
 from config.api.schema import problems
-from runs.actions import diff_ready, snapshot_append
-from runs.queries import (
-    compare_matrix,
-    compare_scope,
-    compare_tasks,
-    diff_scope,
-    pair_runs,
-    run_current,
-    run_diff,
-    run_history,
-    task_diffs,
-)
+from runs.actions import diff_read, snapshot_append, task_diffs_read
+from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
+from runs.queries.diffs import diff_scope
+from runs.queries.history import pair_runs, run_current, run_history
 from runs.serializers import (
     CompareParamsSerializer,
     CompareSerializer,
@@ -105,9 +97,8 @@ class RunDiffApi(PublicApiView):
         parameters=[DiffParamsSerializer], responses={200: RunDiffSerializer, **problems(400, 404)}, tags=["runs"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response:
-        scope = diff_scope(corpus, service, **params(DiffParamsSerializer, request))
-        diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
-        return Response(RunDiffSerializer(run_diff(scope, diff_id)).data)
+        _, record = diff_read(diff_scope(corpus, service, **params(DiffParamsSerializer, request)))
+        return Response(RunDiffSerializer(record).data)
 
 
 class TaskDiffsApi(PublicApiView):
@@ -121,8 +112,7 @@ class TaskDiffsApi(PublicApiView):
         query = params(TaskDiffParamsSerializer, request)
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
         scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
-        diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=True)
-        return Response(TaskDiffSerializer(task_diffs(scope, diff_id, page, **query), many=True).data)
+        return Response(TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data)
 
 
 class CompareApi(PublicApiView):

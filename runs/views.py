@@ -30,21 +30,11 @@ from config.names import name_check
 from config.screens import duration_text, error_page, form_params, given, pager, validated
 from corpora.links import document_url, report_url
 from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
-from runs.actions import diff_ready, history_prune, snapshot_append
-from runs.queries import (
-    DiffScope,
-    compare_matrix,
-    compare_scope,
-    compare_tasks,
-    diff_scope,
-    pair_runs,
-    prune_preview,
-    run_current,
-    run_diff,
-    run_history,
-    task_diff_count,
-    task_diffs,
-)
+from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
+from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
+from runs.queries.diffs import diff_scope, task_diff_count
+from runs.queries.history import pair_runs, run_current, run_history
+from runs.queries.prune import prune_preview
 from runs.serializers import (
     CUTOFF_HELP,
     CompareParamsSerializer,
@@ -186,13 +176,6 @@ def diff_heat_map(diff: dict[str, Any]) -> dict[str, Any]:
     )  # fmt: skip
 
 
-def _diff_of(scope: DiffScope, *, rows: bool = False) -> tuple[int | None, dict[str, Any]]:
-    """The diff id of a scope (computed if needed, with its changed documents' rows when a task list
-    needs them) and its DTO, as GET .../diff answers."""
-    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=rows)
-    return diff_id, RunDiffSerializer(run_diff(scope, diff_id)).data
-
-
 def task_rows(corpus: str, service: str, tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"task": task, "href": document_url(corpus, service, task["document"])} for task in tasks]
 
@@ -221,9 +204,10 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         runs = RunSerializer(pair_runs(corpus, service, **query), many=True).data
         current = run_current(corpus, service)
         scope = diff_scope(corpus, service)
-        diff_id, diff = _diff_of(scope, rows=bool(scope.current))
+        _, record = diff_read(scope)
+        diff = RunDiffSerializer(record).data
         page = page_check(0, REGRESSIONS_SHOWN)
-        regressions = TaskDiffSerializer(task_diffs(scope, diff_id, page, change="regressed"), many=True).data
+        regressions = TaskDiffSerializer(task_diffs_read(scope, page, change="regressed"), many=True).data
     except ServiceError as exc:
         return error_page(request, exc)
     dates = diff["available_dates"]
@@ -279,7 +263,8 @@ def diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     map whose cells lead to their documents."""
     try:
         query = validated(DiffParamsSerializer(data=given(request.GET)))
-        _, diff = _diff_of(diff_scope(corpus, service, **query))
+        _, record = diff_read(diff_scope(corpus, service, **query))
+        diff = RunDiffSerializer(record).data
     except ServiceError as exc:
         return error_page(request, exc)
     context = {
@@ -300,8 +285,9 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         query = dict(validated(TaskDiffParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
         scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
-        diff_id, diff = _diff_of(scope, rows=True)
-        tasks = TaskDiffSerializer(task_diffs(scope, diff_id, page, **query), many=True).data
+        diff_id, record = diff_read(scope)
+        diff = RunDiffSerializer(record).data
+        tasks = TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data
         count = task_diff_count(diff_id, **query)
     except ServiceError as exc:
         return error_page(request, exc)

@@ -17,8 +17,3 @@ __all__ = [
     "category_view", "document_file_view", "document_html_view", "document_result_view", "document_view",
     "drill_view", "overview_view", "pause_view", "refresh_view", "rerun_view", "resume_view", "runtime_view",
 ]  # fmt: skip
-
-# --- dataset export ---
-from reports.views.pages import export_create_view
-
-__all__ += ["export_create_view"]

@@ -25,21 +25,18 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
-from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
+from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
 from corpora.links import document_url, is_report_url, report_url
-from corpora.serializers import ExportRequestSerializer
 from corpora.statuses import OVERVIEW_ORDER
-from reports.actions import pair_refresh, rerun, run_control, slice_ensure
+from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
     SEVERITIES,
-    category_report,
     document_report,
     entry_list,
     report_path_split,
     runtime_report,
     service_overview,
-    what_report,
 )
 from reports.serializers import (
     DocumentReportSerializer,
@@ -52,7 +49,7 @@ from reports.serializers import (
     ScopeRefreshSerializer,
     ServiceOverviewSerializer,
 )
-from runs.queries import comparable_services
+from runs.queries.compare import comparable_services
 from services.models import PROTECTED_SERVICES
 
 # Served converted output can hold anything a worker wrote: no scripts, no plugins, no requests
@@ -173,9 +170,7 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
 def category_view(request: HttpRequest, corpus: str, service: str, severity: str) -> HttpResponse:
     """Screen twin of GET /api/reports/<corpus>/<service>/<severity>: one row per category."""
     try:
-        page = page_params(request)
-        computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
-        report = GrainReportSerializer(category_report(corpus, service, severity, page, computing=computing)).data
+        report = GrainReportSerializer(category_report_read(corpus, service, severity, page_params(request))).data
     except ServiceError as exc:
         return error_page(request, exc)
     return _grain_page(request, report, f"every {severity} task")
@@ -189,9 +184,7 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
         category, what = report_path_split(corpus, service, severity, rest)
         page = page_params(request)
         if what is None:
-            computing = not slice_ensure(corpus_name=corpus, service_name=service, severity=severity)
-            report = what_report(corpus, service, severity, category, page, computing=computing)
-            report = GrainReportSerializer(report).data
+            report = GrainReportSerializer(what_report_read(corpus, service, severity, category, page)).data
             return _grain_page(request, report, "these tasks")
         entries = EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data
     except ServiceError as exc:
@@ -392,28 +385,6 @@ def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
         lambda: ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data,
         "Cleared {cleared_slices} report slices; each page rebuilds its slice when next read.",
     )  # fmt: skip
-
-
-# --- dataset export ----------------------------------------------------------------------------------
-
-
-@login_required
-@require_POST
-def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
-    """Screen twin of POST /api/corpora/<c>/services/<s>/export-dataset: the form on the overview."""
-    params = form_params(request.POST)
-    data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
-            "out": params.get("out") or None}  # fmt: skip
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.CORPUS_EXPORT, target=f"{corpus}/{service}",
-            params={**params, "severities": data["severities"]},
-        ):  # fmt: skip
-            job = dataset_export(corpus=corpus, service=service, actor=request.user.username,
-                                 **validated(ExportRequestSerializer(data=data)))  # fmt: skip
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
-    return redirect("job", uuid=job.uuid)
 
 
 # --- sandbox corpora ---------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ import pytest
 from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
-from corpora import export
+from corpora.export import job as export_job
 from corpora.export import zipcopy
 from corpora.models import Task
 from corpora.results import result_path
@@ -155,7 +155,7 @@ def test_months_come_from_arxiv_identifiers_in_the_name_or_entry() -> None:
     }
     with connection.cursor() as cursor:
         for (name, entry), month in cases.items():
-            sql = export.MONTH_SQL.replace("d.name", "%(name)s").replace("d.entry", "%(entry)s")
+            sql = export_job.MONTH_SQL.replace("d.name", "%(name)s").replace("d.entry", "%(entry)s")
             cursor.execute(f"SELECT {sql}", {"name": name, "entry": entry})
             assert cursor.fetchone()[0] == month, (name, entry)
 
@@ -229,21 +229,21 @@ def test_a_second_request_on_an_export_directory_of_another_request_is_refused(a
 @pytest.fixture
 def interrupt_at(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[int], None]]:
     """Make the export's writer die at its n-th document (as a killed process would stop: no clean-up)."""
-    original = export._ArchiveWriter.add
+    original = export_job._ArchiveWriter.add
 
     def arm(n: int) -> None:
         calls = {"count": 0}
 
-        def add(self: export._ArchiveWriter, *args: Any) -> None:
+        def add(self: export_job._ArchiveWriter, *args: Any) -> None:
             calls["count"] += 1
             if calls["count"] == n:
                 raise SystemExit("killed")  # not an Exception: nothing in the writer may catch it
             original(self, *args)
 
-        monkeypatch.setattr(export._ArchiveWriter, "add", add)
+        monkeypatch.setattr(export_job._ArchiveWriter, "add", add)
 
     yield arm
-    monkeypatch.setattr(export._ArchiveWriter, "add", original)
+    monkeypatch.setattr(export_job._ArchiveWriter, "add", original)
 
 
 def test_an_export_interrupted_midway_leaves_no_complete_looking_half_archive_and_finishes_when_run_again(

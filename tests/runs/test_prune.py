@@ -21,7 +21,7 @@ from corpora.models import Corpus, Run, Snapshot, Task
 from corpora.pairs import run_close, run_open
 from runs.actions import diff_ensure, diff_rows_ensure
 from runs.models import SnapshotDiff, TaskDiff
-from runs.queries import prune_preview
+from runs.queries.prune import prune_preview
 from runs.serializers import PruneSummarySerializer
 from services.models import Service
 from tests.corpora.helpers import activated, imported

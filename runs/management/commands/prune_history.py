@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from accounts.cli import cli_actor
 from config.errors import ServiceError
 from runs.actions import history_prune
-from runs.queries import prune_preview
+from runs.queries.prune import prune_preview
 from runs.serializers import CUTOFF_HELP, prune_cutoff
 
 

@@ -1,0 +1,224 @@
+"""Reads of snapshots and their diffs: the two snapshots a diff compares, the diff's matrix and the pages
+of its changed documents. A diff is read after runs.actions.diff_ensure made it, its task list after
+diff_rows_ensure wrote its changed documents (runs.actions.diff_read and task_diffs_read do both)."""
+
+# ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, transaction
+
+from config.api.paging import Page
+from config.errors import BadRequest, NotFound
+from corpora.links import document_api_url
+from corpora.models import Snapshot
+from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
+from runs.models import SnapshotDiff
+from runs.queries.history import Pair, pair_known
+
+
+@dataclass(frozen=True)
+class SnapshotRef:
+    id: int
+    taken_at: datetime
+    tasks: int
+
+
+@dataclass(frozen=True)
+class DiffScope:
+    """Two snapshots of a pair to compare (either None when the pair has fewer than two), and every
+    snapshot date of the pair, newest first."""
+
+    pair: Pair
+    dates: list[datetime]
+    previous: SnapshotRef | None
+    current: SnapshotRef | None
+
+
+def diff_scope(
+    corpus_name: str, service_name: str, previous: datetime | None = None, current: datetime | None = None
+) -> DiffScope:
+    """Resolve `previous` and `current` to snapshots of the pair (404 for a date that is none); by default
+    the two most recent. A `previous` alone is compared with the latest snapshot."""
+    pair = pair_known(corpus_name, service_name)
+    refs = [
+        SnapshotRef(*row)
+        for row in Snapshot.objects.filter(corpus=pair.corpus, service=pair.service)
+        .order_by("-taken_at")
+        .values_list("id", "taken_at", "tasks")
+    ]
+    by_date = {ref.taken_at: ref for ref in refs}
+
+    def pick(date: datetime, which: str) -> SnapshotRef:
+        if date not in by_date:
+            raise NotFound(
+                f"No snapshot of {service_name!r} on {corpus_name!r} was taken at {date.isoformat()}; "
+                "available_dates of the diff lists those that were.",
+                errors={which: ["not a snapshot date"]},
+            )
+        return by_date[date]
+
+    cur = pick(current, "current") if current is not None else (refs[0] if refs else None)
+    if previous is not None:
+        prev = pick(previous, "previous")
+    else:
+        older = [ref for ref in refs if cur is not None and ref.taken_at < cur.taken_at]
+        prev = older[0] if older else None
+    if prev is None or cur is None:
+        return DiffScope(pair, [ref.taken_at for ref in refs], None, None)
+    return DiffScope(pair, [ref.taken_at for ref in refs], prev, cur)
+
+
+def _cells(matrix: list[list[int]]) -> list[dict[str, Any]]:
+    return [
+        {"previous": DIFF_BUCKET_NAMES[p], "current": DIFF_BUCKET_NAMES[c], "count": n,
+         "regression": regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c])}
+        for p, c, n in matrix
+    ]  # fmt: skip
+
+
+def run_diff(scope: DiffScope, diff_id: int | None) -> dict[str, Any]:
+    """GET /api/runs/{corpus}/{service}/diff: the snapshot dates and the matrix of the chosen pair."""
+    diff = SnapshotDiff.objects.filter(pk=diff_id).first() if diff_id else None
+    matrix = _cells(diff.matrix) if diff else []
+    return {
+        "corpus": scope.pair.corpus.name,
+        "service": scope.pair.service.name,
+        "available_dates": scope.dates,
+        "previous": scope.previous.taken_at if scope.previous else None,
+        "current": scope.current.taken_at if scope.current else None,
+        "total": sum(cell["count"] for cell in matrix),
+        "changed": diff.changed if diff else 0,
+        "regressions": sum(cell["count"] for cell in matrix if cell["regression"]),
+        "matrix": matrix,
+    }
+
+
+def status_filter(name: str | None, which: str) -> int | None:
+    """A status name of a diff filter (the overview's keys, or absent) as its bucket; 400 if unknown."""
+    if name in (None, ""):
+        return None
+    if name not in DIFF_BUCKETS:
+        raise BadRequest(
+            f"Unknown {which} {name!r}; use one of {', '.join(DIFF_BUCKETS)}.",
+            errors={which: ["unknown status"]},
+        )
+    return DIFF_BUCKETS[name]
+
+
+@dataclass(frozen=True)
+class _Segment:
+    """A page's rows of one transition: `limit` documents from `offset` on, in document order."""
+
+    previous: int
+    current: int
+    offset: int
+    limit: int
+
+
+def _page_segments(
+    matrix: list[list[int]], page: Page, previous: int | None, current: int | None, change: str | None
+) -> list[_Segment]:
+    """The transitions a page of a diff's changed documents covers, from the diff's matrix (the count of
+    each transition): the filter's transitions in page order (previous status, current status), whole
+    ones before the page skipped by their counts."""
+    chosen = sorted(
+        (p, c, n) for p, c, n in matrix
+        if p != c and previous in (None, p) and current in (None, c)
+        and (change != "regressed" or regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c]))
+    )  # fmt: skip
+    segments, skip, wanted = [], page.offset, page.page_size
+    for p, c, n in chosen:
+        if wanted == 0:
+            break
+        if skip >= n:
+            skip -= n
+            continue
+        take = min(n - skip, wanted)
+        segments.append(_Segment(p, c, skip, take))
+        skip, wanted = 0, wanted - take
+    return segments
+
+
+# Each segment of a page is read as one range of the (diff, previous, current, document) key, in key order:
+# statistics of a diff just written say nothing of its rows yet (autovacuum has not analyzed them), and
+# the planner would otherwise gather a whole transition with a bitmap scan and sort it for one page. The
+# penalty of a disabled sort lifts the plan's cost above jit_above_cost, and JIT would cost more than the page.
+_TASK_PAGE_SETTINGS = ("SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_sort = off", "SET LOCAL jit = off")
+
+
+def task_diffs(
+    scope: DiffScope,
+    diff_id: int | None,
+    page: Page,
+    *,
+    previous_status: str | None = None,
+    current_status: str | None = None,
+    change: str | None = None,
+) -> list[dict[str, Any]]:
+    """GET /api/runs/{corpus}/{service}/tasks: the documents whose status changed, by transition and
+    document, optionally of one transition (or only regressions). The diff's matrix says which
+    transitions the page covers and where in each it starts, so each is one index range."""
+    previous = status_filter(previous_status, "previous_status")
+    current = status_filter(current_status, "current_status")
+    if diff_id is None:
+        return []
+    matrix = SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", flat=True).first() or []
+    segments = _page_segments(matrix, page, previous, current, change)
+    if not segments:
+        return []
+    branch = (
+        "(SELECT %s::int AS segment, previous_status, current_status, document_id FROM runs_taskdiff"
+        " WHERE diff_id = %s AND previous_status = %s AND current_status = %s ORDER BY document_id OFFSET %s LIMIT %s)"
+    )
+    params = [v for i, s in enumerate(segments) for v in (i, diff_id, s.previous, s.current, s.offset, s.limit)]
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in _TASK_PAGE_SETTINGS:
+            cursor.execute(statement)
+        cursor.execute(
+            "SELECT d.name, t.previous_status, t.current_status FROM ("
+            + " UNION ALL ".join([branch] * len(segments))
+            + ") t JOIN corpora_document d ON d.id = t.document_id ORDER BY t.segment, t.document_id",
+            params,
+        )
+        rows = cursor.fetchall()
+    corpus, service = scope.pair.corpus.name, scope.pair.service.name
+    return [_task_diff(corpus, service, name, p, c) for name, p, c in rows]
+
+
+def task_diff_count(
+    diff_id: int | None,
+    *,
+    previous_status: str | None = None,
+    current_status: str | None = None,
+    change: str | None = None,
+) -> int:
+    """How many documents task_diffs lists under the same filters, from the diff's stored matrix (for
+    the screen's pager)."""
+    previous = status_filter(previous_status, "previous_status")
+    current = status_filter(current_status, "current_status")
+    diff = SnapshotDiff.objects.filter(pk=diff_id).only("matrix").first() if diff_id else None
+    if diff is None:
+        return 0
+    return sum(
+        count
+        for p, c, count in diff.matrix
+        if p != c
+        and previous in (None, p)
+        and current in (None, c)
+        and (change != "regressed" or regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c]))
+    )
+
+
+def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> dict[str, Any]:
+    previous_name, current_name = DIFF_BUCKET_NAMES[previous], DIFF_BUCKET_NAMES[current]
+    return {
+        "document": name,
+        "previous_status": previous_name,
+        "current_status": current_name,
+        "regression": regressed(previous_name, current_name),
+        "report": document_api_url(corpus, service, name),
+    }

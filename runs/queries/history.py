@@ -1,0 +1,114 @@
+"""Reads of run history: every run, a pair's runs and its open run, as run records (an open run's
+tallies live from the task counts); and the (corpus, service) pair that has a history."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+
+from config.errors import BadRequest, NotFound
+from corpora.models import Activation, Corpus, Run, Snapshot, TaskCount
+from corpora.queries import pair_get, status_counts
+from services.models import Service
+
+
+def history_limit(limit: int | None) -> int:
+    """`limit` of a run history: default RUNS_PAGE_DEFAULT, at most RUNS_PAGE_MAX, 400 below 1."""
+    if limit is None:
+        return settings.RUNS_PAGE_DEFAULT
+    if limit < 1:
+        raise BadRequest("limit must be at least 1.", errors={"limit": ["at least 1"]})
+    return min(limit, settings.RUNS_PAGE_MAX)
+
+
+def _run_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Run DTOs; the open runs' live tallies come from one read of the counts of all their pairs."""
+    open_pairs = {(r["corpus_id"], r["service_id"]) for r in runs if r["finished_at"] is None}
+    rows: dict[tuple[int, int], list[tuple[int, int]]] = {pair: [] for pair in open_pairs}
+    if open_pairs:
+        counts = TaskCount.objects.filter(
+            corpus_id__in={c for c, _ in open_pairs}, service_id__in={s for _, s in open_pairs}
+        ).values_list("corpus_id", "service_id", "bucket", "count")
+        for corpus_id, service_id, bucket, count in counts:
+            if (corpus_id, service_id) in rows:
+                rows[corpus_id, service_id].append((bucket, count))
+    live = {pair: status_counts(pair_rows) for pair, pair_rows in rows.items()}
+    return [_run_record(run, live.get((run["corpus_id"], run["service_id"]))) for run in runs]
+
+
+def _run_record(run: dict[str, Any], live_tallies: dict[str, Any] | None = None) -> dict[str, Any]:
+    end = run["finished_at"]
+    return {
+        "id": run["id"],
+        "corpus": run["corpus__name"],
+        "service": run["service__name"],
+        "owner": run["owner"],
+        "description": run["description"],
+        "started_at": run["started_at"],
+        "finished_at": end,
+        "duration_seconds": round((end - run["started_at"]).total_seconds(), 3) if end else None,
+        "open": end is None,
+        "tallies": run["tallies"] if end is not None else live_tallies,
+        "snapshot_at": run["snapshot__taken_at"],
+    }
+
+
+# A history page reads its runs as plain rows: model instances of each run, corpus, service and snapshot
+# made a large page markedly slower (bench/README.md, "Runs").
+_RUN_FIELDS = (
+    "id", "corpus_id", "service_id", "corpus__name", "service__name", "owner", "description", "started_at",
+    "finished_at", "tallies", "snapshot__taken_at",
+)  # fmt: skip
+
+
+def _runs() -> Any:
+    return Run.objects.values(*_RUN_FIELDS)
+
+
+def run_history(
+    *, corpus: str | None = None, service: str | None = None, owner: str | None = None, limit: int | None = None
+) -> list[dict[str, Any]]:
+    """GET /api/runs: every run, newest first, optionally of one corpus, service or owner."""
+    runs = _runs()
+    if corpus:
+        runs = runs.filter(corpus__name=corpus)
+    if service:
+        runs = runs.filter(service__name=service)
+    if owner:
+        runs = runs.filter(owner=owner)
+    return _run_records(list(runs.order_by("-started_at", "-id")[: history_limit(limit)]))
+
+
+@dataclass(frozen=True)
+class Pair:
+    corpus: Corpus
+    service: Service
+
+
+def pair_known(corpus_name: str, service_name: str) -> Pair:
+    """A (corpus, service) pair with an activation or a history; 404 for anything else."""
+    corpus, service = pair_get(corpus_name, service_name)
+    known = (
+        Activation.objects.filter(corpus=corpus, service=service).exists()
+        or Run.objects.filter(corpus=corpus, service=service).exists()
+        or Snapshot.objects.filter(corpus=corpus, service=service).exists()
+    )
+    if not known:
+        raise NotFound(f"The service {service_name!r} has never run on the corpus {corpus_name!r}.")
+    return Pair(corpus, service)
+
+
+def pair_runs(corpus_name: str, service_name: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+    """GET /api/runs/{corpus}/{service}: the pair's runs, most recent first."""
+    pair = pair_known(corpus_name, service_name)
+    runs = _runs().filter(corpus=pair.corpus, service=pair.service).order_by("-started_at", "-id")
+    return _run_records(list(runs[: history_limit(limit)]))
+
+
+def run_current(corpus_name: str, service_name: str) -> dict[str, Any] | None:
+    """GET /api/runs/{corpus}/{service}/current: the open run with live tallies, or None."""
+    pair = pair_known(corpus_name, service_name)
+    run = _runs().filter(corpus=pair.corpus, service=pair.service, finished_at__isnull=True).first()
+    return _run_records([run])[0] if run else None

@@ -1,0 +1,143 @@
+"""Reads of history pruning: the scope of a prune, the statements that select what it removes (shared
+with runs.actions.history_prune) and the preview of what it would remove."""
+
+# ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import connection
+
+from corpora.models import Corpus
+from corpora.queries import corpus_get
+from services.models import Service
+from services.queries import service_get
+
+
+@dataclass(frozen=True)
+class PruneScope:
+    """What a prune may touch: history before `before`, of one corpus, one service, or both, or all."""
+
+    before: datetime
+    corpus: Corpus | None
+    service: Service | None
+
+    def pair_where(self, alias: str) -> tuple[str, list[Any]]:
+        clauses, params = [], []
+        if self.corpus is not None:
+            clauses.append(f" AND {alias}.corpus_id = %s")
+            params.append(self.corpus.pk)
+        if self.service is not None:
+            clauses.append(f" AND {alias}.service_id = %s")
+            params.append(self.service.pk)
+        return "".join(clauses), params
+
+
+def prune_scope(before: datetime, corpus: str | None = None, service: str | None = None) -> PruneScope:
+    """The scope of a prune; NotFound for a corpus or service name that does not exist."""
+    return PruneScope(before, corpus_get(corpus) if corpus else None, service_get(service) if service else None)
+
+
+def prune_snapshots_sql(scope: PruneScope) -> tuple[str, list[Any]]:
+    """The snapshots a prune removes: taken before the cutoff, never the latest of its pair (the unique
+    (corpus, service, taken_at) index finds each pair's latest)."""
+    where, params = scope.pair_where("s")
+    sql = (
+        "SELECT s.id FROM runs_snapshot s WHERE s.taken_at < %s" + where + " AND s.taken_at <"
+        " (SELECT max(l.taken_at) FROM runs_snapshot l WHERE l.corpus_id = s.corpus_id AND l.service_id = s.service_id)"
+    )
+    return sql, [scope.before, *params]
+
+
+def prune_runs_sql(scope: PruneScope) -> tuple[str, list[Any]]:
+    """The WHERE of the runs a prune removes: finished before the cutoff (an open run has no end)."""
+    where, params = scope.pair_where("r")
+    return "r.finished_at < %s" + where, [scope.before, *params]
+
+
+def taskdiff_share() -> tuple[int, int]:
+    """runs_taskdiff's size on disk (table, indexes, TOAST) and its row count, read from the diffs'
+    `changed` counts rather than by counting the table: a diff's rows are its changed documents."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT pg_total_relation_size('runs_taskdiff'),"
+            " (SELECT coalesce(sum(changed), 0) FROM runs_snapshotdiff WHERE rows_ready)"
+        )
+        relation_bytes, rows = cursor.fetchone()
+    return int(relation_bytes), int(rows)
+
+
+PRUNE_COUNTS = ("runs", "snapshots", "diffs", "diff_rows", "bytes")
+
+
+def prune_summary(
+    scope: PruneScope,
+    pairs: dict[tuple[int, int], dict[str, int]],
+    taskdiff: tuple[int, int],
+) -> dict[str, Any]:
+    """The summary of a prune (previewed or done): per pair and in total, the runs, snapshots, diffs
+    and diff rows removed, and the bytes it frees: the snapshots' two arrays and the diffs' matrices as
+    stored (pg_column_size), plus the diff rows' proportional share of runs_taskdiff
+    (pg_total_relation_size times their fraction of its rows). Deleted rows are reused by the
+    tables once autovacuum has passed; the files do not shrink."""
+    relation_bytes, relation_rows = taskdiff
+    corpora = dict(Corpus.objects.filter(pk__in={c for c, _ in pairs}).values_list("pk", "name"))
+    services = dict(Service.objects.filter(pk__in={s for _, s in pairs}).values_list("pk", "name"))
+    records = []
+    for (corpus_id, service_id), counts in pairs.items():
+        share = relation_bytes * counts.get("diff_rows", 0) // relation_rows if relation_rows else 0
+        record = {key: counts.get(key, 0) for key in PRUNE_COUNTS}
+        record["bytes"] += share
+        records.append({"corpus": corpora[corpus_id], "service": services[service_id], **record})
+    records.sort(key=lambda r: (r["corpus"], r["service"]))
+    return {
+        "before": scope.before,
+        "corpus": scope.corpus.name if scope.corpus else None,
+        "service": scope.service.name if scope.service else None,
+        "pairs": records,
+        "total": {key: sum(r[key] for r in records) for key in PRUNE_COUNTS},
+    }
+
+
+def prune_tally(pairs: dict[tuple[int, int], dict[str, int]], rows: list[tuple], *keys: str) -> None:
+    """Add rows of (corpus_id, service_id, value for each key) to the per-pair counts."""
+    for corpus_id, service_id, *values in rows:
+        counts = pairs.setdefault((corpus_id, service_id), {})
+        for key, value in zip(keys, values, strict=True):
+            counts[key] = counts.get(key, 0) + int(value or 0)
+
+
+def prune_preview(before: datetime, corpus: str | None = None, service: str | None = None) -> dict[str, Any]:
+    """What history_prune would remove with the same arguments, per (corpus, service) pair: runs
+    finished before `before`, snapshots taken before it but the latest of each pair, and every diff
+    (with its rows) of a removed snapshot."""
+    scope = prune_scope(before, corpus, service)
+    snapshots, snapshot_params = prune_snapshots_sql(scope)
+    runs, run_params = prune_runs_sql(scope)
+    pairs: dict[tuple[int, int], dict[str, int]] = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT r.corpus_id, r.service_id, count(*) FROM runs_run r WHERE {runs} GROUP BY 1, 2", run_params
+        )
+        prune_tally(pairs, cursor.fetchall(), "runs")
+        cursor.execute(
+            f"WITH gone AS MATERIALIZED ({snapshots})"
+            " SELECT s.corpus_id, s.service_id, count(*),"
+            "  sum(pg_column_size(s.document_ids) + pg_column_size(s.statuses))"
+            " FROM runs_snapshot s WHERE s.id IN (SELECT id FROM gone) GROUP BY 1, 2",
+            snapshot_params,
+        )
+        prune_tally(pairs, cursor.fetchall(), "snapshots", "bytes")
+        cursor.execute(
+            f"WITH gone AS MATERIALIZED ({snapshots})"
+            " SELECT p.corpus_id, p.service_id, count(*), coalesce(sum(d.changed) FILTER (WHERE d.rows_ready), 0),"
+            " sum(pg_column_size(d.matrix))"
+            " FROM runs_snapshotdiff d JOIN runs_snapshot p ON p.id = d.previous_id"
+            " WHERE d.previous_id IN (SELECT id FROM gone) OR d.current_id IN (SELECT id FROM gone) GROUP BY 1, 2",
+            snapshot_params,
+        )
+        prune_tally(pairs, cursor.fetchall(), "diffs", "diff_rows", "bytes")
+        share = taskdiff_share()
+    return prune_summary(scope, pairs, share)
