@@ -425,7 +425,7 @@ def dispatcher_measure(
 # first, names its phase. result_ingest samples are further split by the line of result_ingest they
 # are on, which names the SQL statement (or the commit, at the `with` line) they wait for.
 _PHASES = [
-    ("_archive_write", "ingest: write the result ZIP (thread)"),
+    ("result_file_write", "ingest: write the result ZIP (thread)"),
     ("results_prepare", "ingest: results_prepare (other)"),
     ("results_write", "ingest: write rows (SQL)"),
     ("results_apply", "ingest: results_apply"),
@@ -530,13 +530,14 @@ def lease_empty_explain(service_id: int) -> None:
 def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -> None:
     """Time the dispatcher's own functions on `batches` batches of `batch` tasks of a third service, in
     this process and without ZeroMQ: lease_batch, pack_entry per task, and result_ingest split into
-    result_decode, _archive_write, each SQL statement, the deferred foreign-key checks (fired early by
+    result_decode, result_file_write, each SQL statement, the deferred foreign-key checks (fired early by
     SET CONSTRAINTS ALL IMMEDIATE just before the commit) and the commit itself. Prints microseconds
     per task, and the rate a single-threaded loop doing only these steps could reach."""
     from django.conf import settings
     from django.db import connection
 
     from conversion.archive import pack_entry
+    from corpora import results
     from corpora.lifecycle import lease_batch
     from dispatcher import ingest
 
@@ -580,11 +581,11 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
         add("  COMMIT (WAL flush)", time.perf_counter() - began)
 
     result = canned_result()
-    originals = (ingest.result_decode, ingest._archive_write)
+    originals = (ingest.result_decode, results.result_file_write)
     original_commit = connection.commit
     ingest.result_decode = timed_call("  result_decode (open ZIP, parse_log)", ingest.result_decode)
-    ingest._archive_write = timed_call(
-        "  _archive_write (write result ZIP file, beside the SQL)", ingest._archive_write
+    results.result_file_write = timed_call(
+        "  result_file_write (write result ZIP file, beside the SQL)", results.result_file_write
     )
     tasks = 0
     watch = harness.CpuWatch().start()
@@ -612,7 +613,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
                 harness.fail(f"steps: {outcome.ingested} of {len(leased)} results ingested")
             tasks += len(leased)
     finally:
-        ingest.result_decode, ingest._archive_write = originals
+        ingest.result_decode, results.result_file_write = originals
         connection.commit = original_commit
     inside = sum(seconds for label, seconds in spent.items() if label.startswith("  "))
     spent["  rest of result_ingest (COPY, Python)"] = spent["result_ingest (total)"] - inside

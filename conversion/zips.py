@@ -1,4 +1,5 @@
-"""ZIP archives built and read by hand for the dispatcher's hot path. Pure library (standard library only).
+"""The project's one ZIP record layer, written by hand where `zipfile` is too slow. Pure library (standard
+library only): the worker, the dispatcher, the result file view and the dataset export all use it.
 
 The dispatcher packs every document it hands out and opens every result that comes back; `zipfile`
 spends most of its time on bookkeeping those one- or two-member archives do not need (ZipInfo objects,
@@ -10,34 +11,52 @@ every ZIP reader accepts, and `zip_stream` the same from members read in chunks,
 only `KeyError` for a missing member and `zipfile.BadZipFile` for anything else (a damaged archive, an
 encrypted member, a compression method `zipfile` cannot read either).
 
+The dataset export copies result archives into large ones without inflating or deflating anything:
+`ZipOut` writes an archive from members' compressed bytes (a zip64 offset and zip64 end records past
+`zipfile`'s limits, as `zipfile` writes them), and `zip_copy` copies the members of an archive into it.
+`zip_member` and `zip_copy` read a plain archive's records with one parser (`_members_parse`) and leave
+the rest to `zipfile`.
+
 `member_name_problem` is the one check of a member's name that every reader of an archive applies (the
-import's inspection, the worker's unpacking, the result file view and the dataset export).
+import's inspection, the worker's unpacking, the result file view and the dataset export);
+`member_name_safe` answers the same in one match.
 """
 
 from __future__ import annotations
 
 import io
+import os
 import re
 import struct
+import tempfile
 import time
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
 
 _LOCAL = struct.Struct("<4s5H3L2H")  # signature, version, flags, method, time, date, crc, sizes, name/extra lengths
 _CENTRAL = struct.Struct("<4s6H3L5H2L")
 _END = struct.Struct("<4s4H2LH")
+_END64 = struct.Struct("<4sQ2H2L4Q")  # signature, record size, versions, disks, member counts, size, offset
+_END64_LOCATOR = struct.Struct("<4sLQL")
+_ZIP64_OFFSET = struct.Struct("<HHQ")  # a zip64 extra field holding a local header's offset
 _LOCAL_SIGNATURE = b"PK\x03\x04"
 _CENTRAL_SIGNATURE = b"PK\x01\x02"
 _END_SIGNATURE = b"PK\x05\x06"
+_END64_SIGNATURE = b"PK\x06\x06"
+_END64_LOCATOR_SIGNATURE = b"PK\x06\x07"
 _VERSION = 20  # 2.0: deflate
 _MADE_BY_UNIX = (3 << 8) | _VERSION
 _UTF8_NAME = 0x800
 _ENCRYPTED = 0x1
+_KEPT_FLAGS = 0x6  # the deflate option bits a copied member keeps; no data descriptor, no encryption
 _STORED, _DEFLATED = 0, 8
 _MAX_MEMBERS = 0xFFFF
 _MAX_32 = 0xFFFFFFFF
 _REGULAR_FILE = 0o100644 << 16
+_CHUNK = 1024 * 1024  # read and write buffers of ZipOut and zip_copy
 
 
 _DRIVE = re.compile(r"[A-Za-z]:")
@@ -198,46 +217,28 @@ def _zip_member_plain(data: bytes, name: str) -> bytes | None:
     directory was read and has no such member; None for anything else, which zipfile then decides (ZIP64,
     data before the archive, another method, an encrypted or damaged member): zipfile is more lenient
     with some damage (it reads a member whose sizes are wrong but whose CRC-32 checks out)."""
-    end_at = len(data) - _END.size
-    if end_at < 0 or data[end_at : end_at + 4] != _END_SIGNATURE:
-        return None  # a comment after the end record, or not a ZIP
-    _, disk, directory_disk, _, count, size, start, _ = _END.unpack_from(data, end_at)
-    if disk or directory_disk or count == _MAX_MEMBERS or start + size != end_at:
+    parsed = _members_parse(data)
+    if parsed is None:
         return None
+    directory_start, members = parsed
     found = None
-    position = start
-    for _ in range(count):
-        if position + _CENTRAL.size > end_at:
-            return None
-        header = _CENTRAL.unpack_from(data, position)
-        if header[0] != _CENTRAL_SIGNATURE:
-            return None
-        name_length, extra_length, comment_length = header[10:13]
-        name_at = position + _CENTRAL.size
-        raw_name = data[name_at : name_at + name_length]
+    for raw_name, header in members:
         try:
             member_name = raw_name.decode("utf-8" if header[3] & _UTF8_NAME else "cp437")
         except UnicodeDecodeError:
             return None
         if member_name == name:
-            found = header, raw_name
-        position = name_at + name_length + extra_length + comment_length
-    if position != end_at:
-        return None
+            found = raw_name, header
     if found is None:
         raise KeyError(f"There is no item named {name!r} in the archive")
-    header, raw_name = found
-    flags, method, crc, packed_size, size, offset = header[3], header[4], header[7], header[8], header[9], header[16]
-    if flags & _ENCRYPTED or method not in (_STORED, _DEFLATED) or offset + _LOCAL.size > start:
+    raw_name, header = found
+    flags, method, crc, packed_size, size = header[3], header[4], header[7], header[8], header[9]
+    if flags & _ENCRYPTED or method not in (_STORED, _DEFLATED):
         return None
-    local = _LOCAL.unpack_from(data, offset)
-    name_at = offset + _LOCAL.size
-    if local[0] != _LOCAL_SIGNATURE or data[name_at : name_at + local[9]] != raw_name:
+    begin = _member_start(data, raw_name, header, directory_start)
+    if begin is None:
         return None
-    begin = name_at + local[9] + local[10]
     packed = data[begin : begin + packed_size]
-    if len(packed) != packed_size or begin + packed_size > start:
-        return None
     if method == _STORED:
         content = packed
     else:
@@ -251,6 +252,52 @@ def _zip_member_plain(data: bytes, name: str) -> bytes | None:
     return content
 
 
+def _members_parse(data: bytes) -> tuple[int, list[tuple[bytes, tuple[int, ...]]]] | None:
+    """Where the central directory of a plain, undamaged archive held in memory starts, and the raw name and
+    central directory header of each of its members, in directory order; None when the archive is not one
+    (ZIP64, several disks, data before it or a comment after it, a damaged directory), which zipfile then
+    reads. The members' local headers are checked by _member_start, for the members a caller reads."""
+    end_at = len(data) - _END.size
+    if end_at < 0 or data[end_at : end_at + 4] != _END_SIGNATURE:
+        return None  # a comment after the end record, or not a ZIP
+    _, disk, directory_disk, disk_count, count, size, start, _ = _END.unpack_from(data, end_at)
+    if disk or directory_disk or disk_count != count or count == _MAX_MEMBERS or start + size != end_at:
+        return None
+    members = []
+    position = start
+    for _ in range(count):
+        if position + _CENTRAL.size > end_at:
+            return None
+        header = _CENTRAL.unpack_from(data, position)
+        if header[0] != _CENTRAL_SIGNATURE:
+            return None
+        name_at = position + _CENTRAL.size
+        name_end = name_at + header[10]
+        members.append((data[name_at:name_end], header))
+        position = name_end + header[11] + header[12]
+    if position != end_at:
+        return None
+    return start, members
+
+
+def _member_start(data: bytes, raw_name: bytes, header: tuple[int, ...], directory_start: int) -> int | None:
+    """Where the compressed bytes of a member (its raw name and central directory header, from
+    _members_parse) start, once its local header checks out (signature, the same name) and those bytes
+    end before the central directory; None otherwise. Sizes and offsets that say "in a zip64 field" are
+    refused."""
+    offset, packed_size = header[16], header[8]
+    if _MAX_32 in (packed_size, header[9], offset) or offset + _LOCAL.size > directory_start:
+        return None
+    local = _LOCAL.unpack_from(data, offset)
+    name_at = offset + _LOCAL.size
+    if local[0] != _LOCAL_SIGNATURE or data[name_at : name_at + local[9]] != raw_name:
+        return None
+    begin = name_at + local[9] + local[10]
+    if begin + packed_size > directory_start:
+        return None
+    return begin
+
+
 def _zip_member_zipfile(data: bytes, name: str) -> bytes:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
@@ -262,3 +309,152 @@ def _zip_member_zipfile(data: bytes, name: str) -> bytes:
     # a damaged deflate stream (zlib.error).
     except (RuntimeError, NotImplementedError, EOFError, ValueError, OSError, struct.error, zlib.error) as exc:
         raise zipfile.BadZipFile(f"{type(exc).__name__}: {exc}") from exc
+
+
+class ZipOut:
+    """A ZIP archive written to a file from members' compressed bytes, as zipfile writes one (a zip64 offset
+    field and zip64 end records past its limits), without zipfile's per-member objects: each member's central
+    directory entry is packed when the member is written and kept as bytes until the end."""
+
+    def __init__(self, path: Path) -> None:
+        self.file = open(path, "wb", buffering=_CHUNK)  # noqa: SIM115  (closed in close)
+        self.offset = 0
+        self.central: list[bytes] = []
+
+    def mark(self) -> tuple[int, int]:
+        return len(self.central), self.offset
+
+    def rollback(self, mark: tuple[int, int]) -> None:
+        """Cut the archive back to `mark` (a document whose result broke midway)."""
+        members, self.offset = mark
+        del self.central[members:]
+        self.file.seek(self.offset)
+        self.file.truncate()
+
+    def member(self, name: bytes, utf8: bool, source: tuple[int, ...], chunks: Iterable[Any]) -> None:
+        """Write one member: `source` is (flags, method, time, date, CRC, compressed size, size, system,
+        external attributes) as the source's central directory holds them; `chunks` its compressed bytes."""
+        flags, method, clock, date, crc, compressed, size, system, external = source
+        if compressed >= _MAX_32 or size >= _MAX_32:
+            raise zipfile.BadZipFile("a member of 4 GiB or more")
+        flags = (flags & _KEPT_FLAGS) | (_UTF8_NAME if utf8 else 0)
+        local = _LOCAL.pack(_LOCAL_SIGNATURE, _VERSION, flags, method, clock, date, crc, compressed, size, len(name), 0)
+        write = self.file.write
+        write(local)
+        write(name)
+        written = 0
+        for chunk in chunks:
+            write(chunk)
+            written += len(chunk)
+        if written != compressed:
+            raise zipfile.BadZipFile("a member is shorter than its header says")
+        offset, extra, version = self.offset, b"", _VERSION
+        if offset > zipfile.ZIP64_LIMIT:
+            offset, extra, version = _MAX_32, _ZIP64_OFFSET.pack(1, 8, offset), zipfile.ZIP64_VERSION
+        self.central.append(
+            _CENTRAL.pack(_CENTRAL_SIGNATURE, system << 8 | version, version, flags, method, clock, date, crc,
+                          compressed, size, len(name), len(extra), 0, 0, 0, external, offset)
+            + name + extra
+        )  # fmt: skip
+        self.offset += _LOCAL.size + len(name) + compressed
+
+    def close(self) -> None:
+        start, count = self.offset, len(self.central)
+        size = 0
+        for entry in self.central:
+            self.file.write(entry)
+            size += len(entry)
+        if count > zipfile.ZIP_FILECOUNT_LIMIT or start > zipfile.ZIP64_LIMIT or size > zipfile.ZIP64_LIMIT:
+            self.file.write(_END64.pack(_END64_SIGNATURE, 44, 45, 45, 0, 0, count, count, size, start))
+            self.file.write(_END64_LOCATOR.pack(_END64_LOCATOR_SIGNATURE, 0, start + size, 1))
+            count, size, start = min(count, _MAX_MEMBERS), min(size, _MAX_32), min(start, _MAX_32)
+        self.file.write(_END.pack(_END_SIGNATURE, 0, 0, count, count, size, start, 0))
+        self.file.close()
+        self.central = []
+
+
+def zip_copy(source: str | bytes, target: ZipOut, prefix: str) -> None:
+    """Copy the members of a ZIP (a file's path, or a whole archive in memory) into `target` under `prefix`,
+    their compressed bytes unchanged. Directory entries, encrypted members and members whose names
+    member_name_safe refuses are left out. An archive in memory that the plain reader takes (every member
+    stored or deflated, no zip64, no comment) is copied from its records at once; anything else is read by
+    zipfile, and a member of another compression method is inflated and deflated again."""
+    members = _members_copied(source) if isinstance(source, bytes) else None
+    if members is None:
+        _zip_copy_zipfile(io.BytesIO(source) if isinstance(source, bytes) else source, target, prefix)
+        return
+    encoded_prefix = prefix.encode("utf-8")
+    prefix_utf8 = not prefix.isascii()
+    view = memoryview(source)
+    for raw_name, fields, start in members:
+        utf8 = bool(fields[0] & _UTF8_NAME)
+        if not utf8 and not raw_name.isascii():
+            raw_name, utf8 = raw_name.decode("cp437").encode("utf-8"), True
+        if raw_name.endswith(b"/") or fields[0] & _ENCRYPTED or not member_name_safe(raw_name):
+            continue
+        target.member(encoded_prefix + raw_name, utf8 or prefix_utf8, fields, (view[start : start + fields[5]],))
+
+
+def _members_copied(data: bytes) -> list[tuple[bytes, tuple[int, ...], int]] | None:
+    """(raw name, (flags, method, time, date, CRC, compressed size, size, system, external attributes),
+    data start) of each member of a plain archive in memory whose members are all stored or deflated and
+    whose local headers check out; None otherwise."""
+    parsed = _members_parse(data)
+    if parsed is None:
+        return None
+    directory_start, members = parsed
+    copied = []
+    for raw_name, header in members:
+        method = header[4]
+        start = _member_start(data, raw_name, header, directory_start)
+        if method not in (_STORED, _DEFLATED) or start is None:
+            return None
+        fields = (header[3], method, header[5], header[6], header[7], header[8], header[9], header[1] >> 8, header[15])
+        copied.append((raw_name, fields, start))
+    return copied
+
+
+def _zip_copy_zipfile(source: str | BinaryIO, target: ZipOut, prefix: str) -> None:
+    """The members of an archive zipfile reads: compressed bytes copied in chunks; a member compressed
+    otherwise than stored or deflated is inflated and deflated again (through a temporary file)."""
+    with zipfile.ZipFile(source) as archive:
+        fp: BinaryIO = archive.fp  # type: ignore[assignment]
+        for info in archive.infolist():
+            raw_name = info.filename.encode("utf-8")
+            if info.is_dir() or info.flag_bits & _ENCRYPTED or not member_name_safe(raw_name):
+                continue
+            clock = info.date_time[3] << 11 | info.date_time[4] << 5 | info.date_time[5] // 2
+            date = (info.date_time[0] - 1980) << 9 | info.date_time[1] << 5 | info.date_time[2]
+            name = prefix.encode("utf-8") + raw_name
+            utf8 = not name.isascii()
+            if info.compress_type in (_STORED, _DEFLATED):
+                fp.seek(info.header_offset)
+                header = _LOCAL.unpack(fp.read(_LOCAL.size))
+                if header[0] != _LOCAL_SIGNATURE:
+                    raise zipfile.BadZipFile(f"bad local header of {info.filename}")
+                fp.seek(info.header_offset + _LOCAL.size + header[9] + header[10])
+                fields = (info.flag_bits, info.compress_type, clock, date, info.CRC, info.compress_size,
+                          info.file_size, info.create_system, info.external_attr)  # fmt: skip
+                target.member(name, utf8, fields, _chunks(fp, info.compress_size))
+                continue
+            with tempfile.TemporaryFile(dir=os.path.dirname(target.file.name)) as spool:
+                crc, size, deflate = 0, 0, zlib.compressobj(6, zlib.DEFLATED, -15)
+                with archive.open(info) as reader:
+                    while chunk := reader.read(_CHUNK):
+                        crc, size = zlib.crc32(chunk, crc), size + len(chunk)
+                        spool.write(deflate.compress(chunk))
+                spool.write(deflate.flush())
+                compressed = spool.tell()
+                spool.seek(0)
+                fields = (0, _DEFLATED, clock, date, crc, compressed, size, info.create_system,
+                          info.external_attr)  # fmt: skip
+                target.member(name, utf8, fields, _chunks(spool, compressed))
+
+
+def _chunks(stream: BinaryIO, length: int) -> Iterator[bytes]:
+    while length > 0:
+        chunk = stream.read(min(_CHUNK, length))
+        if not chunk:
+            return
+        length -= len(chunk)
+        yield chunk

@@ -1,29 +1,171 @@
-"""Result archives on disk: where a task's result ZIP is kept, and their removal when the tasks go.
+"""The results store: where a task's result ZIP is kept, writing it, reading a member and the preview for
+the document screen, copying it into a dataset export, and removing the archives of deleted tasks. Every
+other module goes through these functions; the ZIP records are conversion.zips's.
 
-Layout: RESULTS_DIR/<corpus id>/<service id>/<task id>.zip. Ids are never reused, so a directory
-left behind could never be mistaken for a new corpus's, but it would fill the disk: deleting a
-corpus, a service or a (corpus, service) pair removes its directories after the database commit.
-The directories are counted, renamed into RESULTS_DIR/.discarded once the deletion commits (one
-rename each, so they leave the live tree at once), and then removed: inline when there are few files, by a background
-job when there are many, so a request never spends minutes unlinking files.
+Layout: RESULTS_DIR/<corpus id>/<service id>/<task id>.zip. Ingestion writes each archive whole on one
+writer thread, beside the transaction that sets its task's status (docs/decisions.md, "Result files").
+Ids are never reused, so a directory left behind could never be mistaken for a new corpus's, but it would
+fill the disk: deleting a corpus, a service or a (corpus, service) pair removes its directories after the
+database commit. The directories are counted, renamed into RESULTS_DIR/.discarded once the deletion
+commits (one rename each, so they leave the live tree at once), and then removed: inline when there are
+few files, by a background job when there are many, so a request never spends minutes unlinking files.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import shutil
 import uuid
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
 
+from config.errors import NotFound
+from conversion.zips import ZipOut, member_name_safe, zip_copy
 from jobs.actions import job_enqueue, job_send
 
 DISCARDED = ".discarded"
+
+
+# --- where an archive lives --------------------------------------------------------------------------
+
+
+def result_file(results_dir: str | Path, corpus_id: int, service_id: int, task_id: int) -> str:
+    """Where the result archive of a task is kept, as the text os calls take (joined without pathlib:
+    ingestion and the export ask for every task)."""
+    return f"{results_dir}/{corpus_id}/{service_id}/{task_id}.zip"
+
+
+def result_path(results_dir: str | Path, corpus_id: int, service_id: int, task_id: int) -> Path:
+    """result_file as a Path."""
+    return Path(result_file(results_dir, corpus_id, service_id, task_id))
+
+
+def result_stored(corpus_id: int, service_id: int, task_id: int) -> Path | None:
+    """The stored result archive of a task under RESULTS_DIR, or None when there is none."""
+    path = result_path(settings.RESULTS_DIR, corpus_id, service_id, task_id)
+    return path if path.is_file() else None
+
+
+# --- writing -----------------------------------------------------------------------------------------
+
+
+def result_file_write(path: str, archive: bytes) -> None:
+    """Write a result file where the document report and export look, with plain os calls (a third of
+    pathlib's time). A first result is created in place; one that replaces an earlier result (a rerun) is
+    written beside it and renamed over it, so a reader sees the old archive or the new one, never half of
+    either. The directory is made when missing; a file that could not be written whole is removed."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+    replaces = None
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        replaces, path = path, f"{path}.{os.getpid()}.{next(_TEMPORARY_SEQUENCE)}.tmp"
+        fd = os.open(path, flags, 0o644)
+    try:
+        try:
+            view = memoryview(archive)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+        if replaces is not None:
+            os.replace(path, replaces)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+
+
+def result_files_write(results_dir: str | Path, results: list[tuple[int, int, int, bytes]]) -> Future[None]:
+    """Write the (corpus id, service id, task id, archive) results on the store's writer thread (system
+    calls, without the GIL), beside the caller's statements; the caller waits on the future before it
+    commits, so a status never commits ahead of its file."""
+    return _file_writer().submit(_files_write, results_dir, results)
+
+
+def _files_write(results_dir: str | Path, results: list[tuple[int, int, int, bytes]]) -> None:
+    for corpus_id, service_id, task_id, archive in results:
+        result_file_write(result_file(results_dir, corpus_id, service_id, task_id), archive)
+
+
+_TEMPORARY_SEQUENCE = itertools.count()
+_WRITER: ThreadPoolExecutor | None = None
+
+
+def _file_writer() -> ThreadPoolExecutor:
+    global _WRITER  # one thread per process, made on first use
+    if _WRITER is None:
+        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="result-files")
+    return _WRITER
+
+
+# --- reading: a member, the preview -----------------------------------------------------------------
+
+
+def result_preview(archive: Path) -> str:
+    """The member the document screen previews: the archive's first .html/.xhtml member with a safe name;
+    NotFound when the archive is not a readable ZIP or holds no HTML."""
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            names = [info.filename for info in zipped.infolist() if not info.is_dir()]
+    except zipfile.BadZipFile as exc:
+        raise NotFound("The stored result is not a readable ZIP archive.") from exc
+    for name in names:
+        if name.lower().endswith((".html", ".xhtml")) and member_name_safe(name):
+            return name
+    raise NotFound("The stored result holds no HTML.")
+
+
+def result_member(archive: Path, member: str) -> Iterator[bytes]:
+    """The content of one member of a stored result, in chunks as it is read, so a large member (or one
+    that inflates a lot) never sits in memory whole. NotFound, before any chunk, for a name that
+    member_name_safe refuses, a member the archive does not hold, or an archive that is not a ZIP."""
+    try:
+        if not member_name_safe(member):
+            raise KeyError(member)
+        with zipfile.ZipFile(archive) as zipped:
+            zipped.getinfo(member)
+    except (KeyError, zipfile.BadZipFile):
+        raise NotFound("No such file in the result.") from None
+    return _member_chunks(archive, member)
+
+
+def _member_chunks(archive: Path, member: str) -> Iterator[bytes]:
+    with zipfile.ZipFile(archive) as zipped, zipped.open(member) as stream:
+        while chunk := stream.read(64 * 1024):
+            yield chunk
+
+
+# --- the export copy ---------------------------------------------------------------------------------
+
+# Result archives up to this size (nearly all) are read whole in one call and copied from memory (one
+# read instead of a dozen seeks and reads through zipfile, which is most of the cost of small results);
+# larger ones are read by zipfile in chunks.
+_READ_WHOLE = 4 * 1024 * 1024
+
+
+def result_copy(source: str, target: ZipOut, prefix: str) -> None:
+    """Copy the members of the stored result archive `source` (a result_file) into an export archive under
+    `prefix`, compressed bytes unchanged (conversion.zips.zip_copy: no directories, encrypted members or
+    unsafe names). An absent or unreadable archive raises OSError, zipfile.BadZipFile or what zipfile lets
+    through, possibly after some members were written."""
+    with open(source, "rb", buffering=0) as stream:
+        data = stream.read() if os.fstat(stream.fileno()).st_size <= _READ_WHOLE else None
+    zip_copy(source if data is None else data, target, prefix)
+
+
+# --- removal -----------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -36,11 +178,6 @@ class Discarded:
     def counts(self) -> dict[str, int | str | None]:
         """The figures a deletion reports: files removed (or being removed) and the removing job."""
         return {"result_files": self.files, "result_files_job": self.job_uuid}
-
-
-def result_path(results_dir: Path, corpus_id: int, service_id: int, task_id: int) -> Path:
-    """Where the result archive of a task is kept (for the document report and export)."""
-    return results_dir / str(corpus_id) / str(service_id) / f"{task_id}.zip"
 
 
 def results_discard(*, corpus_id: int | None = None, service_id: int | None = None, actor: str) -> Discarded:

@@ -3,18 +3,15 @@ a whole batch in one transaction (messages by COPY). Results for tasks no longer
 service does not match the task's, are counted and discarded, never applied.
 
 Two steps: `results_prepare` (decode; no database) and `results_apply` (one short transaction, with
-the result files written beside its statements by a thread; the statements are `corpora.lifecycle`'s).
+the result files written beside its statements by the writer thread of the results store,
+`corpora.results`; the statements are `corpora.lifecycle`'s).
 Decoding outside the transaction keeps the task rows locked for milliseconds rather than for the whole
 batch, and lets the sink decode one batch while the last one is written."""
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
-import os
 import zipfile
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +21,7 @@ from conversion.logparse import Message, parse_log
 from conversion.zips import zip_member
 from corpora.lifecycle import results_lock, results_write
 from corpora.pairs import runs_close_drained
-from corpora.results import result_path
+from corpora.results import result_files_write
 from corpora.statuses import FATAL, INVALID
 
 logger = logging.getLogger(__name__)
@@ -80,52 +77,6 @@ def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
     return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data)
 
 
-def _archive_write(path: str, archive: bytes) -> None:
-    """Write a result file where the document report and export look, with plain os calls (a third of
-    pathlib's time). A first result is created in place; one that replaces an earlier result (a rerun) is
-    written beside it and renamed over it, so a reader sees the old archive or the new one, never half of
-    either. The directory is made when missing; a file that could not be written whole is removed."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
-    replaces = None
-    try:
-        fd = os.open(path, flags, 0o644)
-    except FileNotFoundError:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        fd = os.open(path, flags, 0o644)
-    except FileExistsError:
-        replaces, path = path, f"{path}.{os.getpid()}.{next(_TEMPORARY_SEQUENCE)}.tmp"
-        fd = os.open(path, flags, 0o644)
-    try:
-        try:
-            view = memoryview(archive)
-            while view:
-                view = view[os.write(fd, view) :]
-        finally:
-            os.close(fd)
-        if replaces is not None:
-            os.replace(path, replaces)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(path)
-        raise
-
-
-def _archives_write(writes: list[tuple[str, bytes]]) -> None:
-    for path, archive in writes:
-        _archive_write(path, archive)
-
-
-_TEMPORARY_SEQUENCE = itertools.count()
-_WRITER: ThreadPoolExecutor | None = None
-
-
-def _file_writer() -> ThreadPoolExecutor:
-    global _WRITER  # one thread per process, made on first use
-    if _WRITER is None:
-        _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="result-files")
-    return _WRITER
-
-
 @dataclass(frozen=True)
 class Prepared:
     """A decoded result waiting to be applied."""
@@ -177,21 +128,20 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path) -> IngestOutcome:
     rows: list[tuple[int, int, int, Decoded]] = []
     with transaction.atomic(), connection.cursor() as cursor:
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])
-        writes: list[tuple[str, bytes]] = []
+        writes: list[tuple[int, int, int, bytes]] = []
         for prepared in batch.results:
             pair = leased.get(prepared.task_id)
             if pair is None or prepared.service_id != pair[1]:
                 outcome.discarded += 1
                 continue
             if prepared.decoded.archive is not None:
-                path = str(result_path(results_dir, pair[0], pair[1], prepared.task_id))
-                writes.append((path, prepared.decoded.archive))
+                writes.append((pair[0], pair[1], prepared.task_id, prepared.decoded.archive))
             rows.append((prepared.task_id, pair[0], pair[1], prepared.decoded))
         if rows:
             # The files are written (system calls, without the GIL) beside the statements and are complete
             # before the commit: a status never commits ahead of its file. Should the transaction fail,
             # the files written stay; the tasks are still leased, and their next result replaces them.
-            writing = _file_writer().submit(_archives_write, writes)
+            writing = result_files_write(results_dir, writes)
             outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
             try:
                 results_write(cursor, rows)

@@ -13,7 +13,6 @@ import math
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
 from django.db import connection, transaction
 
 from config.api.paging import Page
@@ -21,7 +20,7 @@ from config.errors import BadRequest, NotFound
 from corpora.links import document_html_url, document_result_url
 from corpora.models import Corpus, Document, Run, Task
 from corpora.queries import pair_counts, pair_get
-from corpora.results import result_path
+from corpora.results import result_stored
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, status_name
 from reports.models import LogMessage, ReportGrain, TaskRuntime
 from services.models import Service
@@ -216,7 +215,7 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
         LogMessage.objects.filter(task=task).order_by("id").values("severity", "category", "what", "details")
     )
     runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
-    has_result = result_path(settings.RESULTS_DIR, corpus.pk, service.pk, task.pk).exists()
+    has_result = result_stored(corpus.pk, service.pk, task.pk) is not None
     return {
         "corpus": corpus.name,
         "service": service.name,
@@ -333,7 +332,7 @@ def document_result_archive(corpus_name: str, service_name: str, document_name: 
         .first()
     )
     if task_id is not None:
-        path = result_path(settings.RESULTS_DIR, corpus.pk, service.pk, task_id)
-        if path.is_file():
+        path = result_stored(corpus.pk, service.pk, task_id)
+        if path is not None:
             return path
     raise NotFound(f"No stored result of {document_name!r} for {service_name} in {corpus_name}.")

@@ -33,10 +33,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from conversion.zips import ZipOut
 from corpora.export.queries import EXPORT_SEVERITIES, MANIFEST, PLAN, export_dir_check, plan_read
-from corpora.export.zipcopy import ZipOut, result_copy
 from corpora.models import Activation
-from corpora.results import result_path
+from corpora.results import result_copy, result_file
 from corpora.statuses import COMPLETED_NAMES
 from jobs.runner import JobFailed
 
@@ -168,8 +168,7 @@ def _write_archives(
     directory: Path, archives: list[_Archive], corpus_id: int, service_id: int, total: int, progress: Progress
 ) -> None:
     by_name = {archive.name: archive for archive in archives}
-    # Every result of the pair lives in one directory (corpora.results): its path as text, joined per task.
-    results = str(result_path(Path(settings.RESULTS_DIR), corpus_id, service_id, 0).parent) + os.sep
+    results_dir = settings.RESULTS_DIR
     done = 0
     current: _ArchiveWriter | None = None
     with connection.chunked_cursor() as cursor:  # server-side: rows arrive in batches, ordered by archive
@@ -186,7 +185,7 @@ def _write_archives(
                     if current is not None:
                         current.finish()
                     current = _ArchiveWriter(directory, archive)
-                current.add(name, COMPLETED_NAMES[status], f"{results}{task_id}.zip")
+                current.add(name, COMPLETED_NAMES[status], result_file(results_dir, corpus_id, service_id, task_id))
                 progress(done, total)
     if current is not None:
         current.finish()

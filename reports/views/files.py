@@ -4,44 +4,22 @@ its images and CSS) served under a policy that lets them show but not act."""
 from __future__ import annotations
 
 import mimetypes
-import zipfile
-from collections.abc import Iterator
-from pathlib import Path
 
 from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.views.decorators.clickjacking import xframe_options_sameorigin
 from django.views.decorators.http import require_GET
 
-from config.errors import NotFound, ServiceError
+from config.errors import ServiceError
 from config.screens import error_page
-from conversion.zips import member_name_safe
 from corpora.links import document_file_url
+from corpora.results import result_member, result_preview
 from reports.queries import document_result_archive
 
 PREVIEW_CSP = (
     "default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self'; "
     "frame-ancestors 'self'; sandbox"
 )
-
-
-def _first_html(archive: Path) -> str:
-    try:
-        with zipfile.ZipFile(archive) as zipped:
-            names = [info.filename for info in zipped.infolist() if not info.is_dir()]
-    except zipfile.BadZipFile as exc:
-        raise NotFound("The stored result is not a readable ZIP archive.") from exc
-    for name in names:
-        if name.lower().endswith((".html", ".xhtml")) and member_name_safe(name):
-            return name
-    raise NotFound("The stored result holds no HTML.")
-
-
-def _member_chunks(archive: Path, member: str) -> Iterator[bytes]:
-    # Streamed, so a large member (or one that inflates a lot) never sits in memory whole.
-    with zipfile.ZipFile(archive) as zipped, zipped.open(member) as stream:
-        while chunk := stream.read(64 * 1024):
-            yield chunk
 
 
 @require_GET
@@ -59,7 +37,7 @@ def document_html_view(request: HttpRequest, corpus: str, service: str, name: st
     """The converted HTML: a redirect to the archive's first .html/.xhtml member under files/, so the
     member's relative references (images, CSS) resolve to the other members."""
     try:
-        member = _first_html(document_result_archive(corpus, service, name))
+        member = result_preview(document_result_archive(corpus, service, name))
     except ServiceError as exc:
         return error_page(request, exc)
     return redirect(document_file_url(corpus, service, name, member))
@@ -70,19 +48,13 @@ def document_html_view(request: HttpRequest, corpus: str, service: str, name: st
 def document_file_view(request: HttpRequest, corpus: str, service: str, name: str, member: str) -> HttpResponse:
     """One member of the result archive, under a policy that lets it show but not act."""
     try:
-        if not member_name_safe(member):
-            raise NotFound("No such file in the result.")
-        archive = document_result_archive(corpus, service, name)
-        with zipfile.ZipFile(archive) as zipped:
-            zipped.getinfo(member)
-    except (KeyError, zipfile.BadZipFile):
-        return error_page(request, NotFound("No such file in the result."))
+        chunks = result_member(document_result_archive(corpus, service, name), member)
     except ServiceError as exc:
         return error_page(request, exc)
     content_type = mimetypes.guess_type(member)[0] or "application/octet-stream"
     if content_type == "text/html":
         content_type += "; charset=utf-8"  # LaTeXML writes UTF-8
-    response = StreamingHttpResponse(_member_chunks(archive, member), content_type=content_type)
+    response = StreamingHttpResponse(chunks, content_type=content_type)
     response["Content-Security-Policy"] = PREVIEW_CSP
     response["X-Content-Type-Options"] = "nosniff"
     return response

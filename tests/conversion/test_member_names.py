@@ -12,10 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conversion import zips
 from conversion.archive import inspect_entry
 from conversion.worker import InvalidPayload, unpack_payload
 from conversion.zips import member_name_problem, member_name_safe
-from corpora.export import zipcopy
+from corpora.results import result_copy
 from tests.support import TEX_DOCUMENT, write_targz, write_zip
 
 # name → what the check says of it
@@ -110,10 +111,10 @@ def test_the_export_copies_no_hostile_member_of_a_result_archive(tmp_path, throu
     data = _named_raw(members)
     if through == "zipfile":  # a comment sends the copy through zipfile instead of its own header reader
         data = data[:-2] + (7).to_bytes(2, "little") + b"comment"
-    assert (zipcopy._members_parse(data) is None) == (through == "zipfile")
+    assert (zips._members_parse(data) is None) == (through == "zipfile")
     source.write_bytes(data)
-    target = zipcopy.ZipOut(tmp_path / "out.zip")
-    zipcopy.result_copy(str(source), target, "doc/")
+    target = zips.ZipOut(tmp_path / "out.zip")
+    result_copy(str(source), target, "doc/")
     target.close()
     with zipfile.ZipFile(tmp_path / "out.zip") as out:
         assert out.namelist() == ["doc/doc.html"]

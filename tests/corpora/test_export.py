@@ -17,10 +17,10 @@ import pytest
 from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
+from conversion.zips import ZipOut
 from corpora.export import job as export_job
-from corpora.export import zipcopy
 from corpora.models import Task
-from corpora.results import result_path
+from corpora.results import result_copy, result_path
 from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING
 from jobs.models import Job
 from jobs.runner import job_run
@@ -460,14 +460,14 @@ def test_the_archive_writer_writes_zip64_end_records_past_65535_members_and_cuts
         size = struct.unpack_from("<L", data, entry + field)[0]
         struct.pack_into("<L", data, entry + field, size + 1000)
     truncated.write_bytes(bytes(data))
-    target = zipcopy.ZipOut(tmp_path / "out.zip")
+    target = ZipOut(tmp_path / "out.zip")
     for index in range(70_000):
-        zipcopy.result_copy(str(source), target, f"d{index}/")
+        result_copy(str(source), target, f"d{index}/")
     mark = target.mark()
     with pytest.raises(zipfile.BadZipFile, match="shorter"):
-        zipcopy.result_copy(str(truncated), target, "broken/")
+        result_copy(str(truncated), target, "broken/")
     target.rollback(mark)
-    zipcopy.result_copy(str(source), target, "ünïcode/")
+    result_copy(str(source), target, "ünïcode/")
     target.close()
     with zipfile.ZipFile(tmp_path / "out.zip") as archive:
         names = archive.namelist()

@@ -6,7 +6,8 @@ import pytest
 
 from conversion.zips import zip_build
 from corpora.models import Task
-from dispatcher.ingest import BadResult, RawResult, result_decode, result_ingest, result_path
+from corpora.results import result_path
+from dispatcher.ingest import BadResult, RawResult, result_decode, result_ingest
 from reports.models import LogMessage, TaskRuntime
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import CLEAN_LOG, WARNING_LOG, result_zip
@@ -96,7 +97,7 @@ def test_a_rerun_result_replaces_the_file_whole_and_a_failed_write_leaves_no_fil
     def disk_full(fd: int, data: object) -> int:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr("dispatcher.ingest.os.write", disk_full)
+    monkeypatch.setattr("corpora.results.os.write", disk_full)
     with pytest.raises(OSError, match="No space"):
         ingest_one(second, new)
     # Nothing committed, no half-written file: the task is still leased and its result will come again.
