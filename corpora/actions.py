@@ -27,7 +27,7 @@ from corpora.lifecycle import (
 from corpora.models import Activation, Corpus, CorpusState
 from corpora.queries import corpus_get
 from corpora.results import results_discard
-from corpora.statuses import SEVERITIES
+from corpora.statuses import SEVERITIES, severity_check
 from jobs.actions import job_enqueue
 from jobs.models import Job
 from jobs.runner import JobFailed
@@ -279,10 +279,8 @@ def sandbox_condition_check(request: dict[str, Any]) -> dict[str, Any]:
     condition = {key: request[key] for key in SANDBOX_FIELDS if request.get(key) not in (None, "")}
     condition["seed"] = int(request.get("seed") or 0)
     for key in ("status", "severity"):
-        if key in condition and condition[key] not in SEVERITIES:
-            raise BadRequest(
-                f"Unknown {key} {condition[key]!r}; use one of {', '.join(SEVERITIES)}.", errors={key: ["unknown"]}
-            )
+        if key in condition:
+            severity_check(condition[key], key)
     if "what" in condition and "category" not in condition:
         raise BadRequest("A what narrows a category: give the category too.", errors={"what": ["needs a category"]})
     if "category" in condition and "severity" not in condition:

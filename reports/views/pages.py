@@ -25,6 +25,7 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
+from conversion.severities import Severity
 from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
 from corpora.links import document_url, is_report_url, report_url
 from corpora.serializers import ExportRequestSerializer
@@ -61,7 +62,6 @@ from services.models import PROTECTED_SERVICES
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
-MESSAGE_ORDER = ["fatal", "error", "warning", "info"]
 RERUN_FIELDS = ("severity", "category", "what", "description")
 
 
@@ -131,7 +131,7 @@ def _overview_page(
         # Infrastructure services (import) have no runs and are no converters to compare.
         converter=service not in PROTECTED_SERVICES,
         compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
-        info_href=report_url(corpus, service, "info"),
+        info_href=report_url(corpus, service, Severity.INFO),
         error=error.detail if error else "",
         export_group_bys=GROUP_BYS,
         export_severities=list(EXPORT_SEVERITIES),
@@ -161,6 +161,7 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
         ],
         "pager": pager(report["offset"], report["page_size"], len(report["rows"]), report["count"]),
         "rerun_label": rerun_label,
+        "every_completed": severity == Severity.INFO,  # the info page covers every completed task
     }
     if request.GET.get("fragment") == "body":
         return _fragment(request, "reports/_grain_body.html", context, live=report["computing"])
@@ -238,8 +239,12 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
     except ServiceError as exc:
         return error_page(request, exc)
     groups = [
-        {"severity": severity, "messages": [m for m in document["messages"] if m["severity"] == severity]}
-        for severity in MESSAGE_ORDER
+        {
+            "severity": severity,
+            "messages": [m for m in document["messages"] if m["severity"] == severity],
+            "folded": severity == Severity.INFO,
+        }
+        for severity in Severity.WORST_FIRST
     ]
     context = {
         "document": document,
