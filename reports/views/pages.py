@@ -24,7 +24,7 @@ from accounts.journal import Action
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
-from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
+from config.screens import HTMX_STOP_POLLING, error_page, form_params, given, pager, validated
 from conversion.severities import Severity
 from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
 from corpora.links import document_url, is_report_url, report_url
@@ -335,8 +335,7 @@ def _back(request: HttpRequest, corpus: str, service: str) -> str:
 def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/rerun: the scope comes in hidden fields."""
     params = form_params(request.POST)
-    # An empty field means "not narrowed", where the API would have left the parameter out.
-    fields = {key: value for key, value in params.items() if key in RERUN_FIELDS and value != ""}
+    fields = given(request.POST, RERUN_FIELDS)
     try:
         with journaled(
             actor=request.user.username, action=Action.REPORTS_RERUN, target=f"{corpus}/{service}", params=params
