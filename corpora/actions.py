@@ -29,6 +29,7 @@ from corpora.queries import corpus_get
 from corpora.results import results_discard
 from corpora.statuses import SEVERITIES, severity_check
 from jobs.actions import job_enqueue
+from jobs.choices import JobKinds
 from jobs.models import Job
 from jobs.runner import JobFailed
 from runs.actions import run_close, run_open, runs_delete_for
@@ -56,7 +57,7 @@ def corpus_import(*, name: str, path: str, actor: str, description: str = "", se
         with transaction.atomic():
             corpus = Corpus.objects.create(name=name, path=str(directory), description=description or "")
             job, _ = job_enqueue(
-                kind="corpus_import", actor=actor, params={"corpus_id": corpus.pk, "name": name}, send=send
+                kind=JobKinds.CORPUS_IMPORT, actor=actor, params={"corpus_id": corpus.pk, "name": name}, send=send
             )
     except IntegrityError as exc:
         raise Conflict(f"A corpus named {name!r} exists already.") from exc
@@ -69,7 +70,9 @@ def corpus_extend(*, name: str, actor: str, send: bool = True) -> Job:
         raise Conflict(f"The corpus {name!r} is a sandbox: it has no directory of its own to extend.")
     if corpus.state == CorpusState.IMPORTING:
         raise Conflict(f"The corpus {name!r} is still importing; extend it once the import has finished.")
-    job, _ = job_enqueue(kind="corpus_extend", actor=actor, params={"corpus_id": corpus.pk, "name": name}, send=send)
+    job, _ = job_enqueue(
+        kind=JobKinds.CORPUS_EXTEND, actor=actor, params={"corpus_id": corpus.pk, "name": name}, send=send
+    )
     return job
 
 
@@ -215,7 +218,7 @@ def service_activate(*, corpus_name: str, service_name: str, actor: str, send: b
         with transaction.atomic():
             activation = Activation.objects.create(corpus=corpus, service=service, actor=actor)
             job, _ = job_enqueue(
-                kind="service_activate",
+                kind=JobKinds.SERVICE_ACTIVATE,
                 actor=actor,
                 params={"activation_id": activation.pk, "corpus": corpus_name, "service": service_name},
                 send=send,
@@ -313,8 +316,8 @@ def corpus_sandbox(*, parent: str, actor: str, send: bool = True, **request: Any
                 description=f"Sandbox of {parent} ({service.name})",
             )  # fmt: skip
             job, _ = job_enqueue(
-                kind="corpus_sandbox", actor=actor, params={"corpus_id": corpus.pk, "name": name, "parent": parent},
-                send=send,
+                kind=JobKinds.CORPUS_SANDBOX, actor=actor,
+                params={"corpus_id": corpus.pk, "name": name, "parent": parent}, send=send,
             )  # fmt: skip
     except IntegrityError as exc:
         raise Conflict(f"A corpus named {name!r} exists already.") from exc

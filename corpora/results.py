@@ -22,6 +22,7 @@ from django.conf import settings
 from django.db import transaction
 
 from jobs.actions import job_enqueue, job_send
+from jobs.choices import JobKinds
 
 DISCARDED = ".discarded"
 
@@ -65,7 +66,9 @@ def results_discard(*, corpus_id: int | None = None, service_id: int | None = No
     names = [name for _path, name in moves]
     job = None
     if files > settings.RESULTS_REMOVE_INLINE:
-        job, _ = job_enqueue(kind="results_remove", actor=actor, params={"names": names, "files": files}, send=False)
+        job, _ = job_enqueue(
+            kind=JobKinds.RESULTS_REMOVE, actor=actor, params={"names": names, "files": files}, send=False
+        )
 
     def move_and_remove() -> None:
         for path, name in moves:

@@ -13,6 +13,7 @@ from accounts.journal import Action
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
 from jobs.actions import job_enqueue
+from jobs.choices import JobKinds
 from jobs.serializers import JobAckSerializer
 from reports.actions import pair_refresh, rerun, run_control, slice_ensure
 from reports.queries import (
@@ -206,5 +207,5 @@ class GlobalRefreshApi(TokenApiView):
         request=None, responses={202: JobAckSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        job, created = job_enqueue(kind="reports_refresh", actor=self.actor_name())
+        job, created = job_enqueue(kind=JobKinds.REPORTS_REFRESH, actor=self.actor_name())
         return Response(JobAckSerializer({"job": job, "created": created}).data, status=status.HTTP_202_ACCEPTED)

@@ -42,6 +42,7 @@ from corpora.queries import corpus_get
 from corpora.results import result_path
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES
 from jobs.actions import job_enqueue
+from jobs.choices import JobKinds
 from jobs.models import Job
 from jobs.runner import JobFailed
 from services.queries import service_get
@@ -145,7 +146,7 @@ def dataset_export(
 ) -> Job:  # fmt: skip
     """Check the request and enqueue the export job (202 with its record)."""
     params = export_request_check(corpus=corpus, service=service, group_by=group_by, severities=severities, out=out)
-    job, _ = job_enqueue(kind="dataset_export", actor=actor, params=params, send=send)
+    job, _ = job_enqueue(kind=JobKinds.DATASET_EXPORT, actor=actor, params=params, send=send)
     return job
 
 
