@@ -4,6 +4,7 @@ words and the pager of a paginated table."""
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 from urllib.parse import urlencode
 
@@ -35,11 +36,11 @@ def error_page(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     return render(request, "error.html", {"status": exc.status, "detail": exc.detail}, status=exc.status)
 
 
-def given(query: QueryDict) -> QueryDict:
-    """The query string without its empty fields: an empty form field means "not narrowed", where the
-    API would have left the parameter out."""
+def given(query: QueryDict, fields: Collection[str] | None = None) -> QueryDict:
+    """The query string or posted form without its empty fields (and, with `fields`, without the others):
+    an empty form field means "not narrowed", where the API would have left the parameter out."""
     kept = query.copy()
-    for key in [key for key, value in query.items() if value == ""]:
+    for key in [key for key, value in query.items() if value == "" or (fields is not None and key not in fields)]:
         del kept[key]
     return kept
 

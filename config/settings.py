@@ -162,7 +162,7 @@ SPECTACULAR_SETTINGS = {
         "drf_spectacular.hooks.postprocess_schema_enums",
         "config.api.schema.problem_responses_hook",
     ],
-    "ENUM_NAME_OVERRIDES": {"JobStateEnum": "jobs.models.JobState.choices"},
+    "ENUM_NAME_OVERRIDES": {"JobStateEnum": "jobs.choices.JobState.choices"},
 }
 
 # --- Service settings (documented in README).

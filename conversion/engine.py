@@ -204,7 +204,7 @@ def convert_text(
     return {
         "result": result.decode("utf-8", errors="replace").strip(),
         "log": log.decode("utf-8", errors="replace"),
-        "status": LATEXML_NAMES.get(code, "fatal"),
+        "status": LATEXML_NAMES.get(code, LATEXML_NAMES[FATAL]),
         "status_code": code,
     }
 

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
+from conversion.severities import INVALID_CATEGORY, Severity
 from conversion.statuses import ERROR, FATAL, INVALID, NO_PROBLEM, WARNING, completed_status_name, task_status_of
 
 __all__ = [
@@ -30,7 +31,7 @@ WHAT_MAX = 200
 DETAILS_MAX = 2000
 
 _MESSAGE_LINE = re.compile(r"^([^ :]+):([^ :]+):([^ ]+)(\s(.*))?$")
-_SEVERITIES = {"warning": "warning", "warn": "warning", "error": "error", "fatal": "fatal", "info": "info"}
+_SEVERITIES = {**{severity: severity for severity in Severity.ALL}, "warn": Severity.WARNING}
 # LaTeXML opens every progress note with "(Stage..." on a fresh line and closes it with " 0.01 sec)";
 # only file loads are worth keeping. Searched anywhere in the line so a note that some other
 # writer put after text on the same line is still found.
@@ -45,7 +46,7 @@ _STATUS_LINE = re.compile(r"^status:conversion:([0-9]{1,18})(?: [^\n]*)?\r?$", r
 
 
 class Message(NamedTuple):
-    """One log message as stored: severity is "info", "warning", "error" or "fatal"; fields are capped.
+    """One log message as stored: severity is one of `Severity.ALL`; fields are capped.
     (A named tuple: the dispatcher makes millions of them, and a tuple is made in a third of the time.)"""
 
     severity: str
@@ -117,10 +118,10 @@ def parse_log(data: bytes | str) -> ParsedLog:
             severity = _SEVERITIES.get(first_lower)
             if severity is None:
                 continue  # e.g. "http://host:80/x" or "Scan:x:y": text, not a message
-            if severity == "info" and category_lower == "runtime_ms" and _SMALL_INT.fullmatch(what):
+            if severity == Severity.INFO and category_lower == "runtime_ms" and _SMALL_INT.fullmatch(what):
                 runtime_ms = int(what)
                 continue
-            if severity == "fatal" and category_lower == "invalid":
+            if severity == Severity.FATAL and category_lower == INVALID_CATEGORY:
                 invalid = True
             open_message = [severity, category[:CATEGORY_MAX], what[:WHAT_MAX], details[:DETAILS_MAX]]
             continue
@@ -165,5 +166,5 @@ def _loaded_files(line: str) -> list[Message]:
                 break
         path = path.strip()
         if path:
-            found.append(Message(severity="info", category="loaded_file", what=path[:WHAT_MAX], details=""))
+            found.append(Message(severity=Severity.INFO, category="loaded_file", what=path[:WHAT_MAX], details=""))
     return found

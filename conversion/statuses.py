@@ -27,7 +27,9 @@ COMPLETED_NAMES: dict[int, str] = {
 # LaTeXML's own status codes (`Status:conversion:N`); code c is task status -(c + 1).
 LATEXML_NO_PROBLEM = 0
 LATEXML_FATAL = 3
-LATEXML_NAMES: dict[int, str] = {0: "no_problem", 1: "warning", 2: "error", 3: "fatal"}
+LATEXML_NAMES: dict[int, str] = {
+    code: COMPLETED_NAMES[-(code + 1)] for code in range(LATEXML_NO_PROBLEM, LATEXML_FATAL + 1)
+}
 
 
 def completed_status_name(status: int) -> str:

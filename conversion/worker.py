@@ -33,6 +33,7 @@ import zmq
 from conversion import engine
 from conversion.archive import inspect_entry
 from conversion.sandbox import MODES, Sandbox
+from conversion.severities import INVALID_CATEGORY
 from conversion.wire import DEFAULT_MESSAGE_SIZE, join_frames, payload_complete, split_frames
 from conversion.zips import member_name_problem
 
@@ -152,10 +153,10 @@ def convert_payload(
         try:
             unpack_payload(payload, source)
         except InvalidPayload as exc:
-            return fatal_result("invalid", "archive", str(exc))
+            return fatal_result(INVALID_CATEGORY, "archive", str(exc))
         entry = inspect_entry(source, "payload")
         if entry.problem:
-            return fatal_result("invalid", "archive", entry.detail or entry.problem)
+            return fatal_result(INVALID_CATEGORY, "archive", entry.detail or entry.problem)
         main = PurePosixPath(entry.main_file)
         # A ZIP that wraps the document in a folder has its main file there; TeX resolves \input from it.
         # The run sees the whole payload, as it would unsandboxed: a file may \input ../shared.tex.

@@ -10,7 +10,7 @@ The statements are tuned (index probes, statement order for locks, WAL compressi
 docs/decisions.md, "Task lifecycle", "Dispatcher and workers" and "Reports"): change them with a benchmark.
 """
 
-# ruff: noqa: S608  (every statement here is built of fixed text and status constants; values are parameters)
+# ruff: noqa: S608  (every statement here is built of fixed text and vocabulary constants; values are parameters)
 from __future__ import annotations
 
 import logging
@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from conversion.logparse import Message
+from conversion.severities import INVALID_CATEGORY, Severity
 from corpora.statuses import (
     BLOCKED,
     BLOCKED_SQL,
@@ -38,7 +39,7 @@ logger = logging.getLogger(__name__)
 
 # The columns of a log message row, in the order every writer gives them.
 MESSAGE_COLUMNS = "task_id, corpus_id, service_id, task_status, severity, category, what, details"
-NEVER_COMPLETED = ("fatal", "cortex", "never_completed_with_retries")
+NEVER_COMPLETED = (Severity.FATAL, "cortex", "never_completed_with_retries")
 
 # --- creation ------------------------------------------------------------------------------------
 
@@ -54,7 +55,8 @@ def import_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_service
     )
     cursor.execute(
         f"INSERT INTO reports_logmessage ({MESSAGE_COLUMNS})"
-        " SELECT t.id, t.corpus_id, t.service_id, t.status, 'fatal', 'invalid', e.problem, e.detail"
+        f" SELECT t.id, t.corpus_id, t.service_id, t.status, '{Severity.FATAL}', '{INVALID_CATEGORY}',"
+        " e.problem, e.detail"
         " FROM import_entries e JOIN corpora_task t ON t.document_id = e.document_id AND t.service_id = %s"
         " WHERE e.problem <> ''",
         [import_service_id],
@@ -212,7 +214,8 @@ def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[
         cursor.execute("DELETE FROM reports_logmessage WHERE task_id = ANY(%s)", [[row[0] for row in rows]])
         cursor.execute(
             f"INSERT INTO reports_logmessage ({MESSAGE_COLUMNS})"
-            " SELECT t.id, t.corpus_id, t.service_id, t.status, 'fatal', 'invalid', v.what, left(v.details, 2000)"
+            f" SELECT t.id, t.corpus_id, t.service_id, t.status, '{Severity.FATAL}', '{INVALID_CATEGORY}', v.what,"
+            " left(v.details, 2000)"
             " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(id, what, details)"
             " JOIN corpora_task t ON t.id = v.id WHERE t.id = ANY(%s)",
             [ids, [r[1] for r in refused], [r[2] for r in refused], [row[0] for row in rows]],

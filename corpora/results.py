@@ -30,6 +30,7 @@ from django.db import transaction
 from config.errors import NotFound
 from conversion.zips import ZipOut, member_name_safe, zip_copy
 from jobs.actions import job_enqueue, job_send
+from jobs.choices import JobKinds
 
 DISCARDED = ".discarded"
 
@@ -202,7 +203,9 @@ def results_discard(*, corpus_id: int | None = None, service_id: int | None = No
     names = [name for _path, name in moves]
     job = None
     if files > settings.RESULTS_REMOVE_INLINE:
-        job, _ = job_enqueue(kind="results_remove", actor=actor, params={"names": names, "files": files}, send=False)
+        job, _ = job_enqueue(
+            kind=JobKinds.RESULTS_REMOVE, actor=actor, params={"names": names, "files": files}, send=False
+        )
 
     def move_and_remove() -> None:
         for path, name in moves:

@@ -1,6 +1,7 @@
-"""Task statuses: codes, names, the count buckets, the report severities and the "in progress" and
-"blocked" predicates, in Python and as SQL fragments. The only place beside `conversion.statuses`
-(which defines the codes for the worker side, without Django) that spells a status number.
+"""Task statuses: codes, names, the count buckets, the report severity pages (and their check) and the
+"in progress" and "blocked" predicates, in Python and as SQL fragments. The only place beside
+`conversion.statuses` (which defines the codes for the worker side, without Django) that spells a status
+number; message severities come from `conversion.severities`.
 
 Status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number), -1..-5 completed,
 <= -6 blocked (pause writes BLOCKED). "In progress" is TODO or leased (>= 0).
@@ -8,6 +9,8 @@ Status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number), -1..
 
 from __future__ import annotations
 
+from config.errors import BadRequest
+from conversion.severities import Severity
 from conversion.statuses import (
     BLOCKED,
     COMPLETED_NAMES,
@@ -25,8 +28,8 @@ __all__ = [
     "ABSENT", "ABSENT_BUCKET", "BLOCKED", "BLOCKED_SQL", "BUCKET_NAMES", "BUSY_BUCKETS", "COMPLETED",
     "COMPLETED_NAMES", "DIFF_BUCKETS", "DIFF_BUCKET_NAMES", "DIFF_STATUSES", "ERROR", "FATAL", "INVALID",
     "IN_PROGRESS_SQL", "LEASED_SQL", "NO_PROBLEM", "OVERVIEW_ORDER", "QUEUED_BUCKET", "SEVERITIES", "STATUS_KEYS",
-    "TODO", "WARNING", "blocked", "completed_status_name", "in_progress", "leased", "regressed", "status_name",
-    "task_status_of",
+    "TODO", "WARNING", "blocked", "completed_status_name", "in_progress", "leased", "regressed", "severity_check",
+    "status_name", "task_status_of",
 ]  # fmt: skip
 
 COMPLETED: tuple[int, ...] = (NO_PROBLEM, WARNING, ERROR, FATAL, INVALID)
@@ -56,17 +59,24 @@ DIFF_BUCKET_NAMES: dict[int, str] = {**BUCKET_NAMES, ABSENT_BUCKET: ABSENT}
 DIFF_BUCKETS: dict[str, int] = {name: bucket for bucket, name in DIFF_BUCKET_NAMES.items()}
 DIFF_STATUSES: tuple[str, ...] = (*OVERVIEW_ORDER, ABSENT)
 # Worse is higher: a transition between two completed statuses to a higher rank is a regression.
-_RANK: dict[str, int] = {"no_problem": 0, "warning": 1, "error": 2, "fatal": 3, "invalid": 3}
+_RANK: dict[str, int] = {
+    COMPLETED_NAMES[status]: rank
+    for status, rank in {NO_PROBLEM: 0, WARNING: 1, ERROR: 2, FATAL: 3, INVALID: 3}.items()
+}
 
-
-# Severity page -> (statuses of the tasks it covers, severity of the messages it lists).
+# The messages that a completed status's severity page lists (a task without problems has only info).
+_PAGE_MESSAGES: dict[int, str] = {
+    NO_PROBLEM: Severity.INFO,
+    WARNING: Severity.WARNING,
+    ERROR: Severity.ERROR,
+    FATAL: Severity.FATAL,
+    INVALID: Severity.FATAL,
+}
+# Severity page -> (statuses of the tasks it covers, severity of the messages it lists): one page per
+# completed status, then the info page over every completed task.
 SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
-    "no_problem": ((NO_PROBLEM,), "info"),
-    "warning": ((WARNING,), "warning"),
-    "error": ((ERROR,), "error"),
-    "fatal": ((FATAL,), "fatal"),
-    "invalid": ((INVALID,), "fatal"),
-    "info": (COMPLETED, "info"),
+    **{COMPLETED_NAMES[status]: ((status,), _PAGE_MESSAGES[status]) for status in COMPLETED},
+    Severity.INFO: (COMPLETED, Severity.INFO),
 }
 
 # SQL predicates on a task's `status` column (fixed text, safe to join into a statement).
@@ -88,6 +98,13 @@ def leased(status: int) -> bool:
 def blocked(status: int) -> bool:
     """Paused: neither handed out nor counted as done."""
     return status <= BLOCKED
+
+
+def severity_check(severity: str, key: str = "severity") -> tuple[tuple[int, ...], str]:
+    """A severity page's statuses and message severity, or BadRequest on the field `key` for an unknown one."""
+    if severity not in SEVERITIES:
+        raise BadRequest(f"Unknown {key} {severity!r}; use one of {', '.join(SEVERITIES)}.", errors={key: ["unknown"]})
+    return SEVERITIES[severity]
 
 
 def status_name(status: int) -> str:

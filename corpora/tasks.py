@@ -6,29 +6,30 @@ from typing import Any
 
 from corpora import actions, results
 from corpora.export.job import dataset_export_run
+from jobs.choices import JobKinds
 from jobs.registry import job_kind
 from jobs.runner import JobContext
 
 
-@job_kind("corpus_import")
+@job_kind(JobKinds.CORPUS_IMPORT)
 def corpus_import_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Import a corpus directory: one document and one import task per entry."""
     return actions.corpus_import_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)
 
 
-@job_kind("corpus_extend")
+@job_kind(JobKinds.CORPUS_EXTEND)
 def corpus_extend_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Add the entries that arrived since the import, with TODO tasks on every activated service."""
     return actions.corpus_extend_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log, actor=ctx.job.actor)
 
 
-@job_kind("service_activate")
+@job_kind(JobKinds.SERVICE_ACTIVATE)
 def service_activate_job(ctx: JobContext, *, activation_id: int, **_: Any) -> dict[str, Any]:
     """Create one TODO task per valid document for a newly activated service and open a run."""
     return actions.service_activate_run(activation_id=activation_id, progress=ctx.progress, log=ctx.log)
 
 
-@job_kind("results_remove")
+@job_kind(JobKinds.RESULTS_REMOVE)
 def results_remove_job(ctx: JobContext, *, names: list[str], **_: Any) -> dict[str, Any]:
     """Remove the result archives of a deleted corpus, service or pair (moved aside at the deletion)."""
     return {"files_removed": results.discarded_remove(names=names, progress=ctx.progress)}
@@ -37,7 +38,7 @@ def results_remove_job(ctx: JobContext, *, names: list[str], **_: Any) -> dict[s
 # --- dataset export -------------------------------------------------------------------------------
 
 
-@job_kind("dataset_export")
+@job_kind(JobKinds.DATASET_EXPORT)
 def dataset_export_job(
     ctx: JobContext, *, corpus: str, service: str, corpus_id: int, service_id: int, group_by: str,
     severities: list[str], out: str, **_: Any,
@@ -52,7 +53,7 @@ def dataset_export_job(
 # --- sandbox corpora ------------------------------------------------------------------------------
 
 
-@job_kind("corpus_sandbox")
+@job_kind(JobKinds.CORPUS_SANDBOX)
 def corpus_sandbox_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Carve a sandbox: the parent's matching documents and one import task each."""
     return actions.corpus_sandbox_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)

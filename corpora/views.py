@@ -8,7 +8,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import FileResponse, HttpRequest, HttpResponse, QueryDict
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -17,7 +17,7 @@ from accounts.actions import journaled
 from accounts.journal import Action
 from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
-from config.screens import HTMX_STOP_POLLING, error_page, form_params, validated
+from config.screens import HTMX_STOP_POLLING, error_page, form_params, given, validated
 from corpora import actions
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
@@ -268,9 +268,7 @@ SANDBOX_LIMITS = ("status", "entry_contains", "per_class_limit", "limit", "seed"
 def corpus_sandbox_view(request: HttpRequest, parent: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<parent>/sandbox: the report level's form, answered with the job."""
     params = form_params(request.POST)
-    # An empty field means "not narrowed", where the API would have left it out; kept as form text.
-    fields = QueryDict(mutable=True)
-    fields.update({key: value for key, value in params.items() if key in SANDBOX_FORM_FIELDS and value != ""})
+    fields = given(request.POST, SANDBOX_FORM_FIELDS)
     try:
         with journaled(
             actor=request.user.username,

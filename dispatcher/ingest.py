@@ -18,6 +18,7 @@ from pathlib import Path
 from django.db import connection, transaction
 
 from conversion.logparse import Message, parse_log
+from conversion.severities import INVALID_CATEGORY, Severity
 from conversion.zips import zip_member
 from corpora.lifecycle import results_lock, results_write
 from corpora.pairs import runs_close_drained
@@ -57,7 +58,7 @@ class BadResult(Exception):
 
 
 def _fatal(what: str, details: str, category: str = "cortex") -> Message:
-    return Message(severity="fatal", category=category, what=what, details=details)
+    return Message(severity=Severity.FATAL, category=category, what=what, details=details)
 
 
 def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
@@ -65,7 +66,7 @@ def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
     if not data:
         return Decoded(FATAL, [_fatal("empty_result", "the worker returned no data")], None, None)
     if len(data) > max_bytes:
-        message = _fatal("too_large", f"result of {len(data)} bytes exceeds the limit of {max_bytes}", "invalid")
+        message = _fatal("too_large", f"result of {len(data)} bytes exceeds the limit of {max_bytes}", INVALID_CATEGORY)
         return Decoded(INVALID, [message], None, None)
     try:
         log = zip_member(data, LOG_NAME)

@@ -12,7 +12,8 @@ from django.apps import apps
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from jobs.models import ACTIVE_STATES, Job, JobState
+from jobs.choices import ACTIVE_STATES, JobState
+from jobs.models import Job
 from jobs.registry import job_kind_get
 
 logger = logging.getLogger(__name__)

@@ -11,6 +11,7 @@ from accounts.api_base import TokenApiView
 from accounts.journal import Action
 from config.api.schema import problems
 from jobs.actions import job_enqueue
+from jobs.choices import JobKinds
 from jobs.queries import job_get, job_list
 from jobs.serializers import JobAckSerializer, JobListParamsSerializer, JobSerializer
 
@@ -52,7 +53,7 @@ class _MaintenanceApi(TokenApiView):
 
 
 class MaintenanceReindexApi(_MaintenanceApi):
-    kind = "maintenance_reindex"
+    kind = JobKinds.MAINTENANCE_REINDEX
     audit_action = Action.MAINTENANCE_REINDEX
 
     @extend_schema(
@@ -67,7 +68,7 @@ class MaintenanceReindexApi(_MaintenanceApi):
 
 
 class MaintenanceAnalyzeApi(_MaintenanceApi):
-    kind = "maintenance_analyze"
+    kind = JobKinds.MAINTENANCE_ANALYZE
     audit_action = Action.MAINTENANCE_ANALYZE
 
     @extend_schema(

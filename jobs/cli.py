@@ -12,7 +12,8 @@ from accounts.actions import journaled
 from accounts.cli import cli_actor
 from accounts.journal import Action
 from config.errors import ServiceError
-from jobs.models import Job, JobState
+from jobs.choices import JobState
+from jobs.models import Job
 from jobs.runner import job_run
 
 

@@ -7,16 +7,7 @@ import uuid
 from django.db import models
 from django.db.models import Q
 
-
-class JobState(models.TextChoices):
-    QUEUED = "queued"
-    RUNNING = "running"
-    SUCCEEDED = "succeeded"
-    FAILED = "failed"
-    INTERRUPTED = "interrupted"
-
-
-ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
+from jobs.choices import ACTIVE_STATES, JobState
 
 
 class Job(models.Model):
@@ -46,14 +37,14 @@ class Job(models.Model):
             models.Index(
                 fields=["-created_at"],
                 name="job_active_created",
-                condition=Q(state__in=["queued", "running"]),
+                condition=Q(state__in=list(ACTIVE_STATES)),
             ),
         ]
         constraints = [
             models.UniqueConstraint(
                 fields=["debounce_key"],
                 name="job_one_active_per_debounce_key",
-                condition=Q(state__in=["queued", "running"]) & Q(debounce_key__isnull=False),
+                condition=Q(state__in=list(ACTIVE_STATES)) & Q(debounce_key__isnull=False),
             ),
         ]
 

@@ -8,7 +8,8 @@ from django.core.exceptions import ValidationError
 from django.db.models import QuerySet
 
 from config.errors import NotFound
-from jobs.models import ACTIVE_STATES, Job
+from jobs.choices import ACTIVE_STATES
+from jobs.models import Job
 
 
 def job_list(*, active: bool = False, limit: int = 50, kinds: Sequence[str] = ()) -> QuerySet[Job]:

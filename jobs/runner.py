@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from config.errors import ServiceError
 from config.logs import request_id_var
-from jobs.models import Job, JobState
+from jobs.choices import JobState
+from jobs.models import Job
 from jobs.registry import job_kind_get
 
 logger = logging.getLogger(__name__)

@@ -7,7 +7,8 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from jobs.models import Job, JobState
+from jobs.choices import ACTIVE_STATES, FAILED_STATES, JobHealth
+from jobs.models import Job
 
 
 class JobProgressSerializer(serializers.Serializer):
@@ -38,17 +39,17 @@ class JobSerializer(serializers.ModelSerializer):
         percent = round(100.0 * job.progress_current / total, 1) if total else None
         return {"current": job.progress_current, "total": total, "percent": percent}
 
-    @extend_schema_field(serializers.ChoiceField(choices=["ok", "stalled", "failed"]))
+    @extend_schema_field(serializers.ChoiceField(choices=list(JobHealth.ALL)))
     def get_health(self, job: Job) -> str:
         """failed for a job that failed or was interrupted; stalled when an active job has given no
         sign of life for longer than JOB_STALL_SECONDS; ok otherwise."""
-        if job.state in (JobState.FAILED, JobState.INTERRUPTED):
-            return "failed"
-        if job.state in (JobState.QUEUED, JobState.RUNNING):
+        if job.state in FAILED_STATES:
+            return JobHealth.FAILED
+        if job.state in ACTIVE_STATES:
             last_sign = job.heartbeat_at or job.created_at
             if (timezone.now() - last_sign).total_seconds() > settings.JOB_STALL_SECONDS:
-                return "stalled"
-        return "ok"
+                return JobHealth.STALLED
+        return JobHealth.OK
 
     @extend_schema_field(serializers.FloatField(allow_null=True))
     def get_duration_seconds(self, job: Job) -> float | None:

@@ -13,6 +13,7 @@ from accounts.journal import Action
 from config.errors import ServiceError
 from config.screens import HTMX_STOP_POLLING, error_page
 from jobs.actions import job_enqueue
+from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.queries import job_get, job_list
 from jobs.serializers import JobListParamsSerializer, JobSerializer
 
@@ -34,7 +35,7 @@ def job_detail_view(request: HttpRequest, uuid: str) -> HttpResponse:
     except ServiceError as exc:
         return error_page(request, exc)
     if request.GET.get("fragment") == "body":
-        finished = job["state"] not in ("queued", "running")
+        finished = job["state"] not in ACTIVE_STATES
         response = render(request, "jobs/_detail_body.html", {"job": job})
         if finished:
             response.status_code = HTMX_STOP_POLLING
@@ -48,8 +49,8 @@ def maintenance_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of POST /api/maintenance/reindex|analyze."""
     # Operation -> (job kind, journal name), as the API twins MaintenanceReindexApi and MaintenanceAnalyzeApi.
     operations = {
-        "reindex": ("maintenance_reindex", Action.MAINTENANCE_REINDEX),
-        "analyze": ("maintenance_analyze", Action.MAINTENANCE_ANALYZE),
+        "reindex": (JobKinds.MAINTENANCE_REINDEX, Action.MAINTENANCE_REINDEX),
+        "analyze": (JobKinds.MAINTENANCE_ANALYZE, Action.MAINTENANCE_ANALYZE),
     }
     kinds = [kind for kind, _action in operations.values()]
     if request.method == "POST":

@@ -22,7 +22,8 @@ from config.redis_client import redis_client
 from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
 from corpora.statuses import TODO
-from jobs.models import Job, JobState
+from jobs.choices import ACTIVE_STATES, JobState
+from jobs.models import Job
 from services.models import DispatcherState, Worker
 from services.queries import conversion_sandbox
 
@@ -269,7 +270,7 @@ def export_root_check() -> dict:
 
 def jobs_check() -> dict:
     stall_before = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
-    active = Job.objects.filter(state__in=[JobState.QUEUED, JobState.RUNNING])
+    active = Job.objects.filter(state__in=ACTIVE_STATES)
     counts = active.aggregate(
         queued=Count("pk", filter=Q(state=JobState.QUEUED)),
         running=Count("pk", filter=Q(state=JobState.RUNNING)),

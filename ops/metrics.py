@@ -57,10 +57,11 @@ def leases_expired() -> int:
 
 def job_counts() -> tuple[dict[str, int], dict[str, int]]:
     """Jobs per state, and per health as the jobs API reports it (ok, stalled, failed): one query."""
-    from jobs.models import ACTIVE_STATES, Job, JobState
+    from jobs.choices import ACTIVE_STATES, FAILED_STATES, JobHealth, JobState
+    from jobs.models import Job
 
     stale = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
-    failed = Q(state__in=(JobState.FAILED, JobState.INTERRUPTED))
+    failed = Q(state__in=FAILED_STATES)
     stalled = Q(state__in=ACTIVE_STATES) & Q(last_sign__lt=stale)
     rows = (
         Job.objects.annotate(last_sign=Coalesce("heartbeat_at", "created_at"))
@@ -68,12 +69,12 @@ def job_counts() -> tuple[dict[str, int], dict[str, int]]:
         .annotate(total=Count("pk"), failed=Count("pk", filter=failed), stalled=Count("pk", filter=stalled))
     )
     states = {state.value: 0 for state in JobState}
-    health = {"ok": 0, "stalled": 0, "failed": 0}
+    health = dict.fromkeys(JobHealth.ALL, 0)
     for row in rows:
         states[row["state"]] = row["total"]
-        health["failed"] += row["failed"]
-        health["stalled"] += row["stalled"]
-        health["ok"] += row["total"] - row["failed"] - row["stalled"]
+        health[JobHealth.FAILED] += row["failed"]
+        health[JobHealth.STALLED] += row["stalled"]
+        health[JobHealth.OK] += row["total"] - row["failed"] - row["stalled"]
     return states, health
 
 

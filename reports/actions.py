@@ -15,11 +15,12 @@ from config.planner import BULK_SETTINGS
 from corpora.lifecycle import grains_clear, tasks_pause, tasks_rerun, tasks_resume
 from corpora.pairs import run_open, runs_close_drained
 from corpora.queries import pair_get
-from corpora.statuses import COMPLETED
+from corpora.statuses import COMPLETED, SEVERITIES, severity_check
 from jobs.actions import job_enqueue
-from jobs.models import ACTIVE_STATES, Job
+from jobs.choices import ACTIVE_STATES, JobKinds
+from jobs.models import Job
 from reports.models import GrainSlice
-from reports.queries import SEVERITIES, category_report, severity_check, what_report
+from reports.queries import category_report, what_report
 
 
 def conversions_pause(*, corpus_name: str | None = None, service_name: str | None = None) -> int:
@@ -155,8 +156,8 @@ def pair_refresh(*, corpus_name: str, service_name: str) -> dict:
 def slice_build_enqueue(*, corpus_id: int, service_id: int, severity: str) -> None:
     """Start a background build of one slice unless one is already queued or running."""
     params = {"corpus_id": corpus_id, "service_id": service_id, "severity": severity}
-    if not Job.objects.filter(kind="report_slice_build", state__in=ACTIVE_STATES, params=params).exists():
-        job_enqueue(kind="report_slice_build", actor="reports", params=params)
+    if not Job.objects.filter(kind=JobKinds.REPORT_SLICE_BUILD, state__in=ACTIVE_STATES, params=params).exists():
+        job_enqueue(kind=JobKinds.REPORT_SLICE_BUILD, actor="reports", params=params)
 
 
 def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:

@@ -13,6 +13,7 @@ from accounts.journal import Action
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
 from jobs.actions import job_enqueue
+from jobs.choices import JobKinds
 from jobs.serializers import JobAckSerializer
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.queries import document_report, entry_list, report_path_split, runtime_report, service_overview
@@ -195,5 +196,5 @@ class GlobalRefreshApi(TokenApiView):
         request=None, responses={202: JobAckSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        job, created = job_enqueue(kind="reports_refresh", actor=self.actor_name())
+        job, created = job_enqueue(kind=JobKinds.REPORTS_REFRESH, actor=self.actor_name())
         return Response(JobAckSerializer({"job": job, "created": created}).data, status=status.HTTP_202_ACCEPTED)

@@ -6,16 +6,12 @@ from __future__ import annotations
 
 from django.db import models
 
+from conversion.severities import Severity
+
 CATEGORY_MAX = 100
 WHAT_MAX = 200
 DETAILS_MAX = 2000
-
-
-class Severity(models.TextChoices):
-    INFO = "info"
-    WARNING = "warning"
-    ERROR = "error"
-    FATAL = "fatal"
+SEVERITY_CHOICES = [(severity, severity.title()) for severity in Severity.ALL]
 
 
 class LogMessage(models.Model):
@@ -24,7 +20,7 @@ class LogMessage(models.Model):
     task = models.ForeignKey("corpora.Task", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
-    severity = models.CharField(max_length=10, choices=Severity.choices)
+    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
     details = models.CharField(max_length=DETAILS_MAX, blank=True)

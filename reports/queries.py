@@ -16,12 +16,12 @@ from typing import Any
 from django.db import connection, transaction
 
 from config.api.paging import Page
-from config.errors import BadRequest, NotFound
+from config.errors import NotFound
 from corpora.links import document_html_url, document_result_url
 from corpora.models import Corpus, Document, Run, Task
 from corpora.queries import pair_counts, pair_get
 from corpora.results import result_stored
-from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, status_name
+from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
 from reports.models import LogMessage, ReportGrain, TaskRuntime
 from services.models import Service
 from services.queries import service_get
@@ -31,14 +31,6 @@ logger = logging.getLogger(__name__)
 
 # Fixed histogram buckets of the runtime report (upper bounds in ms; the last is open).
 RUNTIME_BUCKETS_MS = [100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 120_000, 300_000]
-
-
-def severity_check(severity: str) -> tuple[tuple[int, ...], str]:
-    if severity not in SEVERITIES:
-        raise BadRequest(
-            f"Unknown severity {severity!r}; use one of {', '.join(SEVERITIES)}.", errors={"severity": ["unknown"]}
-        )
-    return SEVERITIES[severity]
 
 
 # --- overview --------------------------------------------------------------------------------------

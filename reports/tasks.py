@@ -7,18 +7,19 @@ from typing import Any
 from celery import shared_task
 
 from jobs.actions import job_enqueue
+from jobs.choices import JobKinds
 from jobs.registry import job_kind
 from jobs.runner import JobContext
 from reports import actions
 
 
-@job_kind("reports_refresh", debounced=True)
+@job_kind(JobKinds.REPORTS_REFRESH, debounced=True)
 def reports_refresh(ctx: JobContext) -> dict[str, Any]:
     """Rebuild the report rollup behind every report page."""
     return actions.reports_rebuild_all(progress=ctx.progress, log=ctx.log)
 
 
-@job_kind("report_slice_build")
+@job_kind(JobKinds.REPORT_SLICE_BUILD)
 def report_slice_build(ctx: JobContext, *, corpus_id: int, service_id: int, severity: str) -> dict[str, Any]:
     """Build one (corpus, service, severity) slice that did not fit a page's time budget."""
     ctx.progress(0, 1, f"building the {severity} slice")
@@ -29,5 +30,5 @@ def report_slice_build(ctx: JobContext, *, corpus_id: int, service_id: int, seve
 @shared_task(name="reports.tasks.reports_refresh_scheduled", ignore_result=True)
 def reports_refresh_scheduled() -> str:
     """Beat: start the global refresh (debounced: a running one is reused)."""
-    job, _ = job_enqueue(kind="reports_refresh", actor="beat")
+    job, _ = job_enqueue(kind=JobKinds.REPORTS_REFRESH, actor="beat")
     return str(job.pk)

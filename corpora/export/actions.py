@@ -12,6 +12,7 @@ from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS, export_dir_chec
 from corpora.models import Activation
 from corpora.queries import corpus_get
 from jobs.actions import job_enqueue
+from jobs.choices import JobKinds
 from jobs.models import Job
 from services.queries import service_get
 
@@ -51,5 +52,5 @@ def dataset_export(
 ) -> Job:  # fmt: skip
     """Check the request and enqueue the export job (202 with its record)."""
     params = export_request_check(corpus=corpus, service=service, group_by=group_by, severities=severities, out=out)
-    job, _ = job_enqueue(kind="dataset_export", actor=actor, params=params, send=send)
+    job, _ = job_enqueue(kind=JobKinds.DATASET_EXPORT, actor=actor, params=params, send=send)
     return job

@@ -7,19 +7,12 @@ from typing import Any
 
 from django import template
 
+from corpora.statuses import OVERVIEW_ORDER
+
 register = template.Library()
 
 # Bar order, left to right: finished outcomes first, then what is still to do.
-_SEGMENTS = [
-    ("no_problem", "no problem"),
-    ("warning", "warning"),
-    ("error", "error"),
-    ("fatal", "fatal"),
-    ("invalid", "invalid"),
-    ("blocked", "blocked"),
-    ("todo", "todo"),
-    ("queued", "queued"),
-]
+_SEGMENTS = [(key, key.replace("_", " ")) for key in OVERVIEW_ORDER]
 
 
 @register.filter

@@ -24,7 +24,8 @@ from accounts.journal import Action
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
-from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
+from config.screens import HTMX_STOP_POLLING, error_page, form_params, given, pager, validated
+from conversion.severities import Severity
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
 from corpora.links import document_url, is_report_url, report_url
 from corpora.statuses import OVERVIEW_ORDER
@@ -58,7 +59,6 @@ from services.models import PROTECTED_SERVICES
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
-MESSAGE_ORDER = ["fatal", "error", "warning", "info"]
 RERUN_FIELDS = ("severity", "category", "what", "description")
 
 
@@ -128,7 +128,7 @@ def _overview_page(
         # Infrastructure services (import) have no runs and are no converters to compare.
         converter=service not in PROTECTED_SERVICES,
         compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
-        info_href=report_url(corpus, service, "info"),
+        info_href=report_url(corpus, service, Severity.INFO),
         error=error.detail if error else "",
         export_group_bys=GROUP_BYS,
         export_severities=list(EXPORT_SEVERITIES),
@@ -158,6 +158,7 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
         ],
         "pager": pager(report["offset"], report["page_size"], len(report["rows"]), report["count"]),
         "rerun_label": rerun_label,
+        "every_completed": severity == Severity.INFO,  # the info page covers every completed task
     }
     if request.GET.get("fragment") == "body":
         return _fragment(request, "reports/_grain_body.html", context, live=report["computing"])
@@ -231,8 +232,12 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
     except ServiceError as exc:
         return error_page(request, exc)
     groups = [
-        {"severity": severity, "messages": [m for m in document["messages"] if m["severity"] == severity]}
-        for severity in MESSAGE_ORDER
+        {
+            "severity": severity,
+            "messages": [m for m in document["messages"] if m["severity"] == severity],
+            "folded": severity == Severity.INFO,
+        }
+        for severity in Severity.WORST_FIRST
     ]
     context = {
         "document": document,
@@ -323,8 +328,7 @@ def _back(request: HttpRequest, corpus: str, service: str) -> str:
 def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/rerun: the scope comes in hidden fields."""
     params = form_params(request.POST)
-    # An empty field means "not narrowed", where the API would have left the parameter out.
-    fields = {key: value for key, value in params.items() if key in RERUN_FIELDS and value != ""}
+    fields = given(request.POST, RERUN_FIELDS)
     try:
         with journaled(
             actor=request.user.username, action=Action.REPORTS_RERUN, target=f"{corpus}/{service}", params=params

@@ -1,0 +1,44 @@
+"""The vocabularies of jobs, each spelled here once: a job's state and the kinds of job there are."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class JobState(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
+# The states of a job that ended without its result; its health is failed.
+FAILED_STATES = (JobState.FAILED, JobState.INTERRUPTED)
+
+
+class JobHealth:
+    """A job's health, as the jobs API (`jobs/serializers.py`) and the metrics report it."""
+
+    OK = "ok"
+    STALLED = "stalled"
+    FAILED = "failed"
+
+    ALL: tuple[str, ...] = (OK, STALLED, FAILED)
+
+
+class JobKinds:
+    """The name of every job kind. Each app's `tasks.py` registers its function under one of these
+    (`jobs.registry.job_kind`), and the actions that start a job name it by the same constant."""
+
+    CORPUS_IMPORT = "corpus_import"
+    CORPUS_EXTEND = "corpus_extend"
+    CORPUS_SANDBOX = "corpus_sandbox"
+    SERVICE_ACTIVATE = "service_activate"
+    RESULTS_REMOVE = "results_remove"
+    DATASET_EXPORT = "dataset_export"
+    REPORTS_REFRESH = "reports_refresh"
+    REPORT_SLICE_BUILD = "report_slice_build"
+    MAINTENANCE_REINDEX = "maintenance_reindex"
+    MAINTENANCE_ANALYZE = "maintenance_analyze"
