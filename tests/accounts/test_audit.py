@@ -10,7 +10,7 @@ pytestmark = pytest.mark.django_db
 def test_an_authenticated_write_is_journaled_with_actor_target_and_request_id(authed):
     response = authed.post("/api/maintenance/analyze", HTTP_X_REQUEST_ID="req-123")
     assert response.status_code == 202
-    entry = AuditEntry.objects.get(action="maintenance_analyze")
+    entry = AuditEntry.objects.get(action="maintenance.analyze")
     assert entry.actor == "tester"
     assert entry.outcome == "ok" and entry.status_code == 202
     assert entry.request_id == "req-123"
@@ -19,7 +19,7 @@ def test_an_authenticated_write_is_journaled_with_actor_target_and_request_id(au
 
 def test_the_token_in_a_query_string_is_never_journaled(api, token):
     api.post(f"/api/maintenance/analyze?token={token}&note=hi")
-    entry = AuditEntry.objects.get(action="maintenance_analyze")
+    entry = AuditEntry.objects.get(action="maintenance.analyze")
     assert token not in str(entry.params)
     assert entry.params == {"note": "hi"}
 
@@ -27,7 +27,7 @@ def test_the_token_in_a_query_string_is_never_journaled(api, token):
 def test_an_unauthenticated_write_is_refused_and_not_attributed(api):
     response = api.post("/api/maintenance/analyze")
     assert response.status_code == 401
-    assert not AuditEntry.objects.filter(action="maintenance_analyze").exists()
+    assert not AuditEntry.objects.filter(action="maintenance.analyze").exists()
 
 
 def test_the_journal_lists_newest_first_and_filters(authed):
@@ -35,9 +35,9 @@ def test_the_journal_lists_newest_first_and_filters(authed):
     authed.post("/api/maintenance/reindex")
     rows = authed.get("/api/audit").json()
     actions = [row["action"] for row in rows]
-    assert actions.index("maintenance_reindex") < actions.index("maintenance_analyze")
-    only = authed.get("/api/audit", {"action": "maintenance_analyze"}).json()
-    assert {row["action"] for row in only} == {"maintenance_analyze"}
+    assert actions.index("maintenance.reindex") < actions.index("maintenance.analyze")
+    only = authed.get("/api/audit", {"action": "maintenance.analyze"}).json()
+    assert {row["action"] for row in only} == {"maintenance.analyze"}
 
 
 def test_the_journal_is_token_gated(api):

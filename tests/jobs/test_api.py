@@ -107,4 +107,4 @@ def test_the_maintenance_screen_starts_a_journaled_job(screen_client):
     job = Job.objects.get(kind="maintenance_analyze")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}"
     assert job.actor == "tester"
-    assert AuditEntry.objects.filter(action="maintenance_analyze", actor="tester").exists()
+    assert AuditEntry.objects.filter(action="maintenance.analyze", actor="tester").exists()
