@@ -25,7 +25,7 @@ from accounts.serializers import (
 from config.api.requests import client_address
 from config.errors import ServiceError, TooManyRequests
 from config.middleware import url_without_token
-from config.screens import error_page
+from config.screens import error_page, given, validated
 
 
 @require_http_methods(["GET", "POST"])
@@ -66,8 +66,10 @@ def logout_view(request: HttpRequest) -> HttpResponse:
 @login_required
 def audit_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/audit."""
-    params = AuditListParamsSerializer(data=request.GET)
-    query = params.validated_data if params.is_valid() else {}
+    try:
+        query = validated(AuditListParamsSerializer(data=given(request.GET)))
+    except ServiceError as exc:  # a filter its API twin refuses: the same 400 and words
+        return error_page(request, exc)
     entries = AuditEntrySerializer(audit_list(**query), many=True).data
     return render(request, "accounts/audit.html", {"entries": entries, "filters": query})
 

@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 from accounts.actions import journaled
 from accounts.journal import Action
 from config.errors import ServiceError
-from config.screens import HTMX_STOP_POLLING, error_page
+from config.screens import HTMX_STOP_POLLING, error_page, given, validated
 from jobs.actions import job_enqueue
 from jobs.queries import job_get, job_list
 from jobs.serializers import JobListParamsSerializer, JobSerializer
@@ -19,9 +19,10 @@ from jobs.serializers import JobListParamsSerializer, JobSerializer
 
 @login_required
 def job_list_view(request: HttpRequest) -> HttpResponse:
-    params = JobListParamsSerializer(data=request.GET)
-    params.is_valid(raise_exception=False)
-    query = params.validated_data if not params.errors else {}
+    try:
+        query = validated(JobListParamsSerializer(data=given(request.GET)))
+    except ServiceError as exc:  # a filter its API twin refuses: the same 400 and words
+        return error_page(request, exc)
     context = {"jobs": JobSerializer(job_list(**query), many=True).data, "active": query.get("active", False)}
     template = "jobs/_rows.html" if request.GET.get("fragment") == "rows" else "jobs/list.html"
     return render(request, template, context)
