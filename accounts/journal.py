@@ -1,6 +1,5 @@
-"""The names of journaled writes, each defined once and spelled one way (app.operation): an API view, its
-screen twin and its command journal the same operation under the same name (accounts.actions.journaled
-writes the entry)."""
+"""The names of journaled writes, each defined once and spelled one way (app.operation): every write
+action is decorated with its name (accounts.actions.journaled), so each caller journals it under that name."""
 
 from __future__ import annotations
 

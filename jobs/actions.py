@@ -1,4 +1,5 @@
-"""Writes on jobs: enqueue (debounced where the kind says so), and the sweep that finds dead ones."""
+"""Writes on jobs: enqueue (debounced where the kind says so), the maintenance an operator starts
+(journaled), and the sweep that finds dead ones."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from django.apps import apps
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from jobs.models import ACTIVE_STATES, Job, JobState
 from jobs.registry import job_kind_get
 
@@ -123,6 +126,18 @@ HIGH_CHURN_MODELS = [
 
 def _high_churn_tables() -> list[str]:
     return [apps.get_model(label)._meta.db_table for label in HIGH_CHURN_MODELS]
+
+
+@journaled(Action.MAINTENANCE_REINDEX)
+def tables_reindex_start(*, actor: str) -> tuple[Job, bool]:
+    """Start the online index rebuild of the high-churn tables (a debounced job: a running one is returned)."""
+    return job_enqueue(kind="maintenance_reindex", actor=actor)
+
+
+@journaled(Action.MAINTENANCE_ANALYZE)
+def tables_analyze_start(*, actor: str) -> tuple[Job, bool]:
+    """Start the planner-statistics refresh of the high-churn tables (a debounced job)."""
+    return job_enqueue(kind="maintenance_analyze", actor=actor)
 
 
 def tables_reindex(*, progress: Any, log: Any) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from accounts.actions import journaled
+from accounts.actions import journal_note, journaled
 from accounts.journal import Action
 from config.errors import NotFound
 from config.planner import BULK_SETTINGS
@@ -89,7 +89,8 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
     return SnapshotTaken(snapshot_id, taken_at, rows)
 
 
-def snapshot_append(*, corpus_name: str, service_name: str) -> dict[str, Any]:
+@journaled(Action.RUNS_SNAPSHOT, target="{corpus_name}/{service_name}")
+def snapshot_append(*, corpus_name: str, service_name: str, actor: str) -> dict[str, Any]:
     """POST .../snapshot: the current statuses of an activated pair as one new snapshot."""
     corpus, service = corpus_get(corpus_name), service_get(service_name)
     if not Activation.objects.filter(corpus=corpus, service=service).exists():
@@ -227,19 +228,16 @@ def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = 
     return diff_id
 
 
+@journaled(Action.RUNS_PRUNE, target=lambda a: f"{a.get('corpus') or '*'}/{a.get('service') or '*'}")
 def history_prune(
     *, before: datetime, corpus: str | None = None, service: str | None = None, actor: str
 ) -> dict[str, Any]:
     """Remove the history runs.queries.prune_preview shows for the same arguments, in one transaction:
     the diff rows and diffs of the removed snapshots, the finished runs, then the snapshots (a kept run
     that pointed at one loses its link). Returns what was removed, in the preview's shape; journaled."""
-    params = {"before": before.isoformat(), "corpus": corpus, "service": service}
-    target = f"{corpus or '*'}/{service or '*'}"
-    with journaled(actor=actor, action=Action.RUNS_PRUNE, target=target, params=params) as recorded:
-        scope = prune_scope(before, corpus, service)
-        summary = _prune(scope)
-        recorded["removed"] = summary["total"]
-        recorded["pairs"] = [f"{p['corpus']}/{p['service']}" for p in summary["pairs"]]
+    scope = prune_scope(before, corpus, service)
+    summary = _prune(scope)
+    journal_note(removed=summary["total"], pairs=[f"{p['corpus']}/{p['service']}" for p in summary["pairs"]])
     return summary
 
 

@@ -35,6 +35,8 @@ from django.db import connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import Conflict, NotFound, Unprocessable
 from corpora.export.zipcopy import ZipOut, result_copy
 from corpora.models import Activation
@@ -139,6 +141,7 @@ def export_request_check(
     return {**request, "out": out, "corpus_id": corpus_row.pk, "service_id": service_row.pk}
 
 
+@journaled(Action.CORPUS_EXPORT, target="{corpus}/{service}")
 def dataset_export(
     *, corpus: str, service: str, group_by: str, severities: list[str], actor: str, out: str | None = None,
     send: bool = True,

@@ -1,4 +1,4 @@
-"""Report screens: the same queries, DTOs and input serializers as /api/reports, writes journaled.
+"""Report screens: the same queries, DTOs and input serializers as /api/reports, the same actions.
 
 Reads are public like their API twins, except the runtime screen (its API needs a token); every write
 needs a signed-in operator. Every link is built by corpora.links.
@@ -19,12 +19,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
-from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, validated
+from config.screens import HTMX_STOP_POLLING, error_page, form_params, pager, screen_write, validated
 from corpora.export import EXPORT_SEVERITIES, GROUP_BYS, dataset_export
 from corpora.links import document_url, is_report_url, report_url
 from corpora.serializers import ExportRequestSerializer
@@ -312,12 +310,6 @@ def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
 # --- writes ------------------------------------------------------------------------------------------
 
 
-def _write_failed(request: HttpRequest, corpus: str, service: str, exc: ServiceError) -> HttpResponse:
-    if exc.status == 404:
-        return error_page(request, exc)
-    return _overview_page(request, corpus, service, error=exc)
-
-
 def _back(request: HttpRequest, corpus: str, service: str) -> str:
     """The report page the form was on, or the overview; never another site."""
     target = request.POST.get("next", "")
@@ -332,31 +324,28 @@ def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     params = form_params(request.POST)
     # An empty field means "not narrowed", where the API would have left the parameter out.
     fields = {key: value for key, value in params.items() if key in RERUN_FIELDS and value != ""}
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.REPORTS_RERUN, target=f"{corpus}/{service}", params=params
-        ):
-            body = validated(RerunParamsSerializer(data=fields))
-            ack = RerunAckSerializer(
-                rerun(corpus_name=corpus, service_name=service, actor=request.user.username, **body)
-            ).data
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
+    done, refused = screen_write(
+        request,
+        lambda: rerun(
+            corpus_name=corpus, service_name=service, actor=request.user.username,
+            submitted=RerunParamsSerializer(data=fields),
+        ),
+        form=lambda exc: _overview_page(request, corpus, service, error=exc),
+    )  # fmt: skip
+    if refused:
+        return refused
+    ack = RerunAckSerializer(done).data
     messages.success(request, f"{ack['tasks']} tasks set to TODO in run {ack['run_id']}.")
     return redirect(_back(request, corpus, service))
 
 
 def _pair_write(
-    request: HttpRequest, corpus: str, service: str, action: Action, call: Callable[[], dict[str, Any]], done: str
+    request: HttpRequest, corpus: str, service: str, call: Callable[[], dict[str, Any]], done: str
 ) -> HttpResponse:
-    """One journaled write on the pair, serialized as its API twin answers; `done` is formatted with it."""
-    try:
-        with journaled(
-            actor=request.user.username, action=action, target=f"{corpus}/{service}", params=form_params(request.POST)
-        ):
-            ack = call()
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
+    """One write on the pair, serialized as its API twin answers; `done` is formatted with it."""
+    ack, refused = screen_write(request, call, form=lambda exc: _overview_page(request, corpus, service, error=exc))
+    if refused:
+        return refused
     messages.success(request, done.format(**ack))
     return redirect(report_url(corpus, service))
 
@@ -366,8 +355,10 @@ def _pair_write(
 def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/pause: block the pair's tasks in progress."""
     return _pair_write(
-        request, corpus, service, Action.CONVERSIONS_PAUSE,
-        lambda: RunControlSerializer(run_control(action="pause", corpus_name=corpus, service_name=service)).data,
+        request, corpus, service,
+        lambda: RunControlSerializer(
+            run_control(action="pause", corpus_name=corpus, service_name=service, actor=request.user.username)
+        ).data,
         "Paused: {blocked} tasks in progress blocked.",
     )  # fmt: skip
 
@@ -377,8 +368,10 @@ def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
 def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/resume: blocked tasks of the pair back to TODO."""
     return _pair_write(
-        request, corpus, service, Action.CONVERSIONS_RESUME,
-        lambda: RunControlSerializer(run_control(action="resume", corpus_name=corpus, service_name=service)).data,
+        request, corpus, service,
+        lambda: RunControlSerializer(
+            run_control(action="resume", corpus_name=corpus, service_name=service, actor=request.user.username)
+        ).data,
         "Resumed: {resumed} blocked tasks back to TODO.",
     )  # fmt: skip
 
@@ -388,8 +381,10 @@ def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse
 def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/refresh: clear the pair's report grains at once."""
     return _pair_write(
-        request, corpus, service, Action.REPORTS_REFRESH_PAIR,
-        lambda: ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data,
+        request, corpus, service,
+        lambda: ScopeRefreshSerializer(
+            pair_refresh(corpus_name=corpus, service_name=service, actor=request.user.username)
+        ).data,
         "Cleared {cleared_slices} report slices; each page rebuilds its slice when next read.",
     )  # fmt: skip
 
@@ -404,15 +399,15 @@ def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpR
     params = form_params(request.POST)
     data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
             "out": params.get("out") or None}  # fmt: skip
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.CORPUS_EXPORT, target=f"{corpus}/{service}",
-            params={**params, "severities": data["severities"]},
-        ):  # fmt: skip
-            job = dataset_export(corpus=corpus, service=service, actor=request.user.username,
-                                 **validated(ExportRequestSerializer(data=data)))  # fmt: skip
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
+    job, refused = screen_write(
+        request,
+        lambda: dataset_export(
+            corpus=corpus, service=service, actor=request.user.username, submitted=ExportRequestSerializer(data=data)
+        ),
+        form=lambda exc: _overview_page(request, corpus, service, error=exc),
+    )
+    if refused:
+        return refused
     return redirect("job", uuid=job.uuid)
 
 
