@@ -1,27 +1,40 @@
-"""Writes on tokens and the journal. Every authenticated write is journaled through journaled() (screens,
-commands, token actions) or, for the API, by TokenApiView through audit_record; both record the outcome
-the same way, under a name from accounts.journal.Action."""
+"""Writes on tokens and the journal. Every write action journals itself: `journaled` decorates it with
+its name from accounts.journal.Action and records one entry per call, with its outcome, whoever calls it
+(an API view, a screen, a command, a job, a shell); audit_record is the journal's one writer."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+import logging
 import re
 import secrets
+import string
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from datetime import timedelta
-from typing import Any
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from http import HTTPStatus
+from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 from django.db import transaction
+from django.http import QueryDict
 from django.utils import timezone
+from rest_framework.exceptions import APIException
+from rest_framework.serializers import BaseSerializer
 
 from accounts.journal import Action
 from accounts.models import ApiToken, AuditEntry, ScreenSession
 from accounts.queries import TOKEN_PREFIX, screen_session_get, token_digest
 from config.errors import BadRequest, NotFound, ServiceError
 from config.logs import request_id_var
+from config.screens import validated
+
+logger = logging.getLogger(__name__)
 
 _ACTOR_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:-]{0,99}$")
 _SECRET_KEYS = {"token", "password", "secret"}
@@ -62,7 +75,200 @@ def _clean(value: Any, limit: int = _PARAM_VALUE_LIMIT) -> Any:
         return [_clean(v) for v in value[:50]]
     if value is None or isinstance(value, bool | int | float):
         return value
+    if isinstance(value, date):  # a datetime too
+        return value.isoformat()
     return _clean(str(value))
+
+
+# --- journaled actions ---
+F = TypeVar("F", bound=Callable[..., Any])
+Target = str | Callable[[dict[str, Any]], str]
+
+# How a caller runs the job an action starts (now, or by a message), not what it asked for.
+_NOT_RECORDED = {"send"}
+
+
+@dataclass
+class JournalRequest:
+    """An API request around the write it makes (accounts.api_base.TokenApiView): the entry records the
+    request's query and body as sent, and `answered` puts the HTTP status of a success on it."""
+
+    params: Callable[[], dict[str, Any]]
+    entry: AuditEntry | None = None
+
+    def answered(self, status_code: int) -> None:
+        if self.entry is None or self.entry.status_code is not None or status_code >= 400:
+            return
+        try:
+            AuditEntry.objects.filter(pk=self.entry.pk).update(status_code=status_code)
+        except Exception:  # the write is done: a journal failure must not turn it into an error
+            logger.exception("could not note status %s on journal entry %s", status_code, self.entry.pk)
+
+
+_request: ContextVar[JournalRequest | None] = ContextVar("journal_request", default=None)
+
+
+@contextmanager
+def journal_request(params: Callable[[], dict[str, Any]]) -> Iterator[JournalRequest]:
+    """Mark an API request: the journaled action it calls records `params()`, what the caller sent."""
+    request = JournalRequest(params)
+    token = _request.set(request)
+    try:
+        yield request
+    finally:
+        _request.reset(token)
+
+
+@dataclass
+class _Call:
+    """One journaled call as it goes: its arguments (the submitted fields once checked, as sent until
+    then) and what the action notes (journal_note)."""
+
+    name: Action
+    target: Target
+    actor: str
+    secret_input: bool
+    arguments: dict[str, Any]
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    def record(self, exc: Exception | None = None) -> AuditEntry:
+        if isinstance(exc, ServiceError):
+            status_code, title = exc.status, exc.title
+        elif isinstance(exc, APIException):  # a body the API could not parse, read inside the attempt
+            status_code, title = exc.status_code, HTTPStatus(exc.status_code).phrase.capitalize()
+        else:
+            status_code, title = (None, "") if exc is None else (500, "Internal server error")
+        return audit_record(
+            actor=str(self.arguments.get(self.actor) or ""),
+            action=self.name,
+            target=self._target(),
+            params=self._params(exc),
+            status_code=status_code,
+            title=title,
+        )
+
+    def _target(self) -> str:
+        if callable(self.target):
+            return self.target(self.arguments)
+        return self.target.format_map(_Known({k: "" if v is None else v for k, v in self.arguments.items()}))
+
+    def _params(self, exc: Exception | None) -> dict[str, Any]:
+        if self.secret_input:
+            if isinstance(exc, ServiceError):
+                return {**self.notes, "refused": sorted(exc.errors) if isinstance(exc.errors, dict) else []}
+            return dict(self.notes)
+        request = _request.get()
+        if request is not None:
+            return {**request.params(), **self.notes}
+        named = {self.actor, *_NOT_RECORDED}
+        if isinstance(self.target, str):
+            named |= {name for _, name, _, _ in string.Formatter().parse(self.target) if name}
+        return {**{k: v for k, v in self.arguments.items() if k not in named}, **self.notes}
+
+
+class _Known(dict):
+    """Template values: an argument not (yet) known is empty."""
+
+    def __missing__(self, key: str) -> str:
+        return ""
+
+
+_current: ContextVar[_Call | None] = ContextVar("journal_call", default=None)
+
+
+def journaled(
+    name: Action, *, target: Target = "", actor: str = "actor", secret_input: bool = False
+) -> Callable[[F], F]:
+    """Journal every call of a write action under `name`, whoever calls it. The action runs in one
+    transaction that also writes its entry (outcome "ok"); a refusal (a ServiceError) rolls the write back
+    and is journaled after the rollback with its status and title, a crash as 500.
+
+    `target` is a template of the action's arguments ("{corpus_name}/{service_name}") or a function of
+    them; `actor` the argument that says who acts. The entry's parameters are the other arguments (but
+    `send`), or on the API the request's query and body as sent, plus what the action notes. With
+    `secret_input` (a value could be a secret) they are only the notes, and of a refusal the names of the
+    refused fields.
+
+    A caller hands its unchecked input as `submitted=`: a serializer, or a function returning one when a
+    lookup must answer first. It is checked inside the attempt and its fields become arguments, so a
+    refused input is journaled like a refused action. A journaled action called by another one is part
+    of that one's entry."""
+
+    def decorate(function: F) -> F:
+        signature = inspect.signature(function)
+
+        @functools.wraps(function)
+        def wrapper(*args: Any, submitted: Any = None, **kwargs: Any) -> Any:
+            if _current.get() is not None:
+                return function(*args, **kwargs, **(_checked(submitted, {}) if submitted is not None else {}))
+            call = _Call(name, target, actor, secret_input, _arguments(signature, args, kwargs))
+            token = _current.set(call)
+            try:
+                with transaction.atomic():
+                    if submitted is not None:
+                        kwargs = {**kwargs, **_checked(submitted, call.arguments)}
+                    result = function(*args, **kwargs)
+                    entry = call.record()
+            except Exception as exc:
+                _refusal_record(call, exc)
+                raise
+            finally:
+                _current.reset(token)
+            request = _request.get()
+            if request is not None:
+                request.entry = entry
+            return result
+
+        wrapper.journal_name = name  # type: ignore[attr-defined]  (tests find every journaled action by it)
+        return wrapper  # type: ignore[return-value]
+
+    return decorate
+
+
+def journal_note(**values: Any) -> None:
+    """Add what a journaled action learns as it runs (a token's prefix, what a prune removed) to its entry."""
+    call = _current.get()
+    if call is not None:
+        call.notes.update(values)
+
+
+def _arguments(signature: inspect.Signature, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the caller passed them, keyword arguments (**fields) flattened in."""
+    bound = signature.bind_partial(*args, **kwargs)
+    arguments: dict[str, Any] = {}
+    for key, value in bound.arguments.items():
+        if signature.parameters[key].kind is inspect.Parameter.VAR_KEYWORD:
+            arguments.update(value)
+        else:
+            arguments[key] = value
+    return arguments
+
+
+def _checked(submitted: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The submitted input's fields, checked; `arguments` hold its fields as sent until the check passes."""
+    serializer = submitted if isinstance(submitted, BaseSerializer) else submitted()
+    raw = getattr(serializer, "initial_data", None)
+    sent: dict[str, Any] = {}
+    if isinstance(raw, QueryDict):  # a form: a field given twice is a list
+        sent = {
+            key: raw.getlist(key) if len(raw.getlist(key)) > 1 else raw[key] for key in serializer.fields if key in raw
+        }
+    elif isinstance(raw, Mapping):
+        sent = {key: raw[key] for key in serializer.fields if key in raw}
+    arguments.update(sent)
+    values = dict(validated(serializer))
+    for key in sent:
+        arguments.pop(key, None)
+    arguments.update(values)
+    return values
+
+
+def _refusal_record(call: _Call, exc: Exception) -> None:
+    try:
+        with transaction.atomic():  # a savepoint where a transaction is open: its failure spoils nothing
+            call.record(exc)
+    except Exception:  # never hide the refusal itself
+        logger.exception("could not journal the failed %s", call.name)
 
 
 def token_create(*, actor: str, created_by: str, staff: bool = False) -> tuple[ApiToken, str]:
@@ -72,27 +278,30 @@ def token_create(*, actor: str, created_by: str, staff: bool = False) -> tuple[A
         raise BadRequest(
             "An actor name is 1-100 characters of letters, digits and . _ @ : - and starts with a letter or digit."
         )  # before the journal: a name that is no actor name is not written into it either
+    return _token_issue(actor=actor, created_by=created_by, staff=staff)
+
+
+@journaled(Action.TOKEN_CREATE, target="{actor}", actor="created_by")
+def _token_issue(*, actor: str, created_by: str, staff: bool) -> tuple[ApiToken, str]:
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    with journaled(actor=created_by, action=Action.TOKEN_CREATE, target=actor) as params:
-        token = ApiToken.objects.create(actor=actor, prefix=raw[:12], digest=token_digest(raw))
-        params["prefix"] = token.prefix
-        if staff:  # the user the sign-in creates for this actor (accounts.views.login_view)
-            get_user_model().objects.update_or_create(username=actor, defaults={"is_staff": True})
-            params["staff"] = True
+    token = ApiToken.objects.create(actor=actor, prefix=raw[:12], digest=token_digest(raw))
+    journal_note(prefix=token.prefix)
+    if staff:  # the user the sign-in creates for this actor (accounts.views.login_view)
+        get_user_model().objects.update_or_create(username=actor, defaults={"is_staff": True})
     return token, raw
 
 
+@journaled(Action.TOKEN_REVOKE, target=lambda a: a.get("actor") or a.get("prefix") or "", actor="revoked_by")
 def token_revoke(*, revoked_by: str, actor: str | None = None, prefix: str | None = None) -> int:
     """Revoke every active token of an actor, or the one token with a prefix; returns how many."""
     if bool(actor) == bool(prefix):
         raise BadRequest("Name either an actor or a token prefix to revoke.")
     tokens = ApiToken.objects.filter(revoked_at__isnull=True)
     tokens = tokens.filter(actor=actor) if actor else tokens.filter(prefix=prefix[:12])
-    with journaled(actor=revoked_by, action=Action.TOKEN_REVOKE, target=actor or prefix or "") as params:
-        count = tokens.update(revoked_at=timezone.now())
-        if count == 0:
-            raise NotFound(f"No active token for {'actor ' + actor if actor else 'prefix ' + prefix}.")
-        params["count"] = count
+    count = tokens.update(revoked_at=timezone.now())
+    if count == 0:
+        raise NotFound(f"No active token for {'actor ' + actor if actor else 'prefix ' + prefix}.")
+    journal_note(count=count)
     return count
 
 
@@ -102,23 +311,6 @@ def token_touch(token: ApiToken) -> None:
     if token.last_used_at is None or (now - token.last_used_at).total_seconds() > 60:
         ApiToken.objects.filter(pk=token.pk).update(last_used_at=now)
         token.last_used_at = now
-
-
-@contextmanager
-def journaled(
-    *, actor: str, action: Action, target: str = "", params: dict[str, Any] | None = None
-) -> Iterator[dict[str, Any]]:
-    """Journal a write made outside the API (screens, commands, token actions) with its outcome, failures
-    included. Yields the parameters to record, so the write can add what it learns (a token's prefix)."""
-    recorded = dict(params or {})
-    try:
-        yield recorded
-    except ServiceError as exc:
-        audit_record(
-            actor=actor, action=action, target=target, params=recorded, status_code=exc.status, title=exc.title
-        )
-        raise
-    audit_record(actor=actor, action=action, target=target, params=recorded)
 
 
 # --- screen sessions ---
@@ -162,12 +354,12 @@ def screen_session_end(session_key: str) -> None:
     _touched.pop(session_key, None)
 
 
-def screen_session_revoke(session_id: int) -> ScreenSession:
+@journaled(Action.SESSION_REVOKE, target="{session_id}")
+def screen_session_revoke(session_id: int, *, actor: str) -> ScreenSession:
     """End an active screen session at once: its Django session row is deleted, so the browser's next
     request is signed out. Unknown or already ended: NotFound."""
-    with transaction.atomic():
-        session = screen_session_get(session_id)
-        Session.objects.filter(session_key=session.session_key).delete()
-        ScreenSession.objects.filter(pk=session.pk).delete()
+    session = screen_session_get(session_id)
+    Session.objects.filter(session_key=session.session_key).delete()
+    ScreenSession.objects.filter(pk=session.pk).delete()
     _touched.pop(session.session_key, None)
     return session

@@ -10,7 +10,6 @@ from rest_framework.response import Response
 
 from accounts.actions import screen_session_revoke
 from accounts.api_base import TokenApiView
-from accounts.journal import Action
 from accounts.queries import audit_list, screen_session_list
 from accounts.serializers import AuditEntrySerializer, AuditListParamsSerializer, ScreenSessionSerializer
 from config.api.schema import problems
@@ -43,8 +42,6 @@ class SessionListApi(TokenApiView):
 
 
 class SessionDetailApi(TokenApiView):
-    audit_action = Action.SESSION_REVOKE
-
     @extend_schema(
         operation_id="sessions_revoke",
         summary="Revoke a screen session: it ends at once, the browser's next request is signed out",
@@ -52,5 +49,5 @@ class SessionDetailApi(TokenApiView):
         tags=["management"],
     )
     def delete(self, request: Request, id: int) -> Response:
-        screen_session_revoke(id)
+        screen_session_revoke(id, actor=self.actor_name())
         return Response(status=status.HTTP_204_NO_CONTENT)

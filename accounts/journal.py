@@ -1,5 +1,5 @@
-"""The names of journaled writes, each defined once: an API view, its screen twin and its command
-journal the same operation under the same name (accounts.actions.journaled writes the entry)."""
+"""The names of journaled writes, each defined once and spelled one way (app.operation): every write
+action is decorated with its name (accounts.actions.journaled), so each caller journals it under that name."""
 
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ class Action(StrEnum):
     REPORTS_REFRESH = "reports.refresh"
     RUNS_SNAPSHOT = "runs.snapshot"
     RUNS_PRUNE = "runs.prune"
-    MAINTENANCE_REINDEX = "maintenance_reindex"
-    MAINTENANCE_ANALYZE = "maintenance_analyze"
+    MAINTENANCE_REINDEX = "maintenance.reindex"
+    MAINTENANCE_ANALYZE = "maintenance.analyze"
     TOKEN_CREATE = "token.create"
     TOKEN_REVOKE = "token.revoke"
     # --- dataset export ---

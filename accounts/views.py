@@ -11,8 +11,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.actions import journaled, screen_session_end, screen_session_revoke, screen_session_start
-from accounts.journal import Action
+from accounts.actions import screen_session_end, screen_session_revoke, screen_session_start
 from accounts.lockout import token_check
 from accounts.middleware import SESSION_TOKEN_KEY
 from accounts.queries import audit_list, screen_session_list
@@ -25,7 +24,7 @@ from accounts.serializers import (
 from config.api.requests import client_address
 from config.errors import ServiceError, TooManyRequests
 from config.middleware import url_without_token
-from config.screens import error_page
+from config.screens import error_page, given, screen_write, validated
 
 
 @require_http_methods(["GET", "POST"])
@@ -66,8 +65,10 @@ def logout_view(request: HttpRequest) -> HttpResponse:
 @login_required
 def audit_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/audit."""
-    params = AuditListParamsSerializer(data=request.GET)
-    query = params.validated_data if params.is_valid() else {}
+    try:
+        query = validated(AuditListParamsSerializer(data=given(request.GET)))
+    except ServiceError as exc:  # a filter its API twin refuses: the same 400 and words
+        return error_page(request, exc)
     entries = AuditEntrySerializer(audit_list(**query), many=True).data
     return render(request, "accounts/audit.html", {"entries": entries, "filters": query})
 
@@ -86,10 +87,8 @@ def session_list_view(request: HttpRequest) -> HttpResponse:
 @require_POST
 def session_revoke_view(request: HttpRequest, session_id: int) -> HttpResponse:
     """Screen twin of DELETE /api/sessions/<id>; revoking one's own session signs out."""
-    try:
-        with journaled(actor=request.user.username, action=Action.SESSION_REVOKE, target=str(session_id)):
-            session = screen_session_revoke(session_id)
-    except ServiceError as exc:
-        return error_page(request, exc)
+    session, refused = screen_write(request, lambda: screen_session_revoke(session_id, actor=request.user.username))
+    if refused:
+        return refused
     messages.success(request, f"Session {session.pk} of {session.actor} revoked.")
     return redirect("sessions")

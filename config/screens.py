@@ -1,11 +1,11 @@
-"""Shared by the HTML views of every app: the input-serializer check that speaks like the API, journal
-params, the error page, htmx's stop-polling status, the empty-field rule of filter forms, durations in
-words and the pager of a paginated table."""
+"""Shared by the HTML views of every app: the input-serializer check that speaks like the API, the posted
+fields, the error page and what a write's refusal answers, htmx's stop-polling status, the empty-field
+rule of filter forms, durations in words and the pager of a paginated table."""
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Callable, Collection
+from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -18,6 +18,8 @@ from config.errors import BadRequest, ServiceError
 # htmx stops polling when a response carries this status.
 HTMX_STOP_POLLING = 286
 
+T = TypeVar("T")
+
 
 def validated(serializer: Serializer) -> dict[str, Any]:
     """The serializer's data, or BadRequest with its field errors: the words the API twin answers with."""
@@ -27,13 +29,36 @@ def validated(serializer: Serializer) -> dict[str, Any]:
 
 
 def form_params(post: QueryDict) -> dict[str, str]:
-    """The posted fields as the journal should see them (the CSRF token is not a parameter)."""
+    """The posted fields, without the CSRF token: what a form shows back to the operator."""
     return {key: value for key, value in post.items() if key != "csrfmiddlewaretoken"}
 
 
 def error_page(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     """The error screen for an unknown corpus, service or job, with the action's status and words."""
     return render(request, "error.html", {"status": exc.status, "detail": exc.detail}, status=exc.status)
+
+
+def screen_write(
+    request: HttpRequest, call: Callable[[], T], *, form: Callable[[ServiceError], HttpResponse] | None = None
+) -> tuple[T | None, HttpResponse | None]:
+    """Run one write action for a screen (the action journals itself): (its result, None), or (None, the
+    answer to its refusal) with the action's status and words, as its API twin answers. That answer is the
+    error page when what the write names is unknown (404) or the screen has no form, else `form(exc)`: the
+    form again, with the operator's input and the refusal."""
+    try:
+        return call(), None
+    except ServiceError as exc:
+        if form is None or exc.status == 404:
+            return None, error_page(request, exc)
+        return None, form(exc)
+
+
+def form_again(request: HttpRequest, template: str, context: dict[str, Any]) -> Callable[[ServiceError], HttpResponse]:
+    """screen_write's `form` for a page that is its own form: the page again, with the refusal's words,
+    its field errors and its status."""
+    return lambda exc: render(
+        request, template, {**context, "error": exc.detail, "errors": exc.errors or {}}, status=exc.status
+    )
 
 
 def given(query: QueryDict, fields: Collection[str] | None = None) -> QueryDict:

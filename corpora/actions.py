@@ -1,5 +1,5 @@
-"""Writes on corpora: import, extend, delete, activate and deactivate services. Bulk work is COPY and
-set-based SQL inside one transaction, so a failure leaves nothing half-written."""
+"""Writes on corpora: import, extend, delete, activate and deactivate services, each journaled. Bulk work
+is COPY and set-based SQL inside one transaction, so a failure leaves nothing half-written."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from typing import Any
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from config.planner import BULK_SETTINGS
@@ -41,6 +43,7 @@ def _import_service_id() -> int:
 # --- import and extend -------------------------------------------------------------------------
 
 
+@journaled(Action.CORPUS_IMPORT, target="{name}")
 def corpus_import(*, name: str, path: str, actor: str, description: str = "", send: bool = True) -> Job:
     """Create the corpus (state importing) and its import job in one transaction."""
     name_check(name)
@@ -56,6 +59,7 @@ def corpus_import(*, name: str, path: str, actor: str, description: str = "", se
     return job
 
 
+@journaled(Action.CORPUS_EXTEND, target="{name}")
 def corpus_extend(*, name: str, actor: str, send: bool = True) -> Job:
     corpus = corpus_get(name)
     if corpus.parent_id is not None:
@@ -170,6 +174,7 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> d
 # --- delete --------------------------------------------------------------------------------------
 
 
+@journaled(Action.CORPUS_DELETE, target="{name}")
 def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, Any]:
     """Delete a corpus with its documents, tasks, messages and result archives; other corpora are untouched."""
     corpus = corpus_get(name)
@@ -186,6 +191,7 @@ def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, An
 # --- activate and deactivate ----------------------------------------------------------------------
 
 
+@journaled(Action.SERVICE_ACTIVATION, target="{corpus_name}/{service_name}")
 def service_activate(*, corpus_name: str, service_name: str, actor: str, send: bool = True) -> Job:
     """Register a service on a corpus and start the job that creates its TODO tasks."""
     corpus, service = pair_get(corpus_name, service_name)
@@ -231,6 +237,7 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
     return {"tasks": created, "run_id": run.pk}
 
 
+@journaled(Action.SERVICE_DEACTIVATION, target="{corpus_name}/{service_name}")
 def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> dict[str, Any]:
     """Delete the tasks, messages and result archives of one (corpus, service) pair; nothing else is touched."""
     corpus, service = pair_get(corpus_name, service_name)
@@ -270,6 +277,7 @@ def sandbox_condition_check(request: dict[str, Any]) -> dict[str, Any]:
     return condition
 
 
+@journaled(Action.CORPUS_SANDBOX, target="{parent}/{name}")
 def corpus_sandbox(*, parent: str, actor: str, send: bool = True, **request: Any) -> Job:
     """Create the sandbox corpus (state importing, its name reserved) and its carve job in one transaction."""
     name = request["name"]

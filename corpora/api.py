@@ -10,7 +10,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import PublicReadApiView, TokenApiView
-from accounts.journal import Action
 from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from config.api.schema import problems
 from corpora import actions
@@ -31,8 +30,6 @@ CONFIRM = OpenApiParameter("confirm", str, required=False, description="must equ
 
 
 class CorpusListApi(PublicReadApiView):
-    audit_action = Action.CORPUS_IMPORT
-
     @extend_schema(
         operation_id="corpora_list",
         summary="List corpora with their activated services",
@@ -50,18 +47,11 @@ class CorpusListApi(PublicReadApiView):
         tags=["corpora"],
     )
     def post(self, request: Request) -> Response:
-        body = ImportRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        job = actions.corpus_import(actor=self.actor_name(), **body.validated_data)
+        job = actions.corpus_import(actor=self.actor_name(), submitted=ImportRequestSerializer(data=request.data))
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-
-    def audit_target(self, kwargs: dict) -> str:
-        return self.body_field("name")
 
 
 class CorpusDetailApi(PublicReadApiView):
-    audit_action = Action.CORPUS_DELETE
-
     @extend_schema(
         operation_id="corpora_retrieve",
         summary="One corpus: activated services and per-service status counts",
@@ -79,15 +69,13 @@ class CorpusDetailApi(PublicReadApiView):
         tags=["corpora"],
     )
     def delete(self, request: Request, name: str) -> Response:
-        params = ConfirmSerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        counts = actions.corpus_delete(name=name, confirm=params.validated_data.get("confirm"), actor=self.actor_name())
+        counts = actions.corpus_delete(
+            name=name, actor=self.actor_name(), submitted=ConfirmSerializer(data=request.query_params)
+        )
         return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))
 
 
 class CorpusExtendApi(TokenApiView):
-    audit_action = Action.CORPUS_EXTEND
-
     @extend_schema(
         operation_id="corpora_extend",
         summary="Add the entries that arrived in the corpus directory since the import (background job)",
@@ -101,8 +89,6 @@ class CorpusExtendApi(TokenApiView):
 
 
 class ActivationApi(TokenApiView):
-    audit_actions = {"POST": Action.SERVICE_ACTIVATION, "DELETE": Action.SERVICE_DEACTIVATION}
-
     @extend_schema(
         operation_id="corpora_service_activate",
         summary="Activate a service on a corpus: one TODO task per document (background job)",
@@ -122,11 +108,9 @@ class ActivationApi(TokenApiView):
         tags=["corpora"],
     )
     def delete(self, request: Request, corpus: str, service: str) -> Response:
-        params = ConfirmSerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
         counts = actions.service_deactivate(
-            corpus_name=corpus, service_name=service, confirm=params.validated_data.get("confirm"),
-            actor=self.actor_name(),
+            corpus_name=corpus, service_name=service, actor=self.actor_name(),
+            submitted=ConfirmSerializer(data=request.query_params),
         )  # fmt: skip
         return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))
 
@@ -135,8 +119,6 @@ class ActivationApi(TokenApiView):
 
 
 class DatasetExportApi(TokenApiView):
-    audit_action = Action.CORPUS_EXPORT
-
     @extend_schema(
         operation_id="corpora_export_dataset",
         summary="Write ZIP archives of the pair's converted results and a manifest under EXPORT_ROOT (background job)",
@@ -145,9 +127,12 @@ class DatasetExportApi(TokenApiView):
         tags=["corpora"],
     )
     def post(self, request: Request, corpus: str, service: str) -> Response:
-        body = ExportRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        job = dataset_export(corpus=corpus, service=service, actor=self.actor_name(), **body.validated_data)
+        job = dataset_export(
+            corpus=corpus,
+            service=service,
+            actor=self.actor_name(),
+            submitted=ExportRequestSerializer(data=request.data),
+        )
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
@@ -178,8 +163,6 @@ class ExportFileApi(TokenApiView):
 
 
 class SandboxApi(TokenApiView):
-    audit_action = Action.CORPUS_SANDBOX
-
     @extend_schema(
         operation_id="corpora_sandbox",
         summary="Carve a sandbox corpus from the parent's documents that match a condition (background job)",
@@ -188,10 +171,7 @@ class SandboxApi(TokenApiView):
         tags=["corpora"],
     )
     def post(self, request: Request, parent: str) -> Response:
-        body = SandboxRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        job = actions.corpus_sandbox(parent=parent, actor=self.actor_name(), **body.validated_data)
+        job = actions.corpus_sandbox(
+            parent=parent, actor=self.actor_name(), submitted=SandboxRequestSerializer(data=request.data)
+        )
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-
-    def audit_target(self, kwargs: dict) -> str:
-        return f"{kwargs['parent']}/{self.body_field('name')}"

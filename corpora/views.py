@@ -1,4 +1,4 @@
-"""Corpora screens: the same queries, DTOs and input serializers as /api/corpora, writes journaled.
+"""Corpora screens: the same queries, DTOs and input serializers as /api/corpora, the same actions.
 
 Reads are public like their API twin; every write needs a signed-in operator."""
 
@@ -13,11 +13,9 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
-from config.screens import HTMX_STOP_POLLING, error_page, form_params, given, validated
+from config.screens import HTMX_STOP_POLLING, error_page, form_again, form_params, given, screen_write
 from corpora import actions
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
@@ -47,19 +45,15 @@ def corpus_new_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of POST /api/corpora: the import form, answered with the job screen."""
     if request.method == "GET":
         return render(request, "corpora/new.html", {"form": {}})
-    name = request.POST.get("name", "")
-    try:
-        with journaled(
-            actor=request.user.username,
-            action=Action.CORPUS_IMPORT,
-            target=name[:200],
-            params=form_params(request.POST),
-        ):
-            body = validated(ImportRequestSerializer(data=request.POST))
-            job = actions.corpus_import(actor=request.user.username, **body)
-    except ServiceError as exc:
-        context = {"form": form_params(request.POST), "error": exc.detail, "errors": exc.errors or {}}
-        return render(request, "corpora/new.html", context, status=exc.status)
+    job, refused = screen_write(
+        request,
+        lambda: actions.corpus_import(
+            actor=request.user.username, submitted=ImportRequestSerializer(data=request.POST)
+        ),
+        form=form_again(request, "corpora/new.html", {"form": form_params(request.POST)}),
+    )
+    if refused:
+        return refused
     return redirect("job", uuid=job.uuid)
 
 
@@ -98,11 +92,13 @@ def corpus_detail_view(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def corpus_extend_view(request: HttpRequest, name: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<name>/extend."""
-    try:
-        with journaled(actor=request.user.username, action=Action.CORPUS_EXTEND, target=name):
-            job = actions.corpus_extend(name=name, actor=request.user.username)
-    except ServiceError as exc:
-        return _corpus_page(request, name, error=exc)
+    job, refused = screen_write(
+        request,
+        lambda: actions.corpus_extend(name=name, actor=request.user.username),
+        form=lambda exc: _corpus_page(request, name, error=exc),
+    )
+    if refused:
+        return refused
     return redirect("job", uuid=job.uuid)
 
 
@@ -111,16 +107,13 @@ def corpus_extend_view(request: HttpRequest, name: str) -> HttpResponse:
 def activation_create_view(request: HttpRequest, name: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<corpus>/services/<service>: the service comes from a select."""
     service = request.POST.get("service", "")
-    try:
-        with journaled(
-            actor=request.user.username,
-            action=Action.SERVICE_ACTIVATION,
-            target=f"{name}/{service}",
-            params=form_params(request.POST),
-        ):
-            job = actions.service_activate(corpus_name=name, service_name=service, actor=request.user.username)
-    except ServiceError as exc:
-        return _corpus_page(request, name, error=exc)
+    job, refused = screen_write(
+        request,
+        lambda: actions.service_activate(corpus_name=name, service_name=service, actor=request.user.username),
+        form=lambda exc: _corpus_page(request, name, error=exc),
+    )
+    if refused:
+        return refused
     return redirect("job", uuid=job.uuid)
 
 
@@ -134,14 +127,15 @@ def corpus_delete_view(request: HttpRequest, name: str) -> HttpResponse:
         return error_page(request, exc)
     if request.method == "GET":
         return render(request, "corpora/delete.html", {"corpus": corpus})
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.CORPUS_DELETE, target=name, params=form_params(request.POST)
-        ):
-            confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
-            counts = actions.corpus_delete(name=name, confirm=confirm, actor=request.user.username)
-    except ServiceError as exc:
-        return render(request, "corpora/delete.html", {"corpus": corpus, "error": exc.detail}, status=exc.status)
+    counts, refused = screen_write(
+        request,
+        lambda: actions.corpus_delete(
+            name=name, actor=request.user.username, submitted=ConfirmSerializer(data=request.POST)
+        ),
+        form=form_again(request, "corpora/delete.html", {"corpus": corpus}),
+    )
+    if refused:
+        return refused
     messages.success(
         request,
         f"The corpus {name} was deleted with all its documents, tasks and messages. {result_files_sentence(counts)}",
@@ -164,21 +158,16 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
             detail = f"The service {service!r} is not active on the corpus {name!r}."
             return render(request, "error.html", {"status": 404, "detail": detail}, status=404)
         return render(request, "corpora/deactivate.html", context)
-    try:
-        with journaled(
-            actor=request.user.username,
-            action=Action.SERVICE_DEACTIVATION,
-            target=f"{name}/{service}",
-            params=form_params(request.POST),
-        ):
-            confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
-            counts = actions.service_deactivate(
-                corpus_name=name, service_name=service, confirm=confirm, actor=request.user.username
-            )
-    except ServiceError as exc:
-        if exc.status == 404:
-            return error_page(request, exc)
-        return render(request, "corpora/deactivate.html", {**context, "error": exc.detail}, status=exc.status)
+    counts, refused = screen_write(
+        request,
+        lambda: actions.service_deactivate(
+            corpus_name=name, service_name=service, actor=request.user.username,
+            submitted=ConfirmSerializer(data=request.POST),
+        ),
+        form=form_again(request, "corpora/deactivate.html", context),
+    )  # fmt: skip
+    if refused:
+        return refused
     messages.success(
         request,
         f"The service {service} was deactivated on {name}; its tasks and messages are gone."
@@ -198,15 +187,14 @@ def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpR
     params = form_params(request.POST)
     data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
             "out": params.get("out") or None}  # fmt: skip
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.CORPUS_EXPORT, target=f"{corpus}/{service}",
-            params={**params, "severities": data["severities"]},
-        ):  # fmt: skip
-            job = dataset_export(corpus=corpus, service=service, actor=request.user.username,
-                                 **validated(ExportRequestSerializer(data=data)))  # fmt: skip
-    except ServiceError as exc:
-        return error_page(request, exc)
+    job, refused = screen_write(
+        request,
+        lambda: dataset_export(
+            corpus=corpus, service=service, actor=request.user.username, submitted=ExportRequestSerializer(data=data)
+        ),
+    )
+    if refused:
+        return refused
     return redirect("job", uuid=job.uuid)
 
 
@@ -263,23 +251,24 @@ def _origin(corpus: dict[str, Any]) -> dict[str, Any]:
 SANDBOX_LIMITS = ("status", "entry_contains", "per_class_limit", "limit", "seed")
 
 
+def _problems(exc: ServiceError) -> str:
+    """A refusal's field errors in one line: the sandbox form sits on a report page, not a page of its own."""
+    return "; ".join(f"{field}: {' '.join(map(str, words))}" for field, words in (exc.errors or {}).items())
+
+
 @login_required
 @require_POST
 def corpus_sandbox_view(request: HttpRequest, parent: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<parent>/sandbox: the report level's form, answered with the job."""
-    params = form_params(request.POST)
     fields = given(request.POST, SANDBOX_FORM_FIELDS)
-    try:
-        with journaled(
-            actor=request.user.username,
-            action=Action.CORPUS_SANDBOX,
-            target=f"{parent}/{params.get('name', '')}"[:200],
-            params=params,
-        ):
-            body = validated(SandboxRequestSerializer(data=fields))
-            job = actions.corpus_sandbox(parent=parent, actor=request.user.username, **body)
-    except ServiceError as exc:
-        problems = "; ".join(f"{field}: {' '.join(map(str, words))}" for field, words in (exc.errors or {}).items())
-        return error_page(request, type(exc)(f"{exc.detail} {problems}".strip()))
-    messages.success(request, f"Carving the sandbox {body['name']} from {parent}.")
+    job, refused = screen_write(
+        request,
+        lambda: actions.corpus_sandbox(
+            parent=parent, actor=request.user.username, submitted=SandboxRequestSerializer(data=fields)
+        ),
+        form=lambda exc: error_page(request, type(exc)(f"{exc.detail} {_problems(exc)}".strip())),
+    )
+    if refused:
+        return refused
+    messages.success(request, f"Carving the sandbox {job.params['name']} from {parent}.")
     return redirect("job", uuid=job.uuid)

@@ -1,4 +1,5 @@
-"""Writes on jobs: enqueue (debounced where the kind says so), and the sweep that finds dead ones."""
+"""Writes on jobs: enqueue (debounced where the kind says so), the maintenance an operator starts
+(journaled), and the sweep that finds dead ones."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from django.apps import apps
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from jobs.choices import ACTIVE_STATES, JobState
+from accounts.actions import journaled
+from accounts.journal import Action
+from jobs.choices import ACTIVE_STATES, JobKinds, JobState
 from jobs.models import Job
 from jobs.registry import job_kind_get
 
@@ -124,6 +127,18 @@ HIGH_CHURN_MODELS = [
 
 def _high_churn_tables() -> list[str]:
     return [apps.get_model(label)._meta.db_table for label in HIGH_CHURN_MODELS]
+
+
+@journaled(Action.MAINTENANCE_REINDEX)
+def tables_reindex_start(*, actor: str) -> tuple[Job, bool]:
+    """Start the online index rebuild of the high-churn tables (a debounced job: a running one is returned)."""
+    return job_enqueue(kind=JobKinds.MAINTENANCE_REINDEX, actor=actor)
+
+
+@journaled(Action.MAINTENANCE_ANALYZE)
+def tables_analyze_start(*, actor: str) -> tuple[Job, bool]:
+    """Start the planner-statistics refresh of the high-churn tables (a debounced job)."""
+    return job_enqueue(kind=JobKinds.MAINTENANCE_ANALYZE, actor=actor)
 
 
 def tables_reindex(*, progress: Any, log: Any) -> dict[str, Any]:

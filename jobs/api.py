@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import TokenApiView
-from accounts.journal import Action
 from config.api.schema import problems
-from jobs.actions import job_enqueue
-from jobs.choices import JobKinds
+from jobs.actions import tables_analyze_start, tables_reindex_start
+from jobs.models import Job
 from jobs.queries import job_get, job_list
 from jobs.serializers import JobAckSerializer, JobListParamsSerializer, JobSerializer
 
@@ -44,17 +45,16 @@ class JobDetailApi(TokenApiView):
 
 
 class _MaintenanceApi(TokenApiView):
-    kind = ""
+    start: Callable[..., tuple[Job, bool]]  # the action that starts the job (and journals it)
 
     def post(self, request: Request) -> Response:
-        job, created = job_enqueue(kind=self.kind, actor=self.actor_name())
+        job, created = self.start(actor=self.actor_name())
         body = JobAckSerializer({"job": job, "created": created}).data
         return Response(body, status=status.HTTP_202_ACCEPTED)
 
 
 class MaintenanceReindexApi(_MaintenanceApi):
-    kind = JobKinds.MAINTENANCE_REINDEX
-    audit_action = Action.MAINTENANCE_REINDEX
+    start = staticmethod(tables_reindex_start)
 
     @extend_schema(
         operation_id="maintenance_reindex",
@@ -68,8 +68,7 @@ class MaintenanceReindexApi(_MaintenanceApi):
 
 
 class MaintenanceAnalyzeApi(_MaintenanceApi):
-    kind = JobKinds.MAINTENANCE_ANALYZE
-    audit_action = Action.MAINTENANCE_ANALYZE
+    start = staticmethod(tables_analyze_start)
 
     @extend_schema(
         operation_id="maintenance_analyze",

@@ -1,5 +1,6 @@
-"""Shared by the management commands: the CLI actor, journaling, user errors as one line, and jobs run
-in the command's own process so the operator sees them finish (no running worker needed)."""
+"""Shared by the management commands: the CLI actor, user errors as one line, and jobs run in the
+command's own process so the operator sees them finish (no running worker needed). The actions journal
+themselves (accounts.actions.journaled) under the actor a command passes them."""
 
 from __future__ import annotations
 
@@ -8,9 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.actions import journaled
 from accounts.cli import cli_actor
-from accounts.journal import Action
 from config.errors import ServiceError
 from jobs.choices import JobState
 from jobs.models import Job
@@ -18,11 +17,10 @@ from jobs.runner import job_run
 
 
 class ServiceCommand(BaseCommand):
-    def write_action(self, action: Action, call: Callable[[], Any], *, target: str, params: dict | None = None) -> Any:
-        """Run one action as the CLI actor, journaled; a user error becomes a CommandError line."""
+    def write_action(self, call: Callable[[], Any]) -> Any:
+        """Run one write action (as self.actor); a user error becomes a CommandError line."""
         try:
-            with journaled(actor=cli_actor(), action=action, target=target, params=params):
-                return call()
+            return call()
         except ServiceError as exc:
             raise CommandError(exc.detail) from exc
 

@@ -8,11 +8,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.errors import ServiceError
-from config.screens import HTMX_STOP_POLLING, error_page
-from jobs.actions import job_enqueue
+from config.screens import HTMX_STOP_POLLING, error_page, given, screen_write, validated
+from jobs.actions import tables_analyze_start, tables_reindex_start
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.queries import job_get, job_list
 from jobs.serializers import JobListParamsSerializer, JobSerializer
@@ -20,9 +18,10 @@ from jobs.serializers import JobListParamsSerializer, JobSerializer
 
 @login_required
 def job_list_view(request: HttpRequest) -> HttpResponse:
-    params = JobListParamsSerializer(data=request.GET)
-    params.is_valid(raise_exception=False)
-    query = params.validated_data if not params.errors else {}
+    try:
+        query = validated(JobListParamsSerializer(data=given(request.GET)))
+    except ServiceError as exc:  # a filter its API twin refuses: the same 400 and words
+        return error_page(request, exc)
     context = {"jobs": JobSerializer(job_list(**query), many=True).data, "active": query.get("active", False)}
     template = "jobs/_rows.html" if request.GET.get("fragment") == "rows" else "jobs/list.html"
     return render(request, template, context)
@@ -47,20 +46,22 @@ def job_detail_view(request: HttpRequest, uuid: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def maintenance_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of POST /api/maintenance/reindex|analyze."""
-    # Operation -> (job kind, journal name), as the API twins MaintenanceReindexApi and MaintenanceAnalyzeApi.
+    # Operation -> (job kind, the action starting it), as the API twins MaintenanceReindexApi and MaintenanceAnalyzeApi.
     operations = {
-        "reindex": (JobKinds.MAINTENANCE_REINDEX, Action.MAINTENANCE_REINDEX),
-        "analyze": (JobKinds.MAINTENANCE_ANALYZE, Action.MAINTENANCE_ANALYZE),
+        "reindex": (JobKinds.MAINTENANCE_REINDEX, tables_reindex_start),
+        "analyze": (JobKinds.MAINTENANCE_ANALYZE, tables_analyze_start),
     }
-    kinds = [kind for kind, _action in operations.values()]
+    kinds = [kind for kind, _start in operations.values()]
     if request.method == "POST":
         operation = operations.get(request.POST.get("operation", ""))
         if operation is None:
             messages.error(request, "Choose reindex or analyze.")
             return redirect("maintenance")
-        kind, action = operation
-        with journaled(actor=request.user.username, action=action):
-            job, created = job_enqueue(kind=kind, actor=request.user.username)
+        _kind, start = operation
+        started, refused = screen_write(request, lambda: start(actor=request.user.username))
+        if refused:
+            return refused
+        job, created = started
         if not created:
             messages.info(request, "A job of this kind is already running; showing it.")
         return redirect("job", uuid=job.uuid)

@@ -1,5 +1,5 @@
 """Writes of the ops app: the configuration overrides (PUT /api/config, the config screen, `manage.py config
-set`). Journaled by their callers under Action.CONFIG_SET."""
+set`), journaled with the values before and after, never the input (a refused value could be a secret)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from typing import Any
 from django.db import transaction
 from django.db.models import F
 
+from accounts.actions import journal_note, journaled
+from accounts.journal import Action
 from config.errors import BadRequest
 from config.live import config_sync
 from config.overrides import KEYS, pair_problem, problem
@@ -41,6 +43,7 @@ def _check(name: str, value: Any) -> Any:
     return value
 
 
+@journaled(Action.CONFIG_SET, target="config", secret_input=True)
 def config_update(data: Any, *, actor: str) -> dict[str, Any]:
     """Validate a partial (nested) change whole, then store it; returns before, after and the keys that need a
     restart. A value of null removes the override. Nothing is stored when any key is refused."""
@@ -65,5 +68,6 @@ def config_update(data: Any, *, actor: str) -> dict[str, Any]:
         ConfigVersion.objects.get_or_create(pk=1)
         ConfigVersion.objects.filter(pk=1).update(version=F("version") + 1)
     restart = sorted(name for name in checked if not KEYS[name].live)
+    journal_note(before=before, after=after)
     config_sync(force=True)
     return {"before": before, "after": after, "restart_required": restart}

@@ -4,7 +4,6 @@ endpoints (health, status, statistics, logs, configuration)."""
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from django.http import HttpRequest, HttpResponse
 from django_prometheus.exports import ExportToDjangoView
@@ -13,7 +12,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import PublicApiView, TokenApiView
-from accounts.journal import Action
 from accounts.lockout import token_check
 from config.api.errors import problem_json_response
 from config.api.requests import TOKEN_HEADER, TOKEN_QUERY, client_address
@@ -128,8 +126,6 @@ class LogsApi(TokenApiView):
 
 # --- configuration ---
 class ConfigApi(TokenApiView):
-    audit_action = Action.CONFIG_SET
-
     @extend_schema(
         operation_id="config",
         summary="The effective configuration, each value with its source (default, environment, api); masked",
@@ -148,16 +144,4 @@ class ConfigApi(TokenApiView):
     )
     def put(self, request: Request) -> Response:
         change = config_update(request.data, actor=self.actor_name())
-        self.journal_params = {"before": change["before"], "after": change["after"]}
         return Response(ConfigChangeSerializer({**change, "configuration": effective_config()}).data)
-
-    def audit_target(self, kwargs: dict[str, Any]) -> str:
-        return "config"
-
-    def audit_params(self, request: Request, response: Response) -> dict[str, Any]:
-        """The before/after values, never the raw body (a refused key could carry a secret)."""
-        params = getattr(self, "journal_params", None)
-        if params is None:
-            errors = response.data.get("errors") if isinstance(response.data, dict) else None
-            params = {"refused": sorted(errors) if isinstance(errors, dict) else []}
-        return params

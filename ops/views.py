@@ -14,10 +14,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.errors import ServiceError
-from config.screens import duration_text, error_page, given, validated
+from config.screens import duration_text, error_page, given, screen_write, validated
 from corpora.statuses import OVERVIEW_ORDER
 from ops.actions import config_update
 from ops.configuration import assignments, effective_config
@@ -121,21 +119,26 @@ def _shown(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value)
 
 
+def _not_changed(request: HttpRequest, exc: ServiceError) -> HttpResponse:
+    """A refused change: the configuration screen again, with why."""
+    messages.error(request, f"Nothing changed: {exc.detail}")
+    return redirect("config")
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def config_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET/PUT /api/config: each value, where it comes from and what runs; a settable key is
-    set (or reset) one at a time, journaled as the API's changes are."""
+    set (or reset) one at a time, journaled as the API's changes are (ops.actions.config_update)."""
     if request.method == "POST":
-        actor = request.user.username
-        try:
-            with journaled(actor=actor, action=Action.CONFIG_SET, target="config") as params:
-                change = assignments([(request.POST.get("key", ""), request.POST.get("value", ""))])
-                result = config_update(change, actor=actor)
-                params.update(before=result["before"], after=result["after"])
-        except ServiceError as exc:
-            messages.error(request, f"Nothing changed: {exc.detail}")
-            return redirect("config")
+        pair = (request.POST.get("key", ""), request.POST.get("value", ""))
+        result, refused = screen_write(
+            request,
+            lambda: config_update(assignments([pair]), actor=request.user.username),
+            form=lambda exc: _not_changed(request, exc),
+        )
+        if refused:
+            return refused
         for key, value in result["after"].items():
             messages.success(request, f"{key} = {json.dumps(value)}")
         if result["restart_required"]:

@@ -1,5 +1,5 @@
 """Writes of the reports app: pause and resume (per pair or fleet-wide), report grain slices (build,
-ensure, clear, refresh) and rerun."""
+ensure, clear, refresh) and rerun; the operator's ones are journaled."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ from typing import Any
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
@@ -23,24 +25,34 @@ from reports.models import GrainSlice
 from reports.queries import category_report, what_report
 
 
-def conversions_pause(*, corpus_name: str | None = None, service_name: str | None = None) -> int:
+def _scope(arguments: dict[str, Any]) -> str:
+    """The journal's target of a pause or resume: the pair, or nothing when it is every pair."""
+    return f"{arguments['corpus_name']}/{arguments['service_name']}" if arguments.get("corpus_name") else ""
+
+
+@journaled(Action.CONVERSIONS_PAUSE, target=_scope)
+def conversions_pause(*, corpus_name: str | None = None, service_name: str | None = None, actor: str) -> int:
     """Block every task in progress (TODO or leased) of a pair, or of all pairs; the dispatcher stops
     handing them out and discards results that still come back for them. Returns how many."""
     return tasks_pause(**_pair_ids(corpus_name, service_name))
 
 
-def conversions_resume(*, corpus_name: str | None = None, service_name: str | None = None) -> int:
+@journaled(Action.CONVERSIONS_RESUME, target=_scope)
+def conversions_resume(*, corpus_name: str | None = None, service_name: str | None = None, actor: str) -> int:
     """Put every blocked task of a pair, or of all pairs, back to TODO. Returns how many."""
     return tasks_resume(**_pair_ids(corpus_name, service_name))
 
 
-def run_control(*, action: str, corpus_name: str | None = None, service_name: str | None = None) -> dict[str, Any]:
+def run_control(
+    *, action: str, actor: str, corpus_name: str | None = None, service_name: str | None = None
+) -> dict[str, Any]:
     """Pause or resume a pair (or, without names, every pair): the record both twins serialize with
     RunControlSerializer."""
     scope = {"corpus": corpus_name, "service": service_name, "action": action}
+    pair = {"corpus_name": corpus_name, "service_name": service_name, "actor": actor}
     if action == "pause":
-        return {**scope, "blocked": conversions_pause(corpus_name=corpus_name, service_name=service_name)}
-    return {**scope, "resumed": conversions_resume(corpus_name=corpus_name, service_name=service_name)}
+        return {**scope, "blocked": conversions_pause(**pair)}
+    return {**scope, "resumed": conversions_resume(**pair)}
 
 
 def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, int | None]:
@@ -147,10 +159,17 @@ def what_report_read(corpus_name: str, service_name: str, severity: str, categor
     return what_report(corpus_name, service_name, severity, category, page, computing=computing)
 
 
-def pair_refresh(*, corpus_name: str, service_name: str) -> dict:
+@journaled(Action.REPORTS_REFRESH_PAIR, target="{corpus_name}/{service_name}")
+def pair_refresh(*, corpus_name: str, service_name: str, actor: str) -> dict:
     """The scope refresh: clear this pair's grains at once (no job)."""
     corpus, service = pair_get(corpus_name, service_name)
     return {"corpus": corpus.name, "service": service.name, "cleared_slices": grains_clear([(corpus.pk, service.pk)])}
+
+
+@journaled(Action.REPORTS_REFRESH)
+def reports_refresh(*, actor: str) -> tuple[Job, bool]:
+    """The global refresh an operator asks for: the debounced job that rebuilds every report slice."""
+    return job_enqueue(kind="reports_refresh", actor=actor)
 
 
 def slice_build_enqueue(*, corpus_id: int, service_id: int, severity: str) -> None:
@@ -180,6 +199,7 @@ def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
 # --- rerun ---------------------------------------------------------------------------------------
 
 
+@journaled(Action.REPORTS_RERUN, target="{corpus_name}/{service_name}")
 def rerun(
     *,
     corpus_name: str,

@@ -9,13 +9,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import PublicApiView, TokenApiView
-from accounts.journal import Action
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
-from jobs.actions import job_enqueue
-from jobs.choices import JobKinds
 from jobs.serializers import JobAckSerializer
-from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
+from reports.actions import category_report_read, pair_refresh, reports_refresh, rerun, run_control, what_report_read
 from reports.queries import document_report, entry_list, report_path_split, runtime_report, service_overview
 from reports.serializers import (
     DocumentReportSerializer,
@@ -31,51 +28,47 @@ from reports.serializers import (
 
 
 class PairPauseApi(TokenApiView):
-    audit_action = Action.CONVERSIONS_PAUSE
-
     @extend_schema(
         operation_id="reports_pause", summary="Pause a run: block the pair's tasks in progress",
         request=None, responses={200: RunControlSerializer, **problems(404)}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:
         return Response(
-            RunControlSerializer(run_control(action="pause", corpus_name=corpus, service_name=service)).data
+            RunControlSerializer(
+                run_control(action="pause", corpus_name=corpus, service_name=service, actor=self.actor_name())
+            ).data
         )
 
 
 class PairResumeApi(TokenApiView):
-    audit_action = Action.CONVERSIONS_RESUME
-
     @extend_schema(
         operation_id="reports_resume", summary="Resume a run: blocked tasks of the pair back to TODO",
         request=None, responses={200: RunControlSerializer, **problems(404)}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:
         return Response(
-            RunControlSerializer(run_control(action="resume", corpus_name=corpus, service_name=service)).data
+            RunControlSerializer(
+                run_control(action="resume", corpus_name=corpus, service_name=service, actor=self.actor_name())
+            ).data
         )
 
 
 class FleetPauseApi(TokenApiView):
-    audit_action = Action.CONVERSIONS_PAUSE
-
     @extend_schema(
         operation_id="conversions_pause", summary="Pause every conversion: block all tasks in progress",
         request=None, responses={200: RunControlSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(run_control(action="pause")).data)
+        return Response(RunControlSerializer(run_control(action="pause", actor=self.actor_name())).data)
 
 
 class FleetResumeApi(TokenApiView):
-    audit_action = Action.CONVERSIONS_RESUME
-
     @extend_schema(
         operation_id="conversions_resume", summary="Resume every conversion: all blocked tasks back to TODO",
         request=None, responses={200: RunControlSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(run_control(action="resume")).data)
+        return Response(RunControlSerializer(run_control(action="resume", actor=self.actor_name())).data)
 
 
 # --- reports --------------------------------------------------------------------------------------
@@ -163,38 +156,35 @@ class RuntimeReportApi(TokenApiView):
 
 
 class RerunApi(TokenApiView):
-    audit_action = Action.REPORTS_RERUN
-
     @extend_schema(
         operation_id="reports_rerun", summary="Rerun a slice: its tasks back to TODO in a new run (202)",
         parameters=[RerunParamsSerializer],
         request=None, responses={202: RerunAckSerializer, **problems(400, 404)}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:
-        params = RerunParamsSerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
-        ack = rerun(corpus_name=corpus, service_name=service, actor=self.actor_name(), **params.validated_data)
+        ack = rerun(
+            corpus_name=corpus, service_name=service, actor=self.actor_name(),
+            submitted=RerunParamsSerializer(data=request.query_params),
+        )  # fmt: skip
         return Response(RerunAckSerializer(ack).data, status=status.HTTP_202_ACCEPTED)
 
 
 class PairRefreshApi(TokenApiView):
-    audit_action = Action.REPORTS_REFRESH_PAIR
-
     @extend_schema(
         operation_id="reports_refresh_pair", summary="Clear this pair's report grains at once (no job)",
         request=None, responses={200: ScopeRefreshSerializer, **problems(404)}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:
-        return Response(ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data)
+        return Response(
+            ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service, actor=self.actor_name())).data
+        )
 
 
 class GlobalRefreshApi(TokenApiView):
-    audit_action = Action.REPORTS_REFRESH
-
     @extend_schema(
         operation_id="reports_refresh", summary="Rebuild the report rollup behind every page (debounced job)",
         request=None, responses={202: JobAckSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        job, created = job_enqueue(kind=JobKinds.REPORTS_REFRESH, actor=self.actor_name())
+        job, created = reports_refresh(actor=self.actor_name())
         return Response(JobAckSerializer({"job": job, "created": created}).data, status=status.HTTP_202_ACCEPTED)

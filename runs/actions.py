@@ -14,7 +14,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from accounts.actions import journaled
+from accounts.actions import journal_note, journaled
 from accounts.journal import Action
 from config.api.paging import Page
 from config.errors import NotFound
@@ -37,7 +37,8 @@ from runs.queries.prune import (
 # Sorting and joining a million-row snapshot stays in memory; JIT compilation costs more than it saves.
 
 
-def snapshot_append(*, corpus_name: str, service_name: str) -> dict[str, Any]:
+@journaled(Action.RUNS_SNAPSHOT, target="{corpus_name}/{service_name}")
+def snapshot_append(*, corpus_name: str, service_name: str, actor: str) -> dict[str, Any]:
     """POST .../snapshot: the current statuses of an activated pair as one new snapshot."""
     corpus, service = pair_get(corpus_name, service_name)
     if not Activation.objects.filter(corpus=corpus, service=service).exists():
@@ -177,19 +178,16 @@ def task_diffs_read(scope: DiffScope, page: Page, **filters: str | None) -> list
     return task_diffs(scope, diff_id, page, **filters)
 
 
+@journaled(Action.RUNS_PRUNE, target=lambda a: f"{a.get('corpus') or '*'}/{a.get('service') or '*'}")
 def history_prune(
     *, before: datetime, corpus: str | None = None, service: str | None = None, actor: str
 ) -> dict[str, Any]:
     """Remove the history runs.queries.prune.prune_preview shows for the same arguments, in one transaction:
     the diff rows and diffs of the removed snapshots, the finished runs, then the snapshots (a kept run
     that pointed at one loses its link). Returns what was removed, in the preview's shape; journaled."""
-    params = {"before": before.isoformat(), "corpus": corpus, "service": service}
-    target = f"{corpus or '*'}/{service or '*'}"
-    with journaled(actor=actor, action=Action.RUNS_PRUNE, target=target, params=params) as recorded:
-        scope = prune_scope(before, corpus, service)
-        summary = _prune(scope)
-        recorded["removed"] = summary["total"]
-        recorded["pairs"] = [f"{p['corpus']}/{p['service']}" for p in summary["pairs"]]
+    scope = prune_scope(before, corpus, service)
+    summary = _prune(scope)
+    journal_note(removed=summary["total"], pairs=[f"{p['corpus']}/{p['service']}" for p in summary["pairs"]])
     return summary
 
 

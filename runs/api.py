@@ -13,7 +13,6 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from accounts.api_base import PublicApiView, TokenApiView
-from accounts.journal import Action
 from config.api.paging import page_check
 from config.api.schema import problems
 from runs.actions import diff_read, snapshot_append, task_diffs_read
@@ -79,14 +78,12 @@ class CurrentRunApi(PublicApiView):
 
 
 class SnapshotApi(TokenApiView):
-    audit_action = Action.RUNS_SNAPSHOT
-
     @extend_schema(
         operation_id="runs_snapshot", summary="Append the pair's current task statuses as one snapshot (202)",
         request=None, responses={202: SnapshotAckSerializer, **problems(404)}, tags=["runs"],
     )  # fmt: skip
     def post(self, request: Request, corpus: str, service: str) -> Response:
-        ack = snapshot_append(corpus_name=corpus, service_name=service)
+        ack = snapshot_append(corpus_name=corpus, service_name=service, actor=self.actor_name())
         return Response(SnapshotAckSerializer(ack).data, status=status.HTTP_202_ACCEPTED)
 
 

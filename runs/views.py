@@ -22,12 +22,10 @@ from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.api.paging import page_check
 from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
-from config.screens import duration_text, error_page, form_params, given, pager, validated
+from config.screens import duration_text, error_page, given, pager, screen_write, validated
 from corpora.links import document_url, report_url
 from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
@@ -242,14 +240,12 @@ def _diff_href(corpus: str, service: str, previous: str, current: str) -> str:
 @require_POST
 def snapshot_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<c>/services/<s>/snapshot: the pair's statuses as one snapshot."""
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.RUNS_SNAPSHOT, target=f"{corpus}/{service}",
-            params=form_params(request.POST),
-        ):  # fmt: skip
-            ack = SnapshotAckSerializer(snapshot_append(corpus_name=corpus, service_name=service)).data
-    except ServiceError as exc:
-        return error_page(request, exc)
+    done, refused = screen_write(
+        request, lambda: snapshot_append(corpus_name=corpus, service_name=service, actor=request.user.username)
+    )
+    if refused:
+        return refused
+    ack = SnapshotAckSerializer(done).data
     messages.success(request, f"Snapshot of {ack['rows']} tasks taken at {ack['taken_at'][:19].replace('T', ' ')}.")
     return redirect("runs-pair", corpus=corpus, service=service)
 

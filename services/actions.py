@@ -1,4 +1,4 @@
-"""Writes on services: register, delete (with all their tasks and messages), lease override."""
+"""Writes on services, each journaled: register, delete (with all their tasks and messages), lease override."""
 
 from __future__ import annotations
 
@@ -6,6 +6,8 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from corpora.pairs import data_purge
@@ -27,6 +29,7 @@ def protected_service(name: str) -> Service:
     return service
 
 
+@journaled(Action.SERVICE_REGISTER, target="{name}")
 def service_register(*, name: str, actor: str, **fields: Any) -> Service:
     """Define a service; it creates no tasks until activated on a corpus."""
     name_check(name)
@@ -40,6 +43,7 @@ def service_register(*, name: str, actor: str, **fields: Any) -> Service:
     return service_get(service.name)
 
 
+@journaled(Action.SERVICE_DELETE, target="{name}")
 def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, Any]:
     """Delete a service and every task, message and result archive of it in every corpus (set-based)."""
     service = service_get(name)
@@ -50,6 +54,7 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
     return data_purge(service_id=service.pk, actor=actor)
 
 
+@journaled(Action.SERVICE_LEASE, target="{name}")
 def service_lease_set(*, name: str, seconds: int | None, actor: str) -> Service:
     """Set or clear the lease override; tasks already leased keep the lease they were given."""
     service = service_get(name)

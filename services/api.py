@@ -8,7 +8,6 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import TokenApiView
-from accounts.journal import Action
 from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from config.api.schema import problems
 from services import actions
@@ -18,12 +17,11 @@ from services.serializers import (
     ServiceRegisterRequestSerializer,
     ServiceSerializer,
     WorkerSerializer,
+    lease_request,
 )
 
 
 class ServiceListApi(TokenApiView):
-    audit_action = Action.SERVICE_REGISTER
-
     @extend_schema(
         operation_id="services_list",
         summary="List registered services",
@@ -41,18 +39,13 @@ class ServiceListApi(TokenApiView):
         tags=["services"],
     )
     def post(self, request: Request) -> Response:
-        body = ServiceRegisterRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
-        service = actions.service_register(actor=self.actor_name(), **body.validated_data)
+        service = actions.service_register(
+            actor=self.actor_name(), submitted=ServiceRegisterRequestSerializer(data=request.data)
+        )
         return Response(ServiceSerializer(service).data, status=status.HTTP_201_CREATED)
-
-    def audit_target(self, kwargs: dict) -> str:
-        return self.body_field("name")
 
 
 class ServiceDetailApi(TokenApiView):
-    audit_action = Action.SERVICE_DELETE
-
     @extend_schema(
         operation_id="services_retrieve",
         summary="One service",
@@ -73,17 +66,13 @@ class ServiceDetailApi(TokenApiView):
         tags=["services"],
     )
     def delete(self, request: Request, service: str) -> Response:
-        params = ConfirmSerializer(data=request.query_params)
-        params.is_valid(raise_exception=True)
         counts = actions.service_delete(
-            name=service, confirm=params.validated_data.get("confirm"), actor=self.actor_name()
+            name=service, actor=self.actor_name(), submitted=ConfirmSerializer(data=request.query_params)
         )
         return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))
 
 
 class ServiceLeaseApi(TokenApiView):
-    audit_action = Action.SERVICE_LEASE
-
     @extend_schema(
         operation_id="services_lease_update",
         summary="Set (positive seconds) or clear (null) the service's lease override",
@@ -92,11 +81,8 @@ class ServiceLeaseApi(TokenApiView):
         tags=["services"],
     )
     def put(self, request: Request, service: str) -> Response:
-        service_get(service)  # 404 before 400: an unknown service is the first thing to say
-        body = LeaseUpdateRequestSerializer(data=request.data)
-        body.is_valid(raise_exception=True)
         updated = actions.service_lease_set(
-            name=service, seconds=body.validated_data["seconds"], actor=self.actor_name()
+            name=service, actor=self.actor_name(), submitted=lambda: lease_request(service, request.data)
         )
         return Response(ServiceSerializer(updated).data)
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
 from config.names import NAME_MAX
 from services.models import Service
-from services.queries import effective_lease_seconds
+from services.queries import effective_lease_seconds, service_get
 
 
 class ServiceSerializer(serializers.ModelSerializer):
@@ -54,6 +56,13 @@ class LeaseUpdateRequestSerializer(serializers.Serializer):
         if isinstance(value, bool) or (value is not None and not isinstance(value, int)):
             raise serializers.ValidationError({"seconds": ["must be a positive whole number, or null"]})
         return super().to_internal_value(data)
+
+
+def lease_request(service: str, data: Any) -> LeaseUpdateRequestSerializer:
+    """The lease input of a service that exists: an unknown service is the first thing to say (404 before
+    400), on the screen as on the API."""
+    service_get(service)
+    return LeaseUpdateRequestSerializer(data=data)
 
 
 class WorkerSerializer(serializers.Serializer):

@@ -1,4 +1,4 @@
-"""Services screens: the same queries, DTOs and input serializers as /api/services, writes journaled.
+"""Services screens: the same queries, DTOs and input serializers as /api/services, the same actions.
 
 Like their token-gated API twin, every one of them needs a signed-in operator."""
 
@@ -13,18 +13,16 @@ from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
-from config.screens import error_page, form_params, validated
+from config.screens import error_page, form_again, form_params, screen_write
 from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (
-    LeaseUpdateRequestSerializer,
     ServiceRegisterRequestSerializer,
     ServiceSerializer,
     WorkerSerializer,
+    lease_request,
 )
 
 # Up to 18 ASCII digits: a longer number is far past the serializer's maximum and is refused as text.
@@ -46,14 +44,16 @@ def service_list_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET and POST /api/services: the list and the register form."""
     if request.method == "GET":
         return _list_page(request)
-    name = request.POST.get("name", "")
     params = form_params(request.POST)
-    try:
-        with journaled(actor=request.user.username, action=Action.SERVICE_REGISTER, target=name[:200], params=params):
-            body = validated(ServiceRegisterRequestSerializer(data=request.POST))
-            service = actions.service_register(actor=request.user.username, **body)
-    except ServiceError as exc:
-        return _list_page(request, form=params, error=exc)
+    service, refused = screen_write(
+        request,
+        lambda: actions.service_register(
+            actor=request.user.username, submitted=ServiceRegisterRequestSerializer(data=request.POST)
+        ),
+        form=lambda exc: _list_page(request, form=params, error=exc),
+    )
+    if refused:
+        return refused
     messages.success(request, f"The service {service.name} is registered; activate it on a corpus to create tasks.")
     return redirect("service", service=service.name)
 
@@ -95,16 +95,18 @@ def service_detail_view(request: HttpRequest, service: str) -> HttpResponse:
 @require_POST
 def service_lease_view(request: HttpRequest, service: str) -> HttpResponse:
     """Screen twin of PUT /api/services/<service>/lease: seconds, or empty to clear the override."""
-    body = lease_body(request.POST)
-    try:
-        with journaled(actor=request.user.username, action=Action.SERVICE_LEASE, target=service, params=body):
-            service_get(service)  # 404 before 400, as the API says it
-            seconds = validated(LeaseUpdateRequestSerializer(data=body))["seconds"]
-            actions.service_lease_set(name=service, seconds=seconds, actor=request.user.username)
-    except ServiceError as exc:
-        if exc.status == 404:
-            return error_page(request, exc)
-        return _detail_page(request, service, error=exc)
+    updated, refused = screen_write(
+        request,
+        lambda: actions.service_lease_set(
+            name=service,
+            actor=request.user.username,
+            submitted=lambda: lease_request(service, lease_body(request.POST)),
+        ),
+        form=lambda exc: _detail_page(request, service, error=exc),
+    )
+    if refused:
+        return refused
+    seconds = updated.lease_seconds
     messages.success(request, f"Lease of {service}: {'cleared' if seconds is None else f'{seconds} s'}.")
     return redirect("service", service=service)
 
@@ -119,14 +121,15 @@ def service_delete_view(request: HttpRequest, service: str) -> HttpResponse:
         return error_page(request, exc)
     if request.method == "GET":
         return render(request, "services/delete.html", {"service": dto})
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.SERVICE_DELETE, target=service, params=form_params(request.POST)
-        ):
-            confirm = validated(ConfirmSerializer(data=request.POST)).get("confirm")
-            counts = actions.service_delete(name=service, confirm=confirm, actor=request.user.username)
-    except ServiceError as exc:
-        return render(request, "services/delete.html", {"service": dto, "error": exc.detail}, status=exc.status)
+    counts, refused = screen_write(
+        request,
+        lambda: actions.service_delete(
+            name=service, actor=request.user.username, submitted=ConfirmSerializer(data=request.POST)
+        ),
+        form=form_again(request, "services/delete.html", {"service": dto}),
+    )
+    if refused:
+        return refused
     messages.success(
         request,
         f"The service {service} was deleted with its tasks and messages in every corpus."

@@ -30,6 +30,15 @@ def test_database_url() -> str:
     return f"postgresql://{auth}@{s['HOST']}{port}/{s['NAME']}"
 
 
+def migrate(targets: list[tuple[str, str]] | None = None) -> None:
+    """Migrate the test database to `targets`, or to the latest migrations of every app."""
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    executor.loader.build_graph()
+    executor.migrate(targets or executor.loader.graph.leaf_nodes())
+
+
 def child_env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env.update(

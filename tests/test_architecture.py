@@ -1,5 +1,6 @@
 """The package structure holds at run time too: a rerun, the write that used to cross apps most
-(docs/architecture.md, "The pair and its runs"), runs code of at most three apps."""
+(docs/architecture.md, "The pair and its runs"), runs code of at most three apps, besides the journal
+entry that every write action records (accounts.actions.journaled)."""
 
 from __future__ import annotations
 
@@ -13,17 +14,25 @@ from tests.corpora.helpers import activated, imported
 
 ROOT = Path(__file__).resolve().parent.parent
 APPS = {"accounts", "corpora", "dispatcher", "jobs", "ops", "reports", "runs", "services"}
+# Where the journal is written: the decorator of every write action, the names and the entry's model.
+JOURNAL = {ROOT / "accounts" / name for name in ("actions.py", "journal.py", "models.py")}
 
 
-def _apps_run_by(call) -> list[str]:
-    """The apps whose functions run while `call()` runs, in the order they are first entered."""
+def _apps_run_by(call) -> tuple[list[str], set[str]]:
+    """The apps whose functions run while `call()` runs, in the order they are first entered, without
+    the journal; and the names of the journal's functions that ran."""
     seen: list[str] = []
+    journal: set[str] = set()
 
     def profile(frame, event, _arg) -> None:
         if event != "call":
             return
+        path = Path(frame.f_code.co_filename).resolve()
+        if path in JOURNAL:
+            journal.add(frame.f_code.co_name)
+            return
         try:
-            package = Path(frame.f_code.co_filename).resolve().relative_to(ROOT).parts[0]
+            package = path.relative_to(ROOT).parts[0]
         except ValueError:  # the standard library, Django, psycopg, ...
             return
         if package in APPS and package not in seen:
@@ -34,13 +43,14 @@ def _apps_run_by(call) -> list[str]:
         call()
     finally:
         sys.setprofile(None)
-    return seen
+    return seen, journal
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_rerun_runs_code_of_at_most_three_apps(corpus_root):
     imported(corpus_root, "a", documents=3)
     activated("a")
-    apps = _apps_run_by(lambda: rerun(corpus_name="a", service_name="tex_to_html", actor="tester"))
+    apps, journal = _apps_run_by(lambda: rerun(corpus_name="a", service_name="tex_to_html", actor="tester"))
     assert apps[0] == "reports", apps
     assert set(apps) <= {"reports", "corpora", "services"}, apps
+    assert "record" in journal, journal  # the rerun journaled itself

@@ -16,6 +16,9 @@ from config.api.fields import StrictCharField
 class ConfirmSerializer(serializers.Serializer):
     confirm = StrictCharField(required=False, help_text="must equal the name of what is deleted")
 
+    def validate(self, attrs: dict) -> dict:
+        return {"confirm": attrs.get("confirm")}  # left out: None, which the deletion refuses with its words
+
 
 RESULT_FILES_HEADERS = [
     OpenApiParameter("X-Result-Files", int, OpenApiParameter.HEADER, response=[204],

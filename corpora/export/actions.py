@@ -7,6 +7,8 @@ from typing import Any
 
 from django.utils import timezone
 
+from accounts.actions import journaled
+from accounts.journal import Action
 from config.errors import Conflict, NotFound, Unprocessable
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS, export_dir_check, plan_read
 from corpora.models import Activation
@@ -46,6 +48,7 @@ def export_request_check(
     return {**request, "out": out, "corpus_id": corpus_row.pk, "service_id": service_row.pk}
 
 
+@journaled(Action.CORPUS_EXPORT, target="{corpus}/{service}")
 def dataset_export(
     *, corpus: str, service: str, group_by: str, severities: list[str], actor: str, out: str | None = None,
     send: bool = True,

@@ -1,4 +1,4 @@
-"""Report screens: the same queries, DTOs and input serializers as /api/reports, writes journaled.
+"""Report screens: the same queries, DTOs and input serializers as /api/reports, the same actions.
 
 Reads are public like their API twins, except the runtime screen (its API needs a token); every write
 needs a signed-in operator. Every link is built by corpora.links.
@@ -19,12 +19,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
-from config.screens import HTMX_STOP_POLLING, error_page, form_params, given, pager, validated
+from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
 from conversion.severities import Severity
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
 from corpora.links import document_url, is_report_url, report_url
@@ -310,12 +308,6 @@ def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
 # --- writes ------------------------------------------------------------------------------------------
 
 
-def _write_failed(request: HttpRequest, corpus: str, service: str, exc: ServiceError) -> HttpResponse:
-    if exc.status == 404:
-        return error_page(request, exc)
-    return _overview_page(request, corpus, service, error=exc)
-
-
 def _back(request: HttpRequest, corpus: str, service: str) -> str:
     """The report page the form was on, or the overview; never another site."""
     target = request.POST.get("next", "")
@@ -327,33 +319,29 @@ def _back(request: HttpRequest, corpus: str, service: str) -> str:
 @require_POST
 def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/rerun: the scope comes in hidden fields."""
-    params = form_params(request.POST)
     fields = given(request.POST, RERUN_FIELDS)
-    try:
-        with journaled(
-            actor=request.user.username, action=Action.REPORTS_RERUN, target=f"{corpus}/{service}", params=params
-        ):
-            body = validated(RerunParamsSerializer(data=fields))
-            ack = RerunAckSerializer(
-                rerun(corpus_name=corpus, service_name=service, actor=request.user.username, **body)
-            ).data
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
+    done, refused = screen_write(
+        request,
+        lambda: rerun(
+            corpus_name=corpus, service_name=service, actor=request.user.username,
+            submitted=RerunParamsSerializer(data=fields),
+        ),
+        form=lambda exc: _overview_page(request, corpus, service, error=exc),
+    )  # fmt: skip
+    if refused:
+        return refused
+    ack = RerunAckSerializer(done).data
     messages.success(request, f"{ack['tasks']} tasks set to TODO in run {ack['run_id']}.")
     return redirect(_back(request, corpus, service))
 
 
 def _pair_write(
-    request: HttpRequest, corpus: str, service: str, action: Action, call: Callable[[], dict[str, Any]], done: str
+    request: HttpRequest, corpus: str, service: str, call: Callable[[], dict[str, Any]], done: str
 ) -> HttpResponse:
-    """One journaled write on the pair, serialized as its API twin answers; `done` is formatted with it."""
-    try:
-        with journaled(
-            actor=request.user.username, action=action, target=f"{corpus}/{service}", params=form_params(request.POST)
-        ):
-            ack = call()
-    except ServiceError as exc:
-        return _write_failed(request, corpus, service, exc)
+    """One write on the pair, serialized as its API twin answers; `done` is formatted with it."""
+    ack, refused = screen_write(request, call, form=lambda exc: _overview_page(request, corpus, service, error=exc))
+    if refused:
+        return refused
     messages.success(request, done.format(**ack))
     return redirect(report_url(corpus, service))
 
@@ -363,8 +351,10 @@ def _pair_write(
 def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/pause: block the pair's tasks in progress."""
     return _pair_write(
-        request, corpus, service, Action.CONVERSIONS_PAUSE,
-        lambda: RunControlSerializer(run_control(action="pause", corpus_name=corpus, service_name=service)).data,
+        request, corpus, service,
+        lambda: RunControlSerializer(
+            run_control(action="pause", corpus_name=corpus, service_name=service, actor=request.user.username)
+        ).data,
         "Paused: {blocked} tasks in progress blocked.",
     )  # fmt: skip
 
@@ -374,8 +364,10 @@ def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
 def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/resume: blocked tasks of the pair back to TODO."""
     return _pair_write(
-        request, corpus, service, Action.CONVERSIONS_RESUME,
-        lambda: RunControlSerializer(run_control(action="resume", corpus_name=corpus, service_name=service)).data,
+        request, corpus, service,
+        lambda: RunControlSerializer(
+            run_control(action="resume", corpus_name=corpus, service_name=service, actor=request.user.username)
+        ).data,
         "Resumed: {resumed} blocked tasks back to TODO.",
     )  # fmt: skip
 
@@ -385,8 +377,10 @@ def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse
 def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/refresh: clear the pair's report grains at once."""
     return _pair_write(
-        request, corpus, service, Action.REPORTS_REFRESH_PAIR,
-        lambda: ScopeRefreshSerializer(pair_refresh(corpus_name=corpus, service_name=service)).data,
+        request, corpus, service,
+        lambda: ScopeRefreshSerializer(
+            pair_refresh(corpus_name=corpus, service_name=service, actor=request.user.username)
+        ).data,
         "Cleared {cleared_slices} report slices; each page rebuilds its slice when next read.",
     )  # fmt: skip
 

@@ -170,3 +170,12 @@ def test_no_session_key_is_ever_shown(authed, token):
     shown.append(str(list(AuditEntry.objects.values())))
     for text in shown:
         assert key not in text and key[:12] not in text
+
+
+def test_a_revocation_called_directly_is_journaled_as_from_the_api(token):
+    from config.errors import NotFound
+
+    with pytest.raises(NotFound):
+        actions.screen_session_revoke(987654, actor="shell")
+    entry = AuditEntry.objects.get(action="session.revoke")
+    assert (entry.actor, entry.target, entry.status_code) == ("shell", "987654", 404)

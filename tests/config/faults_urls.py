@@ -4,7 +4,9 @@ from django.urls import path
 from rest_framework.request import Request
 from rest_framework.response import Response
 
+from accounts.actions import journaled
 from accounts.api_base import PublicApiView, TokenApiView
+from config.errors import Conflict
 from wiring.urls import urlpatterns as real_urlpatterns
 
 
@@ -13,13 +15,14 @@ class Crash(PublicApiView):
         raise RuntimeError("password=hunter2 in a traceback")
 
 
+@journaled("test.failing_write", target="{name}")
+def failing_write(*, name: str, actor: str) -> None:
+    raise Conflict(f"{name} exists already")
+
+
 class FailingWrite(TokenApiView):
-    audit_action = "test.failing_write"
-
     def post(self, request: Request, name: str) -> Response:
-        from config.errors import Conflict
-
-        raise Conflict(f"{name} exists already")
+        failing_write(name=name, actor=self.actor_name())
 
 
 class Echo(TokenApiView):

@@ -265,3 +265,19 @@ def test_unusable_paths_are_422_not_a_crash(authed, corpus_root):
         response = _import(authed, "c", path)
         assert response.status_code in (400, 422), (path[:40], response.json())
     assert not Corpus.objects.exists()
+
+
+def test_an_import_called_directly_is_journaled_as_from_the_api(corpus_root):
+    from accounts.models import AuditEntry
+    from config.errors import Conflict
+    from corpora.actions import corpus_import
+
+    directory = make_corpus_dir(corpus_root, "direct")
+    corpus_import(name="direct", path=str(directory), actor="shell", send=False)
+    with pytest.raises(Conflict):
+        corpus_import(name="direct", path=str(directory), actor="shell", send=False)
+    rows = AuditEntry.objects.filter(actor="shell").order_by("id").values_list("action", "target", "outcome", "params")
+    assert list(rows) == [
+        ("corpus.import", "direct", "ok", {"path": str(directory)}),
+        ("corpus.import", "direct", "409 Conflict", {"path": str(directory)}),
+    ]

@@ -107,4 +107,15 @@ def test_the_maintenance_screen_starts_a_journaled_job(screen_client):
     job = Job.objects.get(kind="maintenance_analyze")
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}"
     assert job.actor == "tester"
-    assert AuditEntry.objects.filter(action="maintenance_analyze", actor="tester").exists()
+    assert AuditEntry.objects.filter(action="maintenance.analyze", actor="tester").exists()
+
+
+def test_maintenance_started_directly_is_journaled_as_from_the_api():
+    from accounts.models import AuditEntry
+    from jobs.actions import tables_analyze_start, tables_reindex_start
+
+    job, created = tables_analyze_start(actor="shell")
+    assert created and job.kind == "maintenance_analyze" and job.actor == "shell"
+    tables_reindex_start(actor="beat")
+    rows = AuditEntry.objects.order_by("id").values_list("action", "actor", "outcome")
+    assert list(rows) == [("maintenance.analyze", "shell", "ok"), ("maintenance.reindex", "beat", "ok")]

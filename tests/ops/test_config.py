@@ -267,3 +267,19 @@ def test_a_running_dispatcher_follows_a_changed_in_flight_limit(corpus_root, dis
     worker.give("tex_to_html", first, result_zip(CLEAN_LOG))
     assert wait_for(lambda: worker.ask("tex_to_html"), message="room again")
     worker.close()
+
+
+@pytest.mark.django_db
+def test_a_change_made_directly_is_journaled_as_from_the_api_without_its_values():
+    from config.errors import BadRequest
+    from ops.actions import config_update
+
+    config_update({"pool": {"max": 7}}, actor="shell")
+    with pytest.raises(BadRequest):
+        config_update({"pool": {"max": SECRET}}, actor="shell")
+    rows = AuditEntry.objects.filter(action="config.set").order_by("id").values_list("actor", "target", "params")
+    assert [(actor, target, params.get("after"), params.get("refused")) for actor, target, params in rows] == [
+        ("shell", "config", {"pool.max": 7}, None),
+        ("shell", "config", None, ["pool.max"]),
+    ]
+    assert SECRET not in str(list(rows))

@@ -6,18 +6,12 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
+
+from tests.support import migrate as _migrate
 
 BEFORE = [("reports", "0007_runtime_counts")]
 AFTER = [("reports", "0008_logmessage_task_status")]
 PARTITIONED = [("reports", "0009_logmessage_partitioned_by_status")]
-
-
-def _migrate(targets: list[tuple[str, str]] | None = None) -> None:
-    """Migrate to `targets`, or to the latest migrations of every app."""
-    executor = MigrationExecutor(connection)
-    executor.loader.build_graph()
-    executor.migrate(targets or executor.loader.graph.leaf_nodes())
 
 
 def _messages() -> list[tuple]:

@@ -90,3 +90,22 @@ def test_the_workers_screen_shows_the_same_records(authed, screen_client, corpus
     )  # fmt: skip
     screen = screen_client.get("/services/tex_to_html/workers")
     assert json.loads(json.dumps(screen.context["workers"])) == authed.get("/api/services/tex_to_html/workers").json()
+
+
+def test_pause_and_resume_called_directly_are_journaled_as_from_the_api(corpus_root):
+    from accounts.models import AuditEntry
+    from config.errors import NotFound
+    from reports.actions import conversions_pause, run_control
+
+    imported(corpus_root, "a", documents=2)
+    activated("a")
+    assert conversions_pause(corpus_name="a", service_name="tex_to_html", actor="job") == 2
+    assert run_control(action="resume", actor="shell")["resumed"] == 2
+    with pytest.raises(NotFound):
+        conversions_pause(corpus_name="a", service_name="nope", actor="shell")
+    rows = AuditEntry.objects.filter(action__startswith="conversions.").order_by("id")
+    assert list(rows.values_list("action", "actor", "target", "status_code")) == [
+        ("conversions.pause", "job", "a/tex_to_html", None),
+        ("conversions.resume", "shell", "", None),
+        ("conversions.pause", "shell", "a/nope", 404),
+    ]

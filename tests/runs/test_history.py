@@ -147,3 +147,20 @@ def test_a_diffs_rows_emptied_by_a_crash_are_written_again_by_the_next_task_list
         cursor.execute("TRUNCATE runs_taskdiff")
     assert authed.get(f"{PAIR}/tasks").json() == before
     assert TaskDiff.objects.count() == 2
+
+
+def test_a_snapshot_taken_directly_is_journaled_as_from_the_api(corpus_root):
+    from accounts.models import AuditEntry
+    from config.errors import NotFound
+    from runs.actions import snapshot_append
+
+    imported(corpus_root, "a", documents=2)
+    activated("a")
+    assert snapshot_append(corpus_name="a", service_name="tex_to_html", actor="shell")["rows"] == 2
+    with pytest.raises(NotFound):
+        snapshot_append(corpus_name="a", service_name="nope", actor="shell")
+    rows = AuditEntry.objects.filter(action="runs.snapshot").order_by("id")
+    assert list(rows.values_list("actor", "target", "outcome")) == [
+        ("shell", "a/tex_to_html", "ok"),
+        ("shell", "a/nope", "404 Not found"),
+    ]

@@ -98,3 +98,18 @@ def test_service_writes_are_journaled(authed):
     authed.delete("/api/services/import?confirm=import")
     rows = list(AuditEntry.objects.order_by("id").values_list("action", "target", "status_code"))
     assert rows[-3:] == [("service.register", "s", 201), ("service.lease", "s", 200), ("service.delete", "import", 403)]
+
+
+def test_service_actions_called_directly_are_journaled_as_from_the_api():
+    from accounts.models import AuditEntry
+    from config.errors import Forbidden
+    from services.actions import service_delete, service_register
+
+    service_register(name="direct", actor="shell", lease_seconds=60)
+    with pytest.raises(Forbidden):
+        service_delete(name="import", confirm="import", actor="shell")
+    rows = AuditEntry.objects.filter(actor="shell").order_by("id").values_list("action", "target", "outcome", "params")
+    assert list(rows) == [
+        ("service.register", "direct", "ok", {"lease_seconds": 60}),
+        ("service.delete", "import", "403 Forbidden", {"confirm": "import"}),
+    ]

@@ -2,9 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from accounts.actions import journaled, screen_session_revoke
+from accounts.actions import screen_session_revoke
 from accounts.cli import cli_actor
-from accounts.journal import Action
 from accounts.queries import screen_session_list
 from config.errors import ServiceError
 
@@ -27,8 +26,7 @@ class Command(BaseCommand):
             return
         session_id = options["id"]
         try:
-            with journaled(actor=cli_actor(), action=Action.SESSION_REVOKE, target=str(session_id)):
-                session = screen_session_revoke(session_id)
+            session = screen_session_revoke(session_id, actor=cli_actor())
         except ServiceError as exc:
             raise CommandError(exc.detail) from exc
         self.stdout.write(f"revoked session {session.pk} of {session.actor}")

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
 from corpora.actions import service_activate
 from jobs.cli import ServiceCommand
 
@@ -16,8 +15,6 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, corpus: str, service: str, **options: object) -> None:
         job = self.write_action(
-            Action.SERVICE_ACTIVATION,
-            lambda: service_activate(corpus_name=corpus, service_name=service, actor=self.actor, send=False),
-            target=f"{corpus}/{service}",
+            lambda: service_activate(corpus_name=corpus, service_name=service, actor=self.actor, send=False)
         )
         self.run_job(job)

@@ -4,8 +4,6 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
-from config.screens import validated
 from corpora.actions import corpus_sandbox
 from corpora.serializers import SandboxRequestSerializer
 from jobs.cli import ServiceCommand
@@ -31,11 +29,9 @@ class Command(ServiceCommand):
         fields = SandboxRequestSerializer().fields
         request = {"name": name, **{key: options[key] for key in fields if options.get(key) is not None}}
 
-        def carve() -> Any:
-            body = validated(SandboxRequestSerializer(data=request))
-            return corpus_sandbox(parent=parent, actor=self.actor, send=False, **body)
-
         job = self.write_action(
-            Action.CORPUS_SANDBOX, carve, target=f"{parent}/{name}", params={k: str(v) for k, v in request.items()}
+            lambda: corpus_sandbox(
+                parent=parent, actor=self.actor, send=False, submitted=SandboxRequestSerializer(data=request)
+            )
         )
         self.run_job(job)

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
 from corpora.actions import service_deactivate
 from jobs.cli import ServiceCommand
 
@@ -17,8 +16,6 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, corpus: str, service: str, confirm: str | None, **options: object) -> None:
         counts = self.write_action(
-            Action.SERVICE_DEACTIVATION,
-            lambda: service_deactivate(corpus_name=corpus, service_name=service, confirm=confirm, actor=self.actor),
-            target=f"{corpus}/{service}",
+            lambda: service_deactivate(corpus_name=corpus, service_name=service, confirm=confirm, actor=self.actor)
         )
         self.stdout.write(f"deactivated {service} on {corpus}: {counts}")

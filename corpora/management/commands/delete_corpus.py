@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
 from corpora.actions import corpus_delete
 from jobs.cli import ServiceCommand
 
@@ -15,7 +14,5 @@ class Command(ServiceCommand):
         parser.add_argument("--confirm", help="must equal the corpus name")
 
     def handle(self, *args: object, name: str, confirm: str | None, **options: object) -> None:
-        counts = self.write_action(
-            Action.CORPUS_DELETE, lambda: corpus_delete(name=name, confirm=confirm, actor=self.actor), target=name
-        )
+        counts = self.write_action(lambda: corpus_delete(name=name, confirm=confirm, actor=self.actor))
         self.stdout.write(f"deleted corpus {name}: {counts}")

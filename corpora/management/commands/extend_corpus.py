@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
 from corpora.actions import corpus_extend
 from jobs.cli import ServiceCommand
 
@@ -14,7 +13,5 @@ class Command(ServiceCommand):
         parser.add_argument("name")
 
     def handle(self, *args: object, name: str, **options: object) -> None:
-        job = self.write_action(
-            Action.CORPUS_EXTEND, lambda: corpus_extend(name=name, actor=self.actor, send=False), target=name
-        )
+        job = self.write_action(lambda: corpus_extend(name=name, actor=self.actor, send=False))
         self.run_job(job)

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
 from corpora.actions import corpus_import
 from jobs.cli import ServiceCommand
 
@@ -17,9 +16,6 @@ class Command(ServiceCommand):
 
     def handle(self, *args: object, name: str, path: str, description: str, **options: object) -> None:
         job = self.write_action(
-            Action.CORPUS_IMPORT,
-            lambda: corpus_import(name=name, path=path, description=description, actor=self.actor, send=False),
-            target=name,
-            params={"path": path},
+            lambda: corpus_import(name=name, path=path, description=description, actor=self.actor, send=False)
         )
         self.run_job(job)

@@ -1,4 +1,5 @@
-"""manage.py config get [KEY] / config set KEY=VALUE ...: the twin of GET/PUT /api/config (journaled)."""
+"""manage.py config get [KEY] / config set KEY=VALUE ...: the twin of GET/PUT /api/config (the change is
+journaled by ops.actions.config_update)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from accounts.actions import journaled
-from accounts.journal import Action
 from config.errors import ServiceError
 from ops.actions import config_update
 from ops.configuration import assignments, effective_config
@@ -50,11 +49,7 @@ class Command(BaseCommand):
             return
         pairs = _pairs(options["pairs"])
         try:
-            change = assignments(pairs)
-            with journaled(actor=options["actor"], action=Action.CONFIG_SET, target="config") as params:
-                result = config_update(change, actor=options["actor"])
-                params.clear()
-                params.update(before=result["before"], after=result["after"])
+            result = config_update(assignments(pairs), actor=options["actor"])
         except ServiceError as exc:
             raise CommandError(exc.detail) from exc
         for key, value in result["after"].items():

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
 from jobs.cli import ServiceCommand
 from services.actions import service_delete
 
@@ -15,7 +14,5 @@ class Command(ServiceCommand):
         parser.add_argument("--confirm", help="must equal the service name")
 
     def handle(self, *args: object, name: str, confirm: str | None, **options: object) -> None:
-        counts = self.write_action(
-            Action.SERVICE_DELETE, lambda: service_delete(name=name, confirm=confirm, actor=self.actor), target=name
-        )
+        counts = self.write_action(lambda: service_delete(name=name, confirm=confirm, actor=self.actor))
         self.stdout.write(f"deleted service {name}: {counts}")

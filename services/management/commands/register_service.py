@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from accounts.journal import Action
 from jobs.cli import ServiceCommand
 from services.actions import service_register
 
@@ -24,7 +23,5 @@ class Command(ServiceCommand):
             "description": options["description"],
             "lease_seconds": options["lease_seconds"],
         }
-        service = self.write_action(
-            Action.SERVICE_REGISTER, lambda: service_register(name=name, actor=self.actor, **fields), target=name
-        )
+        service = self.write_action(lambda: service_register(name=name, actor=self.actor, **fields))
         self.stdout.write(f"registered service {service.name}")

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError, CommandParser
 
-from accounts.journal import Action
 from jobs.cli import ServiceCommand
 from services.actions import service_lease_set
 
@@ -21,10 +20,5 @@ class Command(ServiceCommand):
             value = int(seconds)
         else:
             raise CommandError("seconds must be a positive whole number, or none to clear the override")
-        updated = self.write_action(
-            Action.SERVICE_LEASE,
-            lambda: service_lease_set(name=service, seconds=value, actor=self.actor),
-            target=service,
-            params={"seconds": value},
-        )
+        updated = self.write_action(lambda: service_lease_set(name=service, seconds=value, actor=self.actor))
         self.stdout.write(f"{updated.name}: lease {updated.lease_seconds or 'default'}")
