@@ -271,7 +271,8 @@ class Dispatcher:
                 if self.config.live and config_sync():
                     self.config.follow_settings()
                 next_flush = now + 1.0
-                if not self.sink_process.is_alive():
+                # Told to stop (a group's SIGTERM reaches the sink too), its exit is part of the stop.
+                if not self.stopping and not self.sink_process.is_alive():
                     self._take_sink_reports()
                     why = f"; {self.sink_stopped}" if self.sink_stopped else ""
                     raise SinkFailed(f"the sink process died (exit code {self.sink_process.exitcode}{why})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import signal
+import time
 import zipfile
 
 import pytest
@@ -211,6 +212,31 @@ def test_a_sink_stopped_from_outside_says_so_and_stops_the_dispatcher(pair, disp
     os.kill(process.sink_pid(), signal.SIGTERM)
     assert process.process.wait(20) != 0
     assert "the sink process died (exit code 0; it was sent SIGTERM)" in capfd.readouterr().err
+
+
+def test_a_sink_that_ends_once_the_ventilator_is_told_to_stop_is_a_clean_stop(pair, dispatcher, capfd):
+    """A SIGTERM to the process group reaches both processes; the sink may end first. Made certain here:
+    the ventilator is frozen while the sink ends, and its own SIGTERM waits for it when it thaws, with
+    its once-a-second check of the sink due."""
+    process = dispatcher()
+    _state()
+    sink = process.sink_pid()
+    os.kill(process.process.pid, signal.SIGSTOP)
+    frozen_at = time.monotonic()
+    try:
+        os.kill(sink, signal.SIGTERM)
+
+        def sink_ended_and_check_due() -> bool:
+            with open(f"/proc/{sink}/stat") as stat:  # a zombie until the frozen ventilator reaps it
+                ended = stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+            return ended and time.monotonic() - frozen_at > 1.2
+
+        wait_for(sink_ended_and_check_due, message="the sink to end while the ventilator is frozen")
+        os.kill(process.process.pid, signal.SIGTERM)
+    finally:
+        os.kill(process.process.pid, signal.SIGCONT)
+    assert process.process.wait(20) == 0
+    assert "the sink process died" not in capfd.readouterr().err
 
 
 def test_the_sink_does_not_outlive_a_ventilator_killed_alone(pair, dispatcher):
