@@ -1,6 +1,7 @@
 """Shared by the HTML views of every app: the input-serializer check that speaks like the API, the posted
-fields, the error page and what a write's refusal answers, htmx's stop-polling status, the empty-field
-rule of filter forms, durations in words and the pager of a paginated table."""
+fields, the error page and what a write's refusal answers, the POST of a deletion screen, htmx's
+stop-polling status, the empty-field rule of filter forms, durations in words and the pager of a
+paginated table."""
 
 from __future__ import annotations
 
@@ -9,10 +10,12 @@ from typing import Any, TypeVar
 from urllib.parse import urlencode
 
 from django.conf import settings
+from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from rest_framework.serializers import Serializer
 
+from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import BadRequest, ServiceError
 
 # htmx stops polling when a response carries this status.
@@ -59,6 +62,28 @@ def form_again(request: HttpRequest, template: str, context: dict[str, Any]) -> 
     return lambda exc: render(
         request, template, {**context, "error": exc.detail, "errors": exc.errors or {}}, status=exc.status
     )
+
+
+def deletion_write(
+    request: HttpRequest,
+    delete: Callable[..., dict[str, Any]],
+    *,
+    page: tuple[str, dict[str, Any]],
+    done: str,
+    then: str,
+) -> HttpResponse:
+    """The POST of a deletion screen, the twin of a DELETE ...?confirm=<name>: `delete` (the action, which
+    journals itself) gets the actor and the typed confirmation; then a redirect to the URL `then`, saying
+    `done` and what became of the result archives, or `page` (template, context) again with the refusal."""
+    counts, refused = screen_write(
+        request,
+        lambda: delete(actor=request.user.username, submitted=ConfirmSerializer(data=request.POST)),
+        form=form_again(request, *page),
+    )
+    if refused:
+        return refused
+    messages.success(request, f"{done} {result_files_sentence(counts)}")
+    return redirect(then)
 
 
 def given(query: QueryDict, fields: Collection[str] | None = None) -> QueryDict:

@@ -4,6 +4,7 @@ Reads are public like their API twin; every write needs a signed-in operator."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
@@ -13,9 +14,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
-from config.screens import HTMX_STOP_POLLING, error_page, form_again, form_params, given, screen_write
+from config.screens import HTMX_STOP_POLLING, deletion_write, error_page, form_again, form_params, given, screen_write
 from corpora import actions
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
@@ -127,20 +127,13 @@ def corpus_delete_view(request: HttpRequest, name: str) -> HttpResponse:
         return error_page(request, exc)
     if request.method == "GET":
         return render(request, "corpora/delete.html", {"corpus": corpus})
-    counts, refused = screen_write(
+    return deletion_write(
         request,
-        lambda: actions.corpus_delete(
-            name=name, actor=request.user.username, submitted=ConfirmSerializer(data=request.POST)
-        ),
-        form=form_again(request, "corpora/delete.html", {"corpus": corpus}),
+        partial(actions.corpus_delete, name=name),
+        page=("corpora/delete.html", {"corpus": corpus}),
+        done=f"The corpus {name} was deleted with all its documents, tasks and messages.",
+        then=reverse("corpora"),
     )
-    if refused:
-        return refused
-    messages.success(
-        request,
-        f"The corpus {name} was deleted with all its documents, tasks and messages. {result_files_sentence(counts)}",
-    )
-    return redirect("corpora")
 
 
 @login_required
@@ -158,22 +151,13 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
             detail = f"The service {service!r} is not active on the corpus {name!r}."
             return render(request, "error.html", {"status": 404, "detail": detail}, status=404)
         return render(request, "corpora/deactivate.html", context)
-    counts, refused = screen_write(
+    return deletion_write(
         request,
-        lambda: actions.service_deactivate(
-            corpus_name=name, service_name=service, actor=request.user.username,
-            submitted=ConfirmSerializer(data=request.POST),
-        ),
-        form=form_again(request, "corpora/deactivate.html", context),
-    )  # fmt: skip
-    if refused:
-        return refused
-    messages.success(
-        request,
-        f"The service {service} was deactivated on {name}; its tasks and messages are gone."
-        f" {result_files_sentence(counts)}",
+        partial(actions.service_deactivate, corpus_name=name, service_name=service),
+        page=("corpora/deactivate.html", context),
+        done=f"The service {service} was deactivated on {name}; its tasks and messages are gone.",
+        then=reverse("corpus", kwargs={"name": name}),
     )
-    return redirect("corpus", name=name)
 
 
 # --- dataset export -------------------------------------------------------------------------------

@@ -5,17 +5,18 @@ Like their token-gated API twin, every one of them needs a signed-in operator.""
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import ServiceError
-from config.screens import error_page, form_again, form_params, screen_write
+from config.screens import deletion_write, error_page, form_params, screen_write
 from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (
@@ -121,21 +122,13 @@ def service_delete_view(request: HttpRequest, service: str) -> HttpResponse:
         return error_page(request, exc)
     if request.method == "GET":
         return render(request, "services/delete.html", {"service": dto})
-    counts, refused = screen_write(
+    return deletion_write(
         request,
-        lambda: actions.service_delete(
-            name=service, actor=request.user.username, submitted=ConfirmSerializer(data=request.POST)
-        ),
-        form=form_again(request, "services/delete.html", {"service": dto}),
+        partial(actions.service_delete, name=service),
+        page=("services/delete.html", {"service": dto}),
+        done=f"The service {service} was deleted with its tasks and messages in every corpus.",
+        then=reverse("services"),
     )
-    if refused:
-        return refused
-    messages.success(
-        request,
-        f"The service {service} was deleted with its tasks and messages in every corpus."
-        f" {result_files_sentence(counts)}",
-    )
-    return redirect("services")
 
 
 @login_required
