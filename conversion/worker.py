@@ -2,13 +2,16 @@
 latexmlc, push the result ZIP to the sink. Needs only Python, latexmlc and pyzmq:
 
     python -m conversion.worker --ventilator tcp://host:51695 --sink tcp://host:51696 \\
-        --service tex_to_html --concurrency 2 [--timeout 300] [--memory-mb 4096] [--sandbox bwrap|none]
+        --service tex_to_html --concurrency 2 [--timeout 300] [--memory-mb 4096] [--result-max-bytes N] \\
+        [--sandbox bwrap|none]
 
 Every conversion runs in the bubblewrap sandbox (conversion.sandbox) unless `--sandbox none` (or
 CONVERSION_SANDBOX=none) is given; a worker whose sandbox cannot start refuses to run.
 
-A bad payload is answered with a `Fatal:invalid:archive` result and the loop goes on; a dispatcher
-that goes away is waited for (the request is resent on a fresh socket), never blocked on forever.
+A bad payload is answered with a `Fatal:invalid:archive` result and the loop goes on; a conversion
+whose result archive would pass `--result-max-bytes` (the dispatcher's RESULT_MAX_BYTES) is answered
+with its log and a `Fatal:invalid:too_large` message, without its files. A dispatcher that goes away is
+waited for (the request is resent on a fresh socket), never blocked on forever.
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ REPLY_TIMEOUT_SECONDS = 20.0
 NO_WORK_FIRST_WAIT_SECONDS = 0.25
 NO_WORK_MAX_WAIT_SECONDS = 2.0
 UNPACK_MAX_BYTES = 1024**3
+# The dispatcher makes a bigger result invalid (RESULT_MAX_BYTES); the worker keeps to the same default.
+RESULT_MAX_BYTES = 64 * 1024 * 1024
 UNPACK_MAX_MEMBERS = 20_000
 RECONNECT_IVL_MS = 250
 RECONNECT_IVL_MAX_MS = 5_000
@@ -113,20 +118,39 @@ def _member_target(root: Path, name: str, *, directory: bool = False) -> Path:
     return target
 
 
-def result_archive(log: bytes, output_dir: Path | None = None) -> bytes:
-    """The result ZIP: `cortex.log` at the root, then the regular files of `output_dir`."""
-    buffer = io.BytesIO()
-    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr(engine.LOG_NAME, log)
-        if output_dir is not None:
-            for root, dirs, files in os.walk(output_dir, followlinks=False):
-                dirs.sort()
-                for file in sorted(files):
-                    path = Path(root) / file
-                    # A link could point anywhere on the worker machine: only regular files travel.
-                    if path.is_file() and not path.is_symlink():
-                        archive.write(path, path.relative_to(output_dir).as_posix())
-    return buffer.getvalue()
+class ResultTooLarge(ValueError):
+    """The result archive would pass the limit the dispatcher keeps."""
+
+
+def result_archive(log: bytes, output_dir: Path | None = None, *, max_bytes: int | None = None) -> bytes:
+    """The result ZIP: `cortex.log` at the root, then the regular files of `output_dir`. It is built in a
+    temporary file, so a huge output costs disk the conversion already used rather than memory, and
+    raises ResultTooLarge as soon as it passes `max_bytes` (checked after each file)."""
+    with tempfile.TemporaryFile(prefix="cortex-result-") as spool:
+        with zipfile.ZipFile(spool, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(engine.LOG_NAME, log)
+            if output_dir is not None:
+                for root, dirs, files in os.walk(output_dir, followlinks=False):
+                    dirs.sort()
+                    for file in sorted(files):
+                        path = Path(root) / file
+                        # A link could point anywhere on the worker machine: only regular files travel.
+                        if path.is_file() and not path.is_symlink():
+                            name = path.relative_to(output_dir).as_posix()
+                            archive.write(path, name)
+                            if max_bytes is not None and spool.tell() > max_bytes:
+                                raise ResultTooLarge(f"{spool.tell()} bytes with {name}")
+        spool.seek(0)
+        return spool.read()
+
+
+def too_large_result(log: bytes, max_bytes: int, why: str) -> bytes:
+    """The result of a conversion whose files would pass `max_bytes`: its log (cut to fit) and a
+    Fatal:invalid:too_large message that names the limit, which makes the task invalid."""
+    line = f"Fatal:{INVALID_CATEGORY}:too_large the result archive passes the limit of {max_bytes} bytes ({why})\n"
+    room = max(0, max_bytes // 2 - len(line))
+    kept = log if len(log) <= room else log[: room // 2] + b"\n...\n" + log[-(room // 2) :]
+    return result_archive(kept + (b"" if kept.endswith(b"\n") else b"\n") + line.encode())
 
 
 def fatal_result(category: str, what: str, why: str) -> bytes:
@@ -144,8 +168,10 @@ def convert_payload(
     latexmlc: str = "latexmlc",
     cancel: threading.Event | None = None,
     sandbox: Sandbox = engine.sandboxes.DEFAULT,
+    result_max_bytes: int = RESULT_MAX_BYTES,
 ) -> bytes:
-    """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result."""
+    """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result, one
+    whose archive would pass `result_max_bytes` its log with a Fatal:invalid:too_large message."""
     with tempfile.TemporaryDirectory(prefix="cortex-task-") as work:
         # Passable, not listable: the sandbox user (nobody, when we are root) reaches source/ through it.
         os.chmod(work, 0o711)  # noqa: S103
@@ -164,7 +190,10 @@ def convert_payload(
             source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, latexmlc=latexmlc, cancel=cancel,
             sandbox=sandbox, root=source,
         )  # fmt: skip
-        return result_archive(conversion.log, conversion.output_dir)
+        try:
+            return result_archive(conversion.log, conversion.output_dir, max_bytes=result_max_bytes)
+        except ResultTooLarge as exc:
+            return too_large_result(conversion.log, result_max_bytes, str(exc))
 
 
 class _WorkerLoop:
@@ -185,6 +214,7 @@ class _WorkerLoop:
         latexmlc: str,
         sandbox: Sandbox,
         stop: threading.Event,
+        result_max_bytes: int = RESULT_MAX_BYTES,
     ) -> None:
         self.context = context
         self.ventilator_endpoint = ventilator
@@ -198,6 +228,7 @@ class _WorkerLoop:
         self.latexmlc = latexmlc
         self.sandbox = sandbox
         self.stop = stop
+        self.result_max_bytes = result_max_bytes
         self.dealer: zmq.Socket | None = None
         self.sink: zmq.Socket | None = None
 
@@ -293,7 +324,7 @@ class _WorkerLoop:
         try:
             result = convert_payload(
                 payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc, cancel=self.stop,
-                sandbox=self.sandbox,
+                sandbox=self.sandbox, result_max_bytes=self.result_max_bytes,
             )  # fmt: skip
         except engine.ConversionCancelled:
             # Stopping: no result, so the lease runs out and the task goes to another worker.
@@ -348,13 +379,14 @@ def run_worker(
     reply_timeout: float = REPLY_TIMEOUT_SECONDS,
     latexmlc: str = "latexmlc",
     sandbox: Sandbox = engine.sandboxes.DEFAULT,
+    result_max_bytes: int = RESULT_MAX_BYTES,
 ) -> None:
     """Serve `service` with `concurrency` threads until `stop` is set; raises EngineMissing without latexmlc
     and SandboxUnavailable (before serving anything) when the sandbox cannot start."""
     engine.latexmlc_path(latexmlc)
     engine.sandbox_check(sandbox)
-    if concurrency < 1 or message_size < 1 or reply_timeout <= 0:
-        raise ValueError("concurrency, message_size and reply_timeout must be positive")
+    if concurrency < 1 or message_size < 1 or reply_timeout <= 0 or result_max_bytes < 1:
+        raise ValueError("concurrency, message_size, reply_timeout and result_max_bytes must be positive")
     stop = stop if stop is not None else threading.Event()
     failures: list[BaseException] = []
     context = zmq.Context()
@@ -373,7 +405,7 @@ def run_worker(
         loop = _WorkerLoop(
             context=context, ventilator=ventilator, sink=sink, service=service, identity=name, timeout=timeout,
             memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc,
-            sandbox=sandbox, stop=stop,
+            sandbox=sandbox, stop=stop, result_max_bytes=result_max_bytes,
         )  # fmt: skip
         threads.append(threading.Thread(target=serve, args=(loop,), name=f"cortex-worker-{index}", daemon=True))
     logger.info(
@@ -418,6 +450,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS, help="seconds per conversion")
     parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
     parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
+    parser.add_argument(
+        "--result-max-bytes", type=int, default=RESULT_MAX_BYTES,
+        help="a result archive bigger than this is sent as its log with Fatal:invalid:too_large"
+        " (keep it at the dispatcher's RESULT_MAX_BYTES; default 64 MiB)",
+    )  # fmt: skip
     parser.add_argument("--latexmlc", default="latexmlc")
     parser.add_argument(
         "--sandbox", choices=MODES, default=os.environ.get("CONVERSION_SANDBOX") or "bwrap",
@@ -435,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
             ventilator=args.ventilator, sink=args.sink, service=args.service, concurrency=args.concurrency,
             identity=args.identity, timeout=args.timeout, memory_mb=args.memory_mb, message_size=args.message_size,
             stop=stop, latexmlc=args.latexmlc, sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap),
+            result_max_bytes=args.result_max_bytes,
         )  # fmt: skip
     except (engine.EngineMissing, ValueError) as exc:
         print(exc, file=sys.stderr)

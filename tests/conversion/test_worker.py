@@ -14,6 +14,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 import pytest
@@ -21,6 +22,8 @@ import zmq
 from django.core.management import CommandError, call_command
 
 from conversion.engine import EngineMissing, latexmlc_path
+from conversion.logparse import parse_log
+from conversion.statuses import INVALID
 from conversion.wire import join_frames, payload_complete, split_frames
 from conversion.worker import InvalidPayload, run_worker, unpack_payload, worker_identities
 
@@ -132,7 +135,7 @@ class RunningWorker:
         return time.monotonic() - started
 
 
-def start_worker(dispatcher: FakeDispatcher, *, timeout: float = 60) -> RunningWorker:
+def start_worker(dispatcher: FakeDispatcher, *, timeout: float = 60, **options: Any) -> RunningWorker:
     stop = threading.Event()
     errors: list[BaseException] = []
 
@@ -148,6 +151,7 @@ def start_worker(dispatcher: FakeDispatcher, *, timeout: float = 60) -> RunningW
                 message_size=MESSAGE_SIZE,
                 reply_timeout=1.0,
                 stop=stop,
+                **options,
             )
         except BaseException as exc:
             errors.append(exc)
@@ -224,6 +228,24 @@ def test_bad_payloads_get_an_invalid_result_and_the_worker_keeps_serving(dispatc
     assert not (Path(tempfile.gettempdir()) / escapee).exists()
     dispatcher.hand_task(b"11", GOOD_PAYLOAD)
     assert_converted(result_of(dispatcher.next_result(), b"11"))
+
+
+@pytest.mark.slow
+def test_a_result_over_the_limit_comes_back_as_its_log_with_a_message_that_makes_the_task_invalid(dispatcher, latexmlc):
+    limit = 2000  # the converted HTML and its CSS, deflated, take several times that
+    running = start_worker(dispatcher, result_max_bytes=limit)
+    try:
+        dispatcher.hand_task(b"44", GOOD_PAYLOAD)
+        data = join_frames(dispatcher.next_result()[3:])
+    finally:
+        running.shut_down()
+    assert len(data) <= limit
+    archive = zipfile.ZipFile(io.BytesIO(data))
+    assert archive.namelist() == ["cortex.log"]  # no file of the conversion travels
+    log = archive.read("cortex.log")
+    assert re.search(rb"^Fatal:invalid:too_large the result archive passes the limit of 2000 bytes", log, re.M)
+    assert re.search(rb"^Status:conversion:0$", log, re.M)  # the conversion itself went through
+    assert parse_log(log).status == INVALID
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import psutil
 import pytest
 
 from conversion.logparse import parse_log
+from conversion.statuses import INVALID
 from corpora.models import Task
 from reports.models import LogMessage, TaskRuntime
 from services.models import Service, Worker
@@ -133,3 +134,25 @@ def _latexmlc_converting(root_pid: int) -> bool:
         except psutil.Error:
             continue
     return False
+
+
+def test_a_worker_keeps_the_result_limit_so_an_oversized_result_is_invalid_with_its_log(
+    latexml_corpus, tmp_path, corpus_root
+):
+    """`manage.py worker` takes RESULT_MAX_BYTES as the dispatcher does: it sends the log of a conversion
+    whose files would pass it, with a message naming the limit, rather than the files."""
+    limit = "3000"  # every document's HTML, CSS and log take more, deflated
+    dispatcher = DispatcherProcess(
+        RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root), RESULT_MAX_BYTES=limit
+    ).start()
+    worker = worker_process(dispatcher, scratch=tmp_path / "scratch", RESULT_MAX_BYTES=limit)
+    try:
+        tasks = Task.objects.filter(corpus__name="real", service__name="tex_to_html")
+        wait_for(lambda: not tasks.filter(status__gte=0).exists(), timeout=240, interval=0.5, message="conversions")
+    finally:
+        process_stop(worker)
+        dispatcher.stop()
+    assert set(tasks.values_list("status", flat=True)) == {INVALID}
+    for task in tasks:
+        details = LogMessage.objects.get(task=task, category="invalid", what="too_large").details
+        assert details.startswith(f"the result archive passes the limit of {limit} bytes"), details

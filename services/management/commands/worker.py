@@ -51,6 +51,7 @@ class Command(BaseCommand):
                 memory_mb=getattr(settings, "CONVERSION_MEMORY_MB", 4096),
                 message_size=getattr(settings, "DISPATCHER_MESSAGE_SIZE", 100_000),
                 stop=stop,
+                result_max_bytes=settings.RESULT_MAX_BYTES,
                 sandbox=sandbox,
             )
         except EngineMissing as exc:
