@@ -2,7 +2,7 @@
 latexmlc, push the result ZIP to the sink. Needs only Python, latexmlc and pyzmq:
 
     python -m conversion.worker --ventilator tcp://host:51695 --sink tcp://host:51696 \\
-        --service tex_to_html --concurrency 2 [--timeout 300] [--memory-mb 4096] [--result-max-bytes N] \\
+        --service tex_to_html --concurrency 2|auto [--timeout 300] [--memory-mb 4096] [--result-max-bytes N] \\
         [--sandbox bwrap|none]
 
 Every conversion runs in the bubblewrap sandbox (conversion.sandbox) unless `--sandbox none` (or
@@ -35,6 +35,7 @@ import zmq
 
 from conversion import engine
 from conversion.archive import inspect_entry
+from conversion.machine import concurrency_auto
 from conversion.sandbox import MODES, Sandbox
 from conversion.severities import INVALID_CATEGORY
 from conversion.wire import DEFAULT_MESSAGE_SIZE, join_frames, payload_complete, split_frames
@@ -428,6 +429,19 @@ def run_worker(
         raise failures[0]
 
 
+def concurrency_arg(text: str) -> int | str:
+    """--concurrency: a positive number, or `auto` (conversion.machine.concurrency_auto)."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"a positive number or auto, not {text!r}")
+    return value
+
+
 def stop_on_signals(stop: threading.Event) -> None:
     """Set `stop` on SIGTERM and SIGINT, so running conversions are killed and no latexmlc outlives us."""
 
@@ -445,7 +459,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ventilator", required=True, help="e.g. tcp://dispatcher:51695")
     parser.add_argument("--sink", required=True, help="e.g. tcp://dispatcher:51696")
     parser.add_argument("--service", required=True, help="e.g. tex_to_html")
-    parser.add_argument("--concurrency", type=int, default=1)
+    parser.add_argument(
+        "--concurrency", type=concurrency_arg, default=1,
+        help="conversions at once, or auto: one per core, as many as the available memory holds at --memory-mb",
+    )  # fmt: skip
     parser.add_argument("--identity", default=None, help="default hostname:pid")
     parser.add_argument("--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS, help="seconds per conversion")
     parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
@@ -462,6 +479,8 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--bwrap", default=os.environ.get("CONVERSION_BWRAP") or "bwrap", help="the bwrap executable")
     args = parser.parse_args(argv)
+    if args.concurrency == "auto":
+        args.concurrency = concurrency_auto(args.memory_mb)
     if args.sandbox not in MODES:
         parser.error(f"CONVERSION_SANDBOX must be one of {', '.join(MODES)}, not {args.sandbox!r}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s")

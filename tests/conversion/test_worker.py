@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import logging
 import re
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -23,9 +25,11 @@ from django.core.management import CommandError, call_command
 
 from conversion.engine import EngineMissing, latexmlc_path
 from conversion.logparse import parse_log
+from conversion.machine import concurrency_auto
 from conversion.statuses import INVALID
 from conversion.wire import join_frames, payload_complete, split_frames
 from conversion.worker import InvalidPayload, run_worker, unpack_payload, worker_identities
+from tests.support import PROJECT_DIR
 
 MESSAGE_SIZE = 1000
 SERVICE = b"tex_to_html"
@@ -312,3 +316,24 @@ def test_manage_worker_without_latexmlc_is_one_command_error(tmp_path, monkeypat
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(CommandError, match=r"^latexmlc is not installed: apt-get install latexml$"):
         call_command("worker", "--service", "tex_to_html", "--concurrency", "2")
+
+
+@pytest.mark.slow
+def test_a_worker_with_concurrency_auto_serves_one_thread_per_conversion_it_picked(dispatcher, latexmlc):
+    """Run as a worker machine runs it; every thread asks the (test-local) ventilator for work."""
+    expected = set(worker_identities("auto-worker", concurrency_auto(64)))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "conversion.worker", "--ventilator", f"tcp://127.0.0.1:{dispatcher.ventilator_port}",
+         "--sink", f"tcp://127.0.0.1:{dispatcher.sink_port}", "--service", "tex_to_html", "--identity",
+         "auto-worker", "--concurrency", "auto", "--memory-mb", "64"],
+        cwd=PROJECT_DIR, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        asked: set[str] = set()
+        while asked != expected:
+            identity = dispatcher.next_request(timeout=30)[0].decode()
+            assert identity in expected, (identity, expected)
+            asked.add(identity)
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -8,7 +8,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from conversion.engine import EngineMissing, latexmlc_path, sandbox_check
-from conversion.worker import run_worker, stop_on_signals
+from conversion.machine import concurrency_auto
+from conversion.worker import concurrency_arg, run_worker, stop_on_signals
 from services.queries import conversion_sandbox
 
 
@@ -17,12 +18,19 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--service", default="tex_to_html", help="the service to serve (default tex_to_html)")
-        parser.add_argument("--concurrency", type=int, default=1, help="conversions run at once (default 1)")
+        parser.add_argument(
+            "--concurrency", type=concurrency_arg, default=1,
+            help="conversions run at once (default 1), or auto: one per core, as many as the available memory"
+            " holds at CONVERSION_MEMORY_MB each",
+        )  # fmt: skip
         parser.add_argument("--identity", default=None, help="the worker's name (default hostname:pid)")
 
-    def handle(self, *args: object, service: str, concurrency: int, identity: str | None, **options: object) -> None:
-        if concurrency < 1:
-            raise CommandError("--concurrency must be at least 1")
+    def handle(
+        self, *args: object, service: str, concurrency: int | str, identity: str | None, **options: object
+    ) -> None:
+        memory_mb = getattr(settings, "CONVERSION_MEMORY_MB", 4096)
+        if concurrency == "auto":
+            concurrency = concurrency_auto(memory_mb)
         sandbox = conversion_sandbox()
         try:
             latexmlc_path()
@@ -48,7 +56,7 @@ class Command(BaseCommand):
                 concurrency=concurrency,
                 identity=identity,
                 timeout=getattr(settings, "CONVERSION_TIMEOUT_SECONDS", 300),
-                memory_mb=getattr(settings, "CONVERSION_MEMORY_MB", 4096),
+                memory_mb=memory_mb,
                 message_size=getattr(settings, "DISPATCHER_MESSAGE_SIZE", 100_000),
                 stop=stop,
                 result_max_bytes=settings.RESULT_MAX_BYTES,
