@@ -189,6 +189,8 @@ if PAYLOAD_MAX_BYTES >= 4 * 1024**3:  # payloads are plain ZIP archives (convers
     raise ConfigError(f"PAYLOAD_MAX_BYTES must be below 4 GiB, not {PAYLOAD_MAX_BYTES}")
 CONVERSION_TIMEOUT_SECONDS = env_int("CONVERSION_TIMEOUT_SECONDS", 300, minimum=1)
 CONVERSION_MEMORY_MB = env_int("CONVERSION_MEMORY_MB", 4096, minimum=64)
+# What a conversion may hold on disk, its working directory and /tmp together (conversion.engine).
+CONVERSION_DISK_MB = env_int("CONVERSION_DISK_MB", 2048, minimum=16)
 # Every latexmlc run (workers and POST /convert) is sandboxed with bubblewrap; `none` turns that off.
 CONVERSION_SANDBOX = env_choice("CONVERSION_SANDBOX", "bwrap", choices=("bwrap", "none"))
 CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")

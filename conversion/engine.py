@@ -22,7 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -36,6 +36,10 @@ from conversion.statuses import LATEXML_NAMES
 LOG_NAME = "cortex.log"
 DEFAULT_TIMEOUT_SECONDS = 300
 DEFAULT_MEMORY_MB = 4096
+# What a conversion may hold on disk: its working directory (the document included) and its /tmp together.
+DEFAULT_DISK_MB = 2048
+# How often the disk a running conversion holds is measured; RLIMIT_FSIZE stops any one file at the limit.
+DISK_CHECK_SECONDS = 0.05
 # latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
 LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
 # latexmlc runs at this lower CPU priority, so that on a machine it shares (web tier, dispatcher, database)
@@ -84,6 +88,7 @@ class _Run:
     timed_out: bool
     runtime_ms: int
     stderr: bytes
+    over_disk: bool = False
 
 
 def latexmlc_path(latexmlc: str = "latexmlc") -> str:
@@ -107,6 +112,7 @@ def convert(
     *,
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     memory_mb: int = DEFAULT_MEMORY_MB,
+    disk_mb: int = DEFAULT_DISK_MB,
     latexmlc: str = "latexmlc",
     extra_args: Sequence[str] = (),
     cancel: threading.Event | None = None,
@@ -127,7 +133,7 @@ def convert(
     # A log left by an earlier run must not be read as this run's.
     log_path.unlink(missing_ok=True)
     root = source_dir if root is None else Path(root).resolve()
-    with sandboxes.launched(sandbox, root, executable, start=source_dir, tmp_mb=memory_mb) as launch:
+    with sandboxes.launched(sandbox, root, executable, start=source_dir) as launch:
         argv = [
             launch.executable,
             "--format=html5",
@@ -137,9 +143,9 @@ def convert(
             *extra_args,
             _source_argument(main_file),
         ]
-        run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, cancel=cancel)
+        run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, cancel=cancel)
     _keep_directory(output_dir)
-    log, status_code = _finish_log(_read_log(log_path), run, timeout=timeout, memory_mb=memory_mb)
+    log, status_code = _finish_log(_read_log(log_path), run, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb)
     return Conversion(
         log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms
     )
@@ -158,6 +164,7 @@ def convert_text(
     preload: Sequence[str] = (),
     latexmlc: str = "latexmlc",
     memory_mb: int = DEFAULT_MEMORY_MB,
+    disk_mb: int = DEFAULT_DISK_MB,
     sandbox: Sandbox = sandboxes.DEFAULT,
 ) -> dict:
     """Convert TeX given as text (a `literal:` prefix is accepted and dropped) in a temporary directory.
@@ -182,7 +189,7 @@ def convert_text(
         # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
         (work_dir / "input.tex").write_text(source, encoding="utf-8")
         dest = work_dir / f"result.{_FORMATS[format]}"
-        with sandboxes.launched(sandbox, work_dir, executable, tmp_mb=memory_mb) as launch:
+        with sandboxes.launched(sandbox, work_dir, executable) as launch:
             argv = [
                 launch.executable,
                 f"--format={format}",
@@ -197,8 +204,10 @@ def convert_text(
                 *(f"--preload={name}" for name in preload),
                 "./input.tex",
             ]
-            run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, cancel=None)
-        log, status_code = _finish_log(_read_log(work_dir / LOG_NAME), run, timeout=timeout, memory_mb=memory_mb)
+            run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, cancel=None)
+        log, status_code = _finish_log(
+            _read_log(work_dir / LOG_NAME), run, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb
+        )
         result = _read_regular_file(dest)
     code = FATAL if status_code is None else status_code
     return {
@@ -229,20 +238,32 @@ def _source_argument(main_file: str) -> str:
 
 
 def _run_latexmlc(
-    argv: list[str], *, launch: Launch, timeout: float, memory_mb: int, cancel: threading.Event | None
+    argv: list[str],
+    *,
+    launch: Launch,
+    timeout: float,
+    memory_mb: int,
+    disk_mb: int = DEFAULT_DISK_MB,
+    cancel: threading.Event | None,
 ) -> _Run:
     """Run latexmlc (in its sandbox) in its own session; kill it all at the deadline; leave no process behind.
 
     In the sandbox latexmlc runs in a session and a pid namespace of its own under bwrap: killing
     bwrap's group kills bwrap, whose death kills the namespace's first process (--die-with-parent),
-    and the kernel kills every process of a namespace whose first process ends."""
-    if memory_mb < 1 or timeout <= 0:
-        raise ValueError("memory_mb and timeout must be positive")
+    and the kernel kills every process of a namespace whose first process ends.
+
+    The disk it holds (launch.written: its working directory and its /tmp) is measured every
+    DISK_CHECK_SECONDS; past `disk_mb` it is killed like at the deadline, and no one file can grow past
+    `disk_mb` at all (RLIMIT_FSIZE: the writer gets SIGXFSZ)."""
+    if memory_mb < 1 or disk_mb < 1 or timeout <= 0:
+        raise ValueError("memory_mb, disk_mb and timeout must be positive")
     limit = memory_mb * 1024 * 1024
+    disk_limit = disk_mb * 1024 * 1024
 
     def limit_memory() -> None:
         # Runs in the child between fork and exec; setrlimit takes no lock, so this is safe with threads.
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (disk_limit, disk_limit))
         os.nice(LATEXMLC_NICENESS)
         # latexmlc runs in its own session, so nothing else stops it when its caller (a web worker, the
         # worker) is killed outright; the signal comes when the thread that started it ends, and that
@@ -261,13 +282,15 @@ def _run_latexmlc(
             preexec_fn=limit_memory,
         )
         launch.started()
-        timed_out = cancelled = False
+        timed_out = cancelled = over_disk = False
         namespace_pidfd: int | None = None
         try:
             namespace_pidfd = _open_pidfd(launch.first_process(timeout=max(timeout, 1)))
-            outcome = _wait_for_exit(process.pid, started + timeout, cancel)
-            timed_out, cancelled = outcome == "deadline", outcome == "cancelled"
-            if outcome != "exited":
+            outcome = _wait_for_exit(
+                process.pid, started + timeout, cancel, over_limit=lambda: _disk_used(launch.written) > disk_limit
+            )
+            timed_out, cancelled, over_disk = outcome == "deadline", outcome == "cancelled", outcome == "over_limit"
+            if outcome not in ("exited", "over_limit"):  # past the disk limit, not one more write: SIGKILL below
                 _signal_group(process.pid, signal.SIGTERM)
                 _wait_for_exit(process.pid, time.monotonic() + TERMINATE_GRACE_SECONDS, None)
         finally:
@@ -284,7 +307,9 @@ def _run_latexmlc(
         size = stderr.seek(0, os.SEEK_END)
         stderr.seek(max(0, size - _STDERR_MAX_BYTES))
         returncode = process.returncode if launch.info_fd is None else sandboxes.exit_status(process.returncode)
-        return _Run(returncode=returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr.read())
+        return _Run(
+            returncode=returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr.read(), over_disk=over_disk
+        )
 
 
 def _open_pidfd(pid: int | None) -> int | None:
@@ -310,8 +335,11 @@ def _wait_for_namespace_gone(pidfd: int, limit: float = 5.0) -> None:
         os.close(pidfd)
 
 
-def _wait_for_exit(pid: int, deadline: float, cancel: threading.Event | None) -> str:
-    """Wait until the child exits (without reaping it), the deadline passes or `cancel` is set."""
+def _wait_for_exit(
+    pid: int, deadline: float, cancel: threading.Event | None, *, over_limit: Callable[[], bool] | None = None
+) -> str:
+    """Wait until the child exits (without reaping it), the deadline passes, `cancel` is set or
+    `over_limit()` (asked every DISK_CHECK_SECONDS) says yes."""
     try:
         # A pidfd becomes readable when the process exits, so the wait costs no polling.
         pidfd: int | None = os.pidfd_open(pid)
@@ -326,10 +354,14 @@ def _wait_for_exit(pid: int, deadline: float, cancel: threading.Event | None) ->
                 return "exited"
             if cancel is not None and cancel.is_set():
                 return "cancelled"
+            if over_limit is not None and over_limit():
+                return "over_limit"
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return "deadline"
             step = min(remaining, 0.25 if cancel is not None else remaining)
+            if over_limit is not None:
+                step = min(step, DISK_CHECK_SECONDS)
             if pidfd is not None:
                 poller.poll(max(1, int(step * 1000)))
             else:
@@ -394,14 +426,23 @@ def _read_log(path: Path) -> bytes:
     return head + cut + tail
 
 
-def _finish_log(log: bytes, run: _Run, *, timeout: float, memory_mb: int) -> tuple[bytes, int | None]:
+def _finish_log(
+    log: bytes, run: _Run, *, timeout: float, memory_mb: int, disk_mb: int = DEFAULT_DISK_MB
+) -> tuple[bytes, int | None]:
     """Append what latexmlc could not say itself (timeout, death) and the runtime; return the status."""
     if not log.strip():
         # latexmlc died before it opened its log: its stderr is the only record.
         log = run.stderr
     status_code = status_code_of(log)
     lines: list[str] = []
-    if run.timed_out:
+    if run.over_disk or run.returncode == -signal.SIGXFSZ:
+        lines += [
+            f"Fatal:limit:disk the conversion wrote more than its disk limit of {disk_mb} MB"
+            " (its working directory and /tmp together)",
+            f"Status:conversion:{FATAL}",
+        ]
+        status_code = FATAL
+    elif run.timed_out:
         lines += [
             f"Fatal:timeout:timedout Conversion exceeded the timeout of {timeout:g} seconds",
             f"Status:conversion:{FATAL}",
@@ -426,3 +467,25 @@ def _death_message(run: _Run, log: bytes, memory_mb: int) -> str:
             name = "unknown signal"
         return f"Fatal:perl:die latexmlc exited with signal {-run.returncode} ({name})"
     return f"Fatal:perl:die latexmlc exited with code {run.returncode} and no status line"
+
+
+def _disk_used(directories: Sequence[Path]) -> int:
+    """Bytes of disk the files below `directories` take (links not followed; what vanishes meanwhile
+    counts nothing)."""
+    used = 0
+    pending = [str(directory) for directory in directories]
+    while pending:
+        try:
+            entries = os.scandir(pending.pop())
+        except OSError:
+            continue
+        with entries:
+            for entry in entries:
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                used += info.st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(entry.path)
+    return used

@@ -2,8 +2,9 @@
 bindings (`*.ltxml`) from the document's own directory, so a document can run arbitrary code.
 
 Inside, the run sees its working directory read-write at /work, the TeX and Perl installation
-read-only, its own /tmp, /proc and a minimal /dev; no network, no home, no other part of /etc or
-of the host. Run as root, bwrap itself runs as an unprivileged user (nobody) and the working
+read-only, its own /tmp (a directory on disk beside the working directory, so what it writes there is
+disk, under the conversion's disk limit, not memory), /proc and a minimal /dev; no network, no home,
+no other part of /etc or of the host. Run as root, bwrap itself runs as an unprivileged user (nobody) and the working
 directory is handed to that user for the run. Mode `none` runs latexmlc directly (no isolation).
 """
 
@@ -26,7 +27,7 @@ from pathlib import Path, PurePosixPath
 MODES = ("bwrap", "none")
 # The working directory as latexmlc sees it inside the sandbox.
 INSIDE_WORK = PurePosixPath("/work")
-# The sandbox's own tmpfs: HOME and TMPDIR of the run point there.
+# The sandbox's own /tmp: HOME and TMPDIR of the run point there.
 INSIDE_TMP = "/tmp"  # noqa: S108
 # Where an engine executable from outside the bound directories (a stand-in script) is copied to.
 _INSIDE_ENGINE_DIR = PurePosixPath("/run/engine")
@@ -83,6 +84,9 @@ class Launch:
     pass_fds: tuple[int, ...] = ()
     info_fd: int | None = None  # read end of bwrap's --info-fd, which names the sandbox's first process
     inside_work: PurePosixPath | None = None
+    # The host directories whose contents count against the run's disk limit: its working directory
+    # (as bound) and its /tmp.
+    written: tuple[Path, ...] = ()
 
     def inside(self, path: Path) -> str:
         """A host path inside the working directory, as the run sees it."""
@@ -159,11 +163,10 @@ def _probe(sandbox: Sandbox) -> str | None:
 
 
 @contextlib.contextmanager
-def launched(
-    sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None, tmp_mb: int | None = None
-) -> Iterator[Launch]:
+def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None) -> Iterator[Launch]:
     """The launch settings for running `executable` on `work_dir`, in `start` (a directory inside it,
-    `work_dir` itself by default), with a /tmp of at most `tmp_mb` MB; on exit the directory is ours again.
+    `work_dir` itself by default), with a /tmp of its own that is removed afterwards; on exit the
+    directory is ours again.
 
     Without a sandbox the run is direct. With one, the working directory is bound at /work; as root
     it is handed to the sandbox user for the run, through a copy when that user cannot reach it."""
@@ -171,13 +174,14 @@ def launched(
     start = work_dir if start is None else Path(start).resolve()
     inside_start = INSIDE_WORK / start.relative_to(work_dir)  # ValueError when start is not inside work_dir
     if not sandbox.enabled:
-        yield Launch(argv_prefix=[], executable=executable, cwd=start, work_dir=work_dir)
+        yield Launch(argv_prefix=[], executable=executable, cwd=start, work_dir=work_dir, written=(work_dir,))
         return
     bwrap = shutil.which(sandbox.bwrap)
     if bwrap is None:
         raise FileNotFoundError(f"{sandbox.bwrap} is not installed ({_INSTALL_HINT})")
     as_root = os.geteuid() == 0
     staging: Path | None = None
+    tmp: Path | None = None
     bound = work_dir
     launch: Launch | None = None
     opened: list[int] = []
@@ -190,9 +194,12 @@ def launched(
             shutil.copytree(work_dir, bound, symlinks=True)
         if as_root:
             _chown_tree(bound, SANDBOX_UID, SANDBOX_GID)
+        tmp = Path(tempfile.mkdtemp(prefix="cortex-tmp-", dir=_staging_parent()))
+        if as_root:
+            os.chown(tmp, SANDBOX_UID, SANDBOX_GID)
         info_read, info_write = os.pipe()
         opened += [info_read, info_write]
-        argv = [bwrap, *_filesystem_options(tmp_mb)]
+        argv = [bwrap, *_filesystem_options(), "--bind", str(tmp), INSIDE_TMP]
         argv += ["--bind", str(bound), str(INSIDE_WORK), "--chdir", str(inside_start)]
         inside_executable = executable
         if not any(_is_within(Path(executable), Path(path)) for path in _READ_ONLY):
@@ -208,6 +215,7 @@ def launched(
             argv_prefix=argv, executable=inside_executable, cwd=bound, work_dir=work_dir, env=env,
             user=SANDBOX_UID if as_root else None, group=SANDBOX_GID if as_root else None,
             pass_fds=tuple(fd for fd in opened if fd != info_read), info_fd=info_read, inside_work=INSIDE_WORK,
+            written=(bound, tmp),
         )  # fmt: skip
         opened.clear()  # from here the launch closes them, each once
         yield launch
@@ -217,6 +225,8 @@ def launched(
             os.close(launch.info_fd)
         for fd in opened:
             os.close(fd)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
         if staging is not None:
             if launch is not None:
                 _copy_back(bound, work_dir)
@@ -230,7 +240,7 @@ def exit_status(returncode: int) -> int:
     return -(returncode - 128) if 128 < returncode < 128 + 65 else returncode
 
 
-def _filesystem_options(tmp_mb: int | None) -> list[str]:
+def _filesystem_options() -> list[str]:
     options: list[str] = []
     for path in _READ_ONLY:
         options += ["--ro-bind-try", path, path]
@@ -240,9 +250,8 @@ def _filesystem_options(tmp_mb: int | None) -> list[str]:
             options += ["--symlink", os.readlink(host), str(host)]
         elif host.is_dir():
             options += ["--ro-bind", str(host), str(host)]
-    # A tmpfs lives in memory outside RLIMIT_AS: without a size, filling /tmp would take the host's RAM.
-    size = ["--size", str(tmp_mb * 1024 * 1024)] if tmp_mb else []
-    return [*options, "--proc", "/proc", "--dev", "/dev", *size, "--tmpfs", INSIDE_TMP]
+    # No tmpfs for /tmp: it would live in memory outside RLIMIT_AS, a second memory budget per conversion.
+    return [*options, "--proc", "/proc", "--dev", "/dev"]
 
 
 def _is_within(path: Path, directory: Path) -> bool:

@@ -170,6 +170,7 @@ def convert_payload(
     cancel: threading.Event | None = None,
     sandbox: Sandbox = engine.sandboxes.DEFAULT,
     result_max_bytes: int = RESULT_MAX_BYTES,
+    disk_mb: int = engine.DEFAULT_DISK_MB,
 ) -> bytes:
     """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result, one
     whose archive would pass `result_max_bytes` its log with a Fatal:invalid:too_large message."""
@@ -188,8 +189,8 @@ def convert_payload(
         # A ZIP that wraps the document in a folder has its main file there; TeX resolves \input from it.
         # The run sees the whole payload, as it would unsandboxed: a file may \input ../shared.tex.
         conversion = engine.convert(
-            source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, latexmlc=latexmlc, cancel=cancel,
-            sandbox=sandbox, root=source,
+            source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, latexmlc=latexmlc,
+            cancel=cancel, sandbox=sandbox, root=source,
         )  # fmt: skip
         try:
             return result_archive(conversion.log, conversion.output_dir, max_bytes=result_max_bytes)
@@ -216,6 +217,7 @@ class _WorkerLoop:
         sandbox: Sandbox,
         stop: threading.Event,
         result_max_bytes: int = RESULT_MAX_BYTES,
+        disk_mb: int = engine.DEFAULT_DISK_MB,
     ) -> None:
         self.context = context
         self.ventilator_endpoint = ventilator
@@ -230,6 +232,7 @@ class _WorkerLoop:
         self.sandbox = sandbox
         self.stop = stop
         self.result_max_bytes = result_max_bytes
+        self.disk_mb = disk_mb
         self.dealer: zmq.Socket | None = None
         self.sink: zmq.Socket | None = None
 
@@ -325,7 +328,7 @@ class _WorkerLoop:
         try:
             result = convert_payload(
                 payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc, cancel=self.stop,
-                sandbox=self.sandbox, result_max_bytes=self.result_max_bytes,
+                sandbox=self.sandbox, result_max_bytes=self.result_max_bytes, disk_mb=self.disk_mb,
             )  # fmt: skip
         except engine.ConversionCancelled:
             # Stopping: no result, so the lease runs out and the task goes to another worker.
@@ -381,6 +384,7 @@ def run_worker(
     latexmlc: str = "latexmlc",
     sandbox: Sandbox = engine.sandboxes.DEFAULT,
     result_max_bytes: int = RESULT_MAX_BYTES,
+    disk_mb: int = engine.DEFAULT_DISK_MB,
 ) -> None:
     """Serve `service` with `concurrency` threads until `stop` is set; raises EngineMissing without latexmlc
     and SandboxUnavailable (before serving anything) when the sandbox cannot start."""
@@ -406,7 +410,7 @@ def run_worker(
         loop = _WorkerLoop(
             context=context, ventilator=ventilator, sink=sink, service=service, identity=name, timeout=timeout,
             memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc,
-            sandbox=sandbox, stop=stop, result_max_bytes=result_max_bytes,
+            sandbox=sandbox, stop=stop, result_max_bytes=result_max_bytes, disk_mb=disk_mb,
         )  # fmt: skip
         threads.append(threading.Thread(target=serve, args=(loop,), name=f"cortex-worker-{index}", daemon=True))
     logger.info(
@@ -466,6 +470,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--identity", default=None, help="default hostname:pid")
     parser.add_argument("--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS, help="seconds per conversion")
     parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
+    parser.add_argument(
+        "--disk-mb", type=int, default=engine.DEFAULT_DISK_MB,
+        help="what one conversion may hold on disk, its working directory and /tmp together; past it the"
+        " conversion ends with Fatal:limit:disk",
+    )  # fmt: skip
     parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
     parser.add_argument(
         "--result-max-bytes", type=int, default=RESULT_MAX_BYTES,
@@ -491,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
             ventilator=args.ventilator, sink=args.sink, service=args.service, concurrency=args.concurrency,
             identity=args.identity, timeout=args.timeout, memory_mb=args.memory_mb, message_size=args.message_size,
             stop=stop, latexmlc=args.latexmlc, sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap),
-            result_max_bytes=args.result_max_bytes,
+            result_max_bytes=args.result_max_bytes, disk_mb=args.disk_mb,
         )  # fmt: skip
     except (engine.EngineMissing, ValueError) as exc:
         print(exc, file=sys.stderr)

@@ -26,7 +26,7 @@ from django.core.management import CommandError, call_command
 from conversion.engine import EngineMissing, latexmlc_path
 from conversion.logparse import parse_log
 from conversion.machine import concurrency_auto
-from conversion.statuses import INVALID
+from conversion.statuses import FATAL, INVALID
 from conversion.wire import join_frames, payload_complete, split_frames
 from conversion.worker import InvalidPayload, run_worker, unpack_payload, worker_identities
 from tests.support import PROJECT_DIR
@@ -250,6 +250,23 @@ def test_a_result_over_the_limit_comes_back_as_its_log_with_a_message_that_makes
     assert re.search(rb"^Fatal:invalid:too_large the result archive passes the limit of 2000 bytes", log, re.M)
     assert re.search(rb"^Status:conversion:0$", log, re.M)  # the conversion itself went through
     assert parse_log(log).status == INVALID
+
+
+@pytest.mark.slow
+def test_a_binding_that_fills_the_disk_ends_fatal_at_the_workers_disk_limit(dispatcher, latexmlc):
+    filler = (
+        "package LaTeXML::Package::Pool;\nuse LaTeXML::Package;\nmy $chunk = 'x' x 1048576;\n"
+        "for my $i (1 .. 100000) { open(my $fh, '>', \"/tmp/fill$i\") or last; print $fh $chunk; close($fh); }\n1;\n"
+    )
+    document = "\\documentclass{article}\n\\usepackage{filler}\n\\begin{document}\nHi.\n\\end{document}\n"
+    running = start_worker(dispatcher, disk_mb=30)
+    try:
+        dispatcher.hand_task(b"45", zip_bytes({"main.tex": document, "filler.sty.ltxml": filler}))
+        log = result_of(dispatcher.next_result(), b"45").read("cortex.log")
+    finally:
+        running.shut_down()
+    assert b"Fatal:limit:disk the conversion wrote more than its disk limit of 30 MB" in log
+    assert parse_log(log).status == FATAL
 
 
 @pytest.mark.slow

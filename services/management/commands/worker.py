@@ -60,6 +60,7 @@ class Command(BaseCommand):
                 message_size=getattr(settings, "DISPATCHER_MESSAGE_SIZE", 100_000),
                 stop=stop,
                 result_max_bytes=settings.RESULT_MAX_BYTES,
+                disk_mb=settings.CONVERSION_DISK_MB,
                 sandbox=sandbox,
             )
         except EngineMissing as exc:
