@@ -191,6 +191,8 @@ CONVERSION_TIMEOUT_SECONDS = env_int("CONVERSION_TIMEOUT_SECONDS", 300, minimum=
 CONVERSION_MEMORY_MB = env_int("CONVERSION_MEMORY_MB", 4096, minimum=64)
 # What a conversion may hold on disk, its working directory and /tmp together (conversion.engine).
 CONVERSION_DISK_MB = env_int("CONVERSION_DISK_MB", 2048, minimum=16)
+# How many processes a conversion may have at once (conversion.engine).
+CONVERSION_MAX_PROCESSES = env_int("CONVERSION_MAX_PROCESSES", 64, minimum=4)
 # Every latexmlc run (workers and POST /convert) is sandboxed with bubblewrap; `none` turns that off.
 CONVERSION_SANDBOX = env_choice("CONVERSION_SANDBOX", "bwrap", choices=("bwrap", "none"))
 CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")

@@ -38,8 +38,12 @@ DEFAULT_TIMEOUT_SECONDS = 300
 DEFAULT_MEMORY_MB = 4096
 # What a conversion may hold on disk: its working directory (the document included) and its /tmp together.
 DEFAULT_DISK_MB = 2048
-# How often the disk a running conversion holds is measured; RLIMIT_FSIZE stops any one file at the limit.
-DISK_CHECK_SECONDS = 0.05
+# How many processes a conversion may have at once: room for LaTeXML's helpers (ImageMagick, dvisvgm,
+# latex for images), not for a fork loop.
+DEFAULT_MAX_PROCESSES = 64
+# How often a running conversion's disk and processes are measured; RLIMIT_FSIZE stops any one file at
+# the disk limit.
+LIMIT_CHECK_SECONDS = 0.05
 # latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
 LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
 # latexmlc runs at this lower CPU priority, so that on a machine it shares (web tier, dispatcher, database)
@@ -88,7 +92,7 @@ class _Run:
     timed_out: bool
     runtime_ms: int
     stderr: bytes
-    over_disk: bool = False
+    limit: str | None = None  # the limit it was killed at: "disk" or "processes"
 
 
 def latexmlc_path(latexmlc: str = "latexmlc") -> str:
@@ -113,6 +117,7 @@ def convert(
     timeout: float = DEFAULT_TIMEOUT_SECONDS,
     memory_mb: int = DEFAULT_MEMORY_MB,
     disk_mb: int = DEFAULT_DISK_MB,
+    max_processes: int = DEFAULT_MAX_PROCESSES,
     latexmlc: str = "latexmlc",
     extra_args: Sequence[str] = (),
     cancel: threading.Event | None = None,
@@ -143,9 +148,19 @@ def convert(
             *extra_args,
             _source_argument(main_file),
         ]
-        run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, cancel=cancel)
+        run = _run_latexmlc(
+            argv,
+            launch=launch,
+            timeout=timeout,
+            memory_mb=memory_mb,
+            disk_mb=disk_mb,
+            max_processes=max_processes,
+            cancel=cancel,
+        )
     _keep_directory(output_dir)
-    log, status_code = _finish_log(_read_log(log_path), run, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb)
+    log, status_code = _finish_log(
+        _read_log(log_path), run, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, max_processes=max_processes
+    )
     return Conversion(
         log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms
     )
@@ -165,6 +180,7 @@ def convert_text(
     latexmlc: str = "latexmlc",
     memory_mb: int = DEFAULT_MEMORY_MB,
     disk_mb: int = DEFAULT_DISK_MB,
+    max_processes: int = DEFAULT_MAX_PROCESSES,
     sandbox: Sandbox = sandboxes.DEFAULT,
 ) -> dict:
     """Convert TeX given as text (a `literal:` prefix is accepted and dropped) in a temporary directory.
@@ -204,9 +220,22 @@ def convert_text(
                 *(f"--preload={name}" for name in preload),
                 "./input.tex",
             ]
-            run = _run_latexmlc(argv, launch=launch, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, cancel=None)
+            run = _run_latexmlc(
+                argv,
+                launch=launch,
+                timeout=timeout,
+                memory_mb=memory_mb,
+                disk_mb=disk_mb,
+                max_processes=max_processes,
+                cancel=None,
+            )
         log, status_code = _finish_log(
-            _read_log(work_dir / LOG_NAME), run, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb
+            _read_log(work_dir / LOG_NAME),
+            run,
+            timeout=timeout,
+            memory_mb=memory_mb,
+            disk_mb=disk_mb,
+            max_processes=max_processes,
         )
         result = _read_regular_file(dest)
     code = FATAL if status_code is None else status_code
@@ -244,6 +273,7 @@ def _run_latexmlc(
     timeout: float,
     memory_mb: int,
     disk_mb: int = DEFAULT_DISK_MB,
+    max_processes: int = DEFAULT_MAX_PROCESSES,
     cancel: threading.Event | None,
 ) -> _Run:
     """Run latexmlc (in its sandbox) in its own session; kill it all at the deadline; leave no process behind.
@@ -252,11 +282,12 @@ def _run_latexmlc(
     bwrap's group kills bwrap, whose death kills the namespace's first process (--die-with-parent),
     and the kernel kills every process of a namespace whose first process ends.
 
-    The disk it holds (launch.written: its working directory and its /tmp) is measured every
-    DISK_CHECK_SECONDS; past `disk_mb` it is killed like at the deadline, and no one file can grow past
-    `disk_mb` at all (RLIMIT_FSIZE: the writer gets SIGXFSZ)."""
-    if memory_mb < 1 or disk_mb < 1 or timeout <= 0:
-        raise ValueError("memory_mb, disk_mb and timeout must be positive")
+    The disk it holds (launch.written: its working directory and its /tmp) and its processes (the
+    sandbox's first process and all it started) are measured every LIMIT_CHECK_SECONDS; past `disk_mb`
+    or `max_processes` it is killed at once with SIGKILL, and no one file can grow past `disk_mb` at all
+    (RLIMIT_FSIZE: the writer gets SIGXFSZ)."""
+    if memory_mb < 1 or disk_mb < 1 or max_processes < 1 or timeout <= 0:
+        raise ValueError("memory_mb, disk_mb, max_processes and timeout must be positive")
     limit = memory_mb * 1024 * 1024
     disk_limit = disk_mb * 1024 * 1024
 
@@ -282,15 +313,24 @@ def _run_latexmlc(
             preexec_fn=limit_memory,
         )
         launch.started()
-        timed_out = cancelled = over_disk = False
+        timed_out = cancelled = False
+        passed: list[str] = []
         namespace_pidfd: int | None = None
         try:
-            namespace_pidfd = _open_pidfd(launch.first_process(timeout=max(timeout, 1)))
-            outcome = _wait_for_exit(
-                process.pid, started + timeout, cancel, over_limit=lambda: _disk_used(launch.written) > disk_limit
-            )
-            timed_out, cancelled, over_disk = outcome == "deadline", outcome == "cancelled", outcome == "over_limit"
-            if outcome not in ("exited", "over_limit"):  # past the disk limit, not one more write: SIGKILL below
+            first = launch.first_process(timeout=max(timeout, 1))
+            namespace_pidfd = _open_pidfd(first)
+            root = first if first is not None else process.pid
+
+            def over_limit() -> bool:
+                if _disk_used(launch.written) > disk_limit:
+                    passed.append("disk")
+                elif _process_count(root, stop_above=max_processes) > max_processes:
+                    passed.append("processes")
+                return bool(passed)
+
+            outcome = _wait_for_exit(process.pid, started + timeout, cancel, over_limit=over_limit)
+            timed_out, cancelled = outcome == "deadline", outcome == "cancelled"
+            if outcome not in ("exited", "over_limit"):  # past a limit, not one more write or fork: SIGKILL below
                 _signal_group(process.pid, signal.SIGTERM)
                 _wait_for_exit(process.pid, time.monotonic() + TERMINATE_GRACE_SECONDS, None)
         finally:
@@ -308,7 +348,11 @@ def _run_latexmlc(
         stderr.seek(max(0, size - _STDERR_MAX_BYTES))
         returncode = process.returncode if launch.info_fd is None else sandboxes.exit_status(process.returncode)
         return _Run(
-            returncode=returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr.read(), over_disk=over_disk
+            returncode=returncode,
+            timed_out=timed_out,
+            runtime_ms=runtime_ms,
+            stderr=stderr.read(),
+            limit=passed[0] if passed else None,
         )
 
 
@@ -339,7 +383,7 @@ def _wait_for_exit(
     pid: int, deadline: float, cancel: threading.Event | None, *, over_limit: Callable[[], bool] | None = None
 ) -> str:
     """Wait until the child exits (without reaping it), the deadline passes, `cancel` is set or
-    `over_limit()` (asked every DISK_CHECK_SECONDS) says yes."""
+    `over_limit()` (asked every LIMIT_CHECK_SECONDS) says yes."""
     try:
         # A pidfd becomes readable when the process exits, so the wait costs no polling.
         pidfd: int | None = os.pidfd_open(pid)
@@ -361,7 +405,7 @@ def _wait_for_exit(
                 return "deadline"
             step = min(remaining, 0.25 if cancel is not None else remaining)
             if over_limit is not None:
-                step = min(step, DISK_CHECK_SECONDS)
+                step = min(step, LIMIT_CHECK_SECONDS)
             if pidfd is not None:
                 poller.poll(max(1, int(step * 1000)))
             else:
@@ -427,7 +471,13 @@ def _read_log(path: Path) -> bytes:
 
 
 def _finish_log(
-    log: bytes, run: _Run, *, timeout: float, memory_mb: int, disk_mb: int = DEFAULT_DISK_MB
+    log: bytes,
+    run: _Run,
+    *,
+    timeout: float,
+    memory_mb: int,
+    disk_mb: int = DEFAULT_DISK_MB,
+    max_processes: int = DEFAULT_MAX_PROCESSES,
 ) -> tuple[bytes, int | None]:
     """Append what latexmlc could not say itself (timeout, death) and the runtime; return the status."""
     if not log.strip():
@@ -435,10 +485,16 @@ def _finish_log(
         log = run.stderr
     status_code = status_code_of(log)
     lines: list[str] = []
-    if run.over_disk or run.returncode == -signal.SIGXFSZ:
+    if run.limit == "disk" or run.returncode == -signal.SIGXFSZ:
         lines += [
             f"Fatal:limit:disk the conversion wrote more than its disk limit of {disk_mb} MB"
             " (its working directory and /tmp together)",
+            f"Status:conversion:{FATAL}",
+        ]
+        status_code = FATAL
+    elif run.limit == "processes":
+        lines += [
+            f"Fatal:limit:processes the conversion ran more than its limit of {max_processes} processes at once",
             f"Status:conversion:{FATAL}",
         ]
         status_code = FATAL
@@ -489,3 +545,24 @@ def _disk_used(directories: Sequence[Path]) -> int:
                 if entry.is_dir(follow_symlinks=False):
                     pending.append(entry.path)
     return used
+
+
+def _process_count(pid: int, *, stop_above: int) -> int:
+    """How many processes `pid` and everything it started are (from /proc's children lists), counted no
+    further than just past `stop_above`."""
+    count = 0
+    pending = [pid]
+    while pending and count <= stop_above:
+        current = pending.pop()
+        try:
+            threads = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue  # gone meanwhile
+        count += 1
+        for thread in threads:
+            try:
+                with open(f"/proc/{current}/task/{thread}/children") as listing:
+                    pending.extend(int(child) for child in listing.read().split())
+            except OSError:
+                continue
+    return count

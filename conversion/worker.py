@@ -171,6 +171,7 @@ def convert_payload(
     sandbox: Sandbox = engine.sandboxes.DEFAULT,
     result_max_bytes: int = RESULT_MAX_BYTES,
     disk_mb: int = engine.DEFAULT_DISK_MB,
+    max_processes: int = engine.DEFAULT_MAX_PROCESSES,
 ) -> bytes:
     """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result, one
     whose archive would pass `result_max_bytes` its log with a Fatal:invalid:too_large message."""
@@ -190,7 +191,7 @@ def convert_payload(
         # The run sees the whole payload, as it would unsandboxed: a file may \input ../shared.tex.
         conversion = engine.convert(
             source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, latexmlc=latexmlc,
-            cancel=cancel, sandbox=sandbox, root=source,
+            cancel=cancel, sandbox=sandbox, root=source, max_processes=max_processes,
         )  # fmt: skip
         try:
             return result_archive(conversion.log, conversion.output_dir, max_bytes=result_max_bytes)
@@ -218,6 +219,7 @@ class _WorkerLoop:
         stop: threading.Event,
         result_max_bytes: int = RESULT_MAX_BYTES,
         disk_mb: int = engine.DEFAULT_DISK_MB,
+        max_processes: int = engine.DEFAULT_MAX_PROCESSES,
     ) -> None:
         self.context = context
         self.ventilator_endpoint = ventilator
@@ -233,6 +235,7 @@ class _WorkerLoop:
         self.stop = stop
         self.result_max_bytes = result_max_bytes
         self.disk_mb = disk_mb
+        self.max_processes = max_processes
         self.dealer: zmq.Socket | None = None
         self.sink: zmq.Socket | None = None
 
@@ -329,6 +332,7 @@ class _WorkerLoop:
             result = convert_payload(
                 payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc, cancel=self.stop,
                 sandbox=self.sandbox, result_max_bytes=self.result_max_bytes, disk_mb=self.disk_mb,
+                max_processes=self.max_processes,
             )  # fmt: skip
         except engine.ConversionCancelled:
             # Stopping: no result, so the lease runs out and the task goes to another worker.
@@ -385,6 +389,7 @@ def run_worker(
     sandbox: Sandbox = engine.sandboxes.DEFAULT,
     result_max_bytes: int = RESULT_MAX_BYTES,
     disk_mb: int = engine.DEFAULT_DISK_MB,
+    max_processes: int = engine.DEFAULT_MAX_PROCESSES,
 ) -> None:
     """Serve `service` with `concurrency` threads until `stop` is set; raises EngineMissing without latexmlc
     and SandboxUnavailable (before serving anything) when the sandbox cannot start."""
@@ -411,6 +416,7 @@ def run_worker(
             context=context, ventilator=ventilator, sink=sink, service=service, identity=name, timeout=timeout,
             memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc,
             sandbox=sandbox, stop=stop, result_max_bytes=result_max_bytes, disk_mb=disk_mb,
+            max_processes=max_processes,
         )  # fmt: skip
         threads.append(threading.Thread(target=serve, args=(loop,), name=f"cortex-worker-{index}", daemon=True))
     logger.info(
@@ -475,6 +481,11 @@ def main(argv: list[str] | None = None) -> int:
         help="what one conversion may hold on disk, its working directory and /tmp together; past it the"
         " conversion ends with Fatal:limit:disk",
     )  # fmt: skip
+    parser.add_argument(
+        "--max-processes", type=int, default=engine.DEFAULT_MAX_PROCESSES,
+        help="how many processes one conversion may have at once; past it the conversion ends with"
+        " Fatal:limit:processes",
+    )  # fmt: skip
     parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
     parser.add_argument(
         "--result-max-bytes", type=int, default=RESULT_MAX_BYTES,
@@ -500,7 +511,7 @@ def main(argv: list[str] | None = None) -> int:
             ventilator=args.ventilator, sink=args.sink, service=args.service, concurrency=args.concurrency,
             identity=args.identity, timeout=args.timeout, memory_mb=args.memory_mb, message_size=args.message_size,
             stop=stop, latexmlc=args.latexmlc, sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap),
-            result_max_bytes=args.result_max_bytes, disk_mb=args.disk_mb,
+            result_max_bytes=args.result_max_bytes, disk_mb=args.disk_mb, max_processes=args.max_processes,
         )  # fmt: skip
     except (engine.EngineMissing, ValueError) as exc:
         print(exc, file=sys.stderr)

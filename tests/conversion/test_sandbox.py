@@ -359,8 +359,8 @@ def test_a_binding_that_writes_without_end_is_stopped_at_the_disk_limit(tmp_path
     conversion = convert(work, "doc.tex", timeout=120, disk_mb=40, sandbox=BWRAP)
     assert conversion.status_code == 3
     assert b"Fatal:limit:disk the conversion wrote more than its disk limit of 40 MB" in conversion.log
-    # Measured every DISK_CHECK_SECONDS and killed at once, it writes past the limit only what the page
-    # cache takes meanwhile (docs/decisions.md, "Per-conversion disk and memory"), far from its 100 GB.
+    # Measured every LIMIT_CHECK_SECONDS and killed at once, it writes past the limit only what the page
+    # cache takes meanwhile (docs/decisions.md, "Per-conversion limits"), far from its 100 GB.
     assert len(list(work.glob("fill*.bin"))) < 1000
 
 
@@ -371,3 +371,40 @@ def test_one_file_cannot_grow_past_the_disk_limit(tmp_path):
     write_tex(tmp_path / "work" / "doc.tex")
     convert(tmp_path / "work", "doc.tex", timeout=60, disk_mb=10, latexmlc=str(script), sandbox=BWRAP)
     assert (tmp_path / "work" / "big").stat().st_size <= 10 * 1024 * 1024
+
+
+BINDING_FORKER = (
+    "package LaTeXML::Package::Pool;\nuse LaTeXML::Package;\n"
+    "for my $i (1 .. 300) { my $pid = fork(); last unless defined $pid; if ($pid == 0) { sleep 600; exit 0; } }\n"
+    "sleep 600;\n1;\n"
+)
+
+
+@pytest.mark.slow
+def test_a_binding_that_forks_300_sleepers_ends_at_the_process_limit_and_leaves_no_process(tmp_path, latexmlc):
+    """The document's own Perl forks 300 children that sleep; real LaTeXML in the sandbox, capped at 40."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "forker.sty.ltxml").write_text(BINDING_FORKER)
+    write_tex(
+        work / "doc.tex", "\\documentclass{article}\n\\usepackage{forker}\n\\begin{document}\nHi.\n\\end{document}\n"
+    )
+    started = time.monotonic()
+    conversion, descendants = watched(lambda: convert(work, "doc.tex", timeout=120, max_processes=40, sandbox=BWRAP))
+    assert time.monotonic() - started < 60  # ended at the limit, not at the timeout
+    assert conversion.status_code == 3
+    assert b"Fatal:limit:processes the conversion ran more than its limit of 40 processes at once" in conversion.log
+    assert len(descendants.seen) < 300  # stopped while forking, far from its 300 sleepers
+    assert descendants.alive() == []
+
+
+def test_an_endless_fork_loop_is_stopped_at_the_process_limit(tmp_path):
+    script = tmp_path / "forking-latexmlc"
+    script.write_text("#!/bin/sh\nwhile true; do sleep 600 & done\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    write_tex(tmp_path / "work" / "doc.tex")
+    conversion, descendants = watched(
+        lambda: convert(tmp_path / "work", "doc.tex", timeout=60, max_processes=30, latexmlc=str(script), sandbox=BWRAP)
+    )
+    assert conversion.status_code == 3 and b"Fatal:limit:processes" in conversion.log
+    assert descendants.alive() == []

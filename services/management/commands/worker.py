@@ -61,6 +61,7 @@ class Command(BaseCommand):
                 stop=stop,
                 result_max_bytes=settings.RESULT_MAX_BYTES,
                 disk_mb=settings.CONVERSION_DISK_MB,
+                max_processes=settings.CONVERSION_MAX_PROCESSES,
                 sandbox=sandbox,
             )
         except EngineMissing as exc:
