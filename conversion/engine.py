@@ -200,8 +200,12 @@ def convert_text(
     # Formula in, formula out: without a math switch LaTeXML would answer in its own XMath schema.
     if whatsin in _MATH_CHUNKS and whatsout in _MATH_CHUNKS and not (pmml or cmml):
         pmml = True
-    with tempfile.TemporaryDirectory(prefix="cortex-text-") as work:
-        work_dir = Path(work).resolve()
+    with tempfile.TemporaryDirectory(prefix="cortex-text-") as scratch:
+        # Passable, not listable: the sandbox user (nobody, when we are root) reaches work/ through it, and
+        # the run's /tmp goes beside work/, so one directory holds all the request wrote.
+        os.chmod(scratch, 0o711)  # noqa: S103
+        work_dir = Path(scratch).resolve() / "work"
+        work_dir.mkdir()
         # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
         (work_dir / "input.tex").write_text(source, encoding="utf-8")
         dest = work_dir / f"result.{_FORMATS[format]}"

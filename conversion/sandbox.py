@@ -194,7 +194,7 @@ def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path |
             shutil.copytree(work_dir, bound, symlinks=True)
         if as_root:
             _chown_tree(bound, SANDBOX_UID, SANDBOX_GID)
-        tmp = Path(tempfile.mkdtemp(prefix="cortex-tmp-", dir=_staging_parent()))
+        tmp = _tmp_beside(bound)
         if as_root:
             os.chown(tmp, SANDBOX_UID, SANDBOX_GID)
         info_read, info_write = os.pipe()
@@ -256,6 +256,15 @@ def _filesystem_options() -> list[str]:
 
 def _is_within(path: Path, directory: Path) -> bool:
     return path == directory or directory in path.parents
+
+
+def _tmp_beside(bound: Path) -> Path:
+    """The run's /tmp: a directory beside its working directory (inside the task's own temporary
+    directory, which a killed worker leaves where its TMPDIR says), else in the system's."""
+    try:
+        return Path(tempfile.mkdtemp(prefix=".cortex-tmp-", dir=bound.parent))
+    except OSError:
+        return Path(tempfile.mkdtemp(prefix=".cortex-tmp-", dir=_staging_parent()))
 
 
 def _staging_parent() -> Path:

@@ -303,8 +303,8 @@ def test_a_payload_whose_main_file_is_in_a_folder_still_sees_the_rest_of_the_pay
     assert "Sharedpart sentence." in result.read("main.html").decode()
 
 
-def _scratch_tmps() -> set[str]:
-    return {entry.name for entry in Path(tempfile.gettempdir()).iterdir() if entry.name.startswith("cortex-tmp-")}
+def _scratch_tmps(*directories: Path) -> set[Path]:
+    return {entry for directory in directories for entry in directory.iterdir() if ".cortex-tmp-" in entry.name}
 
 
 def test_the_sandbox_tmp_is_disk_under_the_disk_limit_and_gone_afterwards(tmp_path):
@@ -317,13 +317,14 @@ def test_the_sandbox_tmp_is_disk_under_the_disk_limit_and_gone_afterwards(tmp_pa
     )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     write_tex(tmp_path / "work" / "doc.tex")
-    before = _scratch_tmps()
+    places = (tmp_path, Path(tempfile.gettempdir()))
+    before = _scratch_tmps(*places)
     conversion = convert(
         tmp_path / "work", "doc.tex", timeout=60, memory_mb=100, disk_mb=20, latexmlc=str(script), sandbox=BWRAP
     )
     assert conversion.status_code == 3
     assert b"Fatal:limit:disk the conversion wrote more than its disk limit of 20 MB" in conversion.log
-    assert _scratch_tmps() == before  # its /tmp is removed with what it held
+    assert _scratch_tmps(*places) == before  # its /tmp is removed with what it held
 
 
 def test_many_files_in_the_working_directory_past_the_disk_limit_end_the_run(tmp_path):
@@ -408,3 +409,15 @@ def test_an_endless_fork_loop_is_stopped_at_the_process_limit(tmp_path):
     )
     assert conversion.status_code == 3 and b"Fatal:limit:processes" in conversion.log
     assert descendants.alive() == []
+
+
+def test_the_runs_tmp_sits_beside_its_working_directory_so_a_killed_worker_leaves_it_in_its_own_tmpdir(tmp_path):
+    """A worker killed mid-conversion cannot remove what its conversion holds: the run's /tmp must be in
+    the task's own directory (under the worker's TMPDIR), never loose in the machine's /tmp."""
+    task = tmp_path / "task"
+    (task / "source").mkdir(parents=True)
+    task.chmod(0o711)  # as the worker makes its task directory: the sandbox user passes through it
+    with conversion_sandbox.launched(BWRAP, task / "source", "/usr/bin/true") as launch:
+        work, tmp = launch.written
+        assert tmp.parent == work.parent and tmp.is_dir()
+    assert not tmp.exists()

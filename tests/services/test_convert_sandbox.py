@@ -13,9 +13,9 @@ from tests.support import PASSWD_LINE, plant
 pytestmark = pytest.mark.django_db
 
 PROBLEM = "application/problem+json"
-# convert_text works in a fresh temporary directory, /tmp/cortex-text-XXXX: the relative attacks are
-# written from a directory of the same depth.
-WORK_GUESS = Path("/tmp/cortex-text-unknown")
+# convert_text works in work/ of a fresh temporary directory, /tmp/cortex-text-XXXX/work: the relative
+# attacks are written from a directory of the same depth.
+WORK_GUESS = Path("/tmp/cortex-text-unknown/work")
 
 
 def _text(body: dict) -> str:
