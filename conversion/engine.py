@@ -87,6 +87,20 @@ class Conversion:
 
 
 @dataclass(frozen=True)
+class Limits:
+    """What one conversion may use: its timeout, address space, disk and processes at once."""
+
+    timeout: float = DEFAULT_TIMEOUT_SECONDS
+    memory_mb: int = DEFAULT_MEMORY_MB
+    disk_mb: int = DEFAULT_DISK_MB
+    max_processes: int = DEFAULT_MAX_PROCESSES
+
+    def __post_init__(self) -> None:
+        if self.memory_mb < 1 or self.disk_mb < 1 or self.max_processes < 1 or self.timeout <= 0:
+            raise ValueError("memory_mb, disk_mb, max_processes and timeout must be positive")
+
+
+@dataclass(frozen=True)
 class _Run:
     returncode: int
     timed_out: bool
@@ -130,6 +144,7 @@ def convert(
     paths in `extra_args` must be given as the run sees them (`root` is /work in the sandbox).
     Raises EngineMissing without latexmlc, SandboxUnavailable when the sandbox cannot start,
     ConversionCancelled when `cancel` is set meanwhile."""
+    limits = Limits(timeout, memory_mb, disk_mb, max_processes)
     executable = latexmlc_path(latexmlc)
     sandbox_check(sandbox)
     source_dir = Path(source_dir).resolve()
@@ -148,19 +163,9 @@ def convert(
             *extra_args,
             _source_argument(main_file),
         ]
-        run = _run_latexmlc(
-            argv,
-            launch=launch,
-            timeout=timeout,
-            memory_mb=memory_mb,
-            disk_mb=disk_mb,
-            max_processes=max_processes,
-            cancel=cancel,
-        )
+        run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=cancel)
     _keep_directory(output_dir)
-    log, status_code = _finish_log(
-        _read_log(log_path), run, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, max_processes=max_processes
-    )
+    log, status_code = _finish_log(_read_log(log_path), run, limits)
     return Conversion(
         log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms
     )
@@ -194,6 +199,7 @@ def convert_text(
     bad = [name for name in preload if not _PRELOAD_NAME.match(name)]
     if bad:
         raise ValueError(f"not a binding name to preload: {bad[0]!r}")
+    limits = Limits(timeout, memory_mb, disk_mb, max_processes)
     executable = latexmlc_path(latexmlc)
     sandbox_check(sandbox)
     source = tex.removeprefix("literal:")
@@ -224,23 +230,8 @@ def convert_text(
                 *(f"--preload={name}" for name in preload),
                 "./input.tex",
             ]
-            run = _run_latexmlc(
-                argv,
-                launch=launch,
-                timeout=timeout,
-                memory_mb=memory_mb,
-                disk_mb=disk_mb,
-                max_processes=max_processes,
-                cancel=None,
-            )
-        log, status_code = _finish_log(
-            _read_log(work_dir / LOG_NAME),
-            run,
-            timeout=timeout,
-            memory_mb=memory_mb,
-            disk_mb=disk_mb,
-            max_processes=max_processes,
-        )
+            run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=None)
+        log, status_code = _finish_log(_read_log(work_dir / LOG_NAME), run, limits)
         result = _read_regular_file(dest)
     code = FATAL if status_code is None else status_code
     return {
@@ -274,10 +265,7 @@ def _run_latexmlc(
     argv: list[str],
     *,
     launch: Launch,
-    timeout: float,
-    memory_mb: int,
-    disk_mb: int = DEFAULT_DISK_MB,
-    max_processes: int = DEFAULT_MAX_PROCESSES,
+    limits: Limits,
     cancel: threading.Event | None,
 ) -> _Run:
     """Run latexmlc (in its sandbox) in its own session; kill it all at the deadline; leave no process behind.
@@ -287,13 +275,12 @@ def _run_latexmlc(
     and the kernel kills every process of a namespace whose first process ends.
 
     The disk it holds (launch.written: its working directory and its /tmp) and its processes (the
-    sandbox's first process and all it started) are measured every LIMIT_CHECK_SECONDS; past `disk_mb`
-    or `max_processes` it is killed at once with SIGKILL, and no one file can grow past `disk_mb` at all
+    sandbox's first process and all it started) are measured every LIMIT_CHECK_SECONDS; past its disk or
+    process limit it is killed at once with SIGKILL, and no one file can grow past the disk limit at all
     (RLIMIT_FSIZE: the writer gets SIGXFSZ)."""
-    if memory_mb < 1 or disk_mb < 1 or max_processes < 1 or timeout <= 0:
-        raise ValueError("memory_mb, disk_mb, max_processes and timeout must be positive")
-    limit = memory_mb * 1024 * 1024
-    disk_limit = disk_mb * 1024 * 1024
+    timeout, max_processes = limits.timeout, limits.max_processes
+    limit = limits.memory_mb * 1024 * 1024
+    disk_limit = limits.disk_mb * 1024 * 1024
 
     def limit_memory() -> None:
         # Runs in the child between fork and exec; setrlimit takes no lock, so this is safe with threads.
@@ -474,15 +461,7 @@ def _read_log(path: Path) -> bytes:
     return head + cut + tail
 
 
-def _finish_log(
-    log: bytes,
-    run: _Run,
-    *,
-    timeout: float,
-    memory_mb: int,
-    disk_mb: int = DEFAULT_DISK_MB,
-    max_processes: int = DEFAULT_MAX_PROCESSES,
-) -> tuple[bytes, int | None]:
+def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | None]:
     """Append what latexmlc could not say itself (timeout, death) and the runtime; return the status."""
     if not log.strip():
         # latexmlc died before it opened its log: its stderr is the only record.
@@ -491,25 +470,25 @@ def _finish_log(
     lines: list[str] = []
     if run.limit == "disk" or run.returncode == -signal.SIGXFSZ:
         lines += [
-            f"Fatal:limit:disk the conversion wrote more than its disk limit of {disk_mb} MB"
+            f"Fatal:limit:disk the conversion wrote more than its disk limit of {limits.disk_mb} MB"
             " (its working directory and /tmp together)",
             f"Status:conversion:{FATAL}",
         ]
         status_code = FATAL
     elif run.limit == "processes":
         lines += [
-            f"Fatal:limit:processes the conversion ran more than its limit of {max_processes} processes at once",
+            f"Fatal:limit:processes the conversion ran more than its limit of {limits.max_processes} processes at once",
             f"Status:conversion:{FATAL}",
         ]
         status_code = FATAL
     elif run.timed_out:
         lines += [
-            f"Fatal:timeout:timedout Conversion exceeded the timeout of {timeout:g} seconds",
+            f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds",
             f"Status:conversion:{FATAL}",
         ]
         status_code = FATAL
     elif status_code is None:
-        lines += [_death_message(run, log, memory_mb), f"Status:conversion:{FATAL}"]
+        lines += [_death_message(run, log, limits.memory_mb), f"Status:conversion:{FATAL}"]
         status_code = FATAL
     lines.append(f"Info:runtime_ms:{run.runtime_ms}")
     if log and not log.endswith(b"\n"):
