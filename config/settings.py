@@ -180,6 +180,8 @@ DISPATCHER_MAX_ATTEMPTS = env_int("DISPATCHER_MAX_ATTEMPTS", 3, minimum=1)
 DISPATCHER_LEASE_BATCH = env_int("DISPATCHER_LEASE_BATCH", 200, minimum=1)
 DISPATCHER_RESULT_BATCH = env_int("DISPATCHER_RESULT_BATCH", 500, minimum=1)
 DISPATCHER_REAP_SECONDS = env_int("DISPATCHER_REAP_SECONDS", 5, minimum=1)
+# A worker that sends heartbeats and falls silent this long has its leases given back (dispatcher.server).
+DISPATCHER_WORKER_SILENCE_SECONDS = env_int("DISPATCHER_WORKER_SILENCE_SECONDS", 60, minimum=5)
 RESULTS_DIR = Path(env_str("RESULTS_DIR", str(VAR_DIR / "results"))).resolve()
 RESULT_MAX_BYTES = env_int("RESULT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # A deletion removes up to this many result archives itself; more are removed by a background job.
@@ -193,6 +195,9 @@ CONVERSION_MEMORY_MB = env_int("CONVERSION_MEMORY_MB", 4096, minimum=64)
 CONVERSION_DISK_MB = env_int("CONVERSION_DISK_MB", 2048, minimum=16)
 # How many processes a conversion may have at once (conversion.engine).
 CONVERSION_MAX_PROCESSES = env_int("CONVERSION_MAX_PROCESSES", 64, minimum=4)
+# A worker whose machine has less memory available than this stops its largest conversion and takes no
+# task until memory recovers (conversion.governor); 0 turns the governor off.
+CONVERSION_MEMORY_FLOOR_MB = env_int("CONVERSION_MEMORY_FLOOR_MB", 1024, minimum=0)
 # Every latexmlc run (workers and POST /convert) is sandboxed with bubblewrap; `none` turns that off.
 CONVERSION_SANDBOX = env_choice("CONVERSION_SANDBOX", "bwrap", choices=("bwrap", "none"))
 CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")

@@ -38,6 +38,14 @@ class Worker(models.Model):
     returned = models.BigIntegerField(default=0)
     first_seen = models.DateTimeField()
     last_seen = models.DateTimeField()
+    # From the worker's heartbeats (conversion.worker), as it last reported them, counted since its process
+    # started: conversions finished, the largest resident size one of them reached (bytes), and the
+    # conversions killed, by reason (timeout, memory, processes, disk, governor). A worker that sends no
+    # heartbeat (an unmodified CorTeX worker) leaves them at zero and heartbeat_at empty.
+    conversions = models.BigIntegerField(default=0, db_default=0)
+    peak_rss = models.BigIntegerField(default=0, db_default=0)
+    kills = models.JSONField(default=dict, db_default=models.Value({}, output_field=models.JSONField()))
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["identity"]
@@ -64,6 +72,10 @@ class DispatcherState(models.Model):
     garbage = models.BigIntegerField(default=0)
     reaped = models.BigIntegerField(default=0)
     failed_for_retries = models.BigIntegerField(default=0)
+    # Leases given back because their worker's heartbeats stopped, and results a worker's memory governor
+    # sent back for another attempt.
+    released = models.BigIntegerField(default=0, db_default=0)
+    retried = models.BigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"dispatcher pid {self.pid}"
