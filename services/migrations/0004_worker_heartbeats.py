@@ -4,40 +4,39 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('services', '0003_dispatcherstate_worker'),
+        ("services", "0003_dispatcherstate_worker"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='dispatcherstate',
-            name='released',
+            model_name="dispatcherstate",
+            name="released",
             field=models.BigIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
-            model_name='dispatcherstate',
-            name='retried',
+            model_name="dispatcherstate",
+            name="retried",
             field=models.BigIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
-            model_name='worker',
-            name='conversions',
+            model_name="worker",
+            name="conversions",
             field=models.BigIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
-            model_name='worker',
-            name='heartbeat_at',
+            model_name="worker",
+            name="heartbeat_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='worker',
-            name='kills',
+            model_name="worker",
+            name="kills",
             field=models.JSONField(db_default=models.Value({}, output_field=models.JSONField()), default=dict),
         ),
         migrations.AddField(
-            model_name='worker',
-            name='peak_rss',
+            model_name="worker",
+            name="peak_rss",
             field=models.BigIntegerField(db_default=0, default=0),
         ),
     ]
