@@ -90,7 +90,8 @@ class ServiceLeaseApi(TokenApiView):
 class WorkerListApi(TokenApiView):
     @extend_schema(
         operation_id="services_workers",
-        summary="The workers of a service: dispatched, returned, in flight, first and last seen",
+        summary="The workers of a service: dispatched, returned, in flight, first and last seen; from their heartbeats"
+        " conversions, peak resident size, kills by reason and the latest heartbeat",
         responses={200: WorkerSerializer(many=True), **problems(404)},
         tags=["services"],
     )

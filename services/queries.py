@@ -7,6 +7,7 @@ from django.db.models import Count, QuerySet
 
 from config.errors import NotFound
 from conversion.sandbox import Sandbox
+from services.choices import KILL_REASONS
 from services.models import Service, Worker
 
 
@@ -32,6 +33,18 @@ def conversion_sandbox() -> Sandbox:
 
 
 def worker_list(service_name: str) -> list:
-    """The workers that have asked for work of a service, most recently seen first."""
+    """The workers that have asked for work of a service, most recently seen first, with their service in the
+    same query (what the records show of it)."""
     service = service_get(service_name)
-    return list(Worker.objects.filter(service=service).order_by("-last_seen", "identity"))
+    return list(Worker.objects.filter(service=service).select_related("service").order_by("-last_seen", "identity"))
+
+
+def kills_by_reason(kills: object) -> dict[str, int]:
+    """A worker's kill counts with every reason present: a reason its heartbeats never named is 0, and so is a
+    count that is not a whole number of at least 0."""
+    given = kills if isinstance(kills, dict) else {}
+    counts = {}
+    for reason in KILL_REASONS:
+        value = given.get(reason)
+        counts[reason] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    return counts

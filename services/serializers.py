@@ -9,8 +9,8 @@ from rest_framework import serializers
 
 from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
 from config.names import NAME_MAX
-from services.models import Service
-from services.queries import effective_lease_seconds, service_get
+from services.models import Service, Worker
+from services.queries import effective_lease_seconds, kills_by_reason, service_get
 
 
 class ServiceSerializer(serializers.ModelSerializer):
@@ -65,6 +65,16 @@ def lease_request(service: str, data: Any) -> LeaseUpdateRequestSerializer:
     return LeaseUpdateRequestSerializer(data=data)
 
 
+class WorkerKillsSerializer(serializers.Serializer):
+    """A worker's killed conversions by reason (services.choices.KILL_REASONS), every reason present."""
+
+    timeout = serializers.IntegerField(help_text="past the conversion timeout")
+    memory = serializers.IntegerField(help_text="past the conversion's memory limit")
+    processes = serializers.IntegerField(help_text="past the conversion's process limit")
+    disk = serializers.IntegerField(help_text="past the conversion's disk limit")
+    governor = serializers.IntegerField(help_text="stopped by the worker's memory governor: its machine ran low")
+
+
 class WorkerSerializer(serializers.Serializer):
     identity = serializers.CharField()
     service = serializers.CharField(source="service.name")
@@ -73,3 +83,16 @@ class WorkerSerializer(serializers.Serializer):
     in_flight = serializers.IntegerField(help_text="dispatched and not yet returned")
     first_seen = serializers.DateTimeField()
     last_seen = serializers.DateTimeField()
+    # From the worker's heartbeats, as it last reported them, counted since its process started.
+    conversions = serializers.IntegerField(help_text="conversions it finished (0 for a worker with no heartbeat)")
+    peak_rss_bytes = serializers.IntegerField(
+        source="peak_rss", help_text="bytes: the largest resident size one of its conversions reached"
+    )
+    kills = serializers.SerializerMethodField(help_text="its conversions killed, by reason; every reason present")
+    heartbeat_at = serializers.DateTimeField(
+        allow_null=True, help_text="its latest heartbeat; null for a worker that sends none (an unmodified CorTeX one)"
+    )
+
+    @extend_schema_field(WorkerKillsSerializer)
+    def get_kills(self, worker: Worker) -> dict[str, int]:
+        return kills_by_reason(worker.kills)

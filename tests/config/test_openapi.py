@@ -149,3 +149,18 @@ def test_the_interactive_docs_load_their_assets_from_this_server(client):
     assert any("swagger-ui" in asset for asset in assets)
     for asset in assets:
         assert client.get(asset).status_code == 200, asset
+
+
+def test_the_worker_record_documents_its_heartbeat_fields_and_every_kill_reason(document):
+    from services.choices import KILL_REASONS
+
+    schemas = document["components"]["schemas"]
+    ok = document["paths"]["/api/services/{service}/workers"]["get"]["responses"]["200"]
+    worker = schemas[ok["content"]["application/json"]["schema"]["items"]["$ref"].rsplit("/", 1)[1]]
+    properties = worker["properties"]
+    assert {"conversions", "peak_rss_bytes", "kills", "heartbeat_at"} <= set(properties) <= set(worker["required"])
+    assert properties["heartbeat_at"]["nullable"] is True and properties["heartbeat_at"]["format"] == "date-time"
+    assert properties["peak_rss_bytes"]["type"] == properties["conversions"]["type"] == "integer"
+    kills = schemas[properties["kills"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
+    assert list(kills["properties"]) == list(KILL_REASONS) and sorted(kills["required"]) == sorted(KILL_REASONS)
+    assert all(field["type"] == "integer" for field in kills["properties"].values())

@@ -113,3 +113,75 @@ def test_service_actions_called_directly_are_journaled_as_from_the_api():
         ("service.register", "direct", "ok", {"lease_seconds": 60}),
         ("service.delete", "import", "403 Forbidden", {"confirm": "import"}),
     ]
+
+
+# --- workers ------------------------------------------------------------------------------------------
+
+
+def _workers_of(service: str, *rows: dict) -> None:
+    """Worker rows of a registered service, as the dispatcher would have written them."""
+    from django.utils import timezone
+
+    from services.actions import service_register
+    from services.models import Worker
+
+    service_register(name=service, actor="t")
+    now = timezone.now()
+    for row in rows:
+        Worker.objects.create(service=Service.objects.get(name=service), first_seen=now, last_seen=now, **row)
+
+
+def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_every_reason(authed):
+    from datetime import UTC, datetime
+
+    from services.choices import KILL_REASONS
+
+    beat = datetime(2026, 11, 25, 3, 40, 12, tzinfo=UTC)
+    _workers_of(
+        "tex_to_html",
+        {"identity": "beating:1", "dispatched": 9, "returned": 8, "conversions": 8, "peak_rss": 432_013_312,
+         "kills": {"memory": 2, "timeout": 1}, "heartbeat_at": beat},
+        {"identity": "cortex:2", "dispatched": 3, "returned": 3},
+    )  # fmt: skip
+    rows = {row["identity"]: row for row in authed.get("/api/services/tex_to_html/workers").json()}
+    beating, cortex = rows["beating:1"], rows["cortex:2"]
+    assert (beating["dispatched"], beating["returned"], beating["in_flight"]) == (9, 8, 1)  # unchanged fields
+    assert (beating["conversions"], beating["peak_rss_bytes"]) == (8, 432_013_312)
+    assert beating["kills"] == {"timeout": 1, "memory": 2, "processes": 0, "disk": 0, "governor": 0}
+    assert list(beating["kills"]) == list(KILL_REASONS) == ["timeout", "memory", "processes", "disk", "governor"]
+    assert beating["heartbeat_at"] == "2026-11-25T03:40:12Z"
+    # A worker that sends no heartbeat (an unmodified CorTeX worker): zeros, every reason, and no heartbeat.
+    assert (cortex["conversions"], cortex["peak_rss_bytes"], cortex["heartbeat_at"]) == (0, 0, None)
+    assert cortex["kills"] == dict.fromkeys(KILL_REASONS, 0)
+    assert set(beating) == set(cortex) == {
+        "identity", "service", "dispatched", "returned", "in_flight", "first_seen", "last_seen",
+        "conversions", "peak_rss_bytes", "kills", "heartbeat_at",
+    }  # fmt: skip
+
+
+def test_kill_counts_keep_only_the_known_reasons_as_whole_numbers():
+    from services.queries import kills_by_reason
+
+    assert kills_by_reason({"disk": 3, "governor": 1, "gremlins": 7, "memory": "2", "timeout": True}) == {
+        "timeout": 0, "memory": 0, "processes": 0, "disk": 3, "governor": 1,
+    }  # fmt: skip
+    none = dict.fromkeys(("timeout", "memory", "processes", "disk", "governor"), 0)
+    assert kills_by_reason(None) == kills_by_reason([]) == kills_by_reason({}) == none
+
+
+def test_the_worker_list_takes_the_same_queries_for_one_worker_as_for_many():
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from services.queries import worker_list
+    from services.serializers import WorkerSerializer
+
+    _workers_of("one", {"identity": "a:1"})
+    _workers_of("many", *({"identity": f"b:{n}", "kills": {"disk": n}} for n in range(6)))
+    counts = []
+    for service in ("one", "many"):
+        with CaptureQueriesContext(connection) as queries:
+            records = WorkerSerializer(worker_list(service), many=True).data
+        assert all(record["service"] == service for record in records)
+        counts.append(len(queries))
+    assert counts[0] == counts[1] == 2, counts  # the service, then its workers with it: no query per worker

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -141,3 +142,28 @@ def test_a_protected_service_offers_no_delete_and_refuses_one_with_403(screen_cl
     refused = screen_client.post("/services/import/delete", {"confirm": "import"})
     assert refused.status_code == 403 and "cannot be deleted" in refused.content.decode()
     assert Service.objects.filter(name="import").exists()
+
+
+def test_the_workers_screen_shows_the_heartbeat_fields_of_the_api_records(screen_client, authed):
+    from django.utils import timezone
+
+    from services.models import Worker
+
+    service_register(name="tex_to_html", actor="tester")
+    service = Service.objects.get(name="tex_to_html")
+    now = timezone.now()
+    Worker.objects.create(
+        identity="beating:1", service=service, dispatched=5, returned=5, first_seen=now, last_seen=now,
+        conversions=5, peak_rss=432_013_312, kills={"governor": 3, "disk": 1}, heartbeat_at=now,
+    )  # fmt: skip
+    Worker.objects.create(identity="cortex:2", service=service, first_seen=now, last_seen=now)
+    records = authed.get("/api/services/tex_to_html/workers").json()
+    for fragment in ({}, {"fragment": "rows"}):
+        screen = screen_client.get("/services/tex_to_html/workers", fragment)
+        assert _plain(screen.context["workers"]) == records
+        rows = dict(re.findall(r'<tr data-worker="([^"]+)">(.*?)</tr>', screen.content.decode(), re.S))
+        beating = " ".join(re.sub(r"<[^>]+>", " ", rows["beating:1"]).replace("\xa0", " ").split())
+        assert "5 412.0 MB disk 1 · governor 3" in beating, beating  # conversions, peak, kills in their order
+        assert "no heartbeat" not in beating and "timeout" not in beating
+        cortex = " ".join(re.sub(r"<[^>]+>", " ", rows["cortex:2"]).split())
+        assert cortex.endswith("no heartbeat") and "MB" not in cortex and "bytes" not in cortex, cortex
