@@ -6,7 +6,12 @@ reach the web's /metrics).
 
 Metric names: ccs_tasks{service,status}, ccs_backlog_tasks{service}, ccs_leases_in_flight{service},
 ccs_leases_expired, ccs_jobs{state}, ccs_jobs_health{health}, ccs_db_pool_in_use, ccs_db_pool_waiting,
-ccs_results_ingested_total, ccs_ingest_batch_seconds (histogram).
+ccs_results_ingested_total, ccs_ingest_batch_seconds (histogram); per worker row (services.models.Worker),
+from its heartbeats: ccs_worker_conversions_total{service,worker}, ccs_worker_peak_rss_bytes{service,worker}
+and ccs_worker_kills_total{service,worker,reason} (every reason, 0 included); and the counters of the
+dispatcher's row (services.models.DispatcherState), counted since its process started, as
+ccs_dispatcher_<counter>_total: leased, dispatched, ingested, discarded, garbage, reaped, failed_for_retries,
+released and retried.
 """
 
 from __future__ import annotations
@@ -30,9 +35,24 @@ from dispatcher.metrics import ingest_read
 
 logger = logging.getLogger(__name__)
 
+# The dispatcher's counters, each exported as ccs_dispatcher_<name>_total, with its help text.
+DISPATCHER_COUNTERS: dict[str, str] = {
+    "leased": "Tasks the dispatcher leased",
+    "dispatched": "Tasks the dispatcher handed to a worker",
+    "ingested": "Results the dispatcher ingested",
+    "discarded": "Results discarded: their task was no longer leased",
+    "garbage": "Messages on the dispatcher's sockets that were neither a well-formed request nor a result",
+    "reaped": "Expired leases the dispatcher gave back",
+    "failed_for_retries": "Tasks made fatal: their leases ran out too often",
+    "released": "Leases given back because their worker's heartbeats stopped",
+    "retried": "Results a worker's memory governor sent back for another attempt",
+}
+
 METRIC_NAMES: tuple[str, ...] = (
     "ccs_tasks", "ccs_backlog_tasks", "ccs_leases_in_flight", "ccs_leases_expired", "ccs_jobs", "ccs_jobs_health",
     "ccs_db_pool_in_use", "ccs_db_pool_waiting", "ccs_results_ingested_total", "ccs_ingest_batch_seconds",
+    "ccs_worker_conversions_total", "ccs_worker_peak_rss_bytes", "ccs_worker_kills_total",
+    *(f"ccs_dispatcher_{name}_total" for name in DISPATCHER_COUNTERS),
 )  # fmt: skip
 
 
@@ -78,6 +98,25 @@ def job_counts() -> tuple[dict[str, int], dict[str, int]]:
     return states, health
 
 
+def worker_rows() -> list[tuple[str, str, int, int, dict[str, int]]]:
+    """(service, identity, conversions, peak resident bytes, kills by every reason) of every worker row, as its
+    heartbeats last said: one query."""
+    from services.models import Worker
+    from services.queries import kills_by_reason
+
+    rows = Worker.objects.order_by("service__name", "identity").values_list(
+        "service__name", "identity", "conversions", "peak_rss", "kills"
+    )
+    return [(service, identity, done, peak, kills_by_reason(kills)) for service, identity, done, peak, kills in rows]
+
+
+def dispatcher_counters() -> dict[str, int] | None:
+    """The counters of the latest dispatcher's row, counted since its process started; None before any ran."""
+    from services.models import DispatcherState
+
+    return DispatcherState.objects.order_by("-heartbeat_at").values(*DISPATCHER_COUNTERS).first()
+
+
 def pool_stats() -> tuple[int, int] | None:
     """(connections in use, requests waiting) of this process's pool; None when the pool is off."""
     pool = getattr(connection, "pool", None)
@@ -111,6 +150,26 @@ class DomainCollector(Collector):
         for name, count in health.items():
             jobs_health.add_metric([name], count)
         yield from (jobs, jobs_health)
+
+        labels = ["service", "worker"]
+        conversions = CounterMetricFamily("ccs_worker_conversions", "Conversions a worker finished", labels=labels)
+        peak = GaugeMetricFamily(
+            "ccs_worker_peak_rss_bytes", "Largest resident size one of a worker's conversions reached", labels=labels
+        )
+        kills = CounterMetricFamily(
+            "ccs_worker_kills", "A worker's conversions killed, by reason", labels=[*labels, "reason"]
+        )
+        for service, identity, finished, peak_rss, by_reason in worker_rows():
+            conversions.add_metric([service, identity], finished)
+            peak.add_metric([service, identity], peak_rss)
+            for reason, count in by_reason.items():
+                kills.add_metric([service, identity, reason], count)
+        yield from (conversions, peak, kills)
+
+        counters = dispatcher_counters()
+        if counters is not None:
+            for name, documentation in DISPATCHER_COUNTERS.items():
+                yield CounterMetricFamily(f"ccs_dispatcher_{name}", documentation, value=counters[name])
 
         pool = pool_stats()
         if pool is not None:

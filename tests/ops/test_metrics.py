@@ -1,6 +1,7 @@
 """GET /metrics' domain metrics: the task gauges equal the overview after a real conversion (a dispatcher and
 a sandboxed LaTeXML worker), the sink's ingestion counter and latency histogram count that conversion's
-results, the jobs gauges match the Job rows, and the Grafana dashboard plots only metrics that exist."""
+results, the jobs gauges match the Job rows, each worker row's heartbeat numbers and the dispatcher's counters
+are exported as they are stored, and the Grafana dashboard plots only metrics that exist."""
 
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from corpora.actions import corpus_import
 from jobs.models import Job
 from jobs.runner import job_run
 from jobs.serializers import JobSerializer
+from services.actions import service_register
+from services.models import DispatcherState, Service, Worker
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import wait_for
 from tests.runs.test_end_to_end import CLEAN, WARNING, farm  # noqa: F401 (the farm fixture)
@@ -129,6 +132,65 @@ def test_pool_gauges_follow_the_connection_pool(api, token) -> None:
         assert samples["ccs_db_pool_waiting"][()] == 0
 
 
+def _worker(service: str, identity: str, **heartbeat: object) -> None:
+    if not Service.objects.filter(name=service).exists():
+        service_register(name=service, actor="t")
+    now = timezone.now()
+    Worker.objects.create(
+        service=Service.objects.get(name=service), identity=identity, first_seen=now, last_seen=now, **heartbeat
+    )
+
+
+def _dispatcher_ran(**counters: int) -> None:
+    now = timezone.now()
+    DispatcherState.objects.create(started_at=now, heartbeat_at=now, pid=4242, **counters)
+
+
+def test_each_worker_row_is_exported_with_its_conversions_peak_memory_and_kills_by_every_reason(api, token) -> None:
+    _worker("tex_to_html", "beating:1", conversions=8, peak_rss=432_013_312, kills={"memory": 2, "timeout": 1},
+            heartbeat_at=timezone.now())  # fmt: skip
+    _worker("tex_to_html", "cortex:2", dispatched=3, returned=3)  # no heartbeat: zeros
+    _worker("other", "beating:1", conversions=5, peak_rss=1 << 30, kills={"governor": 4, "disk": 1, "bogus": 9})
+
+    samples = _scrape(api, token)
+    series = {
+        ("tex_to_html", "beating:1"): (8, 432_013_312, {"timeout": 1, "memory": 2}),
+        ("tex_to_html", "cortex:2"): (0, 0, {}),
+        ("other", "beating:1"): (5, 1 << 30, {"governor": 4, "disk": 1}),
+    }
+    for (service, worker), (conversions, peak, kills) in series.items():
+        labels = (("service", service), ("worker", worker))
+        assert samples["ccs_worker_conversions_total"][labels] == conversions
+        assert samples["ccs_worker_peak_rss_bytes"][labels] == peak
+        for reason in ("timeout", "memory", "processes", "disk", "governor"):
+            key = tuple(sorted((*labels, ("reason", reason))))
+            assert samples["ccs_worker_kills_total"][key] == kills.get(reason, 0), (service, worker, reason)
+    assert len(samples["ccs_worker_conversions_total"]) == len(samples["ccs_worker_peak_rss_bytes"]) == 3
+    assert len(samples["ccs_worker_kills_total"]) == 3 * 5  # one series per worker row and reason, no more
+
+
+def test_the_dispatcher_counters_are_exported_with_released_and_retried_beside_the_others(api, token) -> None:
+    assert not [name for name in _scrape(api, token) if name.startswith("ccs_dispatcher_")]  # none has run yet
+    counters = {"leased": 40, "dispatched": 38, "ingested": 30, "discarded": 2, "garbage": 1, "reaped": 5,
+                "failed_for_retries": 1, "released": 7, "retried": 3}  # fmt: skip
+    _dispatcher_ran(**counters)
+    samples = _scrape(api, token)
+    assert {name: samples[f"ccs_dispatcher_{name}_total"][()] for name in counters} == counters
+
+
+def test_the_worker_series_take_one_query_for_any_number_of_workers() -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    from ops.metrics import worker_rows
+
+    for n in range(5):
+        _worker("tex_to_html", f"w:{n}", kills={"disk": n})
+    with CaptureQueriesContext(connection) as queries:
+        rows = worker_rows()
+    assert len(rows) == 5 and len(queries) == 1
+    assert [row[4]["disk"] for row in rows] == [0, 1, 2, 3, 4]
+
+
 def test_the_dashboard_parses_and_plots_only_exposed_metrics(api, token, corpus_root) -> None:
     dashboard = json.loads(DASHBOARD.read_text())
     expressions = [target["expr"] for panel in dashboard["panels"] for target in panel.get("targets", [])]
@@ -136,6 +198,8 @@ def test_the_dashboard_parses_and_plots_only_exposed_metrics(api, token, corpus_
     assert len(plotted) >= 10
     imported(corpus_root, "demo", documents=2)
     activated("demo")  # tasks, so that the per-service families have samples
+    _worker("tex_to_html", "w:1", conversions=1, heartbeat_at=timezone.now())  # and the per-worker families
+    _dispatcher_ran()  # and the dispatcher's counters
     exposed = set(_scrape(api, token))
     if connection.pool is None:  # pool gauges exist only where the pool is on
         plotted -= {"ccs_db_pool_in_use", "ccs_db_pool_waiting"}
