@@ -42,6 +42,14 @@ KEYS = {
         _int("dispatcher.lease_batch", "DISPATCHER_LEASE_BATCH", True, 1, 100_000),
         _int("dispatcher.result_batch", "DISPATCHER_RESULT_BATCH", False, 1, 100_000),
         _int("dispatcher.reap_seconds", "DISPATCHER_REAP_SECONDS", True, 1, 3600),
+        _int("dispatcher.worker_silence_seconds", "DISPATCHER_WORKER_SILENCE_SECONDS", True, 5, 86400),
+        # The per-conversion limits: read by a worker as it starts (manage.py worker, up's workers) and by
+        # POST /convert at each request, from the values its web process started with.
+        _int("conversion.timeout_seconds", "CONVERSION_TIMEOUT_SECONDS", False, 1, 86400),
+        _int("conversion.memory_mb", "CONVERSION_MEMORY_MB", False, 64, 1024 * 1024),
+        _int("conversion.disk_mb", "CONVERSION_DISK_MB", False, 16, 1024 * 1024),
+        _int("conversion.max_processes", "CONVERSION_MAX_PROCESSES", False, 4, 100_000),
+        _int("conversion.memory_floor_mb", "CONVERSION_MEMORY_FLOOR_MB", False, 0, 1024 * 1024),
         _int("results.max_bytes", "RESULT_MAX_BYTES", False, 1024, 2**40),
         _int("reports.page_size_max", "MAX_REPORT_PAGE_SIZE", True, 1, 100_000),
         _int("reports.offset_max", "MAX_REPORT_OFFSET", True, 0, 100_000_000),

@@ -101,8 +101,11 @@ class ConvertApi(PublicApiView):
             busy = _refusal(503, "All conversion slots are busy; retry shortly.", "busy")
             busy["Retry-After"] = str(RETRY_AFTER_SECONDS)
             return busy
+        # The workers' per-conversion limits, as this process's settings hold them now (its own timeout is above).
+        limits = {"memory_mb": settings.CONVERSION_MEMORY_MB, "disk_mb": settings.CONVERSION_DISK_MB,
+                  "max_processes": settings.CONVERSION_MAX_PROCESSES}  # fmt: skip
         try:
-            converted = convert_text(tex, sandbox=conversion_sandbox(), **options)
+            converted = convert_text(tex, sandbox=conversion_sandbox(), **limits, **options)
         except EngineMissing as exc:
             return _refusal(503, str(exc), "engine_missing")
         finally:

@@ -130,6 +130,18 @@ def test_nested_keys_merge_and_lists_are_replaced(authed, tmp_path):
         ({"beat": {"job_sweep_seconds": 1}}, "beat.job_sweep_seconds"),
         ({"database": {"url": "postgresql://x@h/db"}}, "database.url"),
         ({"tokens": {"count": 3}}, "tokens.count"),
+        ({"conversion": {"timeout_seconds": 0}}, "conversion.timeout_seconds"),
+        ({"conversion": {"timeout_seconds": 86401}}, "conversion.timeout_seconds"),
+        ({"conversion": {"memory_mb": 63}}, "conversion.memory_mb"),
+        ({"conversion": {"memory_mb": 2**40}}, "conversion.memory_mb"),
+        ({"conversion": {"memory_mb": "4096"}}, "conversion.memory_mb"),
+        ({"conversion": {"disk_mb": 15}}, "conversion.disk_mb"),
+        ({"conversion": {"max_processes": 3}}, "conversion.max_processes"),
+        ({"conversion": {"max_processes": 100_001}}, "conversion.max_processes"),
+        ({"conversion": {"memory_floor_mb": -1}}, "conversion.memory_floor_mb"),
+        ({"conversion": {"memory_floor_mb": 1.5}}, "conversion.memory_floor_mb"),
+        ({"dispatcher": {"worker_silence_seconds": 4}}, "dispatcher.worker_silence_seconds"),
+        ({"dispatcher": {"worker_silence_seconds": 86401}}, "dispatcher.worker_silence_seconds"),
     ],
 )
 def test_a_refused_change_names_the_field_and_changes_nothing(authed, body, field):
@@ -139,6 +151,75 @@ def test_a_refused_change_names_the_field_and_changes_nothing(authed, body, fiel
     assert field in response.json()["errors"], response.json()
     assert _config(authed) == before
     assert not ConfigOverride.objects.exists()
+
+
+CONVERSION_LIMITS = {
+    "conversion.timeout_seconds": "CONVERSION_TIMEOUT_SECONDS",
+    "conversion.memory_mb": "CONVERSION_MEMORY_MB",
+    "conversion.disk_mb": "CONVERSION_DISK_MB",
+    "conversion.max_processes": "CONVERSION_MAX_PROCESSES",
+    "conversion.memory_floor_mb": "CONVERSION_MEMORY_FLOOR_MB",
+}
+
+
+@pytest.mark.django_db
+def test_every_conversion_limit_and_the_worker_silence_are_listed_with_their_values(authed, capsys):
+    entries = _config(authed)
+    for name, setting in {
+        **CONVERSION_LIMITS,
+        "dispatcher.worker_silence_seconds": "DISPATCHER_WORKER_SILENCE_SECONDS",
+    }.items():
+        entry = entries[name]
+        assert entry["value"] == entry["running"] == getattr(django_settings, setting), name
+        assert entry["source"] in ("default", "environment") and entry["settable"] is True, name
+        assert entry["live"] is (name == "dispatcher.worker_silence_seconds"), name  # workers read the limits at start
+    assert entries["conversion.memory_floor_mb"]["value"] == django_settings.CONVERSION_MEMORY_FLOOR_MB
+    call_command("config", "get", "conversion.memory_floor_mb")
+    assert f"conversion.memory_floor_mb = {django_settings.CONVERSION_MEMORY_FLOOR_MB}  (" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_the_conversion_limits_take_their_bounds_and_wait_for_a_restart_the_silence_is_live(authed):
+    environment = django_settings.CONFIG_ENVIRONMENT
+    lowest = {"timeout_seconds": 1, "memory_mb": 64, "disk_mb": 16, "max_processes": 4, "memory_floor_mb": 0}
+    response = _put(authed, {"conversion": lowest, "dispatcher": {"worker_silence_seconds": 5}})
+    assert response.status_code == 200, response.content
+    assert response.json()["restart_required"] == sorted(CONVERSION_LIMITS)
+    entries = _config(authed)
+    for name, setting in CONVERSION_LIMITS.items():
+        entry = entries[name]
+        assert (entry["value"], entry["source"]) == (lowest[name.split(".")[1]], "api"), name
+        assert entry["running"] == getattr(django_settings, setting) == environment[name], name  # until a restart
+        assert entry["restart_pending"] is (entry["value"] != environment[name]), name
+    assert django_settings.DISPATCHER_WORKER_SILENCE_SECONDS == 5  # live in this process at once
+    assert entries["dispatcher.worker_silence_seconds"]["restart_pending"] is False
+    highest = {"timeout_seconds": 86400, "memory_mb": 1024 * 1024, "disk_mb": 1024 * 1024, "max_processes": 100_000,
+               "memory_floor_mb": 1024 * 1024}  # fmt: skip
+    assert _put(authed, {"conversion": highest, "dispatcher": {"worker_silence_seconds": 86400}}).status_code == 200
+    assert _config(authed)["conversion.max_processes"]["value"] == 100_000
+
+
+def test_no_key_takes_a_value_its_setting_would_refuse_from_the_environment():
+    """A stored value replaces the setting after env_int checked the environment's: each key's minimum is the
+    minimum config/settings.py gives env_int, so a value the API takes is one the environment could give."""
+    import ast
+
+    from config.overrides import KEYS
+
+    tree = ast.parse((PROJECT_DIR / "config" / "settings.py").read_text())
+    minimums = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            call = node.value
+            if getattr(call.func, "id", None) == "env_int":
+                given = {kw.arg: ast.literal_eval(kw.value) for kw in call.keywords}
+                minimums[node.targets[0].id] = given.get("minimum")
+    checked = [key for key in KEYS.values() if key.kind == "int"]
+    assert {key.setting for key in checked} >= set(CONVERSION_LIMITS.values()) | {"DISPATCHER_WORKER_SILENCE_SECONDS"}
+    for key in checked:
+        assert key.setting in minimums, key.name
+        assert key.minimum == minimums[key.setting], (key.name, key.minimum, minimums[key.setting])
+        assert key.maximum > key.minimum, key.name
 
 
 @pytest.mark.django_db
@@ -167,6 +248,7 @@ print(json.dumps({
     "ventilator_port": settings.DISPATCHER_VENTILATOR_PORT,
     "export_root": str(settings.EXPORT_ROOT),
     "max_attempts": settings.DISPATCHER_MAX_ATTEMPTS,
+    "memory_floor_mb": settings.CONVERSION_MEMORY_FLOOR_MB,
 }))
 """
 
@@ -180,6 +262,7 @@ def test_a_new_process_starts_with_the_stored_values(authed, tmp_path):
         "reports": {"page_size_max": 321},
         "dispatcher": {"ventilator_port": 40001},
         "directories": {"export_root": str(exports)},
+        "conversion": {"memory_floor_mb": 512},
     }
     assert _put(authed, change).status_code == 200
     # Written by hand past the API's checks: the process says so and starts on the environment's value.
@@ -196,6 +279,7 @@ def test_a_new_process_starts_with_the_stored_values(authed, tmp_path):
         "ventilator_port": 40001,
         "export_root": str(exports.resolve()),
         "max_attempts": django_settings.CONFIG_ENVIRONMENT["dispatcher.max_attempts"],
+        "memory_floor_mb": 512,
     }
     assert "configuration: the stored value of dispatcher.max_attempts is ignored: it must be between" in shown.stderr
 

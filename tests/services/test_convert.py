@@ -86,3 +86,18 @@ def test_slots_exclude_each_other_within_a_process_and_come_back_when_released(t
     second.release()
     again.release()
     assert convert_slots_busy(limit=2, directory=tmp_path) == 0
+
+
+@pytest.mark.slow
+def test_each_request_converts_under_the_conversion_limits_of_the_settings(api, settings):
+    tex = "\\documentclass{article}\\begin{document}Hello.\\end{document}"
+    settings.CONVERSION_MAX_PROCESSES = 1  # fewer than the sandbox itself runs: killed at the first check
+    body = _post(api, tex=tex).json()
+    assert body["status_code"] == 3 and "Fatal:limit:processes" in body["log"], body["log"]
+    settings.CONVERSION_MAX_PROCESSES = 64
+    settings.CONVERSION_MEMORY_MB = 64  # far too little address space for latexmlc's Perl
+    body = _post(api, tex=tex).json()
+    assert body["status_code"] == 3 and "Hello" not in body["result"], body["log"]
+    settings.CONVERSION_MEMORY_MB = 4096  # the next request reads the settings again
+    body = _post(api, tex=tex).json()
+    assert body["status_code"] == 0 and "Hello" in body["result"], body["log"]
