@@ -26,10 +26,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
+from conversion import cgroups
 from conversion import sandbox as sandboxes
 from conversion.logparse import status_code_of
 from conversion.processes import die_with_parent
 from conversion.sandbox import Launch, Sandbox
+from conversion.severities import GOVERNOR_WHAT, LIMIT_CATEGORY
 from conversion.statuses import LATEXML_FATAL as FATAL
 from conversion.statuses import LATEXML_NAMES
 
@@ -44,6 +46,11 @@ DEFAULT_MAX_PROCESSES = 64
 # How often a running conversion's disk and processes are measured; RLIMIT_FSIZE stops any one file at
 # the disk limit.
 LIMIT_CHECK_SECONDS = 0.05
+# A watched conversion's resident size is measured at every this many limit checks (a quarter second).
+RSS_CHECK_EVERY = 5
+# Why a conversion was killed (Conversion.killed), as workers count them in their heartbeats and the worker
+# rows show them: past its timeout, memory, process or disk limit, or stopped by the worker's memory governor.
+KILL_REASONS: tuple[str, ...] = ("timeout", "memory", "processes", "disk", "governor")
 # latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
 LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
 # latexmlc runs at this lower CPU priority, so that on a machine it shares (web tier, dispatcher, database)
@@ -84,6 +91,26 @@ class Conversion:
     status_code: int | None  # from the log's Status:conversion:N line, 3 when killed
     timed_out: bool
     runtime_ms: int
+    killed: str | None = None  # one of KILL_REASONS when it was stopped from outside or died out of memory
+    peak_rss: int = 0  # the largest resident size of all its processes together, in bytes (when watched)
+
+
+class Watch:
+    """A running conversion as its worker's memory governor (conversion.governor) sees it. The engine
+    measures its resident size at its limit checks; the governor may ask it to stop, with the reason
+    that goes into its log. Attribute writes are atomic under the GIL: no lock is needed."""
+
+    def __init__(self) -> None:
+        self.rss = 0
+        self.peak_rss = 0
+        self.stop_reason: str | None = None
+
+    def stop(self, why: str) -> None:
+        self.stop_reason = why
+
+    def measured(self, rss: int) -> None:
+        self.rss = rss
+        self.peak_rss = max(self.peak_rss, rss)
 
 
 @dataclass(frozen=True)
@@ -106,7 +133,10 @@ class _Run:
     timed_out: bool
     runtime_ms: int
     stderr: bytes
-    limit: str | None = None  # the limit it was killed at: "disk" or "processes"
+    # What it was killed for at a check: "disk", "processes", "governor", or "memory" when its cgroup's
+    # memory limit made the kernel end one of its processes.
+    limit: str | None = None
+    governor: str | None = None  # the governor's reason, when it stopped the run
 
 
 def latexmlc_path(latexmlc: str = "latexmlc") -> str:
@@ -137,11 +167,13 @@ def convert(
     cancel: threading.Event | None = None,
     sandbox: Sandbox = sandboxes.DEFAULT,
     root: Path | None = None,
+    watch: Watch | None = None,
 ) -> Conversion:
     """Convert `main_file` (relative to `source_dir`) to HTML5 in a fresh directory inside `source_dir`.
 
     The run sees `root` (`source_dir` by default; `source_dir` must lie inside it) and nothing else;
     paths in `extra_args` must be given as the run sees them (`root` is /work in the sandbox).
+    A `watch` gets the run's resident size while it runs, and stops it when its governor asks.
     Raises EngineMissing without latexmlc, SandboxUnavailable when the sandbox cannot start,
     ConversionCancelled when `cancel` is set meanwhile."""
     limits = Limits(timeout, memory_mb, disk_mb, max_processes)
@@ -163,12 +195,13 @@ def convert(
             *extra_args,
             _source_argument(main_file),
         ]
-        run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=cancel)
+        run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=cancel, watch=watch)
     _keep_directory(output_dir)
-    log, status_code = _finish_log(_read_log(log_path), run, limits)
+    log, status_code, killed = _finish_log(_read_log(log_path), run, limits)
     return Conversion(
-        log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms
-    )
+        log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms,
+        killed=killed, peak_rss=watch.peak_rss if watch is not None else 0,
+    )  # fmt: skip
 
 
 def convert_text(
@@ -231,7 +264,7 @@ def convert_text(
                 "./input.tex",
             ]
             run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=None)
-        log, status_code = _finish_log(_read_log(work_dir / LOG_NAME), run, limits)
+        log, status_code, _ = _finish_log(_read_log(work_dir / LOG_NAME), run, limits)
         result = _read_regular_file(dest)
     code = FATAL if status_code is None else status_code
     return {
@@ -267,6 +300,7 @@ def _run_latexmlc(
     launch: Launch,
     limits: Limits,
     cancel: threading.Event | None,
+    watch: Watch | None = None,
 ) -> _Run:
     """Run latexmlc (in its sandbox) in its own session; kill it all at the deadline; leave no process behind.
 
@@ -277,7 +311,13 @@ def _run_latexmlc(
     The disk it holds (launch.written: its working directory and its /tmp) and its processes (the
     sandbox's first process and all it started) are measured every LIMIT_CHECK_SECONDS; past its disk or
     process limit it is killed at once with SIGKILL, and no one file can grow past the disk limit at all
-    (RLIMIT_FSIZE: the writer gets SIGXFSZ)."""
+    (RLIMIT_FSIZE: the writer gets SIGXFSZ). A `watch` gets its resident size every RSS_CHECK_EVERY checks,
+    and a stop its governor asked for kills it at the next check.
+
+    Where a cgroup can be made (conversion.cgroups) the run gets one, joined before exec: its processes
+    and threads cannot pass the process limit (a fork past it fails, and the run is then killed at the
+    next check), and all its processes together cannot pass its memory budget (RLIMIT_AS holds each
+    one alone). Elsewhere the process limit is the count of the checks."""
     timeout, max_processes = limits.timeout, limits.max_processes
     limit = limits.memory_mb * 1024 * 1024
     disk_limit = limits.disk_mb * 1024 * 1024
@@ -292,17 +332,30 @@ def _run_latexmlc(
         # thread waits for latexmlc, so only its death sends it.
         die_with_parent(signal.SIGKILL)  # off Linux, a killed parent leaves latexmlc to its own --timeout
 
-    with tempfile.TemporaryFile() as stderr:
+    with (
+        cgroups.quota(max_processes=max_processes, memory_bytes=limit) as quota,
+        tempfile.TemporaryFile() as stderr,
+    ):
+        join = quota.join_fds() if quota is not None else []
+
+        def limit_and_join() -> None:
+            limit_memory()
+            cgroups.Quota.join(join)  # a write to descriptors opened before the fork: no lock
+
         started = time.monotonic()
-        process = subprocess.Popen(
-            [*launch.argv_prefix, *argv],
-            **launch.popen_options(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-            start_new_session=True,
-            preexec_fn=limit_memory,
-        )
+        try:
+            process = subprocess.Popen(
+                [*launch.argv_prefix, *argv],
+                **launch.popen_options(),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+                preexec_fn=limit_and_join,
+            )
+        finally:
+            for fd in join:
+                os.close(fd)
         launch.started()
         timed_out = cancelled = False
         passed: list[str] = []
@@ -312,14 +365,38 @@ def _run_latexmlc(
             namespace_pidfd = _open_pidfd(first)
             root = first if first is not None else process.pid
 
+            checks = 0
+
             def over_limit() -> bool:
-                if _disk_used(launch.written) > disk_limit:
+                nonlocal checks
+                checks += 1
+                measure = watch is not None and checks % RSS_CHECK_EVERY == 1
+                out_of_memory = False
+                if quota is not None:
+                    count = max_processes + 1 if _quota_read(quota.refused_forks) else 0
+                    out_of_memory = _quota_read(quota.oom_kills) > 0
+                    rss = _process_tree(root, stop_above=max_processes, rss=True)[1] if measure else 0
+                else:
+                    count, rss = _process_tree(root, stop_above=max_processes, rss=measure)
+                if measure:
+                    watch.measured(rss)
+                if watch is not None and watch.stop_reason is not None:
+                    passed.append("governor")
+                elif out_of_memory:  # the kernel ended one of its processes: the rest would go on without it
+                    passed.append("memory")
+                elif _disk_used(launch.written) > disk_limit:
                     passed.append("disk")
-                elif _process_count(root, stop_above=max_processes) > max_processes:
+                elif count > max_processes:
                     passed.append("processes")
                 return bool(passed)
 
             outcome = _wait_for_exit(process.pid, started + timeout, cancel, over_limit=over_limit)
+            if outcome == "exited" and not passed and quota is not None:
+                # The cap acted, and the run ended before the next check saw it.
+                if _quota_read(quota.oom_kills):
+                    passed.append("memory")
+                elif _quota_read(quota.refused_forks):
+                    passed.append("processes")
             timed_out, cancelled = outcome == "deadline", outcome == "cancelled"
             if outcome not in ("exited", "over_limit"):  # past a limit, not one more write or fork: SIGKILL below
                 _signal_group(process.pid, signal.SIGTERM)
@@ -344,6 +421,7 @@ def _run_latexmlc(
             runtime_ms=runtime_ms,
             stderr=stderr.read(),
             limit=passed[0] if passed else None,
+            governor=watch.stop_reason if watch is not None and passed[:1] == ["governor"] else None,
         )
 
 
@@ -461,44 +539,73 @@ def _read_log(path: Path) -> bytes:
     return head + cut + tail
 
 
-def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | None]:
-    """Append what latexmlc could not say itself (timeout, death) and the runtime; return the status."""
+def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | None, str | None]:
+    """Append what latexmlc could not say itself (a limit, a timeout, its death) and the runtime; return
+    the log, the status and what the run was killed for (one of KILL_REASONS, or None)."""
     if not log.strip():
         # latexmlc died before it opened its log: its stderr is the only record.
         log = run.stderr
     status_code = status_code_of(log)
     lines: list[str] = []
-    if run.limit == "disk" or run.returncode == -signal.SIGXFSZ:
+    killed: str | None = None
+    if run.limit == "governor":
+        lines += [
+            f"Fatal:{LIMIT_CATEGORY}:{GOVERNOR_WHAT} the worker's memory governor stopped the conversion:"
+            f" {run.governor}",
+            f"Status:conversion:{FATAL}",
+        ]
+        status_code, killed = FATAL, "governor"
+    elif run.limit == "memory":
+        lines += [
+            f"{_OUT_OF_MEMORY} the conversion's processes together passed its memory limit of {limits.memory_mb} MB",
+            f"Status:conversion:{FATAL}",
+        ]
+        status_code, killed = FATAL, "memory"
+    elif run.limit == "disk" or run.returncode == -signal.SIGXFSZ:
         lines += [
             f"Fatal:limit:disk the conversion wrote more than its disk limit of {limits.disk_mb} MB"
             " (its working directory and /tmp together)",
             f"Status:conversion:{FATAL}",
         ]
-        status_code = FATAL
+        status_code, killed = FATAL, "disk"
     elif run.limit == "processes":
         lines += [
-            f"Fatal:limit:processes the conversion ran more than its limit of {limits.max_processes} processes at once",
+            f"Fatal:limit:processes the conversion tried to run more than its limit of {limits.max_processes}"
+            " processes at once",
             f"Status:conversion:{FATAL}",
         ]
-        status_code = FATAL
+        status_code, killed = FATAL, "processes"
     elif run.timed_out:
         lines += [
             f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds",
             f"Status:conversion:{FATAL}",
         ]
-        status_code = FATAL
+        status_code, killed = FATAL, "timeout"
     elif status_code is None:
-        lines += [_death_message(run, log, limits.memory_mb), f"Status:conversion:{FATAL}"]
+        death = _death_message(run, log, limits.memory_mb)
+        lines += [death, f"Status:conversion:{FATAL}"]
         status_code = FATAL
+        killed = "memory" if death.startswith(_OUT_OF_MEMORY) else None
     lines.append(f"Info:runtime_ms:{run.runtime_ms}")
     if log and not log.endswith(b"\n"):
         log += b"\n"
-    return log + "".join(f"{line}\n" for line in lines).encode(), status_code
+    return log + "".join(f"{line}\n" for line in lines).encode(), status_code, killed
+
+
+_OUT_OF_MEMORY = "Fatal:perl:out_of_memory"
+
+
+def _quota_read(read: Callable[[], int]) -> int:
+    """A count from the run's cgroup; 0 when it cannot be read."""
+    try:
+        return read()
+    except (OSError, ValueError):
+        return 0
 
 
 def _death_message(run: _Run, log: bytes, memory_mb: int) -> str:
     if b"Out of memory" in run.stderr or b"Out of memory" in log[-_LOG_TAIL_BYTES:]:
-        return f"Fatal:perl:out_of_memory latexmlc ran out of memory (limit {memory_mb} MB)"
+        return f"{_OUT_OF_MEMORY} latexmlc ran out of memory (limit {memory_mb} MB)"
     if run.returncode < 0:
         try:
             name = signal.Signals(-run.returncode).name
@@ -530,10 +637,13 @@ def _disk_used(directories: Sequence[Path]) -> int:
     return used
 
 
-def _process_count(pid: int, *, stop_above: int) -> int:
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
+def _process_tree(pid: int, *, stop_above: int, rss: bool = False) -> tuple[int, int]:
     """How many processes `pid` and everything it started are (from /proc's children lists), counted no
-    further than just past `stop_above`."""
-    count = 0
+    further than just past `stop_above`, and with `rss` their resident size together in bytes (else 0)."""
+    count = resident = 0
     pending = [pid]
     while pending and count <= stop_above:
         current = pending.pop()
@@ -542,10 +652,16 @@ def _process_count(pid: int, *, stop_above: int) -> int:
         except OSError:
             continue  # gone meanwhile
         count += 1
+        if rss:
+            try:
+                with open(f"/proc/{current}/statm", "rb") as statm:
+                    resident += int(statm.read().split()[1]) * _PAGE_SIZE
+            except (OSError, IndexError, ValueError):
+                pass
         for thread in threads:
             try:
                 with open(f"/proc/{current}/task/{thread}/children") as listing:
                     pending.extend(int(child) for child in listing.read().split())
             except OSError:
                 continue
-    return count
+    return count, resident

@@ -23,3 +23,8 @@ class Severity:
 
 # The category of the Fatal message that makes a task invalid (`Fatal:invalid:<what>`).
 INVALID_CATEGORY = "invalid"
+# The category of the Fatal message of a conversion killed at one of its limits (`Fatal:limit:disk`), and
+# the `what` of one that the worker's memory governor stopped: that is the machine's doing, not the
+# document's, and the dispatcher tries the task again while it has attempts left.
+LIMIT_CATEGORY = "limit"
+GOVERNOR_WHAT = "governor"

@@ -6,7 +6,13 @@ ZeroMQ more-flag, so the framing must hold exactly: an exact multiple gets an em
 
 from __future__ import annotations
 
+import json
+
 DEFAULT_MESSAGE_SIZE = 100_000
+# The first frame of a worker's heartbeat (conversion.worker.Heartbeat), sent to the ventilator with a JSON
+# frame after it. A CorTeX request is one frame, the service name; no service is named this.
+HEARTBEAT_TAG = b"cortex-heartbeat"
+HEARTBEAT_MAX_BYTES = 64 * 1024
 
 
 def split_frames(data: bytes, message_size: int = DEFAULT_MESSAGE_SIZE) -> list[bytes]:
@@ -29,3 +35,17 @@ def join_frames(frames: list[bytes]) -> bytes:
 def payload_complete(frames: list[bytes], message_size: int) -> bool:
     """True once a frame shorter than message_size was seen: the sender has nothing more to add."""
     return any(len(frame) < message_size for frame in frames)
+
+
+def heartbeat_encode(message: dict) -> bytes:
+    return json.dumps(message, separators=(",", ":")).encode()
+
+
+def heartbeat_decode(data: bytes) -> dict:
+    """The heartbeat's JSON object; ValueError when it is too big, not JSON or not an object."""
+    if len(data) > HEARTBEAT_MAX_BYTES:
+        raise ValueError(f"a heartbeat of {len(data)} bytes passes {HEARTBEAT_MAX_BYTES}")
+    message = json.loads(data)
+    if not isinstance(message, dict):
+        raise ValueError("a heartbeat is a JSON object")
+    return message

@@ -3,10 +3,18 @@ latexmlc, push the result ZIP to the sink. Needs only Python, latexmlc and pyzmq
 
     python -m conversion.worker --ventilator tcp://host:51695 --sink tcp://host:51696 \\
         --service tex_to_html --concurrency 2|auto [--timeout 300] [--memory-mb 4096] [--result-max-bytes N] \\
-        [--sandbox bwrap|none]
+        [--disk-mb 2048] [--max-processes 64] [--memory-floor-mb 1024] [--sandbox bwrap|none]
 
 Every conversion runs in the bubblewrap sandbox (conversion.sandbox) unless `--sandbox none` (or
 CONVERSION_SANDBOX=none) is given; a worker whose sandbox cannot start refuses to run.
+
+Beside the CorTeX protocol the worker sends heartbeats to the ventilator from a socket of its own: a
+two-frame message (`cortex-heartbeat`, JSON) every HEARTBEAT_SECONDS and whenever a conversion starts or
+ends, naming the task each of its threads converts and their tallies (conversions, peak resident size,
+kills by reason). Our dispatcher gives back the leases of a worker whose heartbeats stop; an unmodified
+CorTeX worker sends none and keeps the plain lease timeout. The memory governor (conversion.governor)
+stops the largest conversion when the machine runs short of memory; its result says so, and the
+dispatcher tries the task again.
 
 A bad payload is answered with a `Fatal:invalid:archive` result and the loop goes on; a conversion
 whose result archive would pass `--result-max-bytes` (the dispatcher's RESULT_MAX_BYTES) is answered
@@ -17,6 +25,7 @@ waited for (the request is resent on a fresh socket), never blocked on forever.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import logging
@@ -29,16 +38,26 @@ import threading
 import time
 import zipfile
 import zlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 import zmq
 
-from conversion import engine
+from conversion import cgroups, engine
 from conversion.archive import inspect_entry
+from conversion.governor import Governor
 from conversion.machine import concurrency_auto
 from conversion.sandbox import MODES, Sandbox
 from conversion.severities import INVALID_CATEGORY
-from conversion.wire import DEFAULT_MESSAGE_SIZE, join_frames, payload_complete, split_frames
+from conversion.wire import (
+    DEFAULT_MESSAGE_SIZE,
+    HEARTBEAT_TAG,
+    heartbeat_encode,
+    join_frames,
+    payload_complete,
+    split_frames,
+)
 from conversion.zips import member_name_problem
 
 logger = logging.getLogger(__name__)
@@ -60,6 +79,10 @@ SNDHWM = 16
 SINK_LINGER_MS = 5_000
 _SLICE_SECONDS = 0.25
 _COPY_CHUNK = 1024 * 1024
+# A heartbeat this often while the worker runs (and at each conversion's start and end); the dispatcher
+# gives a worker's leases back after DISPATCHER_WORKER_SILENCE_SECONDS (60) without one.
+HEARTBEAT_SECONDS = 10.0
+DEFAULT_MEMORY_FLOOR_MB = 1024
 
 
 class InvalidPayload(ValueError):
@@ -161,7 +184,21 @@ def fatal_result(category: str, what: str, why: str) -> bytes:
     return result_archive(log.encode())
 
 
-def convert_payload(
+@dataclass(frozen=True)
+class Converted:
+    """One task's result ZIP, and what the worker tallies of it."""
+
+    result: bytes
+    killed: str | None = None  # engine.KILL_REASONS
+    peak_rss: int = 0
+
+
+def convert_payload(payload: bytes, **options: object) -> bytes:
+    """The result ZIP for one task payload (convert_task's result; the same options)."""
+    return convert_task(payload, **options).result  # type: ignore[arg-type]
+
+
+def convert_task(
     payload: bytes,
     *,
     timeout: float = engine.DEFAULT_TIMEOUT_SECONDS,
@@ -172,9 +209,11 @@ def convert_payload(
     result_max_bytes: int = RESULT_MAX_BYTES,
     disk_mb: int = engine.DEFAULT_DISK_MB,
     max_processes: int = engine.DEFAULT_MAX_PROCESSES,
-) -> bytes:
+    watch: engine.Watch | None = None,
+) -> Converted:
     """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result, one
-    whose archive would pass `result_max_bytes` its log with a Fatal:invalid:too_large message."""
+    whose archive would pass `result_max_bytes` its log with a Fatal:invalid:too_large message. A `watch`
+    lets the worker's governor see the conversion and stop it."""
     with tempfile.TemporaryDirectory(prefix="cortex-task-") as work:
         # Passable, not listable: the sandbox user (nobody, when we are root) reaches source/ through it.
         os.chmod(work, 0o711)  # noqa: S103
@@ -182,21 +221,37 @@ def convert_payload(
         try:
             unpack_payload(payload, source)
         except InvalidPayload as exc:
-            return fatal_result(INVALID_CATEGORY, "archive", str(exc))
+            return Converted(fatal_result(INVALID_CATEGORY, "archive", str(exc)))
         entry = inspect_entry(source, "payload")
         if entry.problem:
-            return fatal_result(INVALID_CATEGORY, "archive", entry.detail or entry.problem)
+            return Converted(fatal_result(INVALID_CATEGORY, "archive", entry.detail or entry.problem))
         main = PurePosixPath(entry.main_file)
         # A ZIP that wraps the document in a folder has its main file there; TeX resolves \input from it.
         # The run sees the whole payload, as it would unsandboxed: a file may \input ../shared.tex.
         conversion = engine.convert(
             source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, latexmlc=latexmlc,
-            cancel=cancel, sandbox=sandbox, root=source, max_processes=max_processes,
+            cancel=cancel, sandbox=sandbox, root=source, max_processes=max_processes, watch=watch,
         )  # fmt: skip
         try:
-            return result_archive(conversion.log, conversion.output_dir, max_bytes=result_max_bytes)
+            result = result_archive(conversion.log, conversion.output_dir, max_bytes=result_max_bytes)
         except ResultTooLarge as exc:
-            return too_large_result(conversion.log, result_max_bytes, str(exc))
+            result = too_large_result(conversion.log, result_max_bytes, str(exc))
+        return Converted(result, conversion.killed, conversion.peak_rss)
+
+
+@dataclass
+class Tally:
+    """One worker thread's work since the worker started, as its heartbeats report it."""
+
+    task: str | None = None  # the task it converts now
+    conversions: int = 0
+    peak_rss: int = 0
+    kills: dict[str, int] = field(default_factory=dict)
+
+    def as_json(self) -> dict:
+        return {
+            "task": self.task, "conversions": self.conversions, "peak_rss": self.peak_rss, "kills": dict(self.kills)
+        }  # fmt: skip
 
 
 class _WorkerLoop:
@@ -220,6 +275,8 @@ class _WorkerLoop:
         result_max_bytes: int = RESULT_MAX_BYTES,
         disk_mb: int = engine.DEFAULT_DISK_MB,
         max_processes: int = engine.DEFAULT_MAX_PROCESSES,
+        governor: Governor | None = None,
+        beat: Callable[[], None] = lambda: None,
     ) -> None:
         self.context = context
         self.ventilator_endpoint = ventilator
@@ -236,6 +293,9 @@ class _WorkerLoop:
         self.result_max_bytes = result_max_bytes
         self.disk_mb = disk_mb
         self.max_processes = max_processes
+        self.governor = governor if governor is not None else Governor(0)
+        self.beat = beat  # asks the heartbeat thread for a heartbeat now
+        self.tally = Tally()
         self.dealer: zmq.Socket | None = None
         self.sink: zmq.Socket | None = None
 
@@ -246,6 +306,9 @@ class _WorkerLoop:
         self.dealer = self._open_dealer()
         try:
             while not self.stop.is_set():
+                # Short of memory, the governor holds new tasks back until the machine has room again.
+                if not self.governor.wait_clear(self.stop):
+                    break
                 try:
                     reply = self._ask()
                     if reply is None:
@@ -328,12 +391,17 @@ class _WorkerLoop:
 
     def _serve(self, task_id: bytes, payload: bytes) -> None:
         label = task_id.decode(errors="replace")
+        self.tally.task = label
+        self.beat()
         try:
-            result = convert_payload(
-                payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc, cancel=self.stop,
-                sandbox=self.sandbox, result_max_bytes=self.result_max_bytes, disk_mb=self.disk_mb,
-                max_processes=self.max_processes,
-            )  # fmt: skip
+            with self.governor.watching() as watch:
+                converted = convert_task(
+                    payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc,
+                    cancel=self.stop, sandbox=self.sandbox, result_max_bytes=self.result_max_bytes,
+                    disk_mb=self.disk_mb, max_processes=self.max_processes, watch=watch,
+                )  # fmt: skip
+            result = converted.result
+            self._count(converted)
         except engine.ConversionCancelled:
             # Stopping: no result, so the lease runs out and the task goes to another worker.
             logger.info("task %s: conversion cancelled by shutdown", label)
@@ -347,7 +415,16 @@ class _WorkerLoop:
             except Exception:
                 logger.exception("task %s: cannot build a fatal result either", label)
                 result = b""  # a worker that produced nothing sends one empty data frame
+        finally:
+            self.tally.task = None
         self._deliver([self.identity, self.service, task_id, *split_frames(result, self.message_size)], label)
+        self.beat()
+
+    def _count(self, converted: Converted) -> None:
+        self.tally.conversions += 1
+        self.tally.peak_rss = max(self.tally.peak_rss, converted.peak_rss)
+        if converted.killed is not None:
+            self.tally.kills[converted.killed] = self.tally.kills.get(converted.killed, 0) + 1
 
     def _deliver(self, frames: list[bytes], label: str) -> None:
         assert self.sink is not None
@@ -367,9 +444,80 @@ class _WorkerLoop:
                 self.stop.wait(0.5)
 
 
+class Heartbeat:
+    """The worker's heartbeats: a thread with a DEALER socket of its own (ZeroMQ sockets are not shared
+    between threads) that sends a `cortex-heartbeat` message every `interval` seconds and when asked
+    (`beat`), naming each worker thread's task and tallies. Never blocks: a heartbeat that cannot be
+    queued is dropped, the next one says the same. Whatever comes back on the socket is read and dropped."""
+
+    def __init__(
+        self, *, context: zmq.Context, ventilator: str, worker: str, service: str, loops: list[_WorkerLoop],
+        governor: Governor, interval: float = HEARTBEAT_SECONDS,
+    ) -> None:  # fmt: skip
+        self.context = context
+        self.ventilator = ventilator
+        self.worker = worker
+        self.service = service
+        self.loops = loops
+        self.governor = governor
+        self.interval = interval
+        self._wanted = threading.Event()
+        self._halt = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="cortex-heartbeat", daemon=True)
+
+    def beat(self) -> None:
+        self._wanted.set()
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def close(self) -> None:
+        self._halt.set()
+        self._wanted.set()
+        self._thread.join()
+
+    def message(self) -> dict:
+        return {
+            "worker": self.worker,
+            "service": self.service,
+            "interval": self.interval,
+            "threads": {loop.identity.decode(): loop.tally.as_json() for loop in self.loops},
+            "governor": {
+                "floor": self.governor.floor,
+                "available": self.governor.last_available,
+                "paused": self.governor.paused,
+                "stops": self.governor.stops,
+            },
+        }
+
+    def _run(self) -> None:
+        dealer = self.context.socket(zmq.DEALER)
+        dealer.setsockopt(zmq.LINGER, 0)
+        dealer.setsockopt(zmq.SNDHWM, 2)
+        dealer.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
+        dealer.setsockopt(zmq.RECONNECT_IVL_MAX, RECONNECT_IVL_MAX_MS)
+        dealer.connect(self.ventilator)
+        try:
+            while not self._halt.is_set():
+                self._wanted.clear()
+                with contextlib.suppress(zmq.Again):
+                    dealer.send_multipart([HEARTBEAT_TAG, heartbeat_encode(self.message())], zmq.NOBLOCK)
+                with contextlib.suppress(zmq.Again):
+                    while dealer.poll(0, zmq.POLLIN):
+                        dealer.recv_multipart(zmq.NOBLOCK)
+                self._wanted.wait(self.interval)
+        finally:
+            dealer.close(linger=0)
+
+
+def worker_name(identity: str | None) -> str:
+    """The worker process's name: `identity`, by default `hostname:pid`."""
+    return identity or f"{socket.gethostname()}:{os.getpid()}"
+
+
 def worker_identities(identity: str | None, concurrency: int) -> list[str]:
-    """One identity per thread: `hostname:pid` by default, with the thread index when there are several."""
-    base = identity or f"{socket.gethostname()}:{os.getpid()}"
+    """One identity per thread: the worker's name, with the thread index when there are several."""
+    base = worker_name(identity)
     return [base] if concurrency == 1 else [f"{base}:{index}" for index in range(concurrency)]
 
 
@@ -390,13 +538,19 @@ def run_worker(
     result_max_bytes: int = RESULT_MAX_BYTES,
     disk_mb: int = engine.DEFAULT_DISK_MB,
     max_processes: int = engine.DEFAULT_MAX_PROCESSES,
+    memory_floor_mb: int = 0,
+    heartbeat_seconds: float = HEARTBEAT_SECONDS,
 ) -> None:
-    """Serve `service` with `concurrency` threads until `stop` is set; raises EngineMissing without latexmlc
-    and SandboxUnavailable (before serving anything) when the sandbox cannot start."""
+    """Serve `service` with `concurrency` threads until `stop` is set, sending heartbeats, with a memory
+    governor when `memory_floor_mb` is above 0; raises EngineMissing without latexmlc and
+    SandboxUnavailable (before serving anything) when the sandbox cannot start."""
     engine.latexmlc_path(latexmlc)
     engine.sandbox_check(sandbox)
-    if concurrency < 1 or message_size < 1 or reply_timeout <= 0 or result_max_bytes < 1:
-        raise ValueError("concurrency, message_size, reply_timeout and result_max_bytes must be positive")
+    if concurrency < 1 or message_size < 1 or reply_timeout <= 0 or result_max_bytes < 1 or heartbeat_seconds <= 0:
+        raise ValueError(
+            "concurrency, message_size, reply_timeout, result_max_bytes and heartbeat_seconds must be positive"
+        )
+    governor = Governor(memory_floor_mb)
     stop = stop if stop is not None else threading.Event()
     failures: list[BaseException] = []
     context = zmq.Context()
@@ -410,19 +564,29 @@ def run_worker(
             stop.set()
 
     names = worker_identities(identity, concurrency)
+    loops: list[_WorkerLoop] = []
+    heartbeat = Heartbeat(
+        context=context, ventilator=ventilator, worker=worker_name(identity), service=service, loops=loops,
+        governor=governor, interval=heartbeat_seconds,
+    )  # fmt: skip
     threads = []
     for index, name in enumerate(names):
         loop = _WorkerLoop(
             context=context, ventilator=ventilator, sink=sink, service=service, identity=name, timeout=timeout,
             memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc,
             sandbox=sandbox, stop=stop, result_max_bytes=result_max_bytes, disk_mb=disk_mb,
-            max_processes=max_processes,
+            max_processes=max_processes, governor=governor, beat=heartbeat.beat,
         )  # fmt: skip
+        loops.append(loop)
         threads.append(threading.Thread(target=serve, args=(loop,), name=f"cortex-worker-{index}", daemon=True))
+    capped = cgroups.problem()
     logger.info(
-        "worker %s: %d thread(s) serving %s from %s, sandbox %s", names[0], concurrency, service, ventilator,
-        sandbox.mode,
+        "worker %s: %d thread(s) serving %s from %s, sandbox %s, memory floor %s, processes and memory %s",
+        names[0], concurrency, service, ventilator, sandbox.mode, f"{memory_floor_mb} MB" if memory_floor_mb else "off",
+        "capped by a cgroup per conversion" if capped is None else f"checked every 50 ms (no cgroup: {capped})",
     )  # fmt: skip
+    governor.start()
+    heartbeat.start()
     for thread in threads:
         thread.start()
     try:
@@ -434,6 +598,8 @@ def run_worker(
         stop.set()
         for thread in threads:
             thread.join()
+        heartbeat.close()
+        governor.close()
         context.term()
     if failures:
         raise failures[0]
@@ -474,17 +640,31 @@ def main(argv: list[str] | None = None) -> int:
         help="conversions at once, or auto: one per core, as many as the available memory holds at --memory-mb",
     )  # fmt: skip
     parser.add_argument("--identity", default=None, help="default hostname:pid")
-    parser.add_argument("--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS, help="seconds per conversion")
-    parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
+    parser.add_argument(
+        "--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS,
+        help="seconds one conversion may run; past it Fatal:timeout:timedout"
+        f" (default {engine.DEFAULT_TIMEOUT_SECONDS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB,
+        help="the address space one conversion may use, /tmp included (it is on disk); past it"
+        f" Fatal:perl:out_of_memory (default {engine.DEFAULT_MEMORY_MB})",
+    )  # fmt: skip
     parser.add_argument(
         "--disk-mb", type=int, default=engine.DEFAULT_DISK_MB,
         help="what one conversion may hold on disk, its working directory and /tmp together; past it the"
-        " conversion ends with Fatal:limit:disk",
+        f" conversion ends with Fatal:limit:disk (default {engine.DEFAULT_DISK_MB})",
     )  # fmt: skip
     parser.add_argument(
         "--max-processes", type=int, default=engine.DEFAULT_MAX_PROCESSES,
         help="how many processes one conversion may have at once; past it the conversion ends with"
-        " Fatal:limit:processes",
+        f" Fatal:limit:processes (default {engine.DEFAULT_MAX_PROCESSES})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--memory-floor-mb", type=int, default=DEFAULT_MEMORY_FLOOR_MB,
+        help="when the machine has less memory available than this (its cgroup's room counted), the worker"
+        " stops its largest conversion, which the dispatcher tries again, and takes no task until memory"
+        f" recovers; 0 turns this off (default {DEFAULT_MEMORY_FLOOR_MB})",
     )  # fmt: skip
     parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
     parser.add_argument(
@@ -512,6 +692,7 @@ def main(argv: list[str] | None = None) -> int:
             identity=args.identity, timeout=args.timeout, memory_mb=args.memory_mb, message_size=args.message_size,
             stop=stop, latexmlc=args.latexmlc, sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap),
             result_max_bytes=args.result_max_bytes, disk_mb=args.disk_mb, max_processes=args.max_processes,
+            memory_floor_mb=args.memory_floor_mb,
         )  # fmt: skip
     except (engine.EngineMissing, ValueError) as exc:
         print(exc, file=sys.stderr)

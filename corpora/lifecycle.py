@@ -142,6 +142,19 @@ def lease_release(task_ids: list[int], *, mark: int) -> int:
         return cursor.rowcount
 
 
+def leases_expire(task_ids: list[int]) -> int:
+    """End the leases of `task_ids` now (their worker went silent): the next reap (`leases_reap`) takes
+    them back to TODO, the attempt counted, or makes those out of attempts fatal. Returns how many."""
+    if not task_ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE corpora_task SET leased_until = now() - interval '1 second' WHERE id = ANY(%s) AND {LEASED_SQL}",
+            [task_ids],
+        )
+        return cursor.rowcount
+
+
 def leased_count(*, mark: int) -> int:
     """How many tasks carry this lease mark."""
     with connection.cursor() as cursor:
@@ -239,13 +252,29 @@ class TaskResult(Protocol):
     def runtime_ms(self) -> int | None: ...
 
 
-def results_lock(cursor: CursorWrapper, task_ids: list[int]) -> dict[int, tuple[int, int]]:
-    """Lock the leased ones of `task_ids` for applying their results: task id -> (corpus id, service id)."""
+@dataclass(frozen=True)
+class Locked:
+    """A leased task locked for its result."""
+
+    corpus_id: int
+    service_id: int
+    attempts: int
+
+
+def results_lock(cursor: CursorWrapper, task_ids: list[int]) -> dict[int, Locked]:
+    """Lock the leased ones of `task_ids` for applying their results."""
     cursor.execute(
-        f"SELECT id, corpus_id, service_id FROM corpora_task WHERE id = ANY(%s) AND {LEASED_SQL} FOR UPDATE",
+        f"SELECT id, corpus_id, service_id, attempts FROM corpora_task WHERE id = ANY(%s) AND {LEASED_SQL} FOR UPDATE",
         [task_ids],
     )
-    return {task_id: (corpus_id, service_id) for task_id, corpus_id, service_id in cursor.fetchall()}
+    return {row[0]: Locked(*row[1:]) for row in cursor.fetchall()}
+
+
+def results_retry(cursor: CursorWrapper, task_ids: list[int]) -> None:
+    """Send tasks locked by `results_lock` back to TODO without applying their result (the worker's
+    governor stopped them): the attempt stays counted, and their previous messages stay as they were."""
+    if task_ids:
+        cursor.execute(f"UPDATE corpora_task SET status = {TODO}, leased_until = NULL WHERE id = ANY(%s)", [task_ids])
 
 
 def results_write(cursor: CursorWrapper, rows: Sequence[tuple[int, int, int, TaskResult]]) -> None:

@@ -15,12 +15,13 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from django.conf import settings
 from django.db import connection, transaction
 
 from conversion.logparse import Message, parse_log
-from conversion.severities import INVALID_CATEGORY, Severity
+from conversion.severities import GOVERNOR_WHAT, INVALID_CATEGORY, LIMIT_CATEGORY, Severity
 from conversion.zips import zip_member
-from corpora.lifecycle import results_lock, results_write
+from corpora.lifecycle import results_lock, results_retry, results_write
 from corpora.pairs import runs_close_drained
 from corpora.results import result_files_write
 from corpora.statuses import FATAL, INVALID
@@ -44,12 +45,14 @@ class Decoded:
     messages: list[Message]
     runtime_ms: int | None
     archive: bytes | None
+    governor_stopped: bool = False  # the worker's memory governor stopped the conversion: not the document's doing
 
 
 @dataclass
 class IngestOutcome:
     ingested: int = 0
     discarded: int = 0
+    retried: int = 0  # results of conversions the governor stopped, their tasks sent back to TODO
     pairs: set[tuple[int, int]] = field(default_factory=set)
 
 
@@ -75,7 +78,12 @@ def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
     except zipfile.BadZipFile as exc:
         raise BadResult(str(exc)) from exc
     parsed = parse_log(log)
-    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data)
+    # The engine writes the governor's message last, after all latexmlc said.
+    stopped = any(
+        m.severity == Severity.FATAL and m.category == LIMIT_CATEGORY and m.what == GOVERNOR_WHAT
+        for m in parsed.messages[-2:]
+    )
+    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, stopped)
 
 
 @dataclass(frozen=True)
@@ -119,25 +127,35 @@ def results_prepare(results: list[RawResult], *, service_ids: dict[str, int], ma
     return batch
 
 
-def results_apply(batch: PreparedBatch, *, results_dir: Path) -> IngestOutcome:
+def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int | None = None) -> IngestOutcome:
     """Apply prepared results in one short transaction: only those whose task is still leased and of the
     same service; their files are written before the statuses that point to them commit, and
-    the runs of pairs left with no task to do are closed in it."""
+    the runs of pairs left with no task to do are closed in it. A result the worker's governor stopped
+    sends its task back to TODO instead while it has used fewer than `max_attempts` (the dispatcher's
+    setting by default), and is applied as the fatal result it is on the last attempt."""
     outcome = IngestOutcome(discarded=batch.discarded)
     if not batch.results:
         return outcome
+    if max_attempts is None:
+        max_attempts = settings.DISPATCHER_MAX_ATTEMPTS
     rows: list[tuple[int, int, int, Decoded]] = []
     with transaction.atomic(), connection.cursor() as cursor:
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])
         writes: list[tuple[int, int, int, bytes]] = []
+        retry: list[int] = []
         for prepared in batch.results:
-            pair = leased.get(prepared.task_id)
-            if pair is None or prepared.service_id != pair[1]:
+            task = leased.get(prepared.task_id)
+            if task is None or prepared.service_id != task.service_id:
                 outcome.discarded += 1
                 continue
+            if prepared.decoded.governor_stopped and task.attempts < max_attempts:
+                retry.append(prepared.task_id)
+                continue
             if prepared.decoded.archive is not None:
-                writes.append((pair[0], pair[1], prepared.task_id, prepared.decoded.archive))
-            rows.append((prepared.task_id, pair[0], pair[1], prepared.decoded))
+                writes.append((task.corpus_id, task.service_id, prepared.task_id, prepared.decoded.archive))
+            rows.append((prepared.task_id, task.corpus_id, task.service_id, prepared.decoded))
+        results_retry(cursor, retry)
+        outcome.retried = len(retry)
         if rows:
             # The files are written (system calls, without the GIL) beside the statements and are complete
             # before the commit: a status never commits ahead of its file. Should the transaction fail,

@@ -8,6 +8,12 @@ CPU; after each drain it reports through a pipe what arrived, which keeps the in
 Either process stops the other when it ends: the sink watches for the ventilator's death, and the
 ventilator exits with an error when the sink dies. Anything a peer sends that does not fit the protocol
 is counted and ignored: neither loop dies of it.
+
+Our workers also send heartbeats to the ventilator (conversion.worker.Heartbeat): they say which task
+each worker thread converts, and carry its tallies, which are written to the worker rows. When a worker
+that sent heartbeats falls silent for `worker_silence_seconds`, the leases of the tasks it held end at
+once and the reaper gives them back (the attempt counted). A worker that never sent one (an unmodified
+CorTeX worker) keeps the plain lease timeout.
 """
 
 from __future__ import annotations
@@ -27,17 +33,20 @@ from pathlib import Path
 import zmq
 from django.conf import settings
 from django.db import connection, connections, transaction
+from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from config.live import config_sync
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
-from conversion.wire import split_frames
+from conversion.wire import HEARTBEAT_TAG, heartbeat_decode, split_frames
 from corpora.lifecycle import (
     LeasedTask,
     grains_clear,
     lease_batch,
     lease_release,
     leased_count,
+    leases_expire,
     leases_invalidate,
     leases_reap,
     still_leased,
@@ -78,6 +87,21 @@ class Counters:
     garbage: int = 0
     reaped: int = 0
     failed_for_retries: int = 0
+    released: int = 0
+    retried: int = 0
+
+
+@dataclass
+class Beat:
+    """What the dispatcher knows of one worker process that sends heartbeats."""
+
+    last: float  # monotonic time of its last heartbeat
+    service: str = ""
+    tasks: set[int] = field(default_factory=set)  # the tasks it holds, as far as the dispatcher knows
+    sent: set[int] = field(default_factory=set)  # handed to it since its last heartbeat
+    # thread identity -> (conversions, peak resident bytes, kills by reason), when it changed since the last write
+    tallies: dict[str, tuple[int, int, dict[str, int]]] = field(default_factory=dict)
+    at: object = None  # wall time of the last heartbeat, for the worker rows
 
 
 @dataclass
@@ -100,6 +124,7 @@ class DispatcherConfig:
     result_batch: int
     reap_seconds: int
     corpus_roots: list[Path] = field(default_factory=list)
+    worker_silence_seconds: int = 60
     payload_max_bytes: int = PAYLOAD_MAX_BYTES
     # Follow the live configuration keys (config.live) while running: set when made from the settings.
     live: bool = False
@@ -116,6 +141,7 @@ class DispatcherConfig:
             lease_batch=settings.DISPATCHER_LEASE_BATCH,
             result_batch=settings.DISPATCHER_RESULT_BATCH,
             reap_seconds=settings.DISPATCHER_REAP_SECONDS,
+            worker_silence_seconds=settings.DISPATCHER_WORKER_SILENCE_SECONDS,
             corpus_roots=list(settings.CORPUS_ROOTS),
             payload_max_bytes=settings.PAYLOAD_MAX_BYTES,
             live=True,
@@ -127,6 +153,7 @@ class DispatcherConfig:
         self.max_attempts = settings.DISPATCHER_MAX_ATTEMPTS
         self.lease_batch = settings.DISPATCHER_LEASE_BATCH
         self.reap_seconds = settings.DISPATCHER_REAP_SECONDS
+        self.worker_silence_seconds = settings.DISPATCHER_WORKER_SILENCE_SECONDS
 
 
 @dataclass
@@ -158,6 +185,11 @@ class Dispatcher:
         os.set_blocking(self.packed_wake, False)
         os.set_blocking(self.packed_signal, False)
         self.wake_sent = False  # a byte is in the pipe that the loop has not taken yet: no need for another
+        # Workers that send heartbeats: name -> Beat; the worker thread identities they named -> the name;
+        # and the holder of each task they hold, so that a task handed on meanwhile is not taken back.
+        self.beats: dict[str, Beat] = {}
+        self.beating: dict[bytes, str] = {}
+        self.holders: dict[int, str] = {}
         self.sink_process: multiprocessing.process.BaseProcess | None = None
         self.sink_stopped: str | None = None  # why the sink stopped, from its last report
 
@@ -265,6 +297,7 @@ class Dispatcher:
                 self._reap()
                 next_reap = now + self.config.reap_seconds
             if now >= next_flush:
+                self._release_silent(now)
                 self._flush()
                 self._refresh_services()
                 self._prune_queues()
@@ -289,6 +322,7 @@ class Dispatcher:
         self.in_flight = max(self.in_flight - report.received, 0)
         self.counters.ingested += report.ingested
         self.counters.discarded += report.discarded
+        self.counters.retried += report.retried
         self.counters.garbage += report.garbage
         for (identity, service_name), (count, first_seen, last_seen) in report.returned.items():
             service = self.services.get(service_name)
@@ -312,6 +346,9 @@ class Dispatcher:
     def _answer(self, frames: list[bytes]) -> None:
         identity = frames[0]
         request = frames[1:]
+        if len(request) == 2 and request[0] == HEARTBEAT_TAG:
+            self._heartbeat(request[1])  # not answered: the heartbeat socket asks for nothing
+            return
         if len(request) != 1 or not request[0] or len(request[0]) > _MAX_SERVICE_NAME:
             self.counters.garbage += 1
             self._send(identity, NO_WORK)
@@ -381,6 +418,10 @@ class Dispatcher:
                     self._send(identity, [str(task.id).encode(), *split_frames(outcome, self.config.message_size)])
                     self.counters.dispatched += 1
                     self._tally(identity, task.service_id).dispatched += 1
+                    worker = self.beating.get(identity)
+                    if worker is not None:  # held from now, before its heartbeat says so
+                        self.beats[worker].sent.add(task.id)
+                        self.holders[task.id] = worker
                     continue
                 self.in_flight = max(self.in_flight - 1, 0)
                 if isinstance(outcome, SourceRefused):
@@ -447,6 +488,64 @@ class Dispatcher:
             if len(batch) < limit:
                 self.dry_until[name] = time.monotonic() + DRY_SECONDS
 
+    # --- heartbeats ------------------------------------------------------------------------------
+
+    def _heartbeat(self, data: bytes) -> None:
+        """Take one worker's heartbeat: the tasks its threads convert now, and their tallies."""
+        try:
+            message = heartbeat_decode(data)
+            worker = str(message["worker"])[:200]
+            service = str(message.get("service", ""))[:200]
+            threads = message["threads"]
+            current: dict[str, tuple[int | None, int, int, dict[str, int]]] = {}
+            for name, thread in threads.items():
+                task = thread.get("task")
+                kills = {str(reason)[:20]: int(count) for reason, count in thread.get("kills", {}).items()}
+                current[str(name)[:200]] = (
+                    int(task) if task is not None else None, int(thread.get("conversions", 0)),
+                    int(thread.get("peak_rss", 0)), kills,
+                )  # fmt: skip
+        except (ValueError, TypeError, KeyError, AttributeError):
+            self.counters.garbage += 1
+            return
+        beat = self.beats.get(worker)
+        if beat is None:
+            beat = self.beats[worker] = Beat(last=0.0)
+        beat.last, beat.service, beat.at = time.monotonic(), service, timezone.now()
+        held = {task for task, _, _, _ in current.values() if task is not None} | beat.sent
+        for task in beat.tasks - held:
+            if self.holders.get(task) == worker:
+                del self.holders[task]
+        for task in held:
+            self.holders[task] = worker
+        beat.tasks, beat.sent = held, set()
+        for name, (_, conversions, peak_rss, kills) in current.items():
+            self.beating[name.encode()] = worker
+            beat.tallies[name] = (conversions, peak_rss, kills)
+
+    def _release_silent(self, now: float) -> None:
+        """End the leases of the tasks held by workers whose heartbeats stopped, and reap them at once."""
+        silent = [name for name, beat in self.beats.items() if now - beat.last > self.config.worker_silence_seconds]
+        if not silent:
+            return
+        held: list[int] = []
+        for name in silent:
+            beat = self.beats.pop(name)
+            for task in beat.tasks | beat.sent:
+                if self.holders.get(task) == name:
+                    del self.holders[task]
+                    held.append(task)
+            for identity in [identity for identity, worker in self.beating.items() if worker == name]:
+                del self.beating[identity]
+        released = leases_expire(held)
+        self.counters.released += released
+        logger.warning(
+            "worker(s) %s sent no heartbeat for %s s: %d lease(s) given back", ", ".join(silent),
+            self.config.worker_silence_seconds, released,
+        )  # fmt: skip
+        if released:
+            self._reap()
+
     # --- timers ----------------------------------------------------------------------------------
 
     def _reap(self) -> None:
@@ -503,11 +602,45 @@ class Dispatcher:
                         [tallies[k].first_seen for k in keys], [tallies[k].last_seen for k in keys],
                     ],
                 )  # fmt: skip
+            self._flush_beats(cursor)
         c = self.counters
         DispatcherState.objects.filter(pk=self.state.pk).update(
             heartbeat_at=timezone.now(), leased=c.leased, dispatched=c.dispatched, ingested=c.ingested,
             discarded=c.discarded, garbage=c.garbage, reaped=c.reaped, failed_for_retries=c.failed_for_retries,
+            released=c.released, retried=c.retried,
         )  # fmt: skip
+
+    def _flush_beats(self, cursor: CursorWrapper) -> None:
+        """Write the tallies heartbeats brought since the last flush (one upsert): as the worker reported
+        them, counted since its process started."""
+        rows = []
+        for beat in self.beats.values():
+            service = self.services.get(beat.service)
+            if service is not None:
+                rows += [(name, service[0], *tally, beat.at) for name, tally in beat.tallies.items()]
+            beat.tallies = {}
+        if not rows:
+            return
+        cursor.execute(
+            """
+            INSERT INTO services_worker (identity, service_id, conversions, peak_rss, kills, heartbeat_at,
+                                         dispatched, returned, first_seen, last_seen)
+            SELECT v.identity, v.service_id, v.conversions, v.peak_rss, v.kills, v.at, 0, 0, v.at, v.at
+              FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::jsonb[], %s::timestamptz[])
+                   AS v(identity, service_id, conversions, peak_rss, kills, at)
+            ON CONFLICT (identity, service_id) DO UPDATE
+               SET conversions = EXCLUDED.conversions, peak_rss = EXCLUDED.peak_rss, kills = EXCLUDED.kills,
+                   heartbeat_at = EXCLUDED.heartbeat_at
+            """,
+            [
+                [row[0] for row in rows],
+                [row[1] for row in rows],
+                [row[2] for row in rows],
+                [row[3] for row in rows],
+                [Jsonb(row[4]) for row in rows],
+                [row[5] for row in rows],
+            ],
+        )
 
 
 def dispatcher_serve(config: DispatcherConfig | None = None) -> None:

@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
+from config.live import config_sync
 from conversion.processes import die_with_parent
 from corpora.lifecycle import grains_clear
 from dispatcher.ingest import (
@@ -58,6 +59,7 @@ class SinkReport:
     received: int = 0
     ingested: int = 0
     discarded: int = 0
+    retried: int = 0
     garbage: int = 0
     # (identity, service name) -> (results returned, first seen, last seen)
     returned: dict[tuple[str, str], list] = field(default_factory=dict)
@@ -67,7 +69,14 @@ class SinkReport:
 
     def __bool__(self) -> bool:
         return bool(
-            self.received or self.ingested or self.discarded or self.garbage or self.ready or self.error or self.stopped
+            self.received
+            or self.ingested
+            or self.discarded
+            or self.retried
+            or self.garbage
+            or self.ready
+            or self.error
+            or self.stopped
         )
 
 
@@ -199,6 +208,7 @@ class Sink:
         from services.models import Service
 
         self.services = dict(Service.objects.values_list("name", "pk"))
+        config_sync()  # DISPATCHER_MAX_ATTEMPTS, which decides whether a governor's stop is tried again
 
     def _send_report(self) -> None:
         while True:
@@ -208,6 +218,7 @@ class Sink:
                 break
             self.report.ingested += outcome.ingested
             self.report.discarded += outcome.discarded
+            self.report.retried += outcome.retried
         if self.report:
             self.reports.send(self.report)
             self.report = SinkReport()

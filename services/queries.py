@@ -6,8 +6,8 @@ from django.conf import settings
 from django.db.models import Count, QuerySet
 
 from config.errors import NotFound
+from conversion.engine import KILL_REASONS
 from conversion.sandbox import Sandbox
-from services.choices import KILL_REASONS
 from services.models import Service, Worker
 
 

@@ -152,7 +152,7 @@ def test_the_interactive_docs_load_their_assets_from_this_server(client):
 
 
 def test_the_worker_record_documents_its_heartbeat_fields_and_every_kill_reason(document):
-    from services.choices import KILL_REASONS
+    from conversion.engine import KILL_REASONS
 
     schemas = document["components"]["schemas"]
     ok = document["paths"]["/api/services/{service}/workers"]["get"]["responses"]["200"]

@@ -394,7 +394,10 @@ def test_a_binding_that_forks_300_sleepers_ends_at_the_process_limit_and_leaves_
     conversion, descendants = watched(lambda: convert(work, "doc.tex", timeout=120, max_processes=40, sandbox=BWRAP))
     assert time.monotonic() - started < 60  # ended at the limit, not at the timeout
     assert conversion.status_code == 3
-    assert b"Fatal:limit:processes the conversion ran more than its limit of 40 processes at once" in conversion.log
+    assert (
+        b"Fatal:limit:processes the conversion tried to run more than its limit of 40 processes at once"
+        in conversion.log
+    )
     assert len(descendants.seen) < 300  # stopped while forking, far from its 300 sleepers
     assert descendants.alive() == []
 

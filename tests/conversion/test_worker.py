@@ -14,7 +14,7 @@ import time
 import uuid
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from conversion.engine import EngineMissing, latexmlc_path
 from conversion.logparse import parse_log
 from conversion.machine import concurrency_auto
 from conversion.statuses import FATAL, INVALID
-from conversion.wire import join_frames, payload_complete, split_frames
+from conversion.wire import HEARTBEAT_TAG, heartbeat_decode, join_frames, payload_complete, split_frames
 from conversion.worker import InvalidPayload, run_worker, unpack_payload, worker_identities
 from tests.support import PROJECT_DIR
 
@@ -60,9 +60,30 @@ class FakeDispatcher:
     ventilator_port: int
     sink_port: int
 
+    heartbeats: list[dict] = field(default_factory=list)
+
     def next_request(self, timeout: float = 15) -> list[bytes]:
-        assert self.ventilator.poll(int(timeout * 1000)), "the worker did not ask for work"
-        return self.ventilator.recv_multipart()
+        """The next request for work; heartbeats that come meanwhile are kept in `heartbeats`."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0 and self.ventilator.poll(int(remaining * 1000)), "the worker did not ask for work"
+            frames = self.ventilator.recv_multipart()
+            if len(frames) == 3 and frames[1] == HEARTBEAT_TAG:
+                self.heartbeats.append(heartbeat_decode(frames[2]))
+                continue
+            return frames
+
+    def next_heartbeat(self, timeout: float = 15) -> dict:
+        """The next heartbeat (requests for work that come meanwhile get no answer)."""
+        deadline = time.monotonic() + timeout
+        while not self.heartbeats:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0 and self.ventilator.poll(int(remaining * 1000)), "no heartbeat came"
+            frames = self.ventilator.recv_multipart()
+            if len(frames) == 3 and frames[1] == HEARTBEAT_TAG:
+                self.heartbeats.append(heartbeat_decode(frames[2]))
+        return self.heartbeats.pop(0)
 
     def hand(self, routing_id: bytes, frames: list[bytes]) -> None:
         self.ventilator.send_multipart([routing_id, *frames])
@@ -354,3 +375,23 @@ def test_a_worker_with_concurrency_auto_serves_one_thread_per_conversion_it_pick
     finally:
         process.terminate()
         process.wait(30)
+
+
+@pytest.mark.slow
+def test_the_worker_s_heartbeats_name_its_task_while_it_converts_and_count_it_after(dispatcher, latexmlc):
+    """From a socket of its own: one at start, one when a conversion starts (naming the task), one when
+    it ends (its tally counted), and one every heartbeat_seconds."""
+    running = start_worker(dispatcher, heartbeat_seconds=30, memory_floor_mb=1)
+    try:
+        first = dispatcher.next_heartbeat()
+        assert (first["worker"], first["service"], first["interval"]) == (IDENTITY, SERVICE.decode(), 30)
+        assert first["threads"] == {IDENTITY: {"task": None, "conversions": 0, "peak_rss": 0, "kills": {}}}
+        assert first["governor"]["floor"] == 1024 * 1024 and first["governor"]["paused"] is False
+        dispatcher.hand_task(b"42", GOOD_PAYLOAD)
+        assert dispatcher.next_heartbeat()["threads"][IDENTITY]["task"] == "42"
+        assert_converted(result_of(dispatcher.next_result(), b"42"))
+        after = dispatcher.next_heartbeat()["threads"][IDENTITY]
+        assert (after["task"], after["conversions"], after["kills"]) == (None, 1, {})
+        assert after["peak_rss"] > 10 * 1024 * 1024  # LaTeXML's resident size, measured while it ran
+    finally:
+        running.shut_down()

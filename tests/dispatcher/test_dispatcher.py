@@ -293,3 +293,57 @@ def test_a_dispatcher_killed_mid_run_loses_and_duplicates_nothing(corpus_root, d
     assert set(per_task.values()) == {3}, per_task  # exactly one result's messages each
     assert Run.objects.get(corpus__name="big").finished_at is not None
     worker.close()
+
+
+def _heartbeat(process, message: dict) -> None:
+    """One heartbeat from a socket of its own, as conversion.worker.Heartbeat sends it."""
+    import zmq
+
+    from conversion.wire import HEARTBEAT_TAG, heartbeat_encode
+
+    socket = zmq.Context.instance().socket(zmq.DEALER)
+    socket.setsockopt(zmq.LINGER, 2000)
+    socket.connect(f"tcp://127.0.0.1:{process.ventilator_port}")
+    socket.send_multipart([HEARTBEAT_TAG, heartbeat_encode(message)])
+    socket.close()
+
+
+def test_a_silent_worker_s_leases_are_given_back_and_a_worker_without_heartbeats_keeps_its_own(pair, dispatcher):
+    Service.objects.filter(name="tex_to_html").update(lease_seconds=900)
+    process = dispatcher(DISPATCHER_WORKER_SILENCE_SECONDS="5")
+    beating, plain = FakeWorker(process, identity="beating:0"), FakeWorker(process, identity="plain:0")
+    _state()
+    held, _ = wait_for(lambda: beating.ask("tex_to_html"), message="a task")
+    kept, _ = wait_for(lambda: plain.ask("tex_to_html"), message="another task")
+    tally = {"task": held, "conversions": 3, "peak_rss": 512 * 1024 * 1024, "kills": {"disk": 1, "governor": 2}}
+    _heartbeat(process, {"worker": "beating", "service": "tex_to_html", "threads": {"beating:0": tally}})
+    row = wait_for(
+        lambda: Worker.objects.filter(identity="beating:0", heartbeat_at__isnull=False).first(), message="the tallies"
+    )
+    assert (row.conversions, row.peak_rss, row.kills) == (3, 512 * 1024 * 1024, {"disk": 1, "governor": 2})
+    assert Worker.objects.get(identity="plain:0").heartbeat_at is None
+    silent_since = time.monotonic()
+    # No more heartbeats: after 5 s of silence the task is TODO again, its attempt counted.
+    wait_for(lambda: Task.objects.filter(pk=held, status=0).exists(), timeout=30, message="the lease given back")
+    assert time.monotonic() - silent_since >= 4
+    assert Task.objects.get(pk=held).attempts == 1
+    assert wait_for(lambda: DispatcherState.objects.filter(released=1).first(), message="the count")
+    assert Task.objects.get(pk=kept).status > 0  # no heartbeat ever: the plain lease timeout holds
+    # The third task may be queued ahead of it; then it comes.
+    handed = [wait_for(lambda: plain.ask("tex_to_html"), message="a task handed out")[0] for _ in range(2)]
+    assert held in handed
+    beating.close()
+    plain.close()
+
+
+def test_a_heartbeat_that_cannot_be_read_is_counted_as_garbage_and_not_answered(pair, dispatcher):
+    from conversion.wire import HEARTBEAT_TAG
+
+    process = dispatcher()
+    worker = FakeWorker(process, identity="odd:0")
+    _state()
+    for body in (b"not json", b"[1, 2]", b'{"worker": "w", "threads": {"w:0": {"task": "x"}}}', b"{" * 70_000):
+        assert worker.raw_request([HEARTBEAT_TAG, body], timeout=1) is None
+    wait_for(lambda: DispatcherState.objects.filter(garbage=4).first(), message="four garbage counts")
+    assert wait_for(lambda: worker.ask("tex_to_html"), message="a task after them")  # the loop lives on
+    worker.close()

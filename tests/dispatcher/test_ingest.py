@@ -103,3 +103,45 @@ def test_a_rerun_result_replaces_the_file_whole_and_a_failed_write_leaves_no_fil
     # Nothing committed, no half-written file: the task is still leased and its result will come again.
     assert Task.objects.get(pk=second.pk).status == 99
     assert sorted(p.name for p in path.parent.iterdir()) == [f"{first.pk}.zip"]
+
+
+GOVERNOR_LOG = (
+    "Warning:expected:label Missing label target\n"
+    "Fatal:limit:governor the worker's memory governor stopped the conversion: the machine had 900 MB of memory"
+    " available, below the floor of 1024 MB; this conversion held 700 MB, the most of the 2 running\n"
+    "Status:conversion:3\nInfo:runtime_ms:900\n"
+)
+
+
+@pytest.mark.django_db
+def test_a_result_the_governor_stopped_sends_its_task_back_until_its_attempts_run_out(corpus_root, tmp_path):
+    """Not the document's fault: the task goes back to TODO with its attempt counted and nothing applied,
+    while it has attempts left; on its last attempt it is the fatal result it is, with the governor's message."""
+    results_dir = tmp_path / "results"
+    imported(corpus_root, "c", documents=2)
+    activated("c")
+    early, last = Task.objects.filter(service__name="tex_to_html").order_by("pk")
+    Task.objects.filter(pk=early.pk).update(status=99, attempts=1)
+    Task.objects.filter(pk=last.pk).update(status=99, attempts=3)
+    batch = [RawResult("w", "tex_to_html", str(task.pk), result_zip(GOVERNOR_LOG)) for task in (early, last)]
+    outcome = result_ingest(
+        batch, service_ids={"tex_to_html": early.service_id}, results_dir=results_dir, max_bytes=10**6
+    )  # DISPATCHER_MAX_ATTEMPTS is 3
+    assert (outcome.ingested, outcome.retried, outcome.discarded) == (1, 1, 0)
+    early.refresh_from_db()
+    last.refresh_from_db()
+    assert (early.status, early.attempts, early.leased_until) == (0, 1, None)
+    assert (
+        not LogMessage.objects.filter(task=early).exists()
+        and not result_path(results_dir, early.corpus_id, early.service_id, early.pk).exists()
+    )
+    assert last.status == -4
+    fatal = LogMessage.objects.get(task=last, severity="fatal")
+    assert (fatal.category, fatal.what) == ("limit", "governor")
+    assert fatal.details.startswith("the worker's memory governor stopped the conversion: the machine had 900 MB")
+
+
+def test_only_the_governor_s_own_message_marks_a_result_for_another_attempt():
+    assert result_decode(result_zip(GOVERNOR_LOG), max_bytes=10**6).governor_stopped
+    for log in (WARNING_LOG, "Fatal:limit:disk the conversion wrote more\nStatus:conversion:3\n"):
+        assert not result_decode(result_zip(log), max_bytes=10**6).governor_stopped

@@ -134,7 +134,7 @@ def _workers_of(service: str, *rows: dict) -> None:
 def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_every_reason(authed):
     from datetime import UTC, datetime
 
-    from services.choices import KILL_REASONS
+    from conversion.engine import KILL_REASONS
 
     beat = datetime(2026, 11, 25, 3, 40, 12, tzinfo=UTC)
     _workers_of(

@@ -62,6 +62,7 @@ class Command(BaseCommand):
                 result_max_bytes=settings.RESULT_MAX_BYTES,
                 disk_mb=settings.CONVERSION_DISK_MB,
                 max_processes=settings.CONVERSION_MAX_PROCESSES,
+                memory_floor_mb=settings.CONVERSION_MEMORY_FLOOR_MB,
                 sandbox=sandbox,
             )
         except EngineMissing as exc:
