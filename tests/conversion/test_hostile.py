@@ -368,9 +368,8 @@ def test_a_fork_bomb_ends_at_the_process_limit_and_is_stopped_within_a_bound(wor
     having started no more processes than FORK_BOUND, and the samples of the processes below the worker
     taken meanwhile stay within that bound too."""
     outcome = worker.convert("forkbomb")
-    assert outcome.fatal == [
-        ("limit", "processes", f"the conversion ran more than its limit of {MAX_PROCESSES} processes at once")
-    ]
+    expected = [("limit", "processes", f"the conversion ran more than its limit of {MAX_PROCESSES} processes at once")]
+    assert outcome.fatal == expected, outcome.log[-1500:]
     assert outcome.parsed.status == FATAL
     assert outcome.seconds < TIMEOUT  # stopped at the limit, not at the timeout
     assert MAX_PROCESSES // 2 < forks_started(outcome) <= FORK_BOUND
@@ -402,13 +401,8 @@ def test_a_document_that_writes_without_end_ends_at_the_disk_limit_and_its_space
     """diskfill writes 1 MB files into its working directory, tmpfill into /tmp; both are under the
     worker's TMPDIR, whose bytes the test samples while they run."""
     outcome = worker.convert(name)
-    assert outcome.fatal == [
-        (
-            "limit",
-            "disk",
-            f"the conversion wrote more than its disk limit of {DISK_MB} MB (its working directory and /tmp together)",
-        )
-    ]
+    limit = f"the conversion wrote more than its disk limit of {DISK_MB} MB (its working directory and /tmp together)"
+    assert outcome.fatal == [("limit", "disk", limit)], outcome.log[-1500:]
     assert outcome.parsed.status == FATAL
     assert outcome.seconds < TIMEOUT
     # Seen filling, and never far past the limit.
@@ -421,7 +415,8 @@ def test_a_document_that_takes_memory_in_steps_ends_out_of_memory_at_the_memory_
     """50 MB at a time, kept: Perl's allocation fails at the address-space limit and latexmlc dies saying
     "Out of memory"; the log ends with the engine's Fatal:perl:out_of_memory naming the limit."""
     outcome = worker.convert("memory")
-    assert outcome.fatal == [("perl", "out_of_memory", f"latexmlc ran out of memory (limit {MEMORY_MB} MB)")]
+    expected = [("perl", "out_of_memory", f"latexmlc ran out of memory (limit {MEMORY_MB} MB)")]
+    assert outcome.fatal == expected, outcome.log[-1500:]
     assert outcome.parsed.status == FATAL
     assert outcome.seconds < TIMEOUT
     assert_nothing_left(worker, outcome)
@@ -432,7 +427,8 @@ def test_a_document_that_ignores_sigterm_ends_at_the_timeout_with_its_orphaned_h
     """The binding ignores SIGTERM and starts a helper in a session of its own, orphaned: both are
     killed at the timeout, and the result comes without waiting for them beyond the grace."""
     outcome = worker.convert("sigterm")
-    assert outcome.fatal == [("timeout", "timedout", f"Conversion exceeded the timeout of {TIMEOUT} seconds")]
+    expected = [("timeout", "timedout", f"Conversion exceeded the timeout of {TIMEOUT} seconds")]
+    assert outcome.fatal == expected, outcome.log[-1500:]
     assert outcome.parsed.status == FATAL
     assert TIMEOUT <= outcome.seconds < TIMEOUT + TERMINATE_GRACE_SECONDS + 10
     assert outcome.watch.commands("latexmlc") >= 2  # latexmlc, and the helper it forked
