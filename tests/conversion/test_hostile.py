@@ -8,7 +8,8 @@ ignores SIGTERM and sleeps past the timeout, one that opens sockets and one that
 One `python -m conversion.worker --sandbox bwrap` with small limits serves them all, with a TMPDIR of
 its own; the test is its ventilator (ROUTER) and its sink (PULL) on real sockets and hands it each
 document as a ZIP. Every document must end with a clear status and message and leave nothing behind:
-no process below the worker, none of the processes seen below it while it ran, nothing in its TMPDIR.
+no process below the worker, none of those seen below it while it ran, none in the pid namespace its
+sandbox had, nothing in the worker's TMPDIR.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ import uuid
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
+from typing import NamedTuple
 
 import psutil
 import pytest
@@ -90,14 +92,20 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def stat_of(pid: int) -> tuple[str, int] | None:
-    """A process's state letter and start time (clock ticks after boot), None when it is gone."""
+class Stat(NamedTuple):
+    state: str  # R, S, Z, ...
+    session: int
+    started: int  # clock ticks after boot
+
+
+def stat_of(pid: int) -> Stat | None:
+    """What /proc/<pid>/stat says of a process, None when it is gone."""
     try:
         with open(f"/proc/{pid}/stat") as handle:
             fields = handle.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
         return None
-    return fields[0], int(fields[19])
+    return Stat(state=fields[0], session=int(fields[3]), started=int(fields[19]))
 
 
 def cmdline_of(pid: int) -> str:
@@ -128,9 +136,9 @@ def processes_in(namespaces: set[str], *, started_by: int) -> list[str]:
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit() and pid_namespace_of(int(entry)) in namespaces:
-            state = stat_of(int(entry))
-            if state is not None and state[0] != "Z" and state[1] <= started_by:
-                found.append(f"{entry} {state[0]} {cmdline_of(int(entry))}")
+            found_stat = stat_of(int(entry))
+            if found_stat is not None and found_stat.state != "Z" and found_stat.started <= started_by:
+                found.append(f"{entry} {found_stat.state} {cmdline_of(int(entry))}")
     return found
 
 
@@ -157,15 +165,15 @@ def disk_used(directory: Path) -> int:
 @dataclass
 class Watch:
     """What a conversion holds while it runs, sampled from the test every SAMPLE_SECONDS: the processes
-    below the worker (each one seen, with its start time and command line) and the bytes under the
-    worker's TMPDIR."""
+    below the worker (each one seen, with its state, session and start time then, its command line and its
+    pid namespace) and the bytes under the worker's TMPDIR."""
 
     worker_pid: int
     tmpdir: Path
     most_processes: int = 0
     most_bytes: int = 0
     samples: int = 0
-    seen: dict[int, tuple[int, str]] = field(default_factory=dict)  # pid -> (start time, command line)
+    seen: dict[int, tuple[Stat, str]] = field(default_factory=dict)  # pid -> (its stat then, command line)
     pid_namespaces: set[str | None] = field(default_factory=set)  # those of the processes seen
     stop: threading.Event = field(default_factory=threading.Event)
 
@@ -175,7 +183,7 @@ class Watch:
             self.most_processes = max(self.most_processes, len(below))
             for pid in below:
                 if pid not in self.seen and (found := stat_of(pid)) is not None:
-                    self.seen[pid] = (found[1], cmdline_of(pid))
+                    self.seen[pid] = (found, cmdline_of(pid))
                     self.pid_namespaces.add(pid_namespace_of(pid))
             self.most_bytes = max(self.most_bytes, disk_used(self.tmpdir))
             self.samples += 1
@@ -184,19 +192,24 @@ class Watch:
     def alive(self) -> list[str]:
         """The processes seen below the worker that still run (a zombie waits only to be reaped)."""
         left = []
-        for pid, (started, cmdline) in sorted(self.seen.items()):
-            found = stat_of(pid)
-            if found is not None and found[1] == started and found[0] != "Z":
-                left.append(f"{pid} {found[0]} {cmdline}")
+        for pid, (then, cmdline) in sorted(self.seen.items()):
+            now = stat_of(pid)
+            if now is not None and now.started == then.started and now.state != "Z":
+                left.append(f"{pid} {now.state} {cmdline}")
         return left
 
     def sandboxes(self) -> set[str]:
         """The pid namespaces of the processes seen other than the test's own: their sandboxes'."""
         return {name for name in self.pid_namespaces if name is not None} - {pid_namespace_of(os.getpid())}
 
-    def commands(self, text: str) -> int:
-        """How many of the processes seen had `text` in their command line."""
-        return sum(text in cmdline for _, cmdline in self.seen.values())
+    def latexmlc(self) -> list[Stat]:
+        """The processes seen that were latexmlc (Perl) or forks of it, not the bwraps that started it (their
+        command lines name latexmlc too)."""
+        return [
+            then
+            for then, cmdline in list(self.seen.values())  # a copy: the sampler may add to it meanwhile
+            if PurePath(cmdline.split(" ", 1)[0]).name.startswith("perl") and "latexmlc" in cmdline
+        ]
 
 
 @dataclass
@@ -373,9 +386,9 @@ def test_a_fork_bomb_ends_at_the_process_limit_and_is_stopped_within_a_bound(wor
     assert outcome.parsed.status == FATAL
     assert outcome.seconds < TIMEOUT  # stopped at the limit, not at the timeout
     assert MAX_PROCESSES // 2 < forks_started(outcome) <= FORK_BOUND
-    # Seen running (bwrap twice, latexmlc and its forks), and below the worker never more than the bound
-    # allows: the outer bwrap, the sandbox's first process, latexmlc and what it started.
-    assert outcome.watch.commands("latexmlc") > 2
+    # Seen forking, and below the worker never more than the bound allows: the outer bwrap, the sandbox's
+    # first process, latexmlc and what it started.
+    assert len(outcome.watch.latexmlc()) >= 5
     assert 4 <= outcome.watch.most_processes <= 3 + FORK_BOUND
     assert_nothing_left(worker, outcome)
 
@@ -431,7 +444,7 @@ def test_a_document_that_ignores_sigterm_ends_at_the_timeout_with_its_orphaned_h
     assert outcome.fatal == expected, outcome.log[-1500:]
     assert outcome.parsed.status == FATAL
     assert TIMEOUT <= outcome.seconds < TIMEOUT + TERMINATE_GRACE_SECONDS + 10
-    assert outcome.watch.commands("latexmlc") >= 2  # latexmlc, and the helper it forked
+    assert len({seen.session for seen in outcome.watch.latexmlc()}) == 2  # latexmlc's, and its helper's own
     assert_nothing_left(worker, outcome)
 
 
@@ -592,8 +605,11 @@ def test_sigterm_stops_the_worker_mid_conversion_with_exit_0_and_leaves_nothing(
     routing_id = worker.next_request()
     with worker.watching() as watch:
         worker.hand(routing_id, "sigterm")
-        # Once the binding has forked, it ignores SIGTERM.
-        wait_until(lambda: watch.commands("latexmlc") >= 2, TIMEOUT / 2, 0.05, "the binding to fork")
+
+        def helper_started() -> bool:  # then the binding ignores SIGTERM, and so does its helper
+            return len({seen.session for seen in watch.latexmlc()}) == 2
+
+        wait_until(helper_started, TIMEOUT / 2, 0.05, "the binding's helper in a session of its own")
         assert [path.name.startswith("cortex-task-") for path in worker.tmpdir.iterdir()] == [True]  # while it runs
         worker.process.send_signal(signal.SIGTERM)
         assert worker.process.wait(15) == 0, worker.log_tail()
