@@ -143,6 +143,21 @@ def _close_connection_pools(django_db_setup, django_db_blocker):
 
 
 @pytest.fixture
+def process_tmpdir() -> Iterator[Path]:
+    """A TMPDIR for the processes a test starts (workers, web servers), removed with all they left in it: a
+    process killed mid-conversion cannot remove its conversion's directory, which must not stay in the
+    machine's /tmp. Passable by the sandbox user (nobody, when the tests run as root), as tmp_path is not:
+    under a TMPDIR that user cannot reach, every conversion is staged in the machine's /tmp instead
+    (conversion/sandbox.py), and a killed one stays there."""
+    path = Path(tempfile.mkdtemp(prefix="ccs-test-tmpdir-"))
+    try:
+        path.chmod(0o711)
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
 def corpus_root(tmp_path, settings):
     """A corpus root directory configured as the only one the service accepts."""
     root = (tmp_path / "corpora").resolve()

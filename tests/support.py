@@ -59,14 +59,16 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_celery_worker(*, concurrency: int = 1, name: str = "test") -> subprocess.Popen:
-    """A real Celery worker on the test broker and database, with the test-only job kinds loaded."""
+def start_celery_worker(*, tmpdir: Path, concurrency: int = 1, name: str = "test") -> subprocess.Popen:
+    """A real Celery worker on the test broker and database, with the test-only job kinds loaded, and
+    `tmpdir` (the test's own) as its TMPDIR: a worker killed outright leaves its pool's temporary
+    directories (pymp-*) there."""
     argv = [
         sys.executable, "-m", "celery", "-A", "config", "worker", "--include", "tests.jobkinds",
         "--loglevel", "INFO", "--concurrency", str(concurrency), "--pool", "prefork",
         "--hostname", f"{name}@%h", "--without-gossip", "--without-mingle", "--without-heartbeat",
     ]  # fmt: skip
-    return subprocess.Popen(argv, cwd=PROJECT_DIR, env=child_env(), start_new_session=True)
+    return subprocess.Popen(argv, cwd=PROJECT_DIR, env=child_env(TMPDIR=str(tmpdir)), start_new_session=True)
 
 
 def wait_until(predicate, timeout: float, interval: float = 0.2, message: str = "condition"):

@@ -365,7 +365,7 @@ BROKEN = "\\documentclass{article}\n\\begin{document}\nAn \\undefinedmacro{} her
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_with_real_conversions_the_archives_hold_the_html_of_exactly_the_manifests_documents(
-    authed, corpus_root, roots, tmp_path, purge_broker
+    authed, corpus_root, roots, tmp_path, purge_broker, process_tmpdir
 ) -> None:
     from tests.dispatcher.harness import DispatcherProcess, process_stop, wait_for, worker_process
 
@@ -377,7 +377,7 @@ def test_with_real_conversions_the_archives_hold_the_html_of_exactly_the_manifes
     dispatcher = DispatcherProcess(
         RESULTS_DIR=str(django_settings.RESULTS_DIR), CORPUS_ROOTS=str(corpus_root), CONVERSION_SANDBOX="bwrap"
     ).start()
-    worker = worker_process(dispatcher, scratch=tmp_path / "scratch", service="tex_to_html")
+    worker = worker_process(dispatcher, scratch=process_tmpdir, service="tex_to_html")
     try:
 
         def done() -> dict[str, int] | None:

@@ -30,7 +30,7 @@ BROKEN_TWICE = "\\documentclass{article}\n\\begin{document}\nAn \\undefinedmacro
 
 
 @pytest.fixture
-def farm(tmp_path: Path, corpus_root: Path, settings) -> Iterator[None]:
+def farm(tmp_path: Path, corpus_root: Path, settings, process_tmpdir: Path) -> Iterator[None]:
     """The corpus `papers` (clean, warning and three broken), a dispatcher and one real worker."""
     if not shutil.which("latexmlc"):
         pytest.fail("latexmlc is not installed: apt-get install latexml")
@@ -44,7 +44,7 @@ def farm(tmp_path: Path, corpus_root: Path, settings) -> Iterator[None]:
     dispatcher = DispatcherProcess(
         RESULTS_DIR=str(settings.RESULTS_DIR), CORPUS_ROOTS=str(corpus_root), CONVERSION_SANDBOX="bwrap"
     ).start()
-    worker = worker_process(dispatcher, scratch=tmp_path / "scratch", service="tex_to_html")
+    worker = worker_process(dispatcher, scratch=process_tmpdir, service="tex_to_html")
     yield
     process_stop(worker)
     dispatcher.kill()

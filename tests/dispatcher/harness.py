@@ -79,8 +79,11 @@ def worker_process(
 ) -> subprocess.Popen:
     """A real `manage.py worker` of `service` (latexmlc in its sandbox) on the dispatcher's ports; its
     conversions' scratch directories go under `scratch` (a worker killed mid-task cannot remove its own,
-    and must not leave it in the machine's /tmp)."""
+    and must not leave it in the machine's /tmp). `scratch` must be one the sandbox user can pass through
+    (the `process_tmpdir` fixture, or a directory in it), or every conversion is staged in /tmp."""
     scratch.mkdir(exist_ok=True)
+    if os.geteuid() == 0:  # the sandbox runs as nobody: others' x bit on every directory up to the root
+        assert all(path.stat().st_mode & 0o001 for path in (scratch, *scratch.parents)), f"{scratch} is private"
     env = child_env(
         DISPATCHER_VENTILATOR_PORT=str(dispatcher.ventilator_port), DISPATCHER_SINK_PORT=str(dispatcher.sink_port),
         TMPDIR=str(scratch), **{k: v for k, v in dispatcher.settings.items() if k.startswith("CONVERSION_")},

@@ -61,11 +61,11 @@ def latexml_corpus(corpus_root, tmp_path):
     return directory
 
 
-def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_path, corpus_root):
+def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_path, corpus_root, process_tmpdir):
     expected = {name.removesuffix(".tex"): _latexmlc(latexml_corpus / name) for name in DOCUMENTS}
     assert [expected[n][0] for n in ("clean", "warning", "error", "fatal")] == [-1, -2, -3, -4]
     dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
-    worker = worker_process(dispatcher, scratch=tmp_path / "scratch")
+    worker = worker_process(dispatcher, scratch=process_tmpdir)
     try:
         tasks = Task.objects.filter(corpus__name="real", service__name="tex_to_html")
         wait_for(lambda: not tasks.filter(status__gte=0).exists(), timeout=240, interval=0.5, message="conversions")
@@ -85,7 +85,7 @@ def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_p
 
 
 def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_completed(
-    latexml_corpus, tmp_path, corpus_root
+    latexml_corpus, tmp_path, corpus_root, process_tmpdir
 ):
     # A short first lease, so that the killed worker's lease runs out soon; the retry then gets a lease
     # longer than any conversion of this document on a loaded machine (tens of seconds), so that a slow
@@ -99,7 +99,7 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_complet
     dispatcher = DispatcherProcess(
         RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root), DISPATCHER_MAX_ATTEMPTS="10"
     ).start()
-    first = worker_process(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
+    first = worker_process(dispatcher, scratch=process_tmpdir, concurrency=1)
     try:
         wait_for(lambda: Task.objects.filter(pk=task.pk, status__gt=0).exists(), timeout=60, message="the lease")
         Service.objects.filter(name="tex_to_html").update(lease_seconds=900)  # for the leases from now on
@@ -107,7 +107,7 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_complet
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its conversion, with no goodbye
         first.wait(10)
         dispatcher_rounds(2)  # it has reread the services since the update: the next lease is the long one
-        second = worker_process(dispatcher, scratch=tmp_path / "scratch", concurrency=1)
+        second = worker_process(dispatcher, scratch=process_tmpdir, concurrency=1)
         try:
             done = wait_for(
                 lambda: Task.objects.filter(pk=task.pk, status__lt=0).first(), timeout=600, interval=0.5,
@@ -137,7 +137,7 @@ def _latexmlc_converting(root_pid: int) -> bool:
 
 
 def test_a_worker_keeps_the_result_limit_so_an_oversized_result_is_invalid_with_its_log(
-    latexml_corpus, tmp_path, corpus_root
+    latexml_corpus, tmp_path, corpus_root, process_tmpdir
 ):
     """`manage.py worker` takes RESULT_MAX_BYTES as the dispatcher does: it sends the log of a conversion
     whose files would pass it, with a message naming the limit, rather than the files."""
@@ -145,7 +145,7 @@ def test_a_worker_keeps_the_result_limit_so_an_oversized_result_is_invalid_with_
     dispatcher = DispatcherProcess(
         RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root), RESULT_MAX_BYTES=limit
     ).start()
-    worker = worker_process(dispatcher, scratch=tmp_path / "scratch", RESULT_MAX_BYTES=limit)
+    worker = worker_process(dispatcher, scratch=process_tmpdir, RESULT_MAX_BYTES=limit)
     try:
         tasks = Task.objects.filter(corpus__name="real", service__name="tex_to_html")
         wait_for(lambda: not tasks.filter(status__gte=0).exists(), timeout=240, interval=0.5, message="conversions")

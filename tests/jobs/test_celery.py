@@ -16,8 +16,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.
 
 
 @pytest.fixture
-def worker(purge_broker):
-    process = start_celery_worker()
+def worker(purge_broker, process_tmpdir):
+    process = start_celery_worker(tmpdir=process_tmpdir)
     yield process
     os.killpg(process.pid, signal.SIGKILL)
     process.wait(10)

