@@ -29,7 +29,7 @@ from pathlib import Path, PurePath
 from conversion import cgroups
 from conversion import sandbox as sandboxes
 from conversion.logparse import status_code_of
-from conversion.processes import die_with_parent
+from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import Launch, Sandbox
 from conversion.severities import GOVERNOR_WHAT, LIMIT_CATEGORY
 from conversion.statuses import LATEXML_FATAL as FATAL
@@ -239,7 +239,8 @@ def convert_text(
     # Formula in, formula out: without a math switch LaTeXML would answer in its own XMath schema.
     if whatsin in _MATH_CHUNKS and whatsout in _MATH_CHUNKS and not (pmml or cmml):
         pmml = True
-    with tempfile.TemporaryDirectory(prefix="cortex-text-") as scratch:
+    scratch_sweep()
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix("cortex-text-")) as scratch:
         # Passable, not listable: the sandbox user (nobody, when we are root) reaches work/ through it, and
         # the run's /tmp goes beside work/, so one directory holds all the request wrote.
         os.chmod(scratch, 0o711)  # noqa: S103

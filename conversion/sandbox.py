@@ -24,6 +24,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from conversion.processes import scratch_prefix
+
 MODES = ("bwrap", "none")
 # The working directory as latexmlc sees it inside the sandbox.
 INSIDE_WORK = PurePosixPath("/work")
@@ -188,7 +190,7 @@ def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path |
     try:
         if as_root and not _reachable(work_dir.parent):
             # bwrap resolves the path as the sandbox user: a private parent (a 0700 temp dir) would stop it.
-            staging = Path(tempfile.mkdtemp(prefix="cortex-sandbox-", dir=_staging_parent()))
+            staging = Path(tempfile.mkdtemp(prefix=scratch_prefix("cortex-sandbox-"), dir=_staging_parent()))
             os.chmod(staging, 0o711)  # noqa: S103 - passable, not listable: the sandbox user must reach work/
             bound = staging / "work"
             shutil.copytree(work_dir, bound, symlinks=True)
@@ -262,9 +264,9 @@ def _tmp_beside(bound: Path) -> Path:
     """The run's /tmp: a directory beside its working directory (inside the task's own temporary
     directory, which a killed worker leaves where its TMPDIR says), else in the system's."""
     try:
-        return Path(tempfile.mkdtemp(prefix=".cortex-tmp-", dir=bound.parent))
+        return Path(tempfile.mkdtemp(prefix=scratch_prefix(".cortex-tmp-"), dir=bound.parent))
     except OSError:
-        return Path(tempfile.mkdtemp(prefix=".cortex-tmp-", dir=_staging_parent()))
+        return Path(tempfile.mkdtemp(prefix=scratch_prefix(".cortex-tmp-"), dir=_staging_parent()))
 
 
 def _staging_parent() -> Path:

@@ -48,6 +48,7 @@ from conversion import cgroups, engine
 from conversion.archive import inspect_entry
 from conversion.governor import Governor
 from conversion.machine import concurrency_auto
+from conversion.processes import scratch_prefix, scratch_sweep
 from conversion.sandbox import MODES, Sandbox
 from conversion.severities import INVALID_CATEGORY
 from conversion.wire import (
@@ -214,7 +215,7 @@ def convert_task(
     """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result, one
     whose archive would pass `result_max_bytes` its log with a Fatal:invalid:too_large message. A `watch`
     lets the worker's governor see the conversion and stop it."""
-    with tempfile.TemporaryDirectory(prefix="cortex-task-") as work:
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix("cortex-task-")) as work:
         # Passable, not listable: the sandbox user (nobody, when we are root) reaches source/ through it.
         os.chmod(work, 0o711)  # noqa: S103
         source = Path(work) / "source"
@@ -546,6 +547,7 @@ def run_worker(
     SandboxUnavailable (before serving anything) when the sandbox cannot start."""
     engine.latexmlc_path(latexmlc)
     engine.sandbox_check(sandbox)
+    scratch_sweep()  # what workers killed outright left in this temp directory
     if concurrency < 1 or message_size < 1 or reply_timeout <= 0 or result_max_bytes < 1 or heartbeat_seconds <= 0:
         raise ValueError(
             "concurrency, message_size, reply_timeout, result_max_bytes and heartbeat_seconds must be positive"

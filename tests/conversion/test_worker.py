@@ -395,3 +395,23 @@ def test_the_worker_s_heartbeats_name_its_task_while_it_converts_and_count_it_af
         assert after["peak_rss"] > 10 * 1024 * 1024  # LaTeXML's resident size, measured while it ran
     finally:
         running.shut_down()
+
+
+def test_scratch_directories_of_processes_gone_are_swept_and_others_kept(tmp_path):
+    """A process killed outright leaves its scratch directory; the next sweep removes it, never one of a
+    live process or a directory of another name."""
+    from conversion.processes import scratch_prefix, scratch_sweep
+
+    child = subprocess.run(
+        [sys.executable, "-c", "import os, tempfile, sys; from conversion.processes import scratch_prefix;"
+         " d = tempfile.mkdtemp(prefix=scratch_prefix('cortex-task-'), dir=sys.argv[1]);"
+         " open(os.path.join(d, 'source.tex'), 'w').write('x'); os.kill(os.getpid(), 9)", str(tmp_path)],
+        cwd=PROJECT_DIR, check=False,
+    )  # fmt: skip
+    assert child.returncode == -9
+    [killed] = tmp_path.iterdir()
+    live = Path(tempfile.mkdtemp(prefix=scratch_prefix("cortex-text-"), dir=tmp_path))
+    other = tmp_path / "cortex-task-notapid"
+    other.mkdir()
+    assert scratch_sweep([str(tmp_path)]) == 1
+    assert sorted(tmp_path.iterdir()) == sorted([live, other]) and not killed.exists()

@@ -46,12 +46,15 @@ def _corpus(corpus_root, name: str, package: str, body: str) -> Task:
     return Task.objects.get(corpus__name=name, service__name="tex_to_html")
 
 
-def test_a_worker_killed_mid_conversion_gives_its_task_back_and_another_converts_it_within_90_s(corpus_root, tmp_path):
-    """With the default lease (900 s) and silence (60 s) settings."""
+def test_a_worker_killed_mid_conversion_gives_its_task_back_and_another_converts_it_within_90_s(
+    corpus_root, tmp_path, process_tmpdir
+):
+    """With the default lease (900 s) and silence (60 s) settings. The second worker shares the first's
+    TMPDIR and removes the task directory the killed one left there."""
     task = _corpus(corpus_root, "slow", "slow", SLOW)
     results = tmp_path / "results"
     dispatcher = DispatcherProcess(RESULTS_DIR=str(results), CORPUS_ROOTS=str(corpus_root)).start()
-    first = worker_process(dispatcher, scratch=tmp_path / "first", concurrency=1)
+    first = worker_process(dispatcher, scratch=process_tmpdir, concurrency=1)
     second = None
     try:
         wait_for(lambda: Task.objects.filter(pk=task.pk, status__gt=0).exists(), timeout=60, message="the lease")
@@ -59,7 +62,11 @@ def test_a_worker_killed_mid_conversion_gives_its_task_back_and_another_converts
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its conversion, with no goodbye
         killed = time.monotonic()
         first.wait(10)
-        second = worker_process(dispatcher, "--identity", "second", scratch=tmp_path / "second", concurrency=1)
+        left = [path.name for path in process_tmpdir.iterdir()]
+        assert [name.startswith(f"cortex-task-{first.pid}-") for name in left] == [True], left
+        second = worker_process(dispatcher, "--identity", "second", scratch=process_tmpdir, concurrency=1)
+        wait_for(lambda: not any(name in left for name in os.listdir(process_tmpdir)), timeout=60,
+                 message="the killed worker's task directory removed")  # fmt: skip
         done = wait_for(
             lambda: Task.objects.filter(pk=task.pk, status__lt=0).first(), timeout=120, interval=0.5,
             message="the conversion on the second worker",
@@ -85,7 +92,9 @@ def _worker_kills(identity_prefix: str) -> dict:
     return row.kills if row is not None else {}
 
 
-def test_the_governor_stops_a_conversion_below_its_floor_and_the_task_is_tried_again(corpus_root, tmp_path):
+def test_the_governor_stops_a_conversion_below_its_floor_and_the_task_is_tried_again(
+    corpus_root, tmp_path, process_tmpdir
+):
     """The worker's floor is set 400 MB below what the machine has now; the document takes up to 1.2 GB.
     Each attempt is stopped by the governor and sent back; the last one ends fatal with its message."""
     task = _corpus(corpus_root, "hog", "hog", HOG)
@@ -94,7 +103,7 @@ def test_the_governor_stops_a_conversion_below_its_floor_and_the_task_is_tried_a
         RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root), DISPATCHER_MAX_ATTEMPTS="2"
     ).start()
     worker = worker_process(
-        dispatcher, "--identity", "governed", scratch=tmp_path / "scratch", concurrency=1,
+        dispatcher, "--identity", "governed", scratch=process_tmpdir, concurrency=1,
         CONVERSION_MEMORY_FLOOR_MB=str(floor_mb),
     )  # fmt: skip
     try:
