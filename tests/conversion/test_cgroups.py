@@ -76,8 +76,10 @@ def test_a_fork_loop_never_has_more_processes_than_the_limit_and_its_group_is_re
                              sandbox=BWRAP)  # fmt: skip
     assert (conversion.status_code, conversion.killed) == (3, "processes")
     assert b"Fatal:limit:processes the conversion tried to run more than its limit of 30 processes" in conversion.log
-    # Counted from outside: the Popen'd bwrap and all below it; bwrap's own two processes are in the group.
-    assert 10 < count.peak <= 30, count.peak
+    # Killed for "processes" only once a fork was refused at pids.max: it reached the cap. Counted from
+    # outside meanwhile (the Popen'd bwrap and all below it, bwrap's own two in the group), never more.
+    # tests/conversion/test_hostile.py counts a fork bomb's processes exactly, from inside.
+    assert count.peak <= 30, count.peak
     assert _groups_left() == []
 
 
