@@ -67,7 +67,7 @@ NO_WORK_TASK_ID = b"0"
 # How long to wait for the ventilator's answer before assuming it restarted and asking again.
 REPLY_TIMEOUT_SECONDS = 20.0
 NO_WORK_FIRST_WAIT_SECONDS = 0.25
-NO_WORK_MAX_WAIT_SECONDS = 2.0
+NO_WORK_MAX_WAIT_SECONDS = 0.5
 UNPACK_MAX_BYTES = 1024**3
 # The dispatcher makes a bigger result invalid (RESULT_MAX_BYTES); the worker keeps to the same default.
 RESULT_MAX_BYTES = 64 * 1024 * 1024

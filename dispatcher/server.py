@@ -59,7 +59,7 @@ from services.queries import effective_lease_seconds
 logger = logging.getLogger(__name__)
 
 NO_WORK = [b"0", b""]
-DRY_SECONDS = 0.5
+DRY_SECONDS = 0.25
 SINK_START_SECONDS = 30
 SINK_STOP_SECONDS = 60
 # Threads that read and compress payloads: zlib and file reads release the GIL, and two keep one huge entry
