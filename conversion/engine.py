@@ -372,32 +372,27 @@ def _run_latexmlc(
                 nonlocal checks
                 checks += 1
                 measure = watch is not None and checks % RSS_CHECK_EVERY == 1
-                out_of_memory = False
                 if quota is not None:
-                    count = max_processes + 1 if _quota_read(quota.refused_forks) else 0
-                    out_of_memory = _quota_read(quota.oom_kills) > 0
+                    capped = _quota_passed(quota)
                     rss = _process_tree(root, stop_above=max_processes, rss=True)[1] if measure else 0
                 else:
                     count, rss = _process_tree(root, stop_above=max_processes, rss=measure)
+                    capped = "processes" if count > max_processes else None
                 if measure:
                     watch.measured(rss)
                 if watch is not None and watch.stop_reason is not None:
                     passed.append("governor")
-                elif out_of_memory:  # the kernel ended one of its processes: the rest would go on without it
-                    passed.append("memory")
+                elif capped == "memory":  # the kernel ended one of its processes: the rest would go on without it
+                    passed.append(capped)
                 elif _disk_used(launch.written) > disk_limit:
                     passed.append("disk")
-                elif count > max_processes:
-                    passed.append("processes")
+                elif capped is not None:
+                    passed.append(capped)
                 return bool(passed)
 
             outcome = _wait_for_exit(process.pid, started + timeout, cancel, over_limit=over_limit)
-            if outcome == "exited" and not passed and quota is not None:
-                # The cap acted, and the run ended before the next check saw it.
-                if _quota_read(quota.oom_kills):
-                    passed.append("memory")
-                elif _quota_read(quota.refused_forks):
-                    passed.append("processes")
+            if outcome == "exited" and not passed and quota is not None and (capped := _quota_passed(quota)):
+                passed.append(capped)  # the cap acted, and the run ended before the next check saw it
             timed_out, cancelled = outcome == "deadline", outcome == "cancelled"
             if outcome not in ("exited", "over_limit"):  # past a limit, not one more write or fork: SIGKILL below
                 _signal_group(process.pid, signal.SIGTERM)
@@ -596,12 +591,15 @@ def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | Non
 _OUT_OF_MEMORY = "Fatal:perl:out_of_memory"
 
 
-def _quota_read(read: Callable[[], int]) -> int:
-    """A count from the run's cgroup; 0 when it cannot be read."""
+def _quota_passed(quota: cgroups.Quota) -> str | None:
+    """The cap the run's cgroup held it at: "memory" when the kernel ended one of its processes there,
+    "processes" when a fork was refused, else None (also when the counts cannot be read)."""
     try:
-        return read()
+        if quota.oom_kills():
+            return "memory"
+        return "processes" if quota.refused_forks() else None
     except (OSError, ValueError):
-        return 0
+        return None
 
 
 def _death_message(run: _Run, log: bytes, memory_mb: int) -> str:

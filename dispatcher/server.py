@@ -39,6 +39,7 @@ from psycopg.types.json import Jsonb
 
 from config.live import config_sync
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
+from conversion.engine import KILL_REASONS
 from conversion.wire import HEARTBEAT_TAG, heartbeat_decode, split_frames
 from corpora.lifecycle import (
     LeasedTask,
@@ -500,7 +501,8 @@ class Dispatcher:
             current: dict[str, tuple[int | None, int, int, dict[str, int]]] = {}
             for name, thread in threads.items():
                 task = thread.get("task")
-                kills = {str(reason)[:20]: int(count) for reason, count in thread.get("kills", {}).items()}
+                kills = {reason: max(0, int(count)) for reason, count in thread.get("kills", {}).items()
+                         if reason in KILL_REASONS}  # fmt: skip
                 current[str(name)[:200]] = (
                     int(task) if task is not None else None, int(thread.get("conversions", 0)),
                     int(thread.get("peak_rss", 0)), kills,
@@ -621,6 +623,7 @@ class Dispatcher:
             beat.tallies = {}
         if not rows:
             return
+        identities, service_ids, conversions, peaks, kills, times = (list(column) for column in zip(*rows, strict=True))
         cursor.execute(
             """
             INSERT INTO services_worker (identity, service_id, conversions, peak_rss, kills, heartbeat_at,
@@ -632,14 +635,7 @@ class Dispatcher:
                SET conversions = EXCLUDED.conversions, peak_rss = EXCLUDED.peak_rss, kills = EXCLUDED.kills,
                    heartbeat_at = EXCLUDED.heartbeat_at
             """,
-            [
-                [row[0] for row in rows],
-                [row[1] for row in rows],
-                [row[2] for row in rows],
-                [row[3] for row in rows],
-                [Jsonb(row[4]) for row in rows],
-                [row[5] for row in rows],
-            ],
+            [identities, service_ids, conversions, peaks, [Jsonb(value) for value in kills], times],
         )
 
 
