@@ -936,11 +936,19 @@ def pair_buckets(corpus_id: int, service_id: int) -> dict[int, int]:
 
 
 def pair_drained_wait(
-    corpus_id: int, service_id: int, *, expected: int, started: float, timeout: float, interval: float = 0.02
+    corpus_id: int,
+    service_id: int,
+    *,
+    expected: int,
+    started: float,
+    timeout: float,
+    interval: float = 0.02,
+    interval_after_first: float | None = None,
 ) -> tuple[float, float | None]:
-    """Poll until `expected` tasks of the pair are final (none TODO or leased). Returns (seconds from
-    `started`, a perf_counter value, until then; seconds until the first task was seen leased or final,
-    or None if the poll never caught that moment)."""
+    """Poll until `expected` tasks of the pair are final (none TODO or leased), every `interval` seconds,
+    and every `interval_after_first` once the first task was seen leased (each poll costs the machine
+    under test a little CPU). Returns (seconds from `started`, a perf_counter value, until then; seconds
+    until the first task was seen leased or final, or None if the poll never caught that moment)."""
     first_lease = None
     deadline = started + timeout
     while True:
@@ -954,4 +962,4 @@ def pair_drained_wait(
             return now - started, first_lease
         if now > deadline:
             fail(f"{todo} TODO, {leased} leased and {final} final tasks (of {expected}) after {timeout:.0f} s")
-        time.sleep(interval)
+        time.sleep(interval if first_lease is None or interval_after_first is None else interval_after_first)

@@ -43,11 +43,19 @@ DEFAULT_DISK_MB = 2048
 # How many processes a conversion may have at once: room for LaTeXML's helpers (ImageMagick, dvisvgm,
 # latex for images), not for a fork loop.
 DEFAULT_MAX_PROCESSES = 64
-# How often a running conversion's disk and processes are measured; RLIMIT_FSIZE stops any one file at
-# the disk limit.
+# How often a running conversion's disk and processes are measured, at most; RLIMIT_FSIZE stops any one
+# file at the disk limit. Without a cgroup the process limit is held only by these checks, so they run this
+# often throughout.
 LIMIT_CHECK_SECONDS = 0.05
-# A watched conversion's resident size is measured at every this many limit checks (a quarter second).
-RSS_CHECK_EVERY = 5
+# With a cgroup the kernel holds processes and memory, and only the disk is a watch: the checks then come
+# as rarely as LIMIT_CHECK_MAX_SECONDS, and no later than a writer at DISK_WRITE_BYTES_PER_SECOND could
+# reach the disk limit from what the last check measured. A tight limit keeps the 50 ms checks; the
+# default (2 GB) gets one check a quarter second, which is what the governor's picture of sizes needs.
+LIMIT_CHECK_MAX_SECONDS = 0.25
+DISK_WRITE_BYTES_PER_SECOND = 2 * 1024**3
+# A watched conversion's resident size is measured at the first check and then at the first check at
+# least this long after the last measurement.
+RSS_CHECK_SECONDS = 0.25
 # Why a conversion was killed (Conversion.killed), as workers count them in their heartbeats and the worker
 # rows show them: past its timeout, memory, process or disk limit, or stopped by the worker's memory governor.
 KILL_REASONS: tuple[str, ...] = ("timeout", "memory", "processes", "disk", "governor")
@@ -310,10 +318,10 @@ def _run_latexmlc(
     and the kernel kills every process of a namespace whose first process ends.
 
     The disk it holds (launch.written: its working directory and its /tmp) and its processes (the
-    sandbox's first process and all it started) are measured every LIMIT_CHECK_SECONDS; past its disk or
-    process limit it is killed at once with SIGKILL, and no one file can grow past the disk limit at all
-    (RLIMIT_FSIZE: the writer gets SIGXFSZ). A `watch` gets its resident size every RSS_CHECK_EVERY checks,
-    and a stop its governor asked for kills it at the next check.
+    sandbox's first process and all it started) are measured every LIMIT_CHECK_SECONDS (with a cgroup, as
+    rarely as check_interval allows); past its disk or process limit it is killed at once with SIGKILL, and
+    no one file can grow past the disk limit at all (RLIMIT_FSIZE: the writer gets SIGXFSZ). A `watch` gets
+    its resident size every RSS_CHECK_SECONDS, and a stop its governor asked for kills it at the next check.
 
     Where a cgroup can be made (conversion.cgroups) the run gets one, joined before exec: its processes
     and threads cannot pass the process limit (a fork past it fails, and the run is then killed at the
@@ -366,12 +374,15 @@ def _run_latexmlc(
             namespace_pidfd = _open_pidfd(first)
             root = first if first is not None else process.pid
 
-            checks = 0
+            rss_measured = -math.inf
+            disk_used = 0
 
             def over_limit() -> bool:
-                nonlocal checks
-                checks += 1
-                measure = watch is not None and checks % RSS_CHECK_EVERY == 1
+                nonlocal rss_measured, disk_used
+                now = time.monotonic()
+                measure = watch is not None and now - rss_measured >= RSS_CHECK_SECONDS
+                if measure:
+                    rss_measured = now
                 if quota is not None:
                     capped = _quota_passed(quota)
                     rss = _process_tree(root, stop_above=max_processes, rss=True)[1] if measure else 0
@@ -384,13 +395,18 @@ def _run_latexmlc(
                     passed.append("governor")
                 elif capped == "memory":  # the kernel ended one of its processes: the rest would go on without it
                     passed.append(capped)
-                elif _disk_used(launch.written) > disk_limit:
+                elif (disk_used := _disk_used(launch.written)) > disk_limit:
                     passed.append("disk")
                 elif capped is not None:
                     passed.append(capped)
                 return bool(passed)
 
-            outcome = _wait_for_exit(process.pid, started + timeout, cancel, over_limit=over_limit)
+            def next_check() -> float:
+                return LIMIT_CHECK_SECONDS if quota is None else check_interval(disk_limit - disk_used)
+
+            outcome = _wait_for_exit(
+                process.pid, started + timeout, cancel, over_limit=over_limit, check_every=next_check
+            )
             if outcome == "exited" and not passed and quota is not None and (capped := _quota_passed(quota)):
                 passed.append(capped)  # the cap acted, and the run ended before the next check saw it
             timed_out, cancelled = outcome == "deadline", outcome == "cancelled"
@@ -444,11 +460,23 @@ def _wait_for_namespace_gone(pidfd: int, limit: float = 5.0) -> None:
         os.close(pidfd)
 
 
+def check_interval(disk_room: int) -> float:
+    """Seconds until the next limit check of a run whose processes and memory its cgroup holds, with
+    `disk_room` bytes left under its disk limit at the last check: between LIMIT_CHECK_SECONDS and
+    LIMIT_CHECK_MAX_SECONDS, and no longer than a writer at DISK_WRITE_BYTES_PER_SECOND needs for that room."""
+    return min(LIMIT_CHECK_MAX_SECONDS, max(LIMIT_CHECK_SECONDS, disk_room / DISK_WRITE_BYTES_PER_SECOND))
+
+
 def _wait_for_exit(
-    pid: int, deadline: float, cancel: threading.Event | None, *, over_limit: Callable[[], bool] | None = None
+    pid: int,
+    deadline: float,
+    cancel: threading.Event | None,
+    *,
+    over_limit: Callable[[], bool] | None = None,
+    check_every: Callable[[], float] = lambda: LIMIT_CHECK_SECONDS,
 ) -> str:
     """Wait until the child exits (without reaping it), the deadline passes, `cancel` is set or
-    `over_limit()` (asked every LIMIT_CHECK_SECONDS) says yes."""
+    `over_limit()` (asked every `check_every()` seconds) says yes."""
     try:
         # A pidfd becomes readable when the process exits, so the wait costs no polling.
         pidfd: int | None = os.pidfd_open(pid)
@@ -470,7 +498,7 @@ def _wait_for_exit(
                 return "deadline"
             step = min(remaining, 0.25 if cancel is not None else remaining)
             if over_limit is not None:
-                step = min(step, LIMIT_CHECK_SECONDS)
+                step = min(step, check_every())
             if pidfd is not None:
                 poller.poll(max(1, int(step * 1000)))
             else:

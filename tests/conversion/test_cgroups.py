@@ -103,3 +103,14 @@ def test_with_cgroups_off_the_watches_hold_the_process_limit(tmp_path, monkeypat
     latexmlc = _stand_in(tmp_path, "while true; do sleep 600 & done")
     conversion = convert(tmp_path / "work", "doc.tex", timeout=60, max_processes=30, latexmlc=latexmlc, sandbox=BWRAP)
     assert (conversion.status_code, conversion.killed) == (3, "processes")
+
+
+def test_with_a_cgroup_a_large_disk_limit_is_still_held_closely_though_checked_rarely(tmp_path):
+    """With a cgroup the disk is checked as rarely as every quarter second at a 600 MB limit, closer
+    together as a writer nears it (conversion.engine.check_interval): 1 MB files written as fast as the
+    disk takes them still stop close to the limit."""
+    latexmlc = _stand_in(tmp_path, "head -c 5000000000 /dev/zero | split -b 1048576 -a 5 - fill")
+    conversion = convert(tmp_path / "work", "doc.tex", timeout=60, disk_mb=600, latexmlc=latexmlc, sandbox=BWRAP)
+    assert (conversion.status_code, conversion.killed) == (3, "disk")
+    written = len(list((tmp_path / "work").glob("fill*")))
+    assert 600 <= written < 660, written

@@ -163,3 +163,34 @@ def test_the_engine_reads_a_log_with_several_status_lines_as_the_log_parser_does
     parsed = parse_log(conversion.log)
     assert conversion.status_code == parsed.status_code == 2
     assert parsed.status == ERROR
+
+
+def test_limit_checks_come_as_rarely_as_the_disk_room_allows_and_never_rarer_than_a_quarter_second():
+    from conversion.engine import DISK_WRITE_BYTES_PER_SECOND, LIMIT_CHECK_SECONDS, check_interval
+
+    assert check_interval(2 * 1024**3) == 0.25  # the default limit, barely used
+    assert check_interval(0) == LIMIT_CHECK_SECONDS  # at the limit
+    assert check_interval(40 * 1024**2) == LIMIT_CHECK_SECONDS  # a tight limit keeps the 50 ms checks
+    room = DISK_WRITE_BYTES_PER_SECOND // 10
+    assert check_interval(room) == pytest.approx(0.1)  # a writer at full speed reaches the limit no sooner
+
+
+def test_the_wait_asks_its_limit_check_as_often_as_it_is_told(tmp_path):
+    """`sleep 1` watched with a check every 0.25 s is checked about 5 times, not 20 (every 50 ms)."""
+    import subprocess
+
+    from conversion.engine import _wait_for_exit
+
+    process = subprocess.Popen(["sleep", "1"])
+    calls = []
+
+    def over_limit() -> bool:
+        calls.append(time.monotonic())
+        return False
+
+    try:
+        outcome = _wait_for_exit(process.pid, time.monotonic() + 30, None, over_limit=over_limit, check_every=lambda: 0.25)
+    finally:
+        process.wait()
+    assert outcome == "exited"
+    assert 3 <= len(calls) <= 7, len(calls)
