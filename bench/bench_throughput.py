@@ -266,7 +266,9 @@ def system_measure(
     )  # fmt: skip
     seconds = run_end(corpus_id, service_id, started_wall) or polled
     print(f"  system side: {watch.report()}")
-    print(f"  system side's own CPU, beside the conversions: {cpu_breakdown(watch, dispatcher.child.process.pid, worker)}")
+    print(
+        f"  system side's own CPU, beside the conversions: {cpu_breakdown(watch, dispatcher.child.process.pid, worker)}"
+    )
     worker.stop(grace=60)
     dispatcher.child.stop(grace=60)
     with connection.cursor() as cursor:

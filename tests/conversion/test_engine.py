@@ -189,7 +189,9 @@ def test_the_wait_asks_its_limit_check_as_often_as_it_is_told(tmp_path):
         return False
 
     try:
-        outcome = _wait_for_exit(process.pid, time.monotonic() + 30, None, over_limit=over_limit, check_every=lambda: 0.25)
+        outcome = _wait_for_exit(
+            process.pid, time.monotonic() + 30, None, over_limit=over_limit, check_every=lambda: 0.25
+        )
     finally:
         process.wait()
     assert outcome == "exited"
