@@ -3,7 +3,8 @@ same work pushed through plain Celery tasks on Redis in the same run, for the ra
 
 The work per task, on both sides: lease the task in PostgreSQL, pack its document (a lone .tex) as a
 ZIP payload, hand the payload to a worker, get back a canned result ZIP whose cortex.log holds
-MESSAGES_PER_RESULT messages, `Status:conversion:1` and `Info:runtime_ms:5`, and write the status, the
+--messages-per-result messages (10 by default; 150 is the shape of CorTeX's own dispatcher benchmark,
+`examples/dispatcher_bench.rs`), `Status:conversion:1` and `Info:runtime_ms:5`, and write the status, the
 messages and the runtime to PostgreSQL.
 
 - Dispatcher: `manage.py dispatcher` as a child on free ports, and --workers no-op worker processes
@@ -62,21 +63,32 @@ STEPS_SERVICE = "bench-noop-steps"
 CELERY_QUEUE = "bench-dispatch"
 PING_KEY = "ccs-dispatch-bench:ping"
 TINY_TEX = "\\documentclass{article}\n\\begin{document}\nDocument %d.\n\\end{document}\n"
-MESSAGES_PER_RESULT = 10
-CANNED_LOG = (
+# Messages in each canned result: the environment carries --messages-per-result to the children (the no-op
+# workers and the Celery worker import this module).
+MESSAGES_PER_RESULT = int(os.environ.get("BENCH_MESSAGES_PER_RESULT", "10"))
+# Three loads (each an info message) and then these lines, in turn, to the count.
+CANNED_LOADS = (
     "(Loading /usr/share/perl5/LaTeXML/Package/article.cls.ltxml...\n"
     "(Loading /usr/share/perl5/LaTeXML/Package/amsmath.sty.ltxml...\n"
     "(Loading /usr/share/perl5/LaTeXML/Package/graphicx.sty.ltxml...\n"
-    "Warning:undefined:\\foo The token \\foo is not defined.\n\tat main.tex; line 3 col 0\n"
-    "Warning:expected:label Missing label target fig:1\n"
-    "Warning:missing_file:figure.png Can't find graphic file figure.png\n"
-    "Warning:ignore:\\relax Ignoring \\relax in math\n"
-    "Warning:malformed:math Math expression is malformed\n"
-    "Info:note:pages One page converted\n"
-    "Warning:unexpected:& Unexpected alignment character\n"
-    "Status:conversion:1\n"
-    "Info:runtime_ms:5\n"
 )
+CANNED_LINES = (
+    "Warning:undefined:\\foo The token \\foo is not defined.\n\tat main.tex; line {n} col 0\n",
+    "Warning:expected:label Missing label target fig:{n}\n",
+    "Warning:missing_file:figure.png Can't find graphic file figure.png\n",
+    "Warning:ignore:\\relax Ignoring \\relax in math\n",
+    "Warning:malformed:math Math expression {n} is malformed\n",
+    "Info:note:pages One page converted\n",
+    "Warning:unexpected:& Unexpected alignment character\n",
+)
+
+
+def canned_log(messages: int) -> str:
+    """A cortex.log with `messages` messages (at least the three loads), a warning status and a runtime."""
+    lines = [CANNED_LINES[k % len(CANNED_LINES)].format(n=k + 1) for k in range(max(0, messages - 3))]
+    return CANNED_LOADS + "".join(lines) + "Status:conversion:1\nInfo:runtime_ms:5\n"
+
+
 WARNING_STATUS = -2
 SPY_OUTPUT = harness.LOG_DIR / "dispatcher.spy.txt"
 FRESH_FS = harness.BENCH_ROOT / "results-fs"
@@ -111,7 +123,7 @@ def canned_result() -> bytes:
     """The result ZIP every no-op worker returns: cortex.log and a small HTML file."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        archive.writestr("cortex.log", CANNED_LOG)
+        archive.writestr("cortex.log", canned_log(MESSAGES_PER_RESULT))
         archive.writestr("main.html", "<!DOCTYPE html><html><body><p>Document.</p></body></html>\n")
     return buffer.getvalue()
 
@@ -701,6 +713,7 @@ def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_
 
 def main() -> None:
     """Prepare the corpus, measure the dispatcher, then Celery, and print the ratio."""
+    global MESSAGES_PER_RESULT  # the canned result's, for this process (the children read the environment)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, default=20_000)
     parser.add_argument("--workers", type=int, default=4, help="no-op workers (each a DEALER asking for one task)")
@@ -716,6 +729,10 @@ def main() -> None:
         default=1000,
         help="CELERY_DB_REUSE_MAX (0: Celery's default)",
     )
+    parser.add_argument(
+        "--messages-per-result", type=int, default=MESSAGES_PER_RESULT,
+        help="messages in each canned result's log (at least 3; default 10; CorTeX's benchmark has 150)",
+    )  # fmt: skip
     parser.add_argument("--timeout", type=float, default=900, help="seconds each side may take at most")
     parser.add_argument("--profile", action="store_true", help="sample the dispatcher with py-spy")
     parser.add_argument("--skip-celery", action="store_true")
@@ -730,6 +747,10 @@ def main() -> None:
         help=f"where result archives go (default: a new ext4 at {FRESH_FS}; {harness.RESULTS_DIR} if that fails)",
     )
     args = parser.parse_args()
+    if args.messages_per_result < 3:
+        parser.error("--messages-per-result must be at least 3 (the canned log's three loads)")
+    MESSAGES_PER_RESULT = args.messages_per_result
+    os.environ["BENCH_MESSAGES_PER_RESULT"] = str(args.messages_per_result)  # for the children
 
     fresh = args.results_dir is None
     if args.results_dir:
