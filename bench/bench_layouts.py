@@ -9,7 +9,8 @@ runs with the same options:
   partitioned by status; the primary key, the task index and the report index);
 - `narrow`: a row per message with a class number from a dictionary of (severity, category, what),
   4-byte corpus and service ids and details only where they are not empty; the report and task indexes;
-- `tasks`: a row per task holding its messages in log order (class numbers and details as arrays,
+- `tasks`: a row per task holding its distinct classes with their message counts, and its messages in
+  log order (an index into those classes and the details, as arrays,
   compressed by PostgreSQL with lz4 when large), a row per (task, class) with its message count and the
   report index over those, and tallies per (status, class).
 
@@ -99,10 +100,11 @@ def create(conn: psycopg.Connection, layout: str) -> None:
         conn.execute(
             "CREATE TABLE tasks_task (task_id bigint PRIMARY KEY, corpus_id integer NOT NULL,"
             " service_id integer NOT NULL, task_status smallint NOT NULL, classes integer[] NOT NULL,"
+            " counts integer[] NOT NULL, sequence smallint[] NOT NULL,"
             " details text[] NOT NULL)"
         )
         conn.execute("ALTER TABLE tasks_task ALTER COLUMN details SET COMPRESSION lz4")
-        conn.execute("ALTER TABLE tasks_task ALTER COLUMN classes SET COMPRESSION lz4")
+        conn.execute("ALTER TABLE tasks_task ALTER COLUMN sequence SET COMPRESSION lz4")
         conn.execute(
             "CREATE TABLE tasks_pair (corpus_id integer NOT NULL, service_id integer NOT NULL,"
             " task_status smallint NOT NULL, class_id integer NOT NULL, task_id bigint NOT NULL,"
@@ -151,20 +153,28 @@ def load(
         else:
             tallies: Counter = Counter()
             pairs: list[tuple] = []
+            pair_connection = connect()
             with cursor.copy(
-                "COPY tasks_task (task_id, corpus_id, service_id, task_status, classes, details) FROM STDIN"
+                "COPY tasks_task (task_id, corpus_id, service_id, task_status, classes, counts, sequence, details)"
+                " FROM STDIN"
             ) as copy:
                 for task, status, rows in generated(shape, tasks, per_task):
                     messages += len(rows)
                     numbers = [classes.setdefault(row[:3], len(classes) + 1) for row in rows]
-                    copy.write_row((task, CORPUS, SERVICE, status, numbers, [row[3] for row in rows]))
-                    for number, count in Counter(numbers).items():
+                    counted = Counter(numbers)
+                    distinct = sorted(counted)
+                    position = {number: index for index, number in enumerate(distinct)}
+                    sequence = [position[number] for number in numbers]
+                    copy.write_row((task, CORPUS, SERVICE, status, distinct, [counted[n] for n in distinct], sequence,
+                                    [row[3] for row in rows]))  # fmt: skip
+                    for number, count in counted.items():
                         pairs.append((CORPUS, SERVICE, status, number, task, count))
                         tallies[(status, number)] += 1
-                    if len(pairs) > 200_000:
-                        pair_copy(cursor, pairs)
+                    if len(pairs) > 200_000:  # on a connection of its own: this one is in its COPY
+                        pair_copy(pair_connection, pairs)
                         pairs = []
-            pair_copy(cursor, pairs)
+            pair_copy(pair_connection, pairs)
+            pair_connection.close()
             class_copy(cursor, "tasks_class", classes)
             with cursor.copy(
                 "COPY tasks_tally (corpus_id, service_id, task_status, class_id, tasks, messages) FROM STDIN"
@@ -182,10 +192,13 @@ def class_copy(cursor: psycopg.Cursor, table: str, classes: dict[tuple[str, str,
             copy.write_row((number, severity, category, what))
 
 
-def pair_copy(cursor: psycopg.Cursor, pairs: list[tuple]) -> None:
-    with cursor.copy(
-        "COPY tasks_pair (corpus_id, service_id, task_status, class_id, task_id, messages) FROM STDIN"
-    ) as copy:
+def pair_copy(conn: psycopg.Connection, pairs: list[tuple]) -> None:
+    with (
+        conn.cursor() as cursor,
+        cursor.copy(
+            "COPY tasks_pair (corpus_id, service_id, task_status, class_id, task_id, messages) FROM STDIN"
+        ) as copy,
+    ):
         for row in pairs:
             copy.write_row(row)
 
@@ -240,9 +253,9 @@ def probes(conn: psycopg.Connection, layout: str, tasks: int) -> dict[str, float
             )
         else:
             sql = (
-                "SELECT c.severity, c.category, c.what, u.details FROM tasks_task t,"
-                " unnest(t.classes, t.details) WITH ORDINALITY AS u(class_id, details, n)"
-                " JOIN tasks_class c ON c.id = u.class_id WHERE t.task_id = %s ORDER BY u.n"
+                "SELECT c.severity, c.category, c.what, u.details FROM tasks_task t CROSS JOIN LATERAL"
+                " unnest(t.sequence, t.details) WITH ORDINALITY AS u(k, details, n)"
+                " JOIN tasks_class c ON c.id = t.classes[u.k + 1] WHERE t.task_id = %s ORDER BY u.n"
             )
         conn.execute(sql, [task]).fetchall()
 
@@ -277,7 +290,8 @@ def probes(conn: psycopg.Connection, layout: str, tasks: int) -> dict[str, float
                 [CORPUS, SERVICE, number, offset],
             ).fetchall()
             conn.execute(
-                "SELECT t.task_id, t.details[array_position(t.classes, %s)] FROM tasks_task t"
+                "SELECT t.task_id, t.details[array_position(t.sequence, (array_position(t.classes, %s) - 1)::smallint)]"
+                " FROM tasks_task t"
                 " WHERE t.task_id = ANY(%s::bigint[])",
                 [number, [i for (i,) in ids]],
             ).fetchall()
@@ -308,8 +322,7 @@ def probes(conn: psycopg.Connection, layout: str, tasks: int) -> dict[str, float
                 conn.execute(
                     "WITH gone AS (DELETE FROM tasks_task t USING scope s WHERE t.task_id = s.task_id"
                     " RETURNING t.task_id, t.task_status, t.classes),"
-                    " keys AS (SELECT DISTINCT g.task_status, c.class_id, g.task_id"
-                    " FROM gone g, unnest(g.classes) c(class_id)),"
+                    " keys AS (SELECT g.task_status, c.class_id, g.task_id FROM gone g, unnest(g.classes) c(class_id)),"
                     " dropped AS (DELETE FROM tasks_pair p USING keys k WHERE p.corpus_id = %s AND p.service_id = %s"
                     " AND p.task_status = k.task_status AND p.class_id = k.class_id AND p.task_id = k.task_id"
                     " RETURNING p.task_status, p.class_id, p.messages)"
