@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import re
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.conf import settings
 
 from config.errors import Unprocessable
 from conversion.archive import Entry, inspect_entry
+
+logger = logging.getLogger(__name__)
+
+# arXiv keeps its sources as YYMM/<id>.gz: a directory of four digits is a month of documents, not one.
+_MONTH = re.compile(r"[0-9]{4}")
+_ARCHIVES = (".gz", ".tgz", ".zip")
+# Imports of more entries than this are inspected in chunks of this many, each in a process of its own
+# (`conversion.inspector`), as many at once as the machine has cores.
+INSPECT_CHUNK = 2000
+_INSPECT_TIMEOUT_SECONDS = 3600
 
 
 def within_roots(path: Path, roots: list[Path] | None = None) -> bool:
@@ -53,15 +69,69 @@ def corpus_path_check(raw: object) -> Path:
 
 
 def entry_names(directory: Path) -> list[str]:
-    """The entries of a corpus directory, hidden ones left out, in a stable order."""
+    """The entries of a corpus directory, hidden ones left out, in a stable order. A month directory of
+    arXiv's layout (named YYMM, holding at least one archive and no .tex file of its own) is a folder
+    of documents: its entries are listed as `YYMM/<entry>`. A link is never followed into one."""
+    names = []
     with os.scandir(directory) as entries:
-        return sorted(entry.name for entry in entries if not entry.name.startswith("."))
+        for entry in entries:
+            if entry.name.startswith("."):
+                continue
+            inner = _month_entries(entry)
+            if inner is None:
+                names.append(entry.name)
+            else:
+                names.extend(f"{entry.name}/{name}" for name in inner)
+    return sorted(names)
 
 
-def scan(directory: Path, names: list[str], progress: Callable[[int, int], None]) -> Iterator[Entry]:
-    """Inspect each entry, read confined to the corpus roots: one that leads outside them is invalid."""
+def _month_entries(entry: os.DirEntry) -> list[str] | None:
+    """The visible entries of `entry` when it is an arXiv month directory, else None."""
+    if not _MONTH.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
+        return None
+    with os.scandir(entry.path) as inside:
+        names = [item.name for item in inside if not item.name.startswith(".")]
+    lowered = [name.lower() for name in names]
+    if any(name.endswith(".tex") for name in lowered) or not any(name.endswith(_ARCHIVES) for name in lowered):
+        return None
+    return names
+
+
+def scan(
+    directory: Path, names: list[str], progress: Callable[[int, int], None], *, chunk: int = INSPECT_CHUNK
+) -> Iterator[Entry]:
+    """Inspect each entry, read confined to the corpus roots: one that leads outside them is invalid.
+    More than `chunk` entries are inspected in chunks, in parallel processes (one per core), and yielded
+    in order."""
     total = len(names)
-    for index, name in enumerate(names, start=1):
-        yield inspect_entry(directory / name, name, roots=settings.CORPUS_ROOTS)
-        if index % 500 == 0 or index == total:
-            progress(index, total)
+    roots = list(settings.CORPUS_ROOTS)
+    if total <= chunk:
+        for index, name in enumerate(names, start=1):
+            yield inspect_entry(directory / name, name, roots=roots)
+            if index % 500 == 0 or index == total:
+                progress(index, total)
+        return
+    chunks = [names[start : start + chunk] for start in range(0, total, chunk)]
+    done = 0
+    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        # map keeps the order and runs ahead by the pool's width.
+        for inspected in pool.map(lambda part: _inspect_apart(directory, part, roots), chunks):
+            yield from inspected
+            done += len(inspected)
+            progress(done, total)
+
+
+def _inspect_apart(directory: Path, names: list[str], roots: list[Path]) -> list[Entry]:
+    """`names` inspected by `python -m conversion.inspector`; in this process when that fails."""
+    request = json.dumps({"directory": str(directory), "roots": [str(root) for root in roots], "names": names})
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "conversion.inspector"], input=request.encode(), capture_output=True,
+            timeout=_INSPECT_TIMEOUT_SECONDS, check=True,
+        )  # fmt: skip
+        return [Entry(**fields) for fields in json.loads(done.stdout)]
+    except (OSError, subprocess.SubprocessError, ValueError, TypeError) as exc:
+        detail = exc.stderr.decode(errors="replace")[-500:] if isinstance(exc, subprocess.CalledProcessError) else ""
+        logger.warning("inspecting %d entries in a process of their own failed (%s %s); inspecting them here",
+                       len(names), exc, detail)  # fmt: skip
+        return [inspect_entry(directory / name, name, roots=roots) for name in names]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import os
 import threading
@@ -281,3 +282,111 @@ def test_an_import_called_directly_is_journaled_as_from_the_api(corpus_root):
         ("corpus.import", "direct", "ok", {"path": str(directory)}),
         ("corpus.import", "direct", "409 Conflict", {"path": str(directory)}),
     ]
+
+
+def _gz(path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(gzip.compress(text.encode()))
+
+
+def test_arxiv_month_directories_import_each_archive_as_a_document_named_by_its_id(authed, corpus_root):
+    """arXiv's layout, YYMM/<id>.gz: each month directory is a folder of documents. A four-digit directory
+    that holds a .tex file of its own (or no archive) is still one document."""
+    directory = corpus_root / "arxiv"
+    _gz(directory / "1501" / "1501.00001.gz", TEX_DOCUMENT)  # a gzipped .tex
+    (directory / "9912").mkdir(parents=True)
+    write_targz(directory / "1501" / "1501.00002.gz", {"ms.tex": TEX_DOCUMENT, "x.tex": TEX_FRAGMENT})
+    (directory / "1501" / "1501.00003.gz").write_bytes(b"not gzip at all")
+    write_targz(directory / "9912" / "hep-th9912001.tar.gz", {"paper.tex": TEX_DOCUMENT})
+    (directory / "9912" / ".listing").write_text("hidden")
+    write_tex(directory / "2001" / "main.tex")  # a document directory with a four-digit name
+    (directory / "2002").mkdir()  # empty: no archive, so one (invalid) document
+    write_tex(directory / "lone.tex")
+    job = _run(_import(authed, "arxiv", str(directory)).json())
+    assert job.state == "succeeded", job.message
+    docs = {d.name: (d.entry, d.kind, d.main_file) for d in Document.objects.filter(corpus__name="arxiv")}
+    assert docs == {
+        "1501.00001": ("1501/1501.00001.gz", "gz", "1501.00001.tex"),
+        "1501.00002": ("1501/1501.00002.gz", "gz", "ms.tex"),
+        "1501.00003": ("1501/1501.00003.gz", "gz", ""),
+        "hep-th9912001": ("9912/hep-th9912001.tar.gz", "tar.gz", "paper.tex"),
+        "2001": ("2001", "dir", "main.tex"),
+        "2002": ("2002", "dir", ""),
+        "lone": ("lone.tex", "tex", "lone.tex"),
+    }
+    statuses = dict(Task.objects.filter(corpus__name="arxiv").values_list("document__name", "status"))
+    assert [name for name, status in statuses.items() if status == -5] in (
+        ["1501.00003", "2002"], ["2002", "1501.00003"]
+    )  # fmt: skip
+    # Extend finds a new paper of a known month and nothing else.
+    _gz(directory / "1501" / "1501.00004.gz", TEX_DOCUMENT)
+    extended = authed.post("/api/corpora/arxiv/extend", {}, format="json")
+    assert extended.status_code == 202, extended.content
+    job = _run(extended.json())
+    assert job.state == "succeeded", job.message
+    assert job.result["entries_seen"] == 1 and job.result["documents"] == 1
+    assert Document.objects.get(corpus__name="arxiv", name="1501.00004").entry == "1501/1501.00004.gz"
+
+
+def test_a_month_entry_packs_as_its_file_name_for_the_worker(corpus_root):
+    import io
+    import zipfile
+
+    from conversion.archive import inspect_entry, pack_entry
+
+    directory = corpus_root / "packed"
+    _gz(directory / "1501" / "1501.00001.gz", TEX_DOCUMENT)
+    write_tex(directory / "1502" / "1502.00007.tex")
+    _gz(directory / "1502" / "1502.00008.gz", TEX_DOCUMENT)
+    for entry, member in (("1501/1501.00001.gz", "1501.00001.tex"), ("1502/1502.00007.tex", "1502.00007.tex")):
+        found = inspect_entry(directory / entry, entry)
+        payload = pack_entry(directory / entry, found.kind, entry)
+        with zipfile.ZipFile(io.BytesIO(payload)) as archive:
+            assert archive.namelist() == [member]
+            assert archive.read(member).decode() == TEX_DOCUMENT
+        assert found.main_file == member
+
+
+def test_many_entries_are_inspected_in_processes_of_their_own_with_the_same_result(corpus_root):
+    """Above the chunk size the inspection runs in `python -m conversion.inspector` processes, in order,
+    with problems and confinement to the roots exactly as in this process."""
+    import psutil
+
+    from corpora.scan import entry_names, scan
+
+    directory = corpus_root / "many"
+    for index in range(7):
+        _gz(directory / "1501" / f"1501.{index:05d}.gz", TEX_DOCUMENT)
+    (directory / "1501" / "1501.99999.gz").write_bytes(b"broken")
+    write_tex(directory / "doc" / "main.tex")
+    (directory / "out.tex").symlink_to(corpus_root.parent / "elsewhere.tex")
+    names = entry_names(directory)
+    progress: list[tuple[int, int]] = []
+    here = list(scan(directory, names, lambda done, total: None))
+    children: set[int] = set()
+    stop = threading.Event()
+
+    def watch() -> None:
+        me = psutil.Process()
+        while not stop.is_set():
+            for child in me.children():
+                with contextlib.suppress(psutil.Error):  # one that ended meanwhile
+                    if "conversion.inspector" in child.cmdline():
+                        children.add(child.pid)
+            stop.wait(0.001)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        apart = list(scan(directory, names, lambda done, total: progress.append((done, total)), chunk=3))
+    finally:
+        stop.set()
+        watcher.join()
+    assert apart == here
+    assert [entry.entry for entry in apart] == names and len(names) == 10
+    assert {entry.name: entry.problem for entry in apart if entry.problem} == {
+        "1501.99999": "archive",
+        "out": "unsafe_path",
+    }
+    assert progress == [(3, 10), (6, 10), (9, 10), (10, 10)]
+    assert children, "no inspector process was seen"
