@@ -3,7 +3,8 @@ entries uses every core (the import runs in a job process, where a multiprocessi
 
     python -m conversion.inspector < {"directory": "...", "roots": ["..."], "names": ["...", ...]}
 
-writes a JSON list with one object per name, in the same order: the fields of conversion.archive.Entry.
+writes a JSON list with one list per name, in the same order: the fields of conversion.archive.Entry
+(FIELDS).
 Standard library only, like the rest of `conversion`.
 """
 
@@ -14,12 +15,19 @@ import json
 import sys
 from pathlib import Path
 
-from conversion.archive import inspect_entry
+from conversion.archive import Entry, inspect_entry
+
+# The fields of an Entry, in the order each inspected entry is written as a list.
+FIELDS = tuple(field.name for field in dataclasses.fields(Entry))
 
 
-def inspect_names(directory: Path, names: list[str], roots: list[Path]) -> list[dict[str, str]]:
-    """conversion.archive.inspect_entry for each of `names`, as dictionaries."""
-    return [dataclasses.asdict(inspect_entry(directory / name, name, roots=roots)) for name in names]
+def inspect_names(directory: Path, names: list[str], roots: list[Path]) -> list[list[str]]:
+    """conversion.archive.inspect_entry for each of `names`, each as the list of its FIELDS."""
+    found = []
+    for name in names:
+        entry = inspect_entry(directory / name, name, roots=roots)
+        found.append([getattr(entry, field) for field in FIELDS])
+    return found
 
 
 def main() -> int:
