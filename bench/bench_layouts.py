@@ -133,23 +133,28 @@ def load(
     messages = 0
     started = time.perf_counter()
     with conn.cursor() as cursor:
-        if layout == "rows":
-            columns = "task_id, corpus_id, service_id, task_status, severity, category, what, details"
-            with cursor.copy(f"COPY rows_message ({columns}) FROM STDIN") as copy:
+        if layout in ("rows", "narrow"):
+            # A row per message: its class as strings (rows) or as a dictionary number (narrow).
+            if layout == "rows":
+                table, columns = "rows_message", "severity, category, what, details"
+
+                def tail(message: message_shape.Message) -> tuple:
+                    return message
+            else:
+                table, columns = "narrow_message", "class_id, details"
+
+                def tail(message: message_shape.Message) -> tuple:
+                    return classes.setdefault(message[:3], len(classes) + 1), message[3] or None
+
+            with cursor.copy(
+                f"COPY {table} (task_id, corpus_id, service_id, task_status, {columns}) FROM STDIN"
+            ) as copy:
                 for task, status, rows in generated(shape, tasks, per_task):
                     messages += len(rows)
-                    for severity, category, what, details in rows:
-                        copy.write_row((task, CORPUS, SERVICE, status, severity, category, what, details))
-        elif layout == "narrow":
-            columns = "task_id, corpus_id, service_id, task_status, class_id, details"
-            with cursor.copy(f"COPY narrow_message ({columns}) FROM STDIN") as copy:
-                for task, status, rows in generated(shape, tasks, per_task):
-                    messages += len(rows)
-                    for severity, category, what, details in rows:
-                        key = (severity, category, what)
-                        number = classes.setdefault(key, len(classes) + 1)
-                        copy.write_row((task, CORPUS, SERVICE, status, number, details or None))
-            class_copy(cursor, "narrow_class", classes)
+                    for message in rows:
+                        copy.write_row((task, CORPUS, SERVICE, status, *tail(message)))
+            if layout == "narrow":
+                class_copy(cursor, "narrow_class", classes)
         else:
             tallies: Counter = Counter()
             pairs: list[tuple] = []

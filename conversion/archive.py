@@ -35,7 +35,7 @@ _GUNZIP_FILE_MAX = 4 * 1024 * 1024
 _GUNZIP_MAX = 32 * 1024 * 1024
 _DOCUMENTCLASS = re.compile(rb"^[^%\n]*\\document(?:class|style)\b", re.MULTILINE)
 _BEGIN_DOCUMENT = re.compile(rb"^[^%\n]*\\begin\s*\{document\}", re.MULTILINE)
-_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".gz")
+ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".gz")
 _MAX_MEMBERS = 20_000
 
 
@@ -56,7 +56,7 @@ def document_name(entry_name: str) -> str:
     `YYMM/<file>`) without its archive or .tex suffix."""
     entry_name = _file_name(entry_name)
     lowered = entry_name.lower()
-    for suffix in (*_ARCHIVE_SUFFIXES, ".tex"):
+    for suffix in (*ARCHIVE_SUFFIXES, ".tex"):
         if lowered.endswith(suffix) and len(entry_name) > len(suffix):
             return entry_name[: -len(suffix)]
     return entry_name
@@ -304,7 +304,7 @@ def _gunzip_small(handle: BinaryIO) -> bytes | None:
     """All of a small gzip file, inflated at once: far quicker than tarfile's and gzip's reads through
     GzipFile for the millions of small archives of an arXiv import. None when the file is larger than
     _GUNZIP_FILE_MAX, inflates past _GUNZIP_MAX, is damaged or holds several gzip members: the
-    streaming readers then decide, as they always did."""
+    streaming readers then decide, as they always did. Leaves `handle` at its start."""
     try:
         size = os.fstat(handle.fileno()).st_size
     except (OSError, ValueError, io.UnsupportedOperation):
@@ -317,6 +317,8 @@ def _gunzip_small(handle: BinaryIO) -> bytes | None:
         data = inflater.decompress(handle.read(size + 1), _GUNZIP_MAX)
     except zlib.error:
         return None
+    finally:
+        handle.seek(0)  # where the streaming readers start, whatever the outcome
     if not inflater.eof or inflater.unused_data or inflater.unconsumed_tail:
         return None
     return data
@@ -326,8 +328,6 @@ def inspect_tar(handle: BinaryIO, entry: str, kind: str, *, inflated: bytes | No
     """A gzipped tar; None when the file is not a gzipped tar (a single gzipped .tex, or damaged at its
     start). With `inflated` (the whole file inflated) the tar is read from memory."""
     name = document_name(entry)
-    if inflated is None:
-        handle.seek(0)  # _gunzip_small may have read it
     archive = _tar_open(handle) if inflated is None else _tar_open(io.BytesIO(inflated), "r:")
     if archive is None:
         return None
@@ -397,7 +397,7 @@ def inspect_entry(path: Path, entry: str, roots: Sequence[Path] | None = None) -
     try:
         if stat.S_ISDIR(os.fstat(fd).st_mode):
             return inspect_directory(fd, path, entry)
-        if not lowered.endswith((".tex", *_ARCHIVE_SUFFIXES)):
+        if not lowered.endswith((".tex", *ARCHIVE_SUFFIXES)):
             return Entry(short, entry, "other", problem="unsupported", detail="not a directory, .tex or archive")
         with os.fdopen(os.dup(fd), "rb") as handle:
             if lowered.endswith(".tex"):

@@ -15,13 +15,12 @@ from pathlib import Path
 from django.conf import settings
 
 from config.errors import Unprocessable
-from conversion.archive import Entry, inspect_entry
+from conversion.archive import ARCHIVE_SUFFIXES, Entry, inspect_entry
 
 logger = logging.getLogger(__name__)
 
 # arXiv keeps its sources as YYMM/<id>.gz: a directory of four digits is a month of documents, not one.
 _MONTH = re.compile(r"[0-9]{4}")
-_ARCHIVES = (".gz", ".tgz", ".zip")
 # Imports of more entries than this are inspected in chunks of this many, each in a process of its own
 # (`conversion.inspector`), as many at once as the machine has cores: a process starts in ~60 ms.
 INSPECT_CHUNK = 10_000
@@ -92,7 +91,7 @@ def _month_entries(entry: os.DirEntry) -> list[str] | None:
     with os.scandir(entry.path) as inside:
         names = [item.name for item in inside if not item.name.startswith(".")]
     lowered = [name.lower() for name in names]
-    if any(name.endswith(".tex") for name in lowered) or not any(name.endswith(_ARCHIVES) for name in lowered):
+    if any(name.endswith(".tex") for name in lowered) or not any(name.endswith(ARCHIVE_SUFFIXES) for name in lowered):
         return None
     return names
 
