@@ -380,24 +380,20 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
             candidates += entry_sql.format("t.id")
             params += entry_params
     else:
-        # One range of the report index per status (messages carry their task's status, which also prunes
-        # the partitions), each in (category, what) order and merged, so the classes arrive grouped and
-        # only each class's members are sorted by their hash.
-        narrow = "".join(f" AND m.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
+        # For each class in scope, one range of the (task, class) rows' report index per status (they
+        # carry their task's status).
+        narrow = "".join(f" AND c.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
         narrow_params = [condition[key] for key in ("category", "what") if condition.get(key) is not None]
-        branch = (
-            "(SELECT m.category, m.what, m.task_id FROM reports_logmessage m WHERE m.corpus_id = %s"  # noqa: S608
-            f" AND m.service_id = %s AND m.task_status = %s AND m.severity = %s{narrow}"
-            f"{entry_sql.format('m.task_id') if entry else ''} ORDER BY m.category, m.what)"
+        messages = (
+            "SELECT p.message_class_id, p.task_id FROM reports_messageclass c JOIN reports_taskclass p"  # noqa: S608
+            " ON p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s) AND p.message_class_id = c.id"
+            f" WHERE c.level = 0 AND c.severity = %s{narrow}{entry_sql.format('p.task_id') if entry else ''}"
         )
-        messages = branch if len(statuses) == 1 else " UNION ALL ".join([branch] * len(statuses)) + " ORDER BY 1, 2"
-        params = []
-        for task_status in statuses:
-            params += [*pair, task_status, SEVERITIES[severity][1], *narrow_params, *entry_params]
+        params = [*pair, statuses, SEVERITIES[severity][1], *narrow_params, *entry_params]
         if condition.get("per_class_limit"):
-            # dense_rank: a task with several messages of a class holds one rank in it.
+            # A task has one (task, class) row per class, so its rank in the class is its row number.
             candidates = (
-                "SELECT DISTINCT s.task_id FROM (SELECT u.task_id, dense_rank() OVER (PARTITION BY u.category, u.what"  # noqa: S608
+                "SELECT DISTINCT s.task_id FROM (SELECT u.task_id, row_number() OVER (PARTITION BY u.message_class_id"  # noqa: S608
                 f" ORDER BY hashint8extended(u.task_id, %s), u.task_id) AS n FROM ({messages}) u) s WHERE s.n <= %s"
             )
             params = [seed, *params, condition["per_class_limit"]]

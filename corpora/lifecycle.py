@@ -2,9 +2,11 @@
 
 Task creation (import, extend, activation), lease, release, reap, invalidation of refused entries,
 applying results, pause, resume, rerun and purge live here, beside the Task model, with the one
-message writer (`MESSAGE_COLUMNS`, `messages_copy`). The dispatcher keeps sockets, processes and
-batching; corpora, services and reports keep validation, jobs and journaling; all of them call this
-module. Statuses come from `corpora.statuses`; none is spelled here as a number.
+message writer (`messages_write`) and deleter (`messages_delete`), which keep a task's row of messages,
+its (task, class) rows and the tallies together (docs/decisions.md, "Message storage at arXiv's
+scale"). The dispatcher keeps sockets, processes and batching; corpora, services and reports keep
+validation, jobs and journaling; all of them call this module. Statuses come from `corpora.statuses`;
+none is spelled here as a number.
 
 The statements are tuned (index probes, statement order for locks, WAL compression of the rerun;
 docs/decisions.md, "Task lifecycle", "Dispatcher and workers" and "Reports"): change them with a benchmark.
@@ -14,7 +16,7 @@ docs/decisions.md, "Task lifecycle", "Dispatcher and workers" and "Reports"): ch
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,8 +39,6 @@ from corpora.statuses import (
 
 logger = logging.getLogger(__name__)
 
-# The columns of a log message row, in the order every writer gives them.
-MESSAGE_COLUMNS = "task_id, corpus_id, service_id, task_status, severity, category, what, details"
 NEVER_COMPLETED = (Severity.FATAL, "cortex", "never_completed_with_retries")
 
 # --- creation ------------------------------------------------------------------------------------
@@ -54,12 +54,18 @@ def import_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_service
         [corpus_id, import_service_id],
     )
     cursor.execute(
-        f"INSERT INTO reports_logmessage ({MESSAGE_COLUMNS})"
-        f" SELECT t.id, t.corpus_id, t.service_id, t.status, '{Severity.FATAL}', '{INVALID_CATEGORY}',"
-        " e.problem, e.detail"
+        "SELECT t.id, t.corpus_id, t.service_id, t.status, e.problem, e.detail"
         " FROM import_entries e JOIN corpora_task t ON t.document_id = e.document_id AND t.service_id = %s"
-        " WHERE e.problem <> ''",
+        " WHERE e.problem <> '' ORDER BY t.id",
         [import_service_id],
+    )
+    invalid = cursor.fetchall()
+    messages_write(
+        cursor,
+        (
+            (t, c, s, status, [(Severity.FATAL, INVALID_CATEGORY, problem, detail)])
+            for t, c, s, status, problem, detail in invalid
+        ),
     )
 
 
@@ -186,26 +192,26 @@ def leases_reap(*, max_attempts: int) -> Reaped:
             UPDATE corpora_task
                SET status = CASE WHEN attempts >= %s THEN {FATAL} ELSE {TODO} END, leased_until = NULL
              WHERE {LEASED_SQL} AND leased_until < now()
-            RETURNING id, corpus_id, service_id, status
+            RETURNING id, corpus_id, service_id, status, attempts
             """,
             [max_attempts],
         )
         rows = cursor.fetchall()
-        fatal = [(task_id, corpus_id, service_id) for task_id, corpus_id, service_id, status in rows if status == FATAL]
+        fatal = [row for row in rows if row[3] == FATAL]
         if fatal:
-            ids = [row[0] for row in fatal]
-            cursor.execute("DELETE FROM reports_logmessage WHERE task_id = ANY(%s)", [ids])
+            messages_delete(cursor, [row[0] for row in fatal])
             severity, category, what = NEVER_COMPLETED
-            cursor.execute(
-                f"INSERT INTO reports_logmessage ({MESSAGE_COLUMNS})"
-                " SELECT t.id, t.corpus_id, t.service_id, t.status, %s, %s, %s,"
-                " 'no result came back after ' || t.attempts || ' attempts'"
-                " FROM corpora_task t WHERE t.id = ANY(%s)",
-                [severity, category, what, ids],
-            )
+            messages_write(
+                cursor,
+                (
+                    (task_id, corpus_id, service_id, status,
+                     [(severity, category, what, f"no result came back after {attempts} attempts")])
+                    for task_id, corpus_id, service_id, status, attempts in fatal
+                ),
+            )  # fmt: skip
     if rows:
         logger.info("reaped %d expired leases (%d now fatal)", len(rows), len(fatal))
-    return Reaped(len(rows) - len(fatal), len(fatal), {(corpus_id, service_id) for _, corpus_id, service_id in fatal})
+    return Reaped(len(rows) - len(fatal), len(fatal), {(row[1], row[2]) for row in fatal})
 
 
 def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[tuple[int, int]]:
@@ -224,14 +230,14 @@ def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[
         rows = cursor.fetchall()
         if not rows:
             return set()
-        cursor.execute("DELETE FROM reports_logmessage WHERE task_id = ANY(%s)", [[row[0] for row in rows]])
-        cursor.execute(
-            f"INSERT INTO reports_logmessage ({MESSAGE_COLUMNS})"
-            f" SELECT t.id, t.corpus_id, t.service_id, t.status, '{Severity.FATAL}', '{INVALID_CATEGORY}', v.what,"
-            " left(v.details, 2000)"
-            " FROM unnest(%s::bigint[], %s::text[], %s::text[]) AS v(id, what, details)"
-            " JOIN corpora_task t ON t.id = v.id WHERE t.id = ANY(%s)",
-            [ids, [r[1] for r in refused], [r[2] for r in refused], [row[0] for row in rows]],
+        messages_delete(cursor, [row[0] for row in rows])
+        reasons = {task_id: (what, details) for task_id, what, details in refused}
+        messages_write(
+            cursor,
+            (
+                (task_id, corpus_id, service_id, INVALID, [(Severity.FATAL, INVALID_CATEGORY, *reasons[task_id])])
+                for task_id, corpus_id, service_id in rows
+            ),
         )
         pairs = {(corpus_id, service_id) for _, corpus_id, service_id in rows}
     logger.info("made %d task(s) invalid: their entries cannot be packed", len(rows))
@@ -281,11 +287,13 @@ def results_write(cursor: CursorWrapper, rows: Sequence[tuple[int, int, int, Tas
     """Apply results locked by `results_lock`: (task, corpus, service, result) rows replace each task's
     messages and runtime and set its status, in the caller's transaction."""
     ids = [row[0] for row in rows]
+    messages_delete(cursor, ids)
     # Joined with the ids so that the plan is an index probe per task whatever the statistics say:
     # `task_id = ANY(...)` on a table analyzed while small becomes a sequential scan per batch.
-    for table in ("reports_logmessage", "reports_taskruntime"):
-        cursor.execute(f"DELETE FROM {table} x USING unnest(%s::bigint[]) AS v(id) WHERE x.task_id = v.id", [ids])
-    messages_copy(cursor, _result_messages(rows))
+    cursor.execute(
+        "DELETE FROM reports_taskruntime x USING unnest(%s::bigint[]) AS v(id) WHERE x.task_id = v.id", [ids]
+    )
+    messages_write(cursor, ((t, c, s, r.status, r.messages) for t, c, s, r in rows))
     runtimes = [(t, c, s, r.runtime_ms) for t, c, s, r in rows if r.runtime_ms is not None]
     if runtimes:
         copy_runtimes = "COPY reports_taskruntime (task_id, corpus_id, service_id, runtime_ms) FROM STDIN"
@@ -301,19 +309,187 @@ def results_write(cursor: CursorWrapper, rows: Sequence[tuple[int, int, int, Tas
     )
 
 
-def _result_messages(rows: Sequence[tuple[int, int, int, TaskResult]]) -> Iterator[tuple[Any, ...]]:
-    for task_id, corpus_id, service_id, result in rows:
-        status = result.status
-        for m in result.messages:
-            yield (task_id, corpus_id, service_id, status, m.severity, m.category, m.what, m.details)
+# --- messages ------------------------------------------------------------------------------------
+
+# What every writer gives the message writer for one task: (task, corpus, service, task status, its
+# messages in log order as (severity, category, what, details)).
+TaskMessagesIn = tuple[int, int, int, int, Sequence[tuple[str, str, str, str]]]
+# A class or rollup of the dictionary: (level, severity, category, what); see reports.MessageClass.
+ClassKey = tuple[int, str, str, str]
+CLASS, CATEGORY, SEVERITY = 0, 1, 2
+CATEGORY_MAX, WHAT_MAX, DETAILS_MAX = 100, 200, 2000
+TASK_ROW_COLUMNS = (
+    "task_id, corpus_id, service_id, task_status, classes, counts, rollups, rollup_counts, sequence, details"
+)
 
 
-def messages_copy(cursor: CursorWrapper, rows: Iterable[tuple[Any, ...]]) -> None:
-    """The message writer: COPY rows of MESSAGE_COLUMNS into the message table. A message carries its
-    task's final status (the table is partitioned by it), so write it with or after that status."""
-    with cursor.cursor.copy(f"COPY reports_logmessage ({MESSAGE_COLUMNS}) FROM STDIN") as copy:
-        for row in rows:
-            copy.write_row(row)
+def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> int:
+    """The message writer: each task's messages become its task row (classes, counts, log order, details),
+    a (task, class) row per distinct class, and additions to the pair's tallies, in the caller's
+    transaction. A task's row carries its final status, so write it with or after that status; a task
+    must have no messages yet (messages_delete first). Returns how many messages were written."""
+    rows: list[tuple[Any, ...]] = []
+    wanted: dict[ClassKey, None] = {}
+    written = 0
+    for task_id, corpus_id, service_id, status, messages in tasks:
+        if not messages:
+            continue
+        place: dict[ClassKey, int] = {}
+        counts: list[int] = []
+        sequence: list[int] = []
+        details: list[str] = []
+        for severity, category, what, detail in messages:
+            key = (CLASS, severity, category[:CATEGORY_MAX], what[:WHAT_MAX])
+            index = place.get(key)
+            if index is None:
+                index = place[key] = len(counts) + 1
+                counts.append(0)
+            counts[index - 1] += 1
+            sequence.append(index)
+            details.append(detail[:DETAILS_MAX])
+        rollups: dict[ClassKey, int] = {}
+        for (_, severity, category, _), count in zip(place, counts, strict=True):
+            for key in ((CATEGORY, severity, category, ""), (SEVERITY, severity, "", "")):
+                rollups[key] = rollups.get(key, 0) + count
+        wanted.update(dict.fromkeys(place))
+        wanted.update(dict.fromkeys(rollups))
+        rows.append((task_id, corpus_id, service_id, status, list(place), counts, rollups, sequence, details))
+        written += len(sequence)
+    if not rows:
+        return 0
+    ids = message_classes(cursor, list(wanted))
+    tallies: dict[tuple[int, int, int, int], list[int]] = {}
+    with cursor.cursor.copy(f"COPY reports_taskmessages ({TASK_ROW_COLUMNS}) FROM STDIN") as copy:
+        for task_id, corpus_id, service_id, status, classes, counts, rollups, sequence, details in rows:
+            class_ids = [ids[key] for key in classes]
+            rollup_ids = [ids[key] for key in rollups]
+            rollup_counts = list(rollups.values())
+            copy.write_row(
+                (
+                    task_id,
+                    corpus_id,
+                    service_id,
+                    status,
+                    class_ids,
+                    counts,
+                    rollup_ids,
+                    rollup_counts,
+                    sequence,
+                    details,
+                )
+            )
+            for class_id, count in zip(class_ids + rollup_ids, counts + rollup_counts, strict=True):
+                tally = tallies.setdefault((corpus_id, service_id, status, class_id), [0, 0])
+                tally[0] += 1
+                tally[1] += count
+    with cursor.cursor.copy(
+        "COPY reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status) FROM STDIN"
+    ) as copy:
+        for task_id, corpus_id, service_id, status, classes, *_ in rows:
+            for key in classes:
+                copy.write_row((task_id, corpus_id, service_id, ids[key], status))
+    _tallies_add(cursor, tallies, sign=1)
+    return written
+
+
+def message_classes(cursor: CursorWrapper, keys: list[ClassKey]) -> dict[ClassKey, int]:
+    """The dictionary ids of these classes and rollups, adding those it lacks. The dictionary is append
+    only, and only missing keys are offered to the INSERT, so ids are not used up by conflicts; two
+    writers adding the same key at once both get the one that commits first."""
+    columns = [list(column) for column in zip(*keys, strict=True)]
+    wanted = (
+        "SELECT DISTINCT * FROM unnest(%s::smallint[], %s::text[], %s::text[], %s::text[])"
+        " AS w(level, severity, category, what)"
+    )
+    match = "c.level = w.level AND c.severity = w.severity AND c.category = w.category AND c.what = w.what"
+    cursor.execute(
+        "INSERT INTO reports_messageclass (level, severity, category, what)"
+        f" SELECT w.level, w.severity, w.category, w.what FROM ({wanted}) w"
+        f" WHERE NOT EXISTS (SELECT FROM reports_messageclass c WHERE {match})"
+        " ORDER BY 1, 2, 3, 4 ON CONFLICT DO NOTHING",
+        columns,
+    )
+    cursor.execute(
+        f"SELECT c.id, c.level, c.severity, c.category, c.what FROM ({wanted}) w"
+        f" JOIN reports_messageclass c ON {match}",
+        columns,
+    )
+    return {(level, severity, category, what): class_id for class_id, level, severity, category, what in cursor}
+
+
+def _tallies_add(cursor: CursorWrapper, tallies: dict[tuple[int, int, int, int], list[int]], *, sign: int) -> None:
+    """Add (sign 1) or take away (sign -1) tasks and messages per (corpus, service, status, class). The
+    rows are taken in key order, as by every writer, so two writers wait for each other but never
+    deadlock."""
+    if not tallies:
+        return
+    keys = sorted(tallies)
+    columns = [[key[i] for key in keys] for i in range(4)]
+    columns += [[sign * tallies[key][0] for key in keys], [sign * tallies[key][1] for key in keys]]
+    values = (
+        "SELECT * FROM unnest(%s::integer[], %s::integer[], %s::smallint[], %s::integer[], %s::bigint[],"
+        " %s::bigint[]) AS d(corpus_id, service_id, task_status, message_class_id, tasks, messages)"
+    )
+    if sign > 0:
+        cursor.execute(
+            "INSERT INTO reports_messagetally (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
+            f" {values} ORDER BY 1, 2, 3, 4"
+            " ON CONFLICT (corpus_id, service_id, task_status, message_class_id) DO UPDATE"
+            " SET tasks = reports_messagetally.tasks + EXCLUDED.tasks,"
+            " messages = reports_messagetally.messages + EXCLUDED.messages",
+            columns,
+        )
+        return
+    key_match = (
+        "t.corpus_id = d.corpus_id AND t.service_id = d.service_id AND t.task_status = d.task_status"
+        " AND t.message_class_id = d.message_class_id"
+    )
+    cursor.execute(
+        f"SELECT FROM reports_messagetally t JOIN ({values}) d ON {key_match}"
+        " ORDER BY t.corpus_id, t.service_id, t.task_status, t.message_class_id FOR UPDATE OF t",
+        columns,
+    )
+    cursor.execute(
+        f"UPDATE reports_messagetally t SET tasks = t.tasks + d.tasks, messages = t.messages + d.messages"
+        f" FROM ({values}) d WHERE {key_match}",
+        columns,
+    )
+
+
+def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None, *, scope: str = "") -> int:
+    """Delete the messages of tasks (`task_ids`, or the ids in the column `id` of the temporary table
+    named by `scope`): their task rows, their (task, class) rows, and their share of the tallies, in the
+    caller's transaction. Returns how many messages were deleted."""
+    cursor.execute(
+        "CREATE TEMP TABLE IF NOT EXISTS messages_gone (corpus_id integer, service_id integer,"
+        " task_status smallint, classes integer[], counts integer[], messages integer) ON COMMIT DELETE ROWS"
+    )
+    if scope:
+        using, params = f"{scope} s WHERE x.task_id = s.id", []
+    else:
+        if not task_ids:
+            return 0
+        using, params = "unnest(%s::bigint[]) AS s(id) WHERE x.task_id = s.id", [list(task_ids)]
+    # Each deleted row's classes and rollups with their counts: what the tallies lose.
+    cursor.execute(
+        f"WITH gone AS (DELETE FROM reports_taskmessages x USING {using}"
+        " RETURNING x.task_id, x.corpus_id, x.service_id, x.task_status, x.classes || x.rollups AS classes,"
+        " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages),"
+        " pairs AS (DELETE FROM reports_taskclass p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
+        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages FROM gone",
+        params,
+    )
+    if cursor.rowcount == 0:
+        return 0
+    cursor.execute(
+        "SELECT g.corpus_id, g.service_id, g.task_status, u.class_id, count(*), sum(u.messages)"
+        " FROM messages_gone g, unnest(g.classes, g.counts) AS u(class_id, messages) GROUP BY 1, 2, 3, 4"
+    )
+    _tallies_add(cursor, {tuple(row[:4]): [row[4], row[5]] for row in cursor.fetchall()}, sign=-1)
+    cursor.execute("SELECT coalesce(sum(messages), 0) FROM messages_gone")
+    deleted = int(cursor.fetchone()[0])
+    cursor.execute("TRUNCATE messages_gone")
+    return deleted
 
 
 # --- pause, resume, rerun ------------------------------------------------------------------------
@@ -341,14 +517,11 @@ def _statuses_update(assignment: str, condition: str, *, corpus_id: int | None, 
         return cursor.rowcount
 
 
-# The rerun's joins probe each table's task index once per task in scope instead of hashing the scope
-# against a scan of the whole table. The planner, which takes a task to have 80 messages where it has 10
-# to 15, always chose the scan. Measured on 1M tasks / 10M messages (bench/README.md), after a
-# CHECKPOINT: for 100,000 tasks the message DELETE took 3.2 s instead of 4.6-4.7 s (it reads only the
-# 136,000 pages it changes, not all 255,000), the runtime DELETE 0.7-1.0 s instead of 0.9 s, the
-# UPDATE 1.5-1.8 s instead of 1.7-2.1 s; for 600,000 tasks (7.5M messages) both ways took the same.
-# Since the messages are partitioned by status (migration 0009), the DELETE changes 94,000 pages of the
-# error partition instead of 136,000 of the whole table: 2.9-3.2 s instead of 4.1-5.0 s.
+# The rerun's joins probe each table's task key once per task in scope instead of hashing the scope
+# against a scan of the whole table, which the planner chose on the message rows of 1M tasks. Measured
+# on 1M tasks (bench/README.md), after a CHECKPOINT: for 100,000 tasks the runtime DELETE took 0.7-1.0 s
+# instead of 0.9 s, the UPDATE 1.5-1.8 s instead of 1.7-2.1 s, and the row-per-message DELETE of that
+# time 3.2 s instead of 4.6-4.7 s; for 600,000 tasks both ways took the same.
 _RERUN_SETTINGS = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
 
 
@@ -391,13 +564,16 @@ def tasks_rerun(
     Returns how many tasks were set TODO."""
     status_list = list(statuses)  # a parameter of every statement below
     if category:
-        # The tasks with such a message: one range of the message index, since messages carry their
-        # task's status (only completed tasks have messages, and their status cannot change under them).
-        conditions = ["m.corpus_id = %s", "m.service_id = %s", "m.task_status = ANY(%s)", "m.severity = %s"]
-        conditions += ["m.category = %s", "m.what = %s"] if what else ["m.category = %s"]
-        where = " AND ".join(conditions)  # fixed fragments only; every value is a parameter
-        scope = f"SELECT DISTINCT m.task_id AS id FROM reports_logmessage m WHERE {where} ORDER BY 1"
-        params: list[Any] = [corpus_id, service_id, status_list, message_severity, category]
+        # The tasks with such a message: for each class in scope, one range of the (task, class) rows'
+        # report index per status, since they carry their task's status (only completed tasks have
+        # messages, and their status cannot change under them).
+        classes = "c.level = %s AND c.severity = %s AND c.category = %s" + (" AND c.what = %s" if what else "")
+        scope = (
+            "SELECT DISTINCT p.task_id AS id FROM reports_messageclass c JOIN reports_taskclass p"
+            " ON p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s) AND p.message_class_id = c.id"
+            f" WHERE {classes} ORDER BY 1"
+        )
+        params: list[Any] = [corpus_id, service_id, status_list, CLASS, message_severity, category]
         params += [what] if what else []
     else:
         scope = (
@@ -413,12 +589,7 @@ def tasks_rerun(
         for statement in (*bulk_settings, *_RERUN_SETTINGS):
             cursor.execute(statement)
         wal_compress(cursor)
-        # The messages carry the status of their task, so the statuses in scope name the partitions that
-        # hold them (migration 0009); each task is looked up in those partitions' task indexes only.
-        cursor.execute(
-            "DELETE FROM reports_logmessage m USING rerun_scope s WHERE m.task_id = s.id AND m.task_status = ANY(%s)",
-            [status_list],
-        )
+        messages_delete(cursor, scope="rerun_scope")
         cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
         # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
         # keeps its lease.
@@ -452,8 +623,15 @@ def tasks_purge(*, corpus_id: int | None = None, service_id: int | None = None) 
     if corpus_id is None:
         tables.insert(1, "reports_runtimecount")  # kept per service: gone with the service's last runtime
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM reports_logmessage WHERE {scope}", params)
-        counts["messages"] = cursor.rowcount
+        # Every row of the scope goes, tallies included, so no tally needs to be taken apart.
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM reports_taskmessages WHERE {scope} RETURNING cardinality(sequence) AS n)"
+            " SELECT coalesce(sum(n), 0) FROM gone",
+            params,
+        )
+        counts["messages"] = int(cursor.fetchone()[0])
+        for table in ("reports_taskclass", "reports_messagetally"):
+            cursor.execute(f"DELETE FROM {table} WHERE {scope}", params)
         for table in tables:
             cursor.execute(f"DELETE FROM {table} WHERE {scope}", params)
             if table == "corpora_task":

@@ -107,14 +107,13 @@ def jobs_sweep() -> dict[str, int]:
     return {"interrupted": jobs_interrupt_dead(), "requeued": jobs_requeue_orphans()}
 
 
-# Tables whose rows change most. The log messages are partitioned by status: in PostgreSQL 15 both
-# REINDEX TABLE CONCURRENTLY and ANALYZE of the partitioned parent go through every partition (each
-# partition's indexes are rebuilt, and each partition analyzed), and ANALYZE also gathers the
-# parent's own statistics, which autovacuum never does.
+# Tables whose rows change most.
 HIGH_CHURN_MODELS = [
     "corpora.Task",
     "corpora.TaskCount",
-    "reports.LogMessage",
+    "reports.TaskMessages",
+    "reports.TaskClass",
+    "reports.MessageTally",
     "reports.TaskRuntime",
     "reports.RuntimeCount",
     "reports.ReportGrain",

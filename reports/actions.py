@@ -21,7 +21,7 @@ from corpora.statuses import COMPLETED, SEVERITIES, severity_check
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
-from reports.models import GrainSlice
+from reports.models import GrainSlice, MessageClass
 from reports.queries import category_report, what_report
 
 
@@ -66,44 +66,30 @@ def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, in
 # --- grains: build, ensure, clear ------------------------------------------------------------------------
 
 
-# For a slice build (besides BULK_SETTINGS): parallel workers take the statuses' ranges (a Parallel
-# Append) between them.
-_SLICE_BUILD_SETTINGS = (
-    *BULK_SETTINGS,
-    "SET LOCAL parallel_setup_cost = 0",
-    "SET LOCAL parallel_tuple_cost = 0.001",
-)
-
-
 def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeout_ms: int | None = None) -> int:
     """Rebuild one (corpus, service, severity) slice; returns its rows.
 
-    The messages carry their task's status, so each status the slice takes is one range of the message
-    index, already in (category, what, task) order: each is rolled up on its own without a sort (in
-    parallel when there are several) and the rollups are added. Adding task counts is exact because a
-    task has one status, so no task is counted in two ranges. The aggregate runs as a SELECT of its own
-    and its few thousand rows are inserted after it: an INSERT ... SELECT may not use parallel workers."""
+    The slice is summed from the pair's tallies (kept exact by corpora.lifecycle's message writer and
+    deleter) of the statuses it takes: a class's tallies give its what rows, the category and severity
+    rollups their subtotal and total rows. Adding task counts over statuses is exact because a task has
+    one status, so no task is counted twice. A few thousand rows, whatever the number of messages."""
     statuses, message_severity = SEVERITIES[severity]
     started = time.monotonic()
-    rollup = (
-        "(SELECT m.category, m.what, count(DISTINCT m.task_id) AS tasks, count(*) AS messages"
-        " FROM reports_logmessage m WHERE m.corpus_id = %s AND m.service_id = %s AND m.task_status = %s"
-        " AND m.severity = %s GROUP BY ROLLUP (m.category, m.what))"
-    )
-    ranges = " UNION ALL ".join([rollup] * len(statuses))
     with transaction.atomic(), connection.cursor() as cursor:
-        for statement in _SLICE_BUILD_SETTINGS:
-            cursor.execute(statement)
         if timeout_ms is not None:
             cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
-        # Rollup rows carry NULL category or what (message columns are never NULL), and GROUP BY puts
-        # NULLs together, so the per-status subtotals and totals add up like the detail rows.
+        # Rollup rows carry NULL category or what, as the grain rows of a category and of the slice.
         cursor.execute(
-            f"SELECT r.category, r.what, sum(r.tasks)::bigint, sum(r.messages)::bigint FROM ({ranges}) r"  # noqa: S608
-            " GROUP BY r.category, r.what",
-            [value for status in statuses for value in (corpus_id, service_id, status, message_severity)],
+            f"SELECT CASE WHEN c.level < {MessageClass.SEVERITY} THEN c.category END,"  # noqa: S608 (integers of our own)
+            f" CASE WHEN c.level = {MessageClass.CLASS} THEN c.what END, sum(t.tasks)::bigint, sum(t.messages)::bigint"
+            " FROM reports_messagetally t JOIN reports_messageclass c ON c.id = t.message_class_id"
+            " WHERE t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND c.severity = %s"
+            " AND t.tasks > 0 GROUP BY 1, 2",
+            [corpus_id, service_id, list(statuses), message_severity],
         )
         grains = cursor.fetchall()
+        if not any(category is None for category, *_ in grains):
+            grains.append((None, None, 0, 0))  # the slice's total row, as a rollup of no messages has one
         key = [corpus_id, service_id, severity]
         cursor.execute(
             "DELETE FROM reports_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = %s", key

@@ -1,9 +1,11 @@
-"""Report data: log messages of conversions, per-task runtimes and their trigger-kept counts, and the
-rollup of grains with its built slices. corpus_id and service_id are kept on each message
-(denormalized) so report queries never join through tasks."""
+"""Report data: log messages of conversions (a row per task, a row per (task, class), tallies and the
+class dictionary), per-task runtimes and their trigger-kept counts, and the rollup of grains with its
+built slices. corpus_id and service_id are kept on each message row (denormalized) so report queries
+never join through tasks."""
 
 from __future__ import annotations
 
+from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
 from conversion.severities import Severity
@@ -14,34 +16,114 @@ DETAILS_MAX = 2000
 SEVERITY_CHOICES = [(severity, severity.title()) for severity in Severity.ALL]
 
 
+class MessageClass(models.Model):
+    """The dictionary of message classes: a (severity, category, what) of log messages (level 0), and the
+    rollups the reports count, a (severity, category) (level 1, what '') and a severity (level 2, category
+    and what ''). Append only: rows are never changed or deleted, so an id always names the same class."""
+
+    CLASS, CATEGORY, SEVERITY = 0, 1, 2
+
+    id = models.AutoField(primary_key=True)
+    level = models.SmallIntegerField()
+    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
+    category = models.CharField(max_length=CATEGORY_MAX)
+    what = models.CharField(max_length=WHAT_MAX)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["level", "severity", "category", "what"], name="messageclass_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.severity}:{self.category}:{self.what}"
+
+
+class TaskMessages(models.Model):
+    """Every log message of one task, in one row (docs/decisions.md, "Message storage at arXiv's scale").
+
+    `classes` holds the task's distinct message classes in the order they first appear and `counts` the
+    messages of each; `rollups` and `rollup_counts` the same for its (severity, category) and severity
+    rollup classes. The messages in log order are `sequence` (a 1-based index into `classes`) and
+    `details` (one per message, '' when none). Like message rows before, the row carries its task's
+    final status, is written in the same transaction as that status and deleted before it changes
+    (corpora.lifecycle); corpus and service are kept so that no report joins through the tasks.
+    Written only by corpora.lifecycle's message writer, with the task's pair rows and tallies."""
+
+    task = models.OneToOneField(
+        "corpora.Task", on_delete=models.DO_NOTHING, primary_key=True, db_constraint=False, related_name="+"
+    )
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+    classes = ArrayField(models.IntegerField())
+    counts = ArrayField(models.IntegerField())
+    rollups = ArrayField(models.IntegerField())
+    rollup_counts = ArrayField(models.IntegerField())
+    sequence = ArrayField(models.IntegerField())
+    details = ArrayField(models.TextField())
+
+    class Meta:
+        db_table = "reports_taskmessages"
+
+    def __str__(self) -> str:
+        return f"messages of task {self.task_id}"
+
+
+class TaskClass(models.Model):
+    """That a task has messages of a class (level 0): one row per (task, class). The key is the report
+    index: the tasks of one status with one class are one range of it, in task order (entry lists, rerun
+    and sandbox scopes). The task index finds a task's rows when its messages are deleted."""
+
+    pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id", "task_id")
+    task_id = models.BigIntegerField()
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    message_class_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["task_id"], name="taskclass_task")]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} has class {self.message_class_id}"
+
+
+class MessageTally(models.Model):
+    """Per (corpus, service, task status, class or rollup): how many tasks have such messages and how many
+    messages they are. Kept exact by the message writer and deleter (corpora.lifecycle), so report slices
+    are built from these rows, never from the messages. Rows that fall to zero stay and are skipped."""
+
+    pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id")
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+    message_class_id = models.IntegerField()
+    tasks = models.BigIntegerField()
+    messages = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}/{self.service_id}/{self.task_status}/{self.message_class_id}: {self.tasks}"
+
+
 class LogMessage(models.Model):
-    # Like tasks, messages (tens of millions) carry no database-level foreign keys; see corpora.Task.
-    id = models.BigAutoField(primary_key=True)
-    task = models.ForeignKey("corpora.Task", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
-    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
-    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    """One log message, read only: a row of the view `reports_logmessage`, which unfolds the task rows
+    (TaskMessages) into their messages in log order (migration 0010). For reads that want messages one
+    by one; every write goes through corpora.lifecycle's message writer."""
+
+    pk = models.CompositePrimaryKey("task_id", "position")
+    task = models.ForeignKey("corpora.Task", on_delete=models.DO_NOTHING, db_constraint=False)
+    position = models.IntegerField()
+    corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_constraint=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_constraint=False)
+    task_status = models.SmallIntegerField()
     severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
     details = models.CharField(max_length=DETAILS_MAX, blank=True)
-    # The status of the task, written with the message. It cannot go stale: messages exist only for tasks
-    # with a final status, they are written in the same statement or transaction as that status
-    # (ingestion, the reaper, import), and every change of a final status (rerun, a new result) deletes
-    # them first. A report of one status then needs no join with the tasks. The table is partitioned by
-    # it (migration 0009: one partition per final status, and a default one), with the primary key
-    # (id, task_status) in the database; a message never moves between partitions.
-    task_status = models.SmallIntegerField()
 
     class Meta:
-        indexes = [
-            models.Index(fields=["task"], name="logmessage_task"),
-            # Serves the grain rollups, the entry lists (which page through one status's tasks in index
-            # order) and the rerun's scope, each one range of it, without a look at the tasks.
-            models.Index(
-                fields=["corpus", "service", "task_status", "severity", "category", "what", "task"],
-                name="logmessage_report_status",
-            ),
-        ]
+        managed = False
+        db_table = "reports_logmessage"
 
     def __str__(self) -> str:
         return f"{self.severity}:{self.category}:{self.what}"

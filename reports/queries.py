@@ -22,7 +22,7 @@ from corpora.models import Corpus, Document, Run, Task
 from corpora.queries import pair_counts, pair_get
 from corpora.results import result_stored
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
-from reports.models import LogMessage, ReportGrain, TaskRuntime
+from reports.models import LogMessage, MessageClass, ReportGrain, TaskRuntime
 from services.models import Service
 from services.queries import service_get
 
@@ -145,42 +145,42 @@ def entry_list(
 ) -> dict[str, Any]:
     """The documents with a message (severity, category, what), in task order, paginated.
 
-    Messages carry their task's status and the report index leads with it, so the tasks of one status
-    with that message are one range of the index, in task order, read without a look at either table
-    however deep the offset. The info severity takes every completed status: one range per status,
-    merged in task order. Only the page's own rows then fetch a document name and one message's
-    details."""
+    The (task, class) rows carry their task's status and their key leads with it, so the tasks of one
+    status with that class are one range of the key, in task order, read without a look at any other
+    table however deep the offset. The info severity takes every completed status: one range per
+    status, merged in task order. Only the page's own rows then fetch a document name and the details of
+    their first message of the class (from the task's row of messages)."""
     corpus, service = pair_get(corpus_name, service_name)
     statuses, message_severity = severity_check(severity)
-    ranges = " UNION ALL ".join(
-        ["(SELECT m.task_id FROM reports_logmessage m WHERE m.corpus_id = %s AND m.service_id = %s"
-         " AND m.task_status = %s AND m.severity = %s AND m.category = %s AND m.what = %s ORDER BY m.task_id)"]
-        * len(statuses)
-    )  # fmt: skip
-    page_sql = f"SELECT DISTINCT r.task_id FROM ({ranges}) r ORDER BY r.task_id OFFSET %s LIMIT %s"  # noqa: S608
-    params = [
-        value for status in statuses for value in (corpus.pk, service.pk, status, message_severity, category, what)
-    ]
-    params += [page.offset, page.page_size]
-    with transaction.atomic(), connection.cursor() as cursor:
-        for statement in _ENTRY_LIST_SETTINGS:
-            cursor.execute(statement)
-        cursor.execute(page_sql, params)
-        task_ids = [task_id for (task_id,) in cursor.fetchall()]
-    # The page's own rows, with the planner's usual settings (its first message's details by the task index).
+    class_id = message_class_id(message_severity, category, what)
+    task_ids: list[int] = []
+    if class_id is not None:
+        ranges = " UNION ALL ".join(
+            ["(SELECT p.task_id FROM reports_taskclass p WHERE p.corpus_id = %s AND p.service_id = %s"
+             " AND p.task_status = %s AND p.message_class_id = %s ORDER BY p.task_id)"] * len(statuses)
+        )  # fmt: skip
+        page_sql = f"SELECT r.task_id FROM ({ranges}) r ORDER BY r.task_id OFFSET %s LIMIT %s"  # noqa: S608
+        params = [value for status in statuses for value in (corpus.pk, service.pk, status, class_id)]
+        params += [page.offset, page.page_size]
+        with transaction.atomic(), connection.cursor() as cursor:
+            for statement in _ENTRY_LIST_SETTINGS:
+                cursor.execute(statement)
+            cursor.execute(page_sql, params)
+            task_ids = [task_id for (task_id,) in cursor.fetchall()]
+    # The page's own rows, with the planner's usual settings: a task's first message of the class is the
+    # first place in its log order that points at the class.
     with connection.cursor() as cursor:
         cursor.execute(
             """
             SELECT d.name, t.status,
-                   (SELECT x.details FROM reports_logmessage x
-                     WHERE x.task_id = p.task_id AND x.severity = %s AND x.category = %s AND x.what = %s
-                     ORDER BY x.id LIMIT 1)
+                   x.details[array_position(x.sequence, array_position(x.classes, %s))]
               FROM unnest(%s::bigint[]) WITH ORDINALITY AS p(task_id, n)
               JOIN corpora_task t ON t.id = p.task_id
               JOIN corpora_document d ON d.id = t.document_id
+              LEFT JOIN reports_taskmessages x ON x.task_id = p.task_id
              ORDER BY p.n
             """,
-            [message_severity, category, what, task_ids],
+            [class_id, task_ids],
         )
         rows = cursor.fetchall()
     return {
@@ -204,7 +204,7 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
     if task is None:
         raise NotFound(f"No document {document_name!r} for {service.name} in {corpus.name}.")
     messages = list(
-        LogMessage.objects.filter(task=task).order_by("id").values("severity", "category", "what", "details")
+        LogMessage.objects.filter(task=task).order_by("position").values("severity", "category", "what", "details")
     )
     runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
     has_result = result_stored(corpus.pk, service.pk, task.pk) is not None
@@ -301,18 +301,35 @@ def report_path_split(corpus_name: str, service_name: str, severity: str, rest: 
     when it is a category of the pair, else the first split that names an existing (category, what)."""
     corpus, service = pair_get(corpus_name, service_name)
     statuses, message_severity = severity_check(severity)
-    # The status too, so that each probe is a range of the report index (which leads with it).
-    messages = LogMessage.objects.filter(
-        corpus=corpus, service=service, task_status__in=statuses, severity=message_severity
-    )
-    if "/" not in rest or messages.filter(category=rest).exists():
+
+    def exists(level: int, category: str, what: str = "") -> bool:
+        """Whether the pair has tasks of these statuses with messages of the class (or category rollup)."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT EXISTS (SELECT FROM reports_messageclass c JOIN reports_messagetally t"
+                " ON t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND t.message_class_id = c.id"
+                " WHERE c.level = %s AND c.severity = %s AND c.category = %s AND c.what = %s AND t.tasks > 0)",
+                [corpus.pk, service.pk, list(statuses), level, message_severity, category, what],
+            )
+            return cursor.fetchone()[0]
+
+    if "/" not in rest or exists(MessageClass.CATEGORY, rest):
         return rest, None
     positions = [index for index, char in enumerate(rest) if char == "/"]
     for index in positions:
         category, what = rest[:index], rest[index + 1 :]
-        if messages.filter(category=category, what=what).exists():
+        if exists(MessageClass.CLASS, category, what):
             return category, what
     return rest[: positions[0]], rest[positions[0] + 1 :]
+
+
+def message_class_id(severity: str, category: str, what: str) -> int | None:
+    """The dictionary id of a message class (reports.MessageClass), None when no message ever had it."""
+    return (
+        MessageClass.objects.filter(level=MessageClass.CLASS, severity=severity, category=category, what=what)
+        .values_list("id", flat=True)
+        .first()
+    )
 
 
 def document_result_archive(corpus_name: str, service_name: str, document_name: str) -> Path:

@@ -9,16 +9,14 @@ from jobs.runner import job_run
 from reports.models import LogMessage, RuntimeCount
 from services.models import Service
 from tests.corpora.helpers import activated, imported, make_corpus_dir
+from tests.reports.messages import message_tables_problems, messages_add
 from tests.support import write_tex
 
 pytestmark = pytest.mark.django_db
 
 
-def _message(task: Task, what: str = "undefined") -> LogMessage:
-    return LogMessage.objects.create(
-        task=task, corpus_id=task.corpus_id, service_id=task.service_id, task_status=task.status, severity="error",
-        category="x", what=what,
-    )  # fmt: skip
+def _message(task: Task, what: str = "undefined") -> None:
+    messages_add(task, ("error", "x", what, ""))
 
 
 def test_activation_creates_one_todo_task_per_valid_document_and_opens_a_run(authed, corpus_root):
@@ -163,8 +161,13 @@ def _orphans() -> dict[str, int]:
         "tasks": "SELECT count(*) FROM corpora_task t WHERE NOT EXISTS (SELECT 1 FROM corpora_document d"
         " WHERE d.id = t.document_id) OR NOT EXISTS (SELECT 1 FROM corpora_corpus c WHERE c.id = t.corpus_id)"
         " OR NOT EXISTS (SELECT 1 FROM services_service s WHERE s.id = t.service_id)",
-        "messages": "SELECT count(*) FROM reports_logmessage m WHERE NOT EXISTS"
+        "messages": "SELECT count(*) FROM reports_taskmessages m WHERE NOT EXISTS"
         " (SELECT 1 FROM corpora_task t WHERE t.id = m.task_id)",
+        "message classes": "SELECT count(*) FROM reports_taskclass p WHERE NOT EXISTS"
+        " (SELECT 1 FROM corpora_task t WHERE t.id = p.task_id)",
+        "tallies": "SELECT count(*) FROM reports_messagetally m WHERE NOT EXISTS"
+        " (SELECT 1 FROM corpora_corpus c WHERE c.id = m.corpus_id)"
+        " OR NOT EXISTS (SELECT 1 FROM services_service s WHERE s.id = m.service_id)",
         "runtimes": "SELECT count(*) FROM reports_taskruntime r WHERE NOT EXISTS"
         " (SELECT 1 FROM corpora_task t WHERE t.id = r.task_id)",
         "grains": "SELECT count(*) FROM reports_reportgrain g WHERE NOT EXISTS"
@@ -218,7 +221,8 @@ def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, set
     authed.delete("/api/corpora/b/services/tex_to_html?confirm=tex_to_html")
     assert _runtime_counts() == _runtimes_grouped()
     authed.delete("/api/services/other?confirm=other")
-    assert _orphans() == {"tasks": 0, "messages": 0, "runtimes": 0, "grains": 0}
+    assert _orphans() == {"tasks": 0, "messages": 0, "message classes": 0, "tallies": 0, "runtimes": 0, "grains": 0}
+    assert message_tables_problems() == []
     # The runtime report's counts (kept by triggers) still equal the runtimes left, and the deleted
     # service has no count rows at all.
     assert _runtime_counts() == _runtimes_grouped() == {(ids["tex_to_html"], 42): 3}

@@ -12,10 +12,11 @@ from tests.support import PROJECT_DIR
 LIFECYCLE = Path("corpora/lifecycle.py")
 STATUS_MODULES = {Path("conversion/statuses.py"), Path("corpora/statuses.py")}
 
-# A statement that writes the task or message table, or a table name given on its own (a loop over tables).
+# A statement that writes the task table or a message table, or such a table's name given on its own (a
+# loop over tables) other than as a model's own table name.
+_TABLES = r"(?:corpora_task|reports_taskmessages|reports_taskclass|reports_messagetally|reports_messageclass)"
 _WRITES = re.compile(
-    r"\b(?:UPDATE|DELETE\s+FROM|INSERT\s+INTO|COPY)\s+(?:corpora_task|reports_logmessage)\b"
-    r"|[\"'](?:corpora_task|reports_logmessage)[\"']",
+    rf"\b(?:UPDATE|DELETE\s+FROM|INSERT\s+INTO|COPY)\s+{_TABLES}\b|(?<!db_table = )[\"']{_TABLES}[\"']",
     re.IGNORECASE,
 )
 # A status compared with or set to a number (Python or SQL), a count bucket named by number, a number
@@ -64,6 +65,19 @@ def test_only_the_lifecycle_module_writes_tasks_and_their_messages():
 
 def test_no_module_but_the_status_modules_spells_a_status_number():
     assert offenders(PROJECT_DIR, _STATUS_LITERALS, STATUS_MODULES) == []
+
+
+def test_the_write_pattern_finds_writes_of_every_message_table():
+    for spelled in [
+        "COPY reports_taskmessages (task_id) FROM STDIN",
+        "DELETE FROM reports_taskclass p WHERE",
+        "INSERT INTO reports_messagetally (corpus_id)",
+        "INSERT INTO reports_messageclass (level)",
+        'for table in ("reports_taskclass", "corpora_task"):',
+    ]:
+        assert _WRITES.search(spelled), spelled
+    for fine in ['db_table = "reports_taskmessages"', "SELECT x.details FROM reports_taskmessages x"]:
+        assert not _WRITES.search(fine), fine
 
 
 def test_the_status_pattern_finds_the_spellings_it_forbids():

@@ -4,7 +4,6 @@ rerun and refresh. Data arrives the way it does in production: through result in
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 from urllib.parse import quote
 
@@ -17,6 +16,7 @@ from dispatcher.ingest import RawResult, result_ingest
 from reports.models import GrainSlice, LogMessage, ReportGrain
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
+from tests.reports.messages import message_tables_problems
 
 pytestmark = pytest.mark.django_db
 
@@ -203,36 +203,35 @@ def test_the_rerun_probes_each_tables_task_index_instead_of_hashing_the_scope(au
 
     def explaining(execute, sql, params, many, context):
         words = sql.split()
-        if words[0] in ("DELETE", "UPDATE") and "rerun_scope" in sql:
+        if words[0] in ("DELETE", "UPDATE", "WITH") and "rerun_scope" in sql:
             context["cursor"].execute("EXPLAIN " + sql, params)
             plans[" ".join(words[:3])] = "\n".join(row[0] for row in context["cursor"].fetchall())
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(explaining):
         assert authed.post("/api/reports/c/tex_to_html/rerun?severity=error").json()["tasks"] == 3
-    assert set(plans) == {"DELETE FROM reports_logmessage", "DELETE FROM reports_taskruntime", "UPDATE corpora_task t"}
+    assert set(plans) == {"WITH gone AS", "DELETE FROM reports_taskruntime", "UPDATE corpora_task t"}
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
-    # The message DELETE looks for the error tasks' messages in the error partition only (migration 0009).
-    scanned = set(re.findall(r" on (reports_logmessage_\w+)", plans["DELETE FROM reports_logmessage"]))
-    assert scanned == {"reports_logmessage_error"}, plans["DELETE FROM reports_logmessage"]
+    # The task rows are found by their key, and their (task, class) rows by the task index.
+    assert "reports_taskmessages_pkey" in plans["WITH gone AS"], plans["WITH gone AS"]
+    assert "taskclass_task" in plans["WITH gone AS"], plans["WITH gone AS"]
 
 
-def test_messages_lie_in_the_partition_of_their_tasks_status(converted):
-    """Ingestion writes each message into its task's status partition, through the parent table."""
+def test_the_message_tables_agree_with_each_other_and_the_tasks(converted):
+    """Ingestion writes each task's row with its status, a (task, class) row per distinct class, and
+    tallies equal to a recount of the task rows."""
+    assert message_tables_problems() == []
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT m.tableoid::regclass::text, t.status, count(*) FROM reports_logmessage m"
-            " JOIN corpora_task t ON t.id = m.task_id GROUP BY 1, 2 ORDER BY 2 DESC"
+            "SELECT x.task_status, count(*) FROM reports_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
+            " WHERE t.status = x.task_status GROUP BY 1 ORDER BY 1 DESC"
         )
-        placed = cursor.fetchall()
-    assert [(table, status) for table, status, _ in placed] == [
-        ("reports_logmessage_no_problem", -1),
-        ("reports_logmessage_warning", -2),
-        ("reports_logmessage_error", -3),
-        ("reports_logmessage_fatal", -4),
-    ]
-    assert sum(count for _, _, count in placed) == LogMessage.objects.count() > 0
+        assert cursor.fetchall() == [(-1, 1), (-2, 1), (-3, 3), (-4, 1)]  # "bare" logged no message
+    # A task's messages in log order, as its log has them.
+    assert list(
+        LogMessage.objects.filter(task=converted[1]).order_by("position").values_list("severity", "category", "what")
+    ) == [("warning", "expected", "label"), ("error", "undefined", "\\foo"), ("error", "I/O", "b/c?d#e%z")]
 
 
 def _wal_compression_server() -> tuple[str, bool]:
@@ -253,7 +252,7 @@ def test_the_rerun_compresses_its_wal_where_the_server_lets_it(authed, converted
 
     def watching(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
-        if sql.startswith("DELETE FROM reports_logmessage"):
+        if sql.startswith("WITH gone AS (DELETE FROM reports_taskmessages"):
             context["cursor"].execute("SHOW wal_compression")
             seen.append(context["cursor"].fetchone()[0])
         return result
@@ -342,6 +341,7 @@ def test_messages_carry_their_tasks_status_through_ingestion_rerun_and_pause(aut
     from django.db.models import F
 
     def stray_messages() -> int:
+        assert message_tables_problems() == []
         return (
             LogMessage.objects.filter(task__status__gte=0).count()
             + LogMessage.objects.filter(task__status__lt=-5).count()

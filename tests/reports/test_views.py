@@ -22,6 +22,7 @@ from jobs.models import Job
 from reports.models import GrainSlice, LogMessage
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
+from tests.reports.messages import messages_add
 
 pytestmark = pytest.mark.django_db
 
@@ -72,11 +73,7 @@ def converted(corpus_root: Path, tmp_path: Path, settings) -> list[Task]:
     ]
     result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=settings.RESULTS_DIR,
                   max_bytes=10**7)  # fmt: skip
-    LogMessage.objects.create(
-        task=tasks[1], corpus_id=tasks[1].corpus_id, service_id=tasks[1].service_id,
-        task_status=Task.objects.values_list("status", flat=True).get(pk=tasks[1].pk), severity="error",
-        category="I/O", what=WEIRD_WHAT, details="cannot read\nsecond line",
-    )  # fmt: skip
+    messages_add(tasks[1], ("error", "I/O", WEIRD_WHAT, "cannot read\nsecond line"))
     return tasks
 
 

@@ -12,9 +12,9 @@ import pytest
 
 from corpora.models import Document, Task
 from dispatcher.ingest import RawResult, result_ingest
-from reports.models import LogMessage
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
+from tests.reports.messages import messages_add
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -60,11 +60,7 @@ def converted(corpus_root, tmp_path, settings) -> list[Task]:
     ]
     result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=settings.RESULTS_DIR,
                   max_bytes=10**7)  # fmt: skip
-    LogMessage.objects.create(
-        task=tasks[0], corpus_id=tasks[0].corpus_id, service_id=tasks[0].service_id,
-        task_status=Task.objects.values_list("status", flat=True).get(pk=tasks[0].pk), severity="error",
-        category="I/O", what="a b/c?d#e", details="could not read the file\n\tsecond line",
-    )  # fmt: skip
+    messages_add(tasks[0], ("error", "I/O", "a b/c?d#e", "could not read the file\n\tsecond line"))
     return tasks
 
 

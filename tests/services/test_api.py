@@ -7,6 +7,7 @@ from corpora.models import Task
 from reports.models import LogMessage
 from services.models import Service
 from tests.corpora.helpers import activated, imported
+from tests.reports.messages import messages_add
 
 pytestmark = pytest.mark.django_db
 
@@ -52,10 +53,7 @@ def test_deleting_a_service_removes_its_tasks_and_messages_in_every_corpus(authe
     activated("b")
     activated("a", service="keep")
     for task in Task.objects.filter(service__name__in=["tex_to_html", "keep"]):
-        LogMessage.objects.create(
-            task=task, corpus_id=task.corpus_id, service_id=task.service_id, task_status=task.status,
-            severity="warning", category="c", what="w",
-        )  # fmt: skip
+        messages_add(task, ("warning", "c", "w", ""))
     assert authed.delete("/api/services/tex_to_html").status_code == 400
     assert authed.delete("/api/services/tex_to_html?confirm=keep").status_code == 400
     assert authed.delete("/api/services/tex_to_html?confirm=tex_to_html").status_code == 204

@@ -1,0 +1,75 @@
+"""Messages in tests: adding messages to a task through the one message writer, and what must hold
+between the message tables (reports.TaskMessages, TaskClass, MessageTally) and the tasks, as plain SQL
+recounts that the tests check after every kind of write."""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+
+from corpora.lifecycle import messages_delete, messages_write
+from corpora.models import Task
+from reports.models import LogMessage
+
+
+def messages_add(task: Task, *messages: tuple[str, str, str, str]) -> None:
+    """Append (severity, category, what, details) messages to a task's log, with the task's current
+    status, as a result with those lines would have written them."""
+    task.refresh_from_db()
+    with transaction.atomic(), connection.cursor() as cursor:
+        kept = list(
+            LogMessage.objects.filter(task=task)
+            .order_by("position")
+            .values_list("severity", "category", "what", "details")
+        )
+        messages_delete(cursor, [task.pk])
+        messages_write(cursor, [(task.pk, task.corpus_id, task.service_id, task.status, [*kept, *messages])])
+
+
+_RECOUNT = """
+SELECT x.corpus_id, x.service_id, x.task_status, u.class_id, count(*) AS tasks, sum(u.messages) AS messages
+  FROM reports_taskmessages x, unnest(x.classes || x.rollups, x.counts || x.rollup_counts) AS u(class_id, messages)
+ GROUP BY 1, 2, 3, 4
+"""
+
+CHECKS = {
+    "a task row's status is not its task's": (
+        "SELECT count(*) FROM reports_taskmessages x LEFT JOIN corpora_task t ON t.id = x.task_id"
+        " WHERE t.status IS DISTINCT FROM x.task_status OR t.corpus_id <> x.corpus_id OR t.service_id <> x.service_id"
+    ),
+    "a task row's arrays disagree": (
+        "SELECT count(*) FROM reports_taskmessages x WHERE cardinality(x.classes) <> cardinality(x.counts)"
+        " OR cardinality(x.rollups) <> cardinality(x.rollup_counts)"
+        " OR cardinality(x.sequence) <> cardinality(x.details)"
+        " OR (SELECT sum(n) FROM unnest(x.counts) n) <> cardinality(x.sequence)"
+        " OR EXISTS (SELECT FROM unnest(x.sequence) i WHERE i < 1 OR i > cardinality(x.classes))"
+    ),
+    "(task, class) rows are not the task rows' classes": (
+        "SELECT count(*) FROM ("
+        "(SELECT x.task_id, x.corpus_id, x.service_id, x.task_status, u.class_id"
+        " FROM reports_taskmessages x, unnest(x.classes) u(class_id)"
+        " EXCEPT ALL SELECT task_id, corpus_id, service_id, task_status, message_class_id FROM reports_taskclass)"
+        " UNION ALL "
+        "(SELECT task_id, corpus_id, service_id, task_status, message_class_id FROM reports_taskclass"
+        " EXCEPT ALL SELECT x.task_id, x.corpus_id, x.service_id, x.task_status, u.class_id"
+        " FROM reports_taskmessages x, unnest(x.classes) u(class_id))) d"
+    ),
+    "tallies are not a recount of the task rows": (
+        f"SELECT count(*) FROM ({_RECOUNT}) r FULL JOIN (SELECT * FROM reports_messagetally WHERE tasks <> 0) t"  # noqa: S608
+        " ON (r.corpus_id, r.service_id, r.task_status, r.class_id)"
+        " = (t.corpus_id, t.service_id, t.task_status, t.message_class_id)"
+        " WHERE r.tasks IS DISTINCT FROM t.tasks OR r.messages IS DISTINCT FROM t.messages"
+    ),
+    "a tally is negative": "SELECT count(*) FROM reports_messagetally WHERE tasks < 0 OR messages < 0",
+}
+
+
+def message_tables_problems() -> list[str]:
+    """The checks that fail, each with how many rows break it; empty when the tables agree."""
+    problems = []
+    with connection.cursor() as cursor:
+        for name, sql in CHECKS.items():
+            cursor.execute(sql)
+            broken = cursor.fetchone()[0]
+            if broken:
+                problems.append(f"{name}: {broken}")
+    return problems
