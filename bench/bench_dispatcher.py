@@ -14,9 +14,11 @@ messages and the runtime to PostgreSQL.
 - Celery: a worker started as `celery -A bench_dispatcher worker --concurrency 2` on the bench's Redis
   database (queue `bench-dispatch`). This process leases the tasks with the dispatcher's own lease statement,
   packs each payload and sends one Celery task per document; each Celery task makes the canned result,
-  decodes it with the dispatcher's own result_decode and applies it with the ORM in one transaction
-  of its own (delete old messages and runtime, update the status, insert the messages: one bulk INSERT
-  with --celery-write bulk, one INSERT per message with --celery-write each, then insert the runtime).
+  decodes it with the dispatcher's own result_decode and applies it in one transaction of its own:
+  delete its old messages (corpora.lifecycle's message deleter) and runtime (ORM), update the status
+  (ORM), write its messages with the message writer (corpora.lifecycle: the task row, its (task, class)
+  rows and its additions to the pair's tallies; no other code may write those tables), then insert the
+  runtime (ORM).
   Timed from the first lease until every task has a final status. Celery's Django fix-up would close
   the database pool around every task; CELERY_DB_REUSE_MAX (--celery-db-reuse, default 1000) keeps the
   connection, as a tuned plain design would (0 shows Celery's default).
@@ -31,7 +33,7 @@ ANALYZEd (autovacuum is off on this server). Each result says how much CPU other
 hypervisor took meanwhile. Why the method is so, and the figures: bench/README.md.
 
 Run: .venv/bin/python bench/bench_dispatcher.py [--documents 20000] [--workers 4] [--repeat 5] [--steps 4]
-     [--celery-write bulk|each] [--celery-db-reuse 1000] [--results-dir PATH] [--profile] [--skip-celery]
+     [--celery-db-reuse 1000] [--results-dir PATH] [--profile] [--skip-celery]
 """
 
 from __future__ import annotations
@@ -140,40 +142,33 @@ def celery_ping() -> None:
 
 
 @app.task(name="bench.noop_convert")
-def celery_noop_convert(task_id: int, corpus_id: int, service_id: int, payload: bytes, write: str) -> None:
+def celery_noop_convert(task_id: int, corpus_id: int, service_id: int, payload: bytes) -> None:
     """One document: the no-op conversion returns the canned result, which is applied right here."""
     if not payload:
         raise ValueError(f"task {task_id}: empty payload")
-    celery_result_apply(task_id, corpus_id, service_id, canned_result(), write=write)
+    celery_result_apply(task_id, corpus_id, service_id, canned_result())
 
 
-def celery_result_apply(task_id: int, corpus_id: int, service_id: int, result: bytes, *, write: str) -> None:
-    """Apply one result with the ORM in a transaction of its own, as a plain Celery design would."""
+def celery_result_apply(task_id: int, corpus_id: int, service_id: int, result: bytes) -> None:
+    """Apply one result in a transaction of its own, as a plain Celery design would: the ORM for the
+    status and the runtime, and for the messages the message deleter and writer of corpora.lifecycle,
+    the only code that writes the message tables (a task row, its (task, class) rows and the pair's
+    tallies, which every task of the pair adds to)."""
     harness.django_ready()
     from django.conf import settings
-    from django.db import transaction
+    from django.db import connection, transaction
 
+    from corpora.lifecycle import messages_delete, messages_write
     from corpora.models import Task
     from dispatcher.ingest import result_decode
-    from reports.models import LogMessage, TaskRuntime
+    from reports.models import TaskRuntime
 
     decoded = result_decode(result, max_bytes=settings.RESULT_MAX_BYTES)
-    messages = [
-        LogMessage(
-            task_id=task_id, corpus_id=corpus_id, service_id=service_id, task_status=decoded.status,
-            severity=m.severity, category=m.category, what=m.what, details=m.details,
-        )
-        for m in decoded.messages
-    ]  # fmt: skip
-    with transaction.atomic():
-        LogMessage.objects.filter(task_id=task_id).delete()
+    with transaction.atomic(), connection.cursor() as cursor:
+        messages_delete(cursor, [task_id])
         TaskRuntime.objects.filter(task_id=task_id).delete()
         Task.objects.filter(pk=task_id).update(status=decoded.status, leased_until=None)
-        if write == "bulk":
-            LogMessage.objects.bulk_create(messages)
-        else:
-            for message in messages:
-                message.save(force_insert=True)
+        messages_write(cursor, [(task_id, corpus_id, service_id, decoded.status, decoded.messages)])
         if decoded.runtime_ms is not None:
             TaskRuntime.objects.create(
                 task_id=task_id, corpus_id=corpus_id, service_id=service_id, runtime_ms=decoded.runtime_ms
@@ -312,8 +307,8 @@ def tables_vacuum() -> None:
 
     with harness.timed() as timer, connection.cursor() as cursor:
         cursor.execute(
-            "VACUUM (ANALYZE) corpora_task, corpora_document, corpora_taskcount, reports_logmessage,"
-            " reports_taskruntime"
+            "VACUUM (ANALYZE) corpora_task, corpora_document, corpora_taskcount, reports_messageclass,"
+            " reports_taskmessages, reports_taskclass, reports_messagetally, reports_taskruntime"
         )
     with harness.timed() as checkpoint, connection.cursor() as cursor:
         # Whatever ran before (another benchmark's bulk writes) is flushed now rather than by a checkpoint
@@ -341,7 +336,9 @@ def pair_check(corpus_id: int, service_id: int, documents: int, label: str) -> N
         )
         statuses = dict(cursor.fetchall())
         cursor.execute(
-            "SELECT count(*) FROM reports_logmessage WHERE corpus_id = %s AND service_id = %s", [corpus_id, service_id]
+            "SELECT coalesce(sum(cardinality(sequence)), 0) FROM reports_taskmessages"
+            " WHERE corpus_id = %s AND service_id = %s",
+            [corpus_id, service_id],
         )
         messages = cursor.fetchone()[0]
         cursor.execute(
@@ -676,7 +673,7 @@ def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_
         for task in batch:
             payload = pack_entry(task.path, task.kind, task.entry)
             celery_noop_convert.apply_async(
-                args=[task.id, task.corpus_id, task.service_id, payload, args.celery_write], queue=CELERY_QUEUE
+                args=[task.id, task.corpus_id, task.service_id, payload], queue=CELERY_QUEUE
             )
         sent += len(batch)
     enqueued = time.perf_counter() - started
@@ -700,7 +697,7 @@ def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_
     )
     print(
         f"  settings: celery worker --concurrency {args.celery_concurrency} (prefork), Redis broker, "
-        f"default prefetch; result write mode '{args.celery_write}', "
+        "default prefetch; messages written by corpora.lifecycle's writer, "
         + (
             f"database connection kept for {args.celery_db_reuse} tasks (CELERY_DB_REUSE_MAX)"
             if args.celery_db_reuse
@@ -722,7 +719,6 @@ def main() -> None:
     parser.add_argument("--lease-batch", type=int, default=500)
     parser.add_argument("--result-batch", type=int, default=500)
     parser.add_argument("--celery-concurrency", type=int, default=2)
-    parser.add_argument("--celery-write", choices=["bulk", "each"], default="bulk")
     parser.add_argument(
         "--celery-db-reuse",
         type=int,

@@ -72,19 +72,21 @@ def class_check(name: str, condition: dict[str, Any]) -> tuple[int, int, int]:
 
     sandbox = Corpus.objects.get(name=name)
     statuses, message_severity = SEVERITIES[condition["severity"]]
-    where = ["m.corpus_id = %s", "m.service_id = %s", "m.task_status = ANY(%s)", "m.severity = %s"]
+    # The parent's tasks with a message of each class of the condition: its (task, class) rows.
+    where = ["p.corpus_id = %s", "p.service_id = %s", "p.task_status = ANY(%s)", "c.level = 0", "c.severity = %s"]
     params: list[Any] = [sandbox.parent_id, _service_id(), list(statuses), message_severity]
     for key in ("category", "what"):
         if key in condition:
-            where.append(f"m.{key} = %s")
+            where.append(f"c.{key} = %s")
             params.append(condition[key])
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM corpora_document WHERE corpus_id = %s", [sandbox.pk])
         documents = cursor.fetchone()[0]
         cursor.execute(
             f"""
-            WITH classes AS (SELECT DISTINCT m.category, m.what, t.document_id
-                               FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id
+            WITH classes AS (SELECT DISTINCT c.category, c.what, t.document_id
+                               FROM reports_taskclass p JOIN reports_messageclass c ON c.id = p.message_class_id
+                               JOIN corpora_task t ON t.id = p.task_id
                               WHERE {" AND ".join(where)}),
                  mine AS (SELECT p.id FROM corpora_document d
                             JOIN corpora_document p ON p.corpus_id = %s AND p.entry = d.entry
@@ -169,7 +171,7 @@ def main() -> None:
         generation = reports_data.data_generate(args.tasks, ACTOR)
         print(f"data: generated in {time.perf_counter() - began:.1f} s ({generation.messages:,} messages)")
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM (ANALYZE) corpora_task, corpora_document, reports_logmessage")
+        cursor.execute(f"VACUUM (ANALYZE) corpora_task, corpora_document, {reports_data.MESSAGE_TABLES_SQL}")
     failed = False
     for label, condition in CASES:
         if args.explain:

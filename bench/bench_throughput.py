@@ -278,10 +278,12 @@ def system_measure(
             [corpus_id, service_id],
         )
         rows = cursor.fetchall()
+        # The tasks with a message of category timeout (any severity): their (task, class) rows.
         cursor.execute(
-            "SELECT DISTINCT d.name FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id"
-            " JOIN corpora_document d ON d.id = t.document_id"
-            " WHERE m.corpus_id = %s AND m.service_id = %s AND m.category = 'timeout' ORDER BY 1",
+            "SELECT DISTINCT d.name FROM reports_taskclass p"
+            " JOIN reports_messageclass c ON c.id = p.message_class_id AND c.level = 0 AND c.category = 'timeout'"
+            " JOIN corpora_task t ON t.id = p.task_id JOIN corpora_document d ON d.id = t.document_id"
+            " WHERE p.corpus_id = %s AND p.service_id = %s ORDER BY 1",
             [corpus_id, service_id],
         )
         timed_out = [name for (name,) in cursor.fetchall()]
