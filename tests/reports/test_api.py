@@ -16,7 +16,7 @@ from dispatcher.ingest import RawResult, result_ingest
 from reports.models import GrainSlice, LogMessage, ReportGrain
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
-from tests.reports.messages import message_tables_problems
+from tests.reports.messages import message_tables_problems, messages_add
 
 pytestmark = pytest.mark.django_db
 
@@ -446,3 +446,16 @@ def test_a_get_on_a_pair_action_path_is_a_documented_405_problem(authed):
         assert response.status_code == 405 and response["Content-Type"] == "application/problem+json"
     document = authed.get("/api/openapi.json").json()
     assert "405" in document["paths"]["/api/reports/{corpus}/{service}/{severity}"]["get"]["responses"]
+
+
+def test_the_writer_keeps_any_text_exactly(converted):
+    """Details and names go into COPY as array literals made by the writer: quotes, backslashes, braces,
+    commas, tabs, newlines, NULL spelled out and non-ASCII come back exactly, in log order."""
+    tricky = ['"quoted"', "back\\slash\\", "{braces}, commas", "tab\there\nnew line\r", "NULL", "é ∑ \U0001d538"]
+    tricky += ["", " "]
+    task = converted[7]
+    Task.objects.filter(pk=task.pk).update(status=-2)
+    messages_add(task, *[("warning", f"c{i % 2}\\", text or "w", text) for i, text in enumerate(tricky)])
+    stored = list(LogMessage.objects.filter(task=task).order_by("position").values_list("category", "what", "details"))
+    assert stored == [(f"c{i % 2}\\", text or "w", text) for i, text in enumerate(tricky)]
+    assert message_tables_problems() == []
