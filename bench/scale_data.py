@@ -139,23 +139,24 @@ class TemplateRow:
 
 
 def template_row(status: int, messages: Sequence[Message]) -> TemplateRow:
-    """The writer's layout of one task's messages: the same keys (truncated alike), classes in the order
-    they first appear, rollups in the order the writer meets them, the log order, the details."""
-    from corpora.lifecycle import CATEGORY, CATEGORY_MAX, CLASS, DETAILS_MAX, SEVERITY, WHAT_MAX
+    """The writer's layout of one task's messages: classes in the order they first appear, rollups in the
+    order the writer meets them, the log order, the details (message_shape caps the fields as the log
+    parser does)."""
+    from corpora.lifecycle import CATEGORY, CLASS, SEVERITY
 
     place: dict[tuple[int, str, str, str], int] = {}
     counts: list[int] = []
     sequence: list[int] = []
     details: list[str] = []
     for severity, category, what, detail in messages:
-        key = (CLASS, severity, category[:CATEGORY_MAX], what[:WHAT_MAX])
+        key = (CLASS, severity, category, what)
         index = place.get(key)
         if index is None:
             index = place[key] = len(counts) + 1
             counts.append(0)
         counts[index - 1] += 1
         sequence.append(index)
-        details.append(detail[:DETAILS_MAX])
+        details.append(detail)
     rollups: dict[tuple[int, str, str, str], int] = {}
     for (_, severity, category, _), count in zip(place, counts, strict=True):
         for key in ((CATEGORY, severity, category, ""), (SEVERITY, severity, "", "")):
