@@ -21,7 +21,7 @@ import re
 import statistics
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -154,22 +154,11 @@ def global_refresh() -> tuple[float, dict]:
     return seconds, job.result
 
 
-@dataclass
-class PageSet:
-    """One kind of page: the URLs to request (cycled), and a check of each body."""
-
-    kind: str
-    urls: list[str]
-    check: Callable[[str, dict], str | None]
-    timings: list[float] = field(default_factory=list)
-    by_url: dict[str, list[float]] = field(default_factory=dict)
-
-
 def url_of(*parts: str) -> str:
     return "/api/" + "/".join(quote(part, safe="") for part in parts)
 
 
-def page_sets(pair: Pair, tasks: int, requests: int) -> list[PageSet]:
+def page_sets(pair: Pair, tasks: int, requests: int) -> list[harness.PageSet]:
     """The URLs of every measured page, chosen from the data (grains, frame) so each answers 200."""
     from django.db import connection
 
@@ -237,43 +226,12 @@ def page_sets(pair: Pair, tasks: int, requests: int) -> list[PageSet]:
         return None if body.get("count") == tasks and body.get("slowest") else f"count {body.get('count')}"
 
     return [
-        PageSet("category", category_urls, category_check),
-        PageSet("what", what_urls, category_check),
-        PageSet("entries", entry_urls, entries_check),
-        PageSet("document", document_urls, document_check),
-        PageSet("runtimes", runtime_urls, runtime_check),
+        harness.PageSet("category", category_urls, category_check),
+        harness.PageSet("what", what_urls, category_check),
+        harness.PageSet("entries", entry_urls, entries_check),
+        harness.PageSet("document", document_urls, document_check),
+        harness.PageSet("runtimes", runtime_urls, runtime_check),
     ]
-
-
-def pages_measure(page_set: PageSet, requests: int, token: str) -> None:
-    """One warming pass over the URLs, then `requests` timed GETs through Django's full stack."""
-    import json
-
-    from django.test import Client
-
-    page_set.timings.clear()
-    page_set.by_url.clear()
-    client = Client()
-    headers = {"HTTP_X_SERVICE_TOKEN": token}
-
-    def get(url: str) -> float:
-        began = time.perf_counter()
-        response = client.get(url, **headers)
-        elapsed = (time.perf_counter() - began) * 1000
-        if response.status_code != 200:
-            fail(f"GET {url} answered {response.status_code}: {response.content[:300]!r}")
-        problem = page_set.check(url, json.loads(response.content))
-        if problem:
-            fail(f"GET {url}: {problem}")
-        return elapsed
-
-    for url in page_set.urls:
-        get(url)
-    for index in range(max(requests, len(page_set.urls))):
-        url = page_set.urls[index % len(page_set.urls)]
-        elapsed = get(url)
-        page_set.timings.append(elapsed)
-        page_set.by_url.setdefault(url, []).append(elapsed)
 
 
 # Every task row of the statuses, its classes and their message counts unnested: what the grains save.
@@ -529,7 +487,9 @@ def main() -> None:
     print("\npages through the request stack (django.test.Client, one warming pass first):")
     sets = page_sets(pair, args.tasks, args.requests)
     for page_set in sets:
-        quietly(f"{page_set.kind} pages", partial(pages_measure, page_set, args.requests, token), wait=args.wait)
+        quietly(
+            f"{page_set.kind} pages", partial(harness.pages_measure, page_set, args.requests, token), wait=args.wait
+        )
         t = page_set.timings
         print(
             f"  {page_set.kind:<9} x{len(t):4d} over {len(page_set.urls):3d} URLs: p50 {percentile(t, 0.5):7.1f} ms"
@@ -571,9 +531,8 @@ def main() -> None:
             seconds, answer, log = rerun_measure(pair, args.tasks // 10)
             print(f"  {seconds:.2f} s for {answer['tasks']:,} tasks (run {answer['run_id']};"
                   f" a CHECKPOINT before it took {checkpoint:.1f} s)")  # fmt: skip
-            for _, statement_seconds, sql in log.statements:
-                if statement_seconds >= 0.01:
-                    print(f"    {statement_seconds:8.3f} s  {sql[:110]}")
+            for line in harness.statement_lines(log.statements_over(0.01)):
+                print(line)
             return seconds, answer, log
 
         def restore() -> None:

@@ -54,7 +54,6 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -148,17 +147,6 @@ def url_of(*parts: str) -> str:
     return "/api/" + "/".join(quote(part, safe="") for part in parts)
 
 
-@dataclass
-class PageSet:
-    """One kind of page: its URLs (requested in turn) and a check of each answer's body."""
-
-    kind: str
-    urls: list[str]
-    check: Callable[[str, Any], str | None]
-    timings: list[float] = field(default_factory=list)
-    by_url: dict[str, list[float]] = field(default_factory=dict)
-
-
 def spread(total: int, count: int, step: int = 100) -> list[int]:
     """`count` offsets from 0 to the last full page of `total` rows (capped at MAX_REPORT_OFFSET)."""
     from django.conf import settings
@@ -169,7 +157,7 @@ def spread(total: int, count: int, step: int = 100) -> list[int]:
     return sorted({round(last * n / (count - 1) / step) * step for n in range(count)})
 
 
-def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int) -> list[PageSet]:
+def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int) -> list[harness.PageSet]:
     """The URLs of every measured page, chosen from the data (grains, frame) so each answers 200."""
     from django.db import connection
 
@@ -237,43 +225,15 @@ def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int
         return None
 
     return [
-        PageSet("category", category_urls, category_check),
-        PageSet("what", what_urls, rows_check),
-        PageSet("entries", entry_urls, entries_check),
-        PageSet("document", document_urls, document_check),
-        PageSet("runtimes", runtime_urls, runtime_check),
-        PageSet("corpus_detail", detail_urls, detail_check),
-        PageSet("run_history", history_urls, any_check),
-        PageSet("status", status_urls, any_check),
+        harness.PageSet("category", category_urls, category_check),
+        harness.PageSet("what", what_urls, rows_check),
+        harness.PageSet("entries", entry_urls, entries_check),
+        harness.PageSet("document", document_urls, document_check),
+        harness.PageSet("runtimes", runtime_urls, runtime_check),
+        harness.PageSet("corpus_detail", detail_urls, detail_check),
+        harness.PageSet("run_history", history_urls, any_check),
+        harness.PageSet("status", status_urls, any_check),
     ]
-
-
-def pages_measure(page_set: PageSet, requests: int, token: str) -> None:
-    """One warming pass over the URLs, then max(`requests`, URLs) timed GETs through Django's whole stack."""
-    from django.test import Client
-
-    page_set.timings.clear()
-    page_set.by_url.clear()
-    client = Client()
-
-    def get(url: str) -> float:
-        began = time.perf_counter()
-        response = client.get(url, HTTP_X_SERVICE_TOKEN=token)
-        elapsed = (time.perf_counter() - began) * 1000
-        if response.status_code != 200:
-            fail(f"GET {url} answered {response.status_code}: {response.content[:300]!r}")
-        problem = page_set.check(url, json.loads(response.content))
-        if problem:
-            fail(f"GET {url}: {problem}")
-        return elapsed
-
-    for url in page_set.urls:
-        get(url)
-    for index in range(max(requests, len(page_set.urls))):
-        url = page_set.urls[index % len(page_set.urls)]
-        elapsed = get(url)
-        page_set.timings.append(elapsed)
-        page_set.by_url.setdefault(url, []).append(elapsed)
 
 
 # --- operations ---------------------------------------------------------------------------------------
@@ -337,9 +297,8 @@ def rerun_once(pair: tuple[int, int], expected: int) -> float:
     if answer["tasks"] != expected:
         fail(f"the rerun set {answer['tasks']} tasks TODO, expected {expected}")
     say(f"  rerun: {seconds:.2f} s for {answer['tasks']:,} tasks")
-    for _, statement_seconds, sql in log.statements:
-        if statement_seconds >= 0.01:
-            say(f"    {statement_seconds:8.3f} s  {sql[:110]}")
+    for line in harness.statement_lines(log.statements_over(0.01)):
+        say(line)
     return seconds
 
 
@@ -463,9 +422,8 @@ def activation(tasks: int) -> float:
     if state != "succeeded" or (job.result or {}).get("tasks") != tasks:
         fail(f"the activation ended {state} with {job.result} ({job.message})")
     say(f"  activation: {seconds:.2f} s for {tasks:,} tasks ({tasks / seconds:,.0f} tasks/s)")
-    for _, statement_seconds, sql in log.statements:
-        if statement_seconds >= 0.05:
-            say(f"    {statement_seconds:8.3f} s  {sql[:110]}")
+    for line in harness.statement_lines(log.statements_over(0.05)):
+        say(line)
     return seconds
 
 
@@ -574,7 +532,9 @@ def main() -> None:
         " pass):")  # fmt: skip
     sets = page_sets(pair, args.tasks, rerun_tasks, args.requests)
     for page_set in sets:
-        quietly(f"{page_set.kind} pages", lambda page_set=page_set: pages_measure(page_set, args.requests, token))
+        quietly(
+            f"{page_set.kind} pages", lambda page_set=page_set: harness.pages_measure(page_set, args.requests, token)
+        )
         t = page_set.timings
         say(f"  {page_set.kind:<14} x{len(t):4d} over {len(page_set.urls):4d} URLs: p50 {percentile(t, 0.5):7.1f} ms"
             f"  p95 {percentile(t, 0.95):7.1f} ms  max {max(t):7.1f} ms")  # fmt: skip

@@ -696,6 +696,10 @@ class PhaseLog:
         """(seconds, sql) of the statements that began within [start, end]."""
         return [(seconds, sql) for began, seconds, sql in self.statements if start <= began <= end]
 
+    def statements_over(self, threshold: float) -> list[tuple[float, str]]:
+        """(seconds, sql) of the statements that took at least `threshold` seconds."""
+        return [(seconds, sql) for _, seconds, sql in self.statements if seconds >= threshold]
+
 
 def _wrap_call(log: PhaseLog, name: str, function: Callable[..., Any]) -> Callable[..., Any]:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -963,3 +967,81 @@ def pair_drained_wait(
         if now > deadline:
             fail(f"{todo} TODO, {leased} leased and {final} final tasks (of {expected}) after {timeout:.0f} s")
         time.sleep(interval if first_lease is None or interval_after_first is None else interval_after_first)
+
+
+# --- report pages and bench corpora -----------------------------------------------------------------
+
+
+@dataclass
+class PageSet:
+    """One kind of page: its URLs (requested in turn) and a check of each answer's body."""
+
+    kind: str
+    urls: list[str]
+    check: Callable[[str, Any], str | None]
+    timings: list[float] = field(default_factory=list)
+    by_url: dict[str, list[float]] = field(default_factory=dict)
+
+
+def pages_measure(page_set: PageSet, requests: int, token: str) -> None:
+    """One warming pass over the URLs, then max(`requests`, URLs) timed GETs through Django's whole stack."""
+    import json
+
+    from django.test import Client
+
+    page_set.timings.clear()
+    page_set.by_url.clear()
+    client = Client()
+
+    def get(url: str) -> float:
+        began = time.perf_counter()
+        response = client.get(url, HTTP_X_SERVICE_TOKEN=token)
+        elapsed = (time.perf_counter() - began) * 1000
+        if response.status_code != 200:
+            fail(f"GET {url} answered {response.status_code}: {response.content[:300]!r}")
+        problem = page_set.check(url, json.loads(response.content))
+        if problem:
+            fail(f"GET {url}: {problem}")
+        return elapsed
+
+    for url in page_set.urls:
+        get(url)
+    for index in range(max(requests, len(page_set.urls))):
+        url = page_set.urls[index % len(page_set.urls)]
+        elapsed = get(url)
+        page_set.timings.append(elapsed)
+        page_set.by_url.setdefault(url, []).append(elapsed)
+
+
+def corpus_insert(
+    cursor: Any,
+    *,
+    name: str,
+    description: str,
+    service_ids: Sequence[int],
+    actor: str,
+    documents: int,
+    prefix: str,
+    digits: int,
+) -> int:
+    """A ready corpus under CORPUS_ROOT with `documents` generated .tex documents named prefix + a
+    zero-padded number, activated for `service_ids` (no tasks yet), in one set-based INSERT each.
+    Returns the corpus id."""
+    cursor.execute(
+        "INSERT INTO corpora_corpus (name, path, description, state, created_at, imported_at)"
+        " VALUES (%s, %s, %s, 'ready', now(), now()) RETURNING id",
+        [name, str(CORPUS_ROOT / name), description],
+    )
+    corpus_id = cursor.fetchone()[0]
+    for service_id in service_ids:
+        cursor.execute(
+            "INSERT INTO corpora_activation (corpus_id, service_id, actor, created_at) VALUES (%s, %s, %s, now())",
+            [corpus_id, service_id, actor],
+        )
+    cursor.execute(
+        "INSERT INTO corpora_document (corpus_id, name, entry, kind, main_file, created_at)"
+        " SELECT %s, n, n || '.tex', 'tex', n || '.tex', now()"
+        " FROM (SELECT %s || lpad(g::text, %s, '0') AS n FROM generate_series(0, %s - 1) g) s ORDER BY n",
+        [corpus_id, prefix, digits, documents],
+    )
+    return corpus_id

@@ -395,22 +395,15 @@ def data_generate(tasks: int, actor: str) -> Generation:
     import_id = _import_service_id()
     began = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO corpora_corpus (name, path, description, state, created_at, imported_at)"
-            " VALUES (%s, %s, 'reports benchmark', 'ready', now(), now())"
-            " RETURNING id",
-            [CORPUS, str(harness.CORPUS_ROOT / CORPUS)],
-        )
-        corpus_id = cursor.fetchone()[0]
-        cursor.execute(
-            "INSERT INTO corpora_activation (corpus_id, service_id, actor, created_at) VALUES (%s, %s, %s, now())",
-            [corpus_id, service.pk, actor],
-        )
-        cursor.execute(
-            "INSERT INTO corpora_document (corpus_id, name, entry, kind, main_file, created_at)"
-            " SELECT %s, n, n || '.tex', 'tex', n || '.tex', now()"
-            " FROM (SELECT 'p' || lpad(g::text, 7, '0') AS n FROM generate_series(0, %s - 1) g) s ORDER BY n",
-            [corpus_id, tasks],
+        corpus_id = harness.corpus_insert(
+            cursor,
+            name=CORPUS,
+            description="reports benchmark",
+            service_ids=[service.pk],
+            actor=actor,
+            documents=tasks,
+            prefix="p",
+            digits=7,
         )
     step("corpus, documents", began)
 

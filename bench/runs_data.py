@@ -94,22 +94,15 @@ def data_generate(documents: int, actor: str) -> dict[str, float]:
     a_id, b_id = services_ensure(actor)
     began = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(
-            "INSERT INTO corpora_corpus (name, path, description, state, created_at, imported_at)"
-            " VALUES (%s, %s, 'runs benchmark', 'ready', now(), now()) RETURNING id",
-            [CORPUS, str(harness.CORPUS_ROOT / CORPUS)],
-        )
-        corpus_id = cursor.fetchone()[0]
-        for service_id in (a_id, b_id):
-            cursor.execute(
-                "INSERT INTO corpora_activation (corpus_id, service_id, actor, created_at) VALUES (%s, %s, %s, now())",
-                [corpus_id, service_id, actor],
-            )
-        cursor.execute(
-            "INSERT INTO corpora_document (corpus_id, name, entry, kind, main_file, created_at)"
-            " SELECT %s, n, n || '.tex', 'tex', n || '.tex', now()"
-            " FROM (SELECT 'r' || lpad(g::text, 7, '0') AS n FROM generate_series(0, %s - 1) g) s ORDER BY n",
-            [corpus_id, documents],
+        corpus_id = harness.corpus_insert(
+            cursor,
+            name=CORPUS,
+            description="runs benchmark",
+            service_ids=[a_id, b_id],
+            actor=actor,
+            documents=documents,
+            prefix="r",
+            digits=7,
         )
     step("corpus, documents", began)
 
