@@ -454,7 +454,7 @@ def main() -> None:
         with connection.cursor() as cursor:
             cursor.execute(
                 f"VACUUM (ANALYZE) corpora_task, {reports_data.MESSAGE_TABLES_SQL}, reports_taskruntime,"
-                " reports_reportgrain, reports_grainslice, reports_runtimecount, corpora_taskcount"
+                " reports_reportgrain, reports_grainslice, reports_runtimecount, reports_runtimebin, corpora_taskcount"
             )
         print(f"data: VACUUM (ANALYZE) {time.perf_counter() - began:.1f} s (not measured)")
     pair = pair_get()

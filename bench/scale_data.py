@@ -455,7 +455,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
         cursor.execute(
             "VACUUM (ANALYZE) corpora_document, corpora_task, corpora_taskcount, reports_taskmessages,"
             " reports_taskclass, reports_messagetally, reports_messageclass, reports_taskruntime,"
-            " reports_runtimecount, runs_snapshot"
+            " reports_runtimecount, reports_runtimebin, runs_snapshot"
         )
         cursor.execute("CHECKPOINT")
     step("vacuum analyze, checkpoint", began)
@@ -548,7 +548,7 @@ def data_restore(corpus_id: int, service_id: int) -> dict[str, float]:
     with connection.cursor() as cursor:
         cursor.execute(
             "VACUUM (ANALYZE) corpora_task, corpora_taskcount, reports_taskmessages, reports_taskclass,"
-            " reports_messagetally, reports_taskruntime, reports_runtimecount"
+            " reports_messagetally, reports_taskruntime, reports_runtimecount, reports_runtimebin"
         )
     steps["vacuum analyze"] = time.perf_counter() - began
     return steps

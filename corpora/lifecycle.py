@@ -623,7 +623,8 @@ def tasks_purge(*, corpus_id: int | None = None, service_id: int | None = None) 
     counts = {}
     tables = ["reports_taskruntime", "corpora_task", "corpora_taskcount", "reports_reportgrain", "reports_grainslice"]
     if corpus_id is None:
-        tables.insert(1, "reports_runtimecount")  # kept per service: gone with the service's last runtime
+        # Kept per service: gone with the service's last runtime.
+        tables[1:1] = ["reports_runtimecount", "reports_runtimebin"]
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         # Every row of the scope goes, tallies included, so no tally needs to be taken apart.
         cursor.execute(

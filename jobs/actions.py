@@ -116,6 +116,7 @@ HIGH_CHURN_MODELS = [
     "reports.MessageTally",
     "reports.TaskRuntime",
     "reports.RuntimeCount",
+    "reports.RuntimeBin",
     "reports.ReportGrain",
     "reports.GrainSlice",
     "jobs.Job",

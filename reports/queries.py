@@ -22,7 +22,7 @@ from corpora.models import Corpus, Document, Run, Task
 from corpora.queries import pair_counts, pair_get
 from corpora.results import result_stored
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
-from reports.models import LogMessage, MessageClass, ReportGrain, TaskRuntime
+from reports.models import RUNTIME_BIN_MS, LogMessage, MessageClass, ReportGrain, TaskRuntime
 from services.models import Service
 from services.queries import service_get
 
@@ -226,45 +226,61 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
 
 
 def _runtime_bucket_sums() -> str:
-    """The histogram's columns over the runtime counts: bucket i sums runtimes in [bounds[i-1],
-    bounds[i]), as width_bucket numbers them, in the same pass as count, mean and maximum."""
-    edges = [int(bound) for bound in RUNTIME_BUCKETS_MS]
-    conditions = [f"runtime_ms < {edges[0]}"]
-    conditions += [f"runtime_ms >= {low} AND runtime_ms < {high}" for low, high in itertools.pairwise(edges)]
-    conditions.append(f"runtime_ms >= {edges[-1]}")
+    """The histogram's columns over the runtime bins: bucket i sums runtimes in [bounds[i-1], bounds[i]),
+    as width_bucket numbers them, in the same pass as count and mean. Each bound is a whole number of
+    bins, so each bin falls in one bucket."""
+    edges = [int(bound) // RUNTIME_BIN_MS for bound in RUNTIME_BUCKETS_MS]
+    conditions = [f"bin < {edges[0]}"]
+    conditions += [f"bin >= {low} AND bin < {high}" for low, high in itertools.pairwise(edges)]
+    conditions.append(f"bin >= {edges[-1]}")
     return ", ".join(f"coalesce(sum(count) FILTER (WHERE {condition}), 0)::bigint" for condition in conditions)
 
 
+if any(bound % RUNTIME_BIN_MS for bound in RUNTIME_BUCKETS_MS):
+    raise ValueError("every bound of the runtime histogram must be a whole number of runtime bins")
 _RUNTIME_BUCKET_SUMS = _runtime_bucket_sums()
+
+# Each percentile's bin is the first whose running count reaches the rank; within it, the first runtime
+# (ms) whose running count, added to the bins before, reaches it. A few thousand bins and at most
+# RUNTIME_BIN_MS rows of one bin are read, not a row per distinct runtime.
+_RUNTIME_PERCENTILES = f"""
+WITH bins AS (SELECT bin, count, sum(count) OVER (ORDER BY bin) AS reached
+                FROM reports_runtimebin WHERE service_id = %(service)s AND count > 0),
+     located AS (SELECT r.place, r.rank, b.bin, b.reached - b.count AS before
+                   FROM unnest(%(ranks)s::bigint[]) WITH ORDINALITY AS r(rank, place)
+                  CROSS JOIN LATERAL (SELECT bin, count, reached FROM bins WHERE reached >= r.rank
+                                       ORDER BY bin LIMIT 1) b)
+SELECT (SELECT f.runtime_ms
+          FROM (SELECT runtime_ms, sum(count) OVER (ORDER BY runtime_ms) AS reached FROM reports_runtimecount
+                 WHERE service_id = %(service)s AND count > 0 AND runtime_ms >= l.bin * {RUNTIME_BIN_MS}
+                   AND runtime_ms < (l.bin + 1) * {RUNTIME_BIN_MS}) f
+         WHERE f.reached >= l.rank - l.before ORDER BY f.runtime_ms LIMIT 1)
+  FROM located l ORDER BY l.place
+"""  # noqa: S608  (integers of our own)
 
 
 def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
     """Distribution, fixed-bucket histogram and the slowest conversions of a service (all corpora).
 
-    Count, mean, maximum, histogram and percentiles come from the service's runtime counts (one row per
-    distinct runtime, kept by triggers): percentile_disc's value at rank ceil(p * n) is the first
-    runtime whose running count reaches it. The slowest page is found by offset in the index
-    (service, runtime desc, task) before the page's own rows read their names."""
+    Count, mean and histogram are summed from the service's runtime bins, the maximum read from its
+    runtime counts (one row per distinct runtime), both kept by triggers. percentile_disc's value at
+    rank ceil(p * n) is the first runtime whose running count reaches it, found in its bin. The slowest
+    page is found by offset in the index (service, runtime desc, task) before the page's own rows read
+    their names."""
     service = service_get(service_name)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT coalesce(sum(count), 0)::bigint, sum(count * runtime_ms::numeric) / nullif(sum(count), 0),"  # noqa: S608
-            f" max(runtime_ms), {_RUNTIME_BUCKET_SUMS}"  # (integers of our own)
-            " FROM reports_runtimecount WHERE service_id = %s AND count > 0",
-            [service.pk],
+            f"SELECT coalesce(sum(count), 0)::bigint, sum(total_ms)::numeric / nullif(sum(count), 0),"  # noqa: S608
+            " (SELECT max(runtime_ms) FROM reports_runtimecount WHERE service_id = %s AND count > 0),"
+            f" {_RUNTIME_BUCKET_SUMS} FROM reports_runtimebin WHERE service_id = %s AND count > 0",
+            [service.pk, service.pk],
         )
         count, mean, maximum, *per_bucket = cursor.fetchone()
-        ranks = [math.ceil(fraction * count) for fraction in (0.5, 0.9, 0.99)]
-        cursor.execute(
-            """
-            SELECT min(runtime_ms) FILTER (WHERE reached >= %s), min(runtime_ms) FILTER (WHERE reached >= %s),
-                   min(runtime_ms) FILTER (WHERE reached >= %s)
-              FROM (SELECT runtime_ms, sum(count) OVER (ORDER BY runtime_ms) AS reached
-                      FROM reports_runtimecount WHERE service_id = %s AND count > 0) running
-            """,
-            [*ranks, service.pk],
-        )
-        percentiles = list(cursor.fetchone())
+        percentiles = [None, None, None]
+        if count:
+            ranks = [math.ceil(fraction * count) for fraction in (0.5, 0.9, 0.99)]
+            cursor.execute(_RUNTIME_PERCENTILES, {"service": service.pk, "ranks": ranks})
+            percentiles = [row[0] for row in cursor.fetchall()]
         cursor.execute(
             """
             SELECT c.name, d.name, p.runtime_ms
@@ -281,7 +297,7 @@ def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
     bounds = [*RUNTIME_BUCKETS_MS, None]
     # Bucket i holds runtimes below bounds[i] (and at least bounds[i-1]); the last is open-ended.
     histogram = [{"lt_ms": bound, "count": per_bucket[index]} for index, bound in enumerate(bounds)]
-    p50, p90, p99 = percentiles if count else (None, None, None)
+    p50, p90, p99 = percentiles
     return {
         "service": service.name,
         "count": count,

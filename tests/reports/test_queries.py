@@ -39,3 +39,84 @@ def test_the_reports_queries_module_imports_no_actions():
     tree = ast.parse(Path(__file__).resolve().parents[2].joinpath("reports/queries.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {name for name in imported if name and name.endswith(".actions")}
+
+
+def _runtimes_expected(service_id: int) -> dict:
+    """The runtime report's figures computed straight from the runtimes, by PostgreSQL's own aggregates."""
+    from django.db import connection
+
+    from reports.queries import RUNTIME_BUCKETS_MS
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT count(*), round(avg(runtime_ms), 1), max(runtime_ms),"
+            " percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms)"
+            " FROM reports_taskruntime WHERE service_id = %s",
+            [service_id],
+        )
+        count, mean, maximum, percentiles = cursor.fetchone()
+        cursor.execute(
+            "SELECT width_bucket(runtime_ms, %s::integer[]), count(*) FROM reports_taskruntime"
+            " WHERE service_id = %s GROUP BY 1",
+            [RUNTIME_BUCKETS_MS, service_id],
+        )
+        buckets = dict(cursor.fetchall())
+    return {
+        "count": count,
+        "mean_ms": float(mean) if mean is not None else None,
+        "max_ms": maximum,
+        "percentiles": percentiles or [None, None, None],
+        "histogram": [buckets.get(index, 0) for index in range(len(RUNTIME_BUCKETS_MS) + 1)],
+    }
+
+
+def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
+    """Count, mean, histogram and percentiles come from the 50 ms bins and the millisecond rows of one
+    bin each; after inserts, updates and deletes they equal the aggregates over the runtimes themselves.
+    The runtimes crowd a few bins, with repeats, on both sides of bin and bucket edges, so a percentile
+    taken from the wrong bin, or from the right bin at the wrong offset, differs."""
+    from django.db import connection
+
+    from reports.models import RuntimeBin
+    from reports.queries import runtime_report
+    from services.models import Service
+
+    service = Service.objects.create(name="timed")
+    other = Service.objects.create(name="other")
+    runtimes = [49, 50, 50, 51, 99, 100, 100, 101, 149, 150, 249, 250, 251, 999, 1000, 2499, 2500, 70000]
+    runtimes += [120 + index % 7 for index in range(40)] + [300000, 300049, 300050, 4_000_000]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "INSERT INTO reports_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
+            " SELECT 1000 + n, 1, %s, r FROM unnest(%s::integer[]) WITH ORDINALITY AS u(r, n)",
+            [service.pk, runtimes],
+        )
+        cursor.execute(
+            "INSERT INTO reports_taskruntime (task_id, corpus_id, service_id, runtime_ms) VALUES (1, 1, %s, 1)",
+            [other.pk],
+        )
+
+    def check() -> None:
+        report = runtime_report("timed", PAGE)
+        expected = _runtimes_expected(service.pk)
+        assert {
+            "count": report["count"],
+            "mean_ms": report["mean_ms"],
+            "max_ms": report["max_ms"],
+            "percentiles": [report["p50_ms"], report["p90_ms"], report["p99_ms"]],
+            "histogram": [bucket["count"] for bucket in report["histogram"]],
+        } == expected
+
+    check()
+    assert RuntimeBin.objects.filter(service=service, count__gt=0).count() < len(set(runtimes))
+    with connection.cursor() as cursor:
+        for statement in (
+            "DELETE FROM reports_taskruntime WHERE service_id = %s AND runtime_ms BETWEEN 120 AND 123",
+            "UPDATE reports_taskruntime SET runtime_ms = runtime_ms + 37 WHERE service_id = %s AND runtime_ms < 300",
+            "DELETE FROM reports_taskruntime WHERE service_id = %s AND runtime_ms > 100000",
+        ):
+            cursor.execute(statement, [service.pk])
+            check()
+        cursor.execute("DELETE FROM reports_taskruntime WHERE service_id = %s", [service.pk])
+    assert runtime_report("timed", PAGE)["count"] == 0 and _runtimes_expected(service.pk)["count"] == 0
+    assert runtime_report("other", PAGE)["p50_ms"] == 1
