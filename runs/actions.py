@@ -50,10 +50,14 @@ def snapshot_append(*, corpus_name: str, service_name: str, actor: str) -> dict[
 def _pairs_statement(same_documents: bool) -> str:
     """Each document of either snapshot with its status in both (ABSENT_BUCKET where it is missing);
     parameters: the previous and the current snapshot's ids."""
-    if same_documents:  # the usual case (no extend in between): pair the two arrays position by position
+    if same_documents:
+        # The usual case (no extend in between): the arrays paired position by position. Set-returning
+        # functions in the select list run in step and stream their rows; unnest(a, b, c) in FROM first
+        # copies every element of each array into a tuplestore, several times as slow
+        # (docs/decisions.md, "Runs and snapshots").
         return (
-            "SELECT u.document_id, u.previous_status, u.current_status FROM runs_snapshot p, runs_snapshot c,"
-            " unnest(p.document_ids, p.statuses, c.statuses) AS u(document_id, previous_status, current_status)"
+            "SELECT unnest(p.document_ids) AS document_id, unnest(p.statuses) AS previous_status,"
+            " unnest(c.statuses) AS current_status FROM runs_snapshot p, runs_snapshot c"
             " WHERE p.id = %s AND c.id = %s"
         )
     return (
