@@ -357,6 +357,56 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
     return {"documents": documents}
 
 
+# Hashes are uniform over the bigints, so of a class of n tasks about k * 2^64 / n fall below
+# -2^63 + k * 2^64 / n: a sample of `limit` needs only those.
+_SAMPLE_KEPT = 64
+
+
+def _per_class_sample(
+    *, pair: list[int], statuses: list[int], classes: tuple[str, list[Any]], entry: tuple[str, list[Any]],
+    seed: int, limit: int,
+) -> tuple[str, list[Any]]:  # fmt: skip
+    """The tasks that are among the first `limit` of any class in scope, ordered by (hashint8extended(task,
+    seed), task), and the statement's parameters. A class of more than `kept` tasks (from the tallies)
+    keeps only the rows whose hash lies below a bound that about `kept` of them pass; a class left with
+    fewer than `limit` rows by the bound (chance, or the entry filter) takes all of its rows. Every row
+    under a bound comes before every row above it, so the sample is the one a rank over every row of
+    every class gives, without sorting tens of millions of rows (docs/decisions.md, "Sandbox corpora")."""
+    where, class_params = classes
+    entry_sql, entry_params = entry
+    kept = 4 * limit + _SAMPLE_KEPT
+    rows = (
+        "SELECT p.task_id, hashint8extended(p.task_id, %s) AS hash FROM reports_taskclass p"  # noqa: S608
+        " WHERE p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s)"
+        f" AND p.message_class_id = {{0}}.message_class_id{entry_sql}"
+    )
+    rows_params = [seed, *pair, statuses, *entry_params]
+    statement = f"""
+        WITH sizes AS MATERIALIZED (
+               SELECT t.message_class_id,
+                      CASE WHEN sum(t.tasks) > %s THEN (-9223372036854775808
+                           + floor(18446744073709551615::numeric * %s / sum(t.tasks)))::bigint END AS bound
+                 FROM reports_messageclass c JOIN reports_messagetally t ON t.corpus_id = %s AND t.service_id = %s
+                  AND t.task_status = ANY(%s) AND t.message_class_id = c.id
+                WHERE {where} AND t.tasks > 0 GROUP BY 1),
+             kept AS MATERIALIZED (
+               SELECT z.message_class_id, r.task_id, r.hash FROM sizes z CROSS JOIN LATERAL ({rows.format("z")}) r
+                WHERE z.bound IS NULL OR r.hash < z.bound),
+             short AS (
+               SELECT z.message_class_id FROM sizes z
+                 LEFT JOIN (SELECT message_class_id, count(*) AS n FROM kept GROUP BY 1) k USING (message_class_id)
+                WHERE z.bound IS NOT NULL AND coalesce(k.n, 0) < %s),
+             pool AS (
+               SELECT * FROM kept WHERE message_class_id NOT IN (SELECT message_class_id FROM short)
+               UNION ALL
+               SELECT s.message_class_id, r.task_id, r.hash FROM short s CROSS JOIN LATERAL ({rows.format("s")}) r)
+        SELECT DISTINCT w.task_id FROM (SELECT task_id, row_number() OVER (PARTITION BY message_class_id
+               ORDER BY hash, task_id) AS n FROM pool) w WHERE w.n <= %s
+    """  # noqa: S608  (fixed fragments; every value is a parameter)
+    params = [kept, kept, *pair, statuses, *class_params, *rows_params, limit, *rows_params, limit]
+    return statement, params
+
+
 def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, Any]) -> tuple[str, list[Any]]:
     """One SELECT of the parent's document ids that the condition takes (set-based). Samples are ordered
     by hashint8extended(task id, seed), so the same request takes the same documents again. Only fixed
@@ -384,21 +434,21 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
         # carry their task's status).
         narrow = "".join(f" AND c.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
         narrow_params = [condition[key] for key in ("category", "what") if condition.get(key) is not None]
-        messages = (
-            "SELECT p.message_class_id, p.task_id FROM reports_messageclass c JOIN reports_taskclass p"  # noqa: S608
-            " ON p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s) AND p.message_class_id = c.id"
-            f" WHERE c.level = 0 AND c.severity = %s{narrow}{entry_sql.format('p.task_id') if entry else ''}"
-        )
-        params = [*pair, statuses, SEVERITIES[severity][1], *narrow_params, *entry_params]
+        classes = f"c.level = 0 AND c.severity = %s{narrow}"
+        class_params = [SEVERITIES[severity][1], *narrow_params]
+        entry_rows = entry_sql.format("p.task_id") if entry else ""
         if condition.get("per_class_limit"):
-            # A task has one (task, class) row per class, so its rank in the class is its row number.
-            candidates = (
-                "SELECT DISTINCT s.task_id FROM (SELECT u.task_id, row_number() OVER (PARTITION BY u.message_class_id"  # noqa: S608
-                f" ORDER BY hashint8extended(u.task_id, %s), u.task_id) AS n FROM ({messages}) u) s WHERE s.n <= %s"
-            )
-            params = [seed, *params, condition["per_class_limit"]]
+            candidates, params = _per_class_sample(
+                pair=pair, statuses=statuses, classes=(classes, class_params), entry=(entry_rows, entry_params),
+                seed=seed, limit=condition["per_class_limit"],
+            )  # fmt: skip
         else:
-            candidates = f"SELECT DISTINCT u.task_id FROM ({messages}) u"  # noqa: S608
+            candidates = (
+                "SELECT DISTINCT p.task_id FROM reports_messageclass c JOIN reports_taskclass p"  # noqa: S608
+                " ON p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s) AND p.message_class_id = c.id"
+                f" WHERE {classes}{entry_rows}"
+            )
+            params = [*pair, statuses, *class_params, *entry_params]
     if condition.get("limit"):
         candidates = (
             f"SELECT p.task_id FROM ({candidates}) p"  # noqa: S608

@@ -286,3 +286,65 @@ def test_the_sandbox_form_carves_is_journaled_and_the_sandbox_page_links_back(sc
     deletion = screen_client.post("/corpora/p/delete", {"confirm": "p"})
     assert deletion.status_code == 409 and "from-screen" in deletion.content.decode()
     assert Corpus.objects.filter(name="p").exists()
+
+
+def test_per_class_samples_of_large_classes_equal_a_rank_over_every_row(authed, corpus_root):
+    """Classes of more than 4 * limit + 64 tasks keep only the rows under a hash bound before ranking; the
+    sample must still be the first `limit` of each class by (hash, task), as a rank over every row gives,
+    for classes whose bound leaves fewer than `limit` rows too (the entry filter drops most of a class)."""
+    from corpora.lifecycle import messages_write
+
+    imported(corpus_root, "big", documents=300)
+    activated("big")
+    tasks = list(Task.objects.filter(corpus__name="big", service__name="tex_to_html").order_by("pk"))
+    names = dict(Document.objects.filter(corpus__name="big").values_list("pk", "name"))
+    statuses = (-1, -2, -3)  # info spans them
+    members = {  # class (severity, category, what) -> task indexes
+        ("info", "load", "everyone"): range(300),
+        ("info", "load", "half"): range(0, 300, 2),
+        ("warning", "expected", "few"): range(1, 300, 60),
+        ("warning", "expected", "most"): [i for i in range(300) if i % 3 == 1 and i % 9],
+        ("error", "undefined", "\\x"): [i for i in range(300) if i % 3 == 2],
+    }
+    with connection.cursor() as cursor:
+        for index, task in enumerate(tasks):
+            status = statuses[index % 3]
+            Task.objects.filter(pk=task.pk).update(status=status)
+            log = [(*key, "") for key, indexes in members.items() if index in indexes]
+            messages_write(cursor, [(task.pk, task.corpus_id, task.service_id, status, log)])
+
+    own_status = {"warning": -2, "error": -3}
+
+    def expected(severity: str, limit: int, seed: int, entry: str = "") -> set[str]:
+        taken = set()
+        for (class_severity, _, _), indexes in members.items():
+            if class_severity != severity:
+                continue
+            ids = [
+                tasks[i].pk
+                for i in indexes
+                if entry in names[tasks[i].document_id]
+                and (severity == "info" or statuses[i % 3] == own_status[severity])
+            ]
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT t FROM unnest(%s::bigint[]) AS t ORDER BY hashint8extended(t, %s), t LIMIT %s",
+                    [ids, seed, limit],
+                )
+                taken |= {row[0] for row in cursor.fetchall()}
+        return {names[task.document_id] for task in tasks if task.pk in taken}
+
+    cases = [
+        ("info", 1, 0, ""),
+        ("info", 3, 5, ""),
+        ("info", 40, 9, ""),
+        ("error", 2, 3, ""),
+        ("info", 2, 1, "doc1"),
+        ("info", 10, 2, "doc7"),
+        ("warning", 2, 4, ""),
+    ]
+    for number, (severity, limit, seed, entry) in enumerate(cases):
+        body = {"service": "tex_to_html", "severity": severity, "per_class_limit": limit, "seed": seed}
+        _carve(authed, {"name": f"big{number}", **body, **({"entry_contains": entry} if entry else {})}, "big")
+        want = expected(severity, limit, seed, entry)
+        assert _documents(f"big{number}") == want and want, (severity, limit, seed, entry)
