@@ -17,6 +17,8 @@ from django.db import connection, transaction
 
 from config.api.paging import Page
 from config.errors import NotFound
+from conversion.severities import Severity
+from conversion.taxonomy import MISSING_FILE, meaning_of
 from corpora.links import document_html_url, document_result_url
 from corpora.models import Corpus, Document, Run, Task
 from corpora.queries import pair_counts, pair_get
@@ -74,6 +76,13 @@ _ENTRY_LIST_SETTINGS = (
 )
 
 
+def _meaning_fields(message_severity: str, category: str) -> dict[str, str | None]:
+    """A category's meaning at a message severity and what its whats name (conversion.taxonomy); nulls
+    for a category the taxonomy does not name, and for info messages."""
+    meaning = meaning_of(message_severity, category)
+    return {"meaning": meaning.meaning if meaning else None, "what_names": meaning.what if meaning else None}
+
+
 def _tasks_of_severity(corpus: Corpus, service: Service, severity: str) -> int:
     statuses, _ = SEVERITIES[severity]
     counts = pair_counts(corpus.pk, service.pk)
@@ -84,11 +93,11 @@ def _grain_report(
     corpus_name: str, service_name: str, severity: str, page: Page, *, category: str | None, computing: bool
 ) -> dict[str, Any]:
     corpus, service = pair_get(corpus_name, service_name)
-    severity_check(severity)
+    _, message_severity = severity_check(severity)
     base = {"corpus": corpus.name, "service": service.name, "severity": severity, "offset": page.offset,
             "page_size": page.page_size}  # fmt: skip
     if category is not None:
-        base["category"] = category
+        base.update({"category": category, **_meaning_fields(message_severity, category)})
     if computing:
         return {**base, "computing": True, "count": 0, "rows": [], "tasks": 0, "messages": 0,
                 "tasks_without_messages": None}  # fmt: skip
@@ -109,15 +118,16 @@ def _grain_report(
     count = rows_qs.count()
     rows = []
     for grain in rows_qs.order_by("-task_count", name_field)[page.offset : page.offset + page.page_size]:
-        rows.append(
-            {
-                "name": getattr(grain, name_field),
-                "tasks": grain.task_count,
-                "messages": grain.message_count,
-                "task_percent": round(100.0 * grain.task_count / scope_tasks, 2) if scope_tasks else 0.0,
-                "message_percent": round(100.0 * grain.message_count / scope_messages, 2) if scope_messages else 0.0,
-            }
-        )
+        row = {
+            "name": getattr(grain, name_field),
+            "tasks": grain.task_count,
+            "messages": grain.message_count,
+            "task_percent": round(100.0 * grain.task_count / scope_tasks, 2) if scope_tasks else 0.0,
+            "message_percent": round(100.0 * grain.message_count / scope_messages, 2) if scope_messages else 0.0,
+        }
+        if category is None:
+            row.update(_meaning_fields(message_severity, row["name"]))
+        rows.append(row)
     with_messages = total.task_count if total else 0
     report = {**base, "computing": False, "count": count, "rows": rows, "tasks": scope_tasks,
               "messages": scope_messages}  # fmt: skip
@@ -213,6 +223,7 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
         "service": service.name,
         "document": document.name,
         "entry": document.entry,
+        "explanation": document_explanation(status_name(task.status), messages),
         "status": status_name(task.status),
         "attempts": task.attempts,
         "runtime_ms": runtime,
@@ -220,6 +231,47 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
         "result_url": document_result_url(corpus.name, service.name, document.name) if has_result else None,
         "html_url": document_html_url(corpus.name, service.name, document.name) if has_result else None,
     }
+
+
+# Errors a document's explanation names when it has no fatal message.
+EXPLAINED_ERRORS = 3
+_NOT_CONVERTED = {"todo": "waits for a worker", "queued": "is with a worker", "blocked": "is paused"}
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
+
+
+def document_explanation(status: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """A document's conversion in words, as arXiv's banner gives it: a summary of its status, the messages
+    that explain it (its fatal messages, or else its first errors) with their meanings, and the files
+    and packages it could not load (the whats of its missing_file messages, in log order)."""
+    fatal = [m for m in messages if m["severity"] == Severity.FATAL]
+    errors = [m for m in messages if m["severity"] == Severity.ERROR]
+    warnings = sum(1 for m in messages if m["severity"] == Severity.WARNING)
+    causes = [{**m, **_meaning_fields(m["severity"], m["category"])} for m in (fatal or errors[:EXPLAINED_ERRORS])]
+    missing = list(
+        dict.fromkeys(
+            m["what"] for m in messages if m["category"].lower() == MISSING_FILE and m["severity"] != Severity.INFO
+        )
+    )
+    if status in _NOT_CONVERTED:
+        summary = f"Not converted: the document {_NOT_CONVERTED[status]}."
+    elif status == "no_problem":
+        summary = "Converted without problems."
+    elif status == "warning":
+        summary = f"Converted with {_plural(warnings, 'warning')}."
+    elif status == "error":
+        summary = f"Converted with {_plural(len(errors), 'error')}: parts of the output may be missing or wrong."
+    elif status == "invalid":
+        reason = next((m["what"] for m in fatal if m["category"].lower() == "invalid"), "")
+        summary = "The input cannot be converted" + (f" ({reason})." if reason else ".")
+    else:
+        first = causes[0] if causes else None
+        summary = "The conversion failed" + (f": {first['meaning']}." if first and first["meaning"] else ".")
+    if missing:
+        summary += f" It could not load {_plural(len(missing), 'file')}: {', '.join(missing)}."
+    return {"summary": summary, "causes": causes, "missing_files": missing}
 
 
 # --- runtimes --------------------------------------------------------------------------------------

@@ -38,7 +38,20 @@ class ServiceOverviewSerializer(serializers.Serializer):
     severities = serializers.ListField(child=serializers.CharField())
 
 
-class ReportRowSerializer(serializers.Serializer):
+class MeaningFieldsMixin(serializers.Serializer):
+    """A message category's meaning at the report's severity (the specification's message taxonomy)."""
+
+    meaning = serializers.CharField(
+        allow_null=True, required=False, help_text="what the category means; null where the taxonomy does not say"
+    )
+    what_names = serializers.CharField(
+        allow_null=True, required=False, help_text="what the category's whats name: a file name, a command name..."
+    )
+
+
+class ReportRowSerializer(MeaningFieldsMixin):
+    """A category row (with its meaning) or a what row (without)."""
+
     name = serializers.CharField()
     tasks = serializers.IntegerField()
     messages = serializers.IntegerField()
@@ -46,8 +59,9 @@ class ReportRowSerializer(serializers.Serializer):
     message_percent = serializers.FloatField()
 
 
-class GrainReportSerializer(serializers.Serializer):
-    """A category report (one row per category) or, with `category` set, a what report."""
+class GrainReportSerializer(MeaningFieldsMixin):
+    """A category report (one row per category) or, with `category` set, a what report (with the
+    category's meaning)."""
 
     corpus = serializers.CharField()
     service = serializers.CharField()
@@ -87,11 +101,26 @@ class MessageSerializer(serializers.Serializer):
     details = serializers.CharField(allow_blank=True)
 
 
+class ExplainedMessageSerializer(MessageSerializer, MeaningFieldsMixin):
+    pass
+
+
+class ExplanationSerializer(serializers.Serializer):
+    """A document's conversion in words (reports.queries.document_explanation)."""
+
+    summary = serializers.CharField()
+    causes = ExplainedMessageSerializer(many=True, help_text="the fatal messages, or else the first errors")
+    missing_files = serializers.ListField(
+        child=serializers.CharField(), help_text="files and packages that could not be loaded (missing_file whats)"
+    )
+
+
 class DocumentReportSerializer(serializers.Serializer):
     corpus = serializers.CharField()
     service = serializers.CharField()
     document = serializers.CharField()
     entry = serializers.CharField()
+    explanation = ExplanationSerializer()
     status = serializers.CharField()
     attempts = serializers.IntegerField()
     runtime_ms = serializers.IntegerField(allow_null=True)

@@ -11,6 +11,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from conversion.taxonomy import meaning_of
 from corpora.models import Task
 from dispatcher.ingest import RawResult, result_ingest
 from reports.models import GrainSlice, LogMessage, ReportGrain
@@ -88,9 +89,11 @@ def test_category_rows_sum_to_the_slice_and_agree_with_what_rows_and_entries(api
 def test_the_warning_slice_counts_only_tasks_whose_status_is_warning(api, converted):
     report = api.get("/api/reports/c/tex_to_html/warning").json()
     # Error tasks also carry warnings, but the warning page is about warning tasks.
+    meaning = meaning_of("warning", "expected")
     assert report["tasks"] == 1 and report["rows"] == [
-        {"name": "expected", "tasks": 1, "messages": 2, "task_percent": 100.0, "message_percent": 100.0}
-    ]
+        {"name": "expected", "tasks": 1, "messages": 2, "task_percent": 100.0, "message_percent": 100.0,
+         "meaning": meaning.meaning, "what_names": meaning.what}
+    ]  # fmt: skip
 
 
 def test_names_with_slashes_and_reserved_characters_round_trip(api, converted):

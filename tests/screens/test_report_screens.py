@@ -9,6 +9,7 @@ import zlib
 from typing import Any
 
 import pytest
+from rest_framework.test import APIClient
 
 from corpora.models import Document, Task
 from dispatcher.ingest import RawResult, result_ingest
@@ -86,10 +87,16 @@ def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, 
     page.wait_for_url(f"{live_server.url}/reports/c/tex_to_html/error")
     assert _crumbs(page) == ["Corpora", "c", "tex_to_html", "error"]
     assert page.locator("#report-rows tbody tr").count() == 2
+    # Each category row says what the category means at this severity, as the API's row does.
+    api_rows = {row["name"]: row for row in APIClient().get("/api/reports/c/tex_to_html/error").json()["rows"]}
+    shown = page.inner_text("tr[data-name='undefined'] .meaning")
+    assert api_rows["undefined"]["meaning"] in shown and "command name" in shown
 
     page.click("#report-rows a:text-is('I/O')")
     page.wait_for_url(f"{live_server.url}/reports/c/tex_to_html/error/I%2FO")
     assert _crumbs(page) == ["Corpora", "c", "tex_to_html", "error", "I/O"]
+    assert "auxiliary file" in page.inner_text("#category-meaning")
+    assert "file name" in page.inner_text("#category-meaning")
 
     page.click("#report-rows a:text-is('a b/c?d#e')")
     page.wait_for_url(f"{live_server.url}/reports/c/tex_to_html/error/I%2FO/a%20b%2Fc%3Fd%23e")
@@ -101,6 +108,13 @@ def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, 
     page.wait_for_url("**/corpus/c/tex_to_html/document/x%20y%25z?**")
     assert _crumbs(page) == ["Corpora", "c", "tex_to_html", "error", "I/O", "a b/c?d#e", "x y%z"]
     assert page.inner_text("#document-status") == "error"
+    # The page opens with the document's conversion in words, as its report's `explanation` says it.
+    explanation = APIClient().get("/api/corpus/c/tex_to_html/document/x%20y%25z").json()["explanation"]
+    assert page.inner_text("#explanation-summary") == explanation["summary"]
+    assert explanation["summary"].startswith("Converted with 2 errors")
+    causes = page.locator("#explanation-causes li")
+    assert causes.count() == len(explanation["causes"]) == 2
+    assert explanation["causes"][0]["meaning"] in causes.nth(0).inner_text()
     assert page.locator("#messages-error tbody tr").count() == 2
     assert not page.locator("#messages-info table").is_visible()  # info is folded away
     page.click("#messages-info summary")
@@ -114,6 +128,7 @@ def test_an_operator_drills_from_a_corpus_down_to_a_document(page, live_server, 
         "() => { const f = document.querySelector('#preview').contentDocument; return f === null; }"
     )  # sandboxed: the page cannot reach into the frame
     image = preview.locator("#figure")
+    page.locator("#preview").scroll_into_view_if_needed()  # below the fold: the frame first, then its image
     image.scroll_into_view_if_needed()
     assert image.evaluate("img => img.complete && img.naturalWidth") == 120
     assert preview.locator("h1").evaluate("h => getComputedStyle(h).color") == "rgb(47, 91, 211)"
