@@ -533,6 +533,8 @@ def main() -> None:
                   f" a CHECKPOINT before it took {checkpoint:.1f} s)")  # fmt: skip
             for line in harness.statement_lines(log.statements_over(0.01)):
                 print(line)
+            purge, purged = harness.retired_purge()
+            print(f"  purge of the messages it retired (a background job): {purge:.2f} s for {purged:,} tasks")
             return seconds, answer, log
 
         def restore() -> None:

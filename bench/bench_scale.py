@@ -278,6 +278,10 @@ def snapshot(pair: tuple[int, int], tasks: int) -> tuple[float, int]:
     return seconds, taken.snapshot_id
 
 
+# The last purge's seconds (rerun_once runs it after the rerun it measures).
+PURGE: dict[str, float] = {}
+
+
 def rerun_once(pair: tuple[int, int], expected: int) -> float:
     """A CHECKPOINT first (not measured: the writes before would otherwise be written back during the
     rerun), then reports.actions.rerun of the what-class, with its statements printed."""
@@ -299,6 +303,8 @@ def rerun_once(pair: tuple[int, int], expected: int) -> float:
     say(f"  rerun: {seconds:.2f} s for {answer['tasks']:,} tasks")
     for line in harness.statement_lines(log.statements_over(0.01)):
         say(line)
+    PURGE["rerun_purge"], purged = harness.retired_purge()
+    say(f"  purge of the messages it retired (a background job): {PURGE['rerun_purge']:.2f} s for {purged:,} tasks")
     return seconds
 
 
@@ -546,6 +552,7 @@ def main() -> None:
     seconds["snapshot"], before = quietly("snapshot", lambda: snapshot(pair, args.tasks))
     if rerun_tasks:
         seconds["rerun"] = quietly("rerun", lambda: rerun_once(pair, rerun_tasks), between=lambda: restore(pair))
+        seconds["rerun_purge"] = PURGE["rerun_purge"]
         _, after = snapshot(pair, args.tasks)
         seconds["diff_matrix"] = quietly(
             "diff matrix", lambda: diff_once(before, after, rerun_tasks), between=lambda: diff_forget(before, after)

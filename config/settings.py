@@ -256,4 +256,5 @@ DATABASES["progress"] = {**DATABASES["default"], "TEST": {"MIRROR": "default"}}
 CELERY_BEAT_SCHEDULE = {
     "jobs-sweep-interrupted": {"task": "jobs.tasks.jobs_sweep", "schedule": float(JOB_SWEEP_SECONDS)},
     "reports-refresh": {"task": "reports.tasks.reports_refresh_scheduled", "schedule": float(REPORT_REFRESH_SECONDS)},
+    "messages-purge": {"task": "reports.tasks.messages_purge_scheduled", "schedule": float(JOB_SWEEP_SECONDS)},
 }

@@ -21,7 +21,7 @@ from corpora import scan
 from corpora.lifecycle import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
 from corpora.models import Activation, Corpus, CorpusState
 from corpora.pairs import data_purge, run_open, runs_close_drained
-from corpora.queries import corpus_get, pair_get
+from corpora.queries import corpus_get, pair_get, retired_messages_exist
 from corpora.statuses import SEVERITIES, severity_check
 from jobs.actions import job_enqueue
 from jobs.choices import JobKinds
@@ -437,6 +437,8 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
         classes = f"c.level = 0 AND c.severity = %s{narrow}"
         class_params = [SEVERITIES[severity][1], *narrow_params]
         entry_rows = entry_sql.format("p.task_id") if entry else ""
+        if retired_messages_exist(parent_id, service_id):  # rows a rerun retired wait for the purge
+            entry_rows += " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
         if condition.get("per_class_limit"):
             candidates, params = _per_class_sample(
                 pair=pair, statuses=statuses, classes=(classes, class_params), entry=(entry_rows, entry_params),

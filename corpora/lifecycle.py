@@ -458,40 +458,98 @@ def _tallies_add(cursor: CursorWrapper, tallies: dict[tuple[int, int, int, int],
     )
 
 
-def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None, *, scope: str = "") -> int:
-    """Delete the messages of tasks (`task_ids`, or the ids in the column `id` of the temporary table
-    named by `scope`): their task rows, their (task, class) rows, and their share of the tallies, in the
-    caller's transaction. Returns how many messages were deleted."""
-    cursor.execute(
-        "CREATE TEMP TABLE IF NOT EXISTS messages_gone (corpus_id integer, service_id integer,"
-        " task_status smallint, classes integer[], counts integer[], messages integer) ON COMMIT DELETE ROWS"
-    )
+_GONE_TABLE = (
+    "CREATE TEMP TABLE IF NOT EXISTS messages_gone (corpus_id integer, service_id integer,"
+    " task_status smallint, classes integer[], counts integer[], messages integer) ON COMMIT DELETE ROWS"
+)
+# Each row's classes and rollups with their counts, and its message count: what the tallies lose.
+_GONE_COLUMNS = (
+    "x.corpus_id, x.service_id, x.task_status, x.classes || x.rollups AS classes,"
+    " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages"
+)
+
+
+def _scope(scope: str, task_ids: Sequence[int] | None, alias: str, column: str) -> tuple[str, list[Any]]:
+    """A USING clause (and its parameters) that keeps the rows of `alias` whose `column` is a task of the
+    scope: the temporary table `scope` (its column `id`), or the ids given."""
     if scope:
-        using, params = f"{scope} s WHERE x.task_id = s.id", []
-    else:
-        if not task_ids:
-            return 0
-        using, params = "unnest(%s::bigint[]) AS s(id) WHERE x.task_id = s.id", [list(task_ids)]
-    # Each deleted row's classes and rollups with their counts: what the tallies lose.
-    cursor.execute(
-        f"WITH gone AS (DELETE FROM reports_taskmessages x USING {using}"
-        " RETURNING x.task_id, x.corpus_id, x.service_id, x.task_status, x.classes || x.rollups AS classes,"
-        " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages),"
-        " pairs AS (DELETE FROM reports_taskclass p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
-        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages FROM gone",
-        params,
-    )
-    if cursor.rowcount == 0:
-        return 0
+        return f"{scope} s WHERE {alias}.{column} = s.id", []
+    return f"unnest(%s::bigint[]) AS s(id) WHERE {alias}.{column} = s.id", [list(task_ids or [])]
+
+
+def _tallies_take_gone(cursor: CursorWrapper) -> int:
+    """Take the rows in messages_gone off the tallies; returns their messages and empties the table."""
     cursor.execute(
         "SELECT g.corpus_id, g.service_id, g.task_status, u.class_id, count(*), sum(u.messages)"
         " FROM messages_gone g, unnest(g.classes, g.counts) AS u(class_id, messages) GROUP BY 1, 2, 3, 4"
     )
     _tallies_add(cursor, {tuple(row[:4]): [row[4], row[5]] for row in cursor.fetchall()}, sign=-1)
     cursor.execute("SELECT coalesce(sum(messages), 0) FROM messages_gone")
-    deleted = int(cursor.fetchone()[0])
+    taken = int(cursor.fetchone()[0])
     cursor.execute("TRUNCATE messages_gone")
-    return deleted
+    return taken
+
+
+def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None, *, scope: str = "") -> int:
+    """Delete the messages of tasks (`task_ids`, or the ids in the column `id` of the temporary table
+    named by `scope`): their task rows, their (task, class) rows, and their share of the tallies, in the
+    caller's transaction. Retired messages (messages_retire) go too, without touching the tallies, which
+    no longer count them. Returns how many messages were deleted that the tallies still counted."""
+    if not scope and not task_ids:
+        return 0
+    cursor.execute(_GONE_TABLE)
+    retired, retired_params = _scope(scope, task_ids, "z", "task_id")
+    using, params = _scope(scope, task_ids, "x", "task_id")
+    cursor.execute(
+        f"WITH retired AS (DELETE FROM reports_stalemessages z USING {retired} RETURNING z.task_id),"
+        f" gone AS (DELETE FROM reports_taskmessages x USING {using} RETURNING x.task_id, {_GONE_COLUMNS},"
+        " x.task_id IN (SELECT task_id FROM retired) AS retired),"
+        " pairs AS (DELETE FROM reports_taskclass p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
+        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages"
+        " FROM gone WHERE NOT retired",
+        [*retired_params, *params],
+    )
+    return _tallies_take_gone(cursor) if cursor.rowcount else 0
+
+
+def messages_retire(cursor: CursorWrapper, *, scope: str) -> int:
+    """Retire the messages of the tasks in the temporary table `scope` (column `id`), in the caller's
+    transaction, which must set those tasks in progress: the tallies stop counting them and the reports
+    stop showing them at once, while their rows stay until messages_purge_retired deletes them (or
+    messages_delete, when a task's next result comes). A rerun of 100,000 tasks spread over millions
+    would otherwise change a page of every table for each of them before it returns (docs/decisions.md,
+    "Reports", rerun). Returns how many messages were retired."""
+    cursor.execute(_GONE_TABLE)
+    cursor.execute(
+        "WITH retired AS (INSERT INTO reports_stalemessages (task_id, corpus_id, service_id)"
+        f" SELECT x.task_id, x.corpus_id, x.service_id FROM {scope} s JOIN reports_taskmessages x"
+        " ON x.task_id = s.id ON CONFLICT DO NOTHING RETURNING task_id)"
+        f" INSERT INTO messages_gone SELECT {_GONE_COLUMNS} FROM retired r JOIN reports_taskmessages x"
+        " ON x.task_id = r.task_id"
+    )
+    return _tallies_take_gone(cursor) if cursor.rowcount else 0
+
+
+def messages_purge_retired(*, batch: int = 5_000) -> int:
+    """Delete the rows of one batch of retired messages (task rows, (task, class) rows) in a transaction of
+    its own; returns how many tasks' messages went (0: none are left). A batch whose rows the message
+    deleter holds is skipped, to be taken by it."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            "CREATE TEMP TABLE purge_batch ON COMMIT DROP AS SELECT task_id AS id FROM reports_stalemessages"
+            " ORDER BY task_id LIMIT %s FOR UPDATE SKIP LOCKED",
+            [batch],
+        )
+        count = cursor.rowcount
+        if count:
+            for statement in _RERUN_SETTINGS:  # probe each table's task index, as the rerun does
+                cursor.execute(statement)
+            wal_compress(cursor)
+            cursor.execute("DELETE FROM reports_taskmessages x USING purge_batch s WHERE x.task_id = s.id")
+            cursor.execute("DELETE FROM reports_taskclass p USING purge_batch s WHERE p.task_id = s.id")
+            cursor.execute("DELETE FROM reports_stalemessages z USING purge_batch s WHERE z.task_id = s.id")
+        cursor.execute("DROP TABLE purge_batch")
+    return count
 
 
 # --- pause, resume, rerun ------------------------------------------------------------------------
@@ -591,7 +649,7 @@ def tasks_rerun(
         for statement in (*bulk_settings, *_RERUN_SETTINGS):
             cursor.execute(statement)
         wal_compress(cursor)
-        messages_delete(cursor, scope="rerun_scope")
+        messages_retire(cursor, scope="rerun_scope")
         cursor.execute("DELETE FROM reports_taskruntime r USING rerun_scope s WHERE r.task_id = s.id")
         # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
         # keeps its lease.
@@ -628,12 +686,13 @@ def tasks_purge(*, corpus_id: int | None = None, service_id: int | None = None) 
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         # Every row of the scope goes, tallies included, so no tally needs to be taken apart.
         cursor.execute(
-            f"WITH gone AS (DELETE FROM reports_taskmessages WHERE {scope} RETURNING cardinality(sequence) AS n)"
-            " SELECT coalesce(sum(n), 0) FROM gone",
+            f"WITH gone AS (DELETE FROM reports_taskmessages x WHERE {scope} RETURNING cardinality(x.sequence) AS n,"
+            " EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id) AS retired)"
+            " SELECT coalesce(sum(n) FILTER (WHERE NOT retired), 0) FROM gone",
             params,
         )
         counts["messages"] = int(cursor.fetchone()[0])
-        for table in ("reports_taskclass", "reports_messagetally"):
+        for table in ("reports_taskclass", "reports_messagetally", "reports_stalemessages"):
             cursor.execute(f"DELETE FROM {table} WHERE {scope}", params)
         for table in tables:
             cursor.execute(f"DELETE FROM {table} WHERE {scope}", params)

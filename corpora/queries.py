@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from django.db import connection
 from django.db.models import QuerySet, Sum
 
 from config.errors import NotFound
@@ -118,3 +119,15 @@ def pair_counts(corpus_id: int, service_id: int) -> dict[str, Any]:
     """A pair's per-status counts now (and their total), from the trigger-kept counts: one indexed read."""
     rows = TaskCount.objects.filter(corpus_id=corpus_id, service_id=service_id).values_list("bucket", "count")
     return status_counts(list(rows))
+
+
+def retired_messages_exist(corpus_id: int, service_id: int) -> bool:
+    """Whether a rerun of the pair has retired messages that the purge has not yet deleted: their (task,
+    class) rows are still under the report key, so readers of those rows leave them out meanwhile
+    (corpora.lifecycle.messages_retire)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT FROM reports_stalemessages WHERE corpus_id = %s AND service_id = %s)",
+            [corpus_id, service_id],
+        )
+        return cursor.fetchone()[0]

@@ -40,5 +40,6 @@ class JobKinds:
     DATASET_EXPORT = "dataset_export"
     REPORTS_REFRESH = "reports_refresh"
     REPORT_SLICE_BUILD = "report_slice_build"
+    MESSAGES_PURGE = "messages_purge"
     MAINTENANCE_REINDEX = "maintenance_reindex"
     MAINTENANCE_ANALYZE = "maintenance_analyze"

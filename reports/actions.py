@@ -14,7 +14,7 @@ from accounts.journal import Action
 from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
-from corpora.lifecycle import grains_clear, tasks_pause, tasks_rerun, tasks_resume
+from corpora.lifecycle import grains_clear, messages_purge_retired, tasks_pause, tasks_rerun, tasks_resume
 from corpora.pairs import run_open, runs_close_drained
 from corpora.queries import pair_get
 from corpora.statuses import COMPLETED, SEVERITIES, severity_check
@@ -22,7 +22,7 @@ from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
 from reports.models import GrainSlice, MessageClass
-from reports.queries import category_report, what_report
+from reports.queries import category_report, retired_messages_left, what_report
 
 
 def _scope(arguments: dict[str, Any]) -> str:
@@ -196,8 +196,9 @@ def rerun(
     what: str | None = None,
     description: str = "",
 ) -> dict[str, Any]:
-    """Mark a slice for reprocessing in one transaction: open a new run, delete the old messages and
-    runtimes of the tasks in scope, set them TODO, and clear the pair's grains."""
+    """Mark a slice for reprocessing in one transaction: open a new run, retire the old messages and
+    delete the runtimes of the tasks in scope, set them TODO, and clear the pair's grains. Beat's purge
+    job deletes the retired messages' rows afterwards (reports.tasks.messages_purge_scheduled)."""
     corpus, service = pair_get(corpus_name, service_name)
     if severity is None and (category or what):
         raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
@@ -220,3 +221,16 @@ def rerun(
         "corpus": corpus.name, "service": service.name, "severity": severity, "category": category, "what": what,
         "tasks": count, "run_id": run.pk,
     }  # fmt: skip
+
+
+def retired_messages_purge(*, progress: Any, log: Any) -> dict[str, int]:
+    """Delete the rows of every retired message (corpora.lifecycle.messages_retire), a batch per
+    transaction, until none are left; the reports stopped counting them when they were retired."""
+    total = retired_messages_left()
+    purged = 0
+    progress(0, total, f"{total:,} tasks' retired messages to delete")
+    while batch := messages_purge_retired():
+        purged += batch
+        progress(purged, max(total, purged), f"deleted the retired messages of {purged:,} tasks")
+    log(f"deleted the retired messages of {purged:,} tasks")
+    return {"tasks": purged}

@@ -88,6 +88,23 @@ class TaskClass(models.Model):
         return f"task {self.task_id} has class {self.message_class_id}"
 
 
+class StaleMessages(models.Model):
+    """A task whose messages a rerun retired: its task row and (task, class) rows are still there, but
+    the tallies no longer count them and no report shows them; the purge deletes them later, in batches,
+    and the message deleter deletes them first when the task's next result comes. Only tasks in
+    progress (TODO, leased or blocked) have retired messages (docs/decisions.md, "Reports", rerun)."""
+
+    task_id = models.BigIntegerField(primary_key=True)
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["corpus_id", "service_id"], name="stalemessages_pair")]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id}'s messages are retired"
+
+
 class MessageTally(models.Model):
     """Per (corpus, service, task status, class or rollup): how many tasks have such messages and how many
     messages they are. Kept exact by the message writer and deleter (corpora.lifecycle), so report slices

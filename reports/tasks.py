@@ -10,7 +10,7 @@ from jobs.actions import job_enqueue
 from jobs.choices import JobKinds
 from jobs.registry import job_kind
 from jobs.runner import JobContext
-from reports import actions
+from reports import actions, queries
 
 
 @job_kind(JobKinds.REPORTS_REFRESH, debounced=True)
@@ -25,6 +25,22 @@ def report_slice_build(ctx: JobContext, *, corpus_id: int, service_id: int, seve
     ctx.progress(0, 1, f"building the {severity} slice")
     rows = actions.grain_slice_rebuild(corpus_id, service_id, severity)
     return {"rows": rows}
+
+
+@job_kind(JobKinds.MESSAGES_PURGE, debounced=True)
+def messages_purge(ctx: JobContext) -> dict[str, Any]:
+    """Delete the rows of the messages that reruns retired, in batches."""
+    return actions.retired_messages_purge(progress=ctx.progress, log=ctx.log)
+
+
+@shared_task(name="reports.tasks.messages_purge_scheduled", ignore_result=True)
+def messages_purge_scheduled() -> str | None:
+    """Beat: start a purge when reruns left retired messages (debounced: a running purge takes those
+    retired while it runs too)."""
+    if not queries.retired_messages_left():
+        return None
+    job, _ = job_enqueue(kind=JobKinds.MESSAGES_PURGE, actor="beat")
+    return str(job.pk)
 
 
 @shared_task(name="reports.tasks.reports_refresh_scheduled", ignore_result=True)

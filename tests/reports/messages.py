@@ -25,16 +25,26 @@ def messages_add(task: Task, *messages: tuple[str, str, str, str]) -> None:
         messages_write(cursor, [(task.pk, task.corpus_id, task.service_id, task.status, [*kept, *messages])])
 
 
-_RECOUNT = """
+# Task rows whose messages a rerun retired: the tallies no longer count them, and the purge deletes them.
+_LIVE = "NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id)"
+_RECOUNT = f"""
 SELECT x.corpus_id, x.service_id, x.task_status, u.class_id, count(*) AS tasks, sum(u.messages) AS messages
   FROM reports_taskmessages x, unnest(x.classes || x.rollups, x.counts || x.rollup_counts) AS u(class_id, messages)
+ WHERE {_LIVE}
  GROUP BY 1, 2, 3, 4
-"""
+"""  # noqa: S608
 
 CHECKS = {
     "a task row's status is not its task's": (
-        "SELECT count(*) FROM reports_taskmessages x LEFT JOIN corpora_task t ON t.id = x.task_id"
-        " WHERE t.status IS DISTINCT FROM x.task_status OR t.corpus_id <> x.corpus_id OR t.service_id <> x.service_id"
+        "SELECT count(*) FROM reports_taskmessages x LEFT JOIN corpora_task t ON t.id = x.task_id"  # noqa: S608
+        " WHERE t.corpus_id IS DISTINCT FROM x.corpus_id OR t.service_id <> x.service_id"
+        f" OR ({_LIVE} AND t.status <> x.task_status)"
+    ),
+    "retired messages are not a task row's, or their task is not in progress": (
+        "SELECT count(*) FROM reports_stalemessages z LEFT JOIN reports_taskmessages x ON x.task_id = z.task_id"
+        " LEFT JOIN corpora_task t ON t.id = z.task_id"
+        " WHERE x.task_id IS NULL OR t.status IS NULL OR t.status BETWEEN -5 AND -1"
+        " OR x.corpus_id <> z.corpus_id OR x.service_id <> z.service_id"
     ),
     "a task row's arrays disagree": (
         "SELECT count(*) FROM reports_taskmessages x WHERE cardinality(x.classes) <> cardinality(x.counts)"

@@ -14,7 +14,10 @@ from rest_framework.test import APIClient
 from conversion.taxonomy import meaning_of
 from corpora.models import Task
 from dispatcher.ingest import RawResult, result_ingest
+from jobs.models import Job
+from jobs.runner import job_run
 from reports.models import GrainSlice, LogMessage, ReportGrain
+from reports.tasks import messages_purge_scheduled
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 from tests.reports.messages import message_tables_problems, messages_add
@@ -206,19 +209,31 @@ def test_the_rerun_probes_each_tables_task_index_instead_of_hashing_the_scope(au
 
     def explaining(execute, sql, params, many, context):
         words = sql.split()
-        if words[0] in ("DELETE", "UPDATE", "WITH") and "rerun_scope" in sql:
+        if words[0] in ("DELETE", "UPDATE", "WITH") and ("rerun_scope" in sql or "purge_batch" in sql):
             context["cursor"].execute("EXPLAIN " + sql, params)
             plans[" ".join(words[:3])] = "\n".join(row[0] for row in context["cursor"].fetchall())
         return execute(sql, params, many, context)
 
     with connection.execute_wrapper(explaining):
         assert authed.post("/api/reports/c/tex_to_html/rerun?severity=error").json()["tasks"] == 3
-    assert set(plans) == {"WITH gone AS", "DELETE FROM reports_taskruntime", "UPDATE corpora_task t"}
+    assert set(plans) == {"WITH retired AS", "DELETE FROM reports_taskruntime", "UPDATE corpora_task t"}
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
-    # The task rows are found by their key, and their (task, class) rows by the task index.
-    assert "reports_taskmessages_pkey" in plans["WITH gone AS"], plans["WITH gone AS"]
-    assert "taskclass_task" in plans["WITH gone AS"], plans["WITH gone AS"]
+    # The task rows whose messages it retires are found by their key.
+    assert "reports_taskmessages_pkey" in plans["WITH retired AS"], plans["WITH retired AS"]
+    # The purge then deletes a batch's task rows by their key, and their (task, class) rows by the task index.
+    plans.clear()
+    with connection.execute_wrapper(explaining):
+        _purge()
+    assert set(plans) == {
+        "DELETE FROM reports_taskmessages",
+        "DELETE FROM reports_taskclass",
+        "DELETE FROM reports_stalemessages",
+    }
+    for statement, plan in plans.items():
+        assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
+    assert "reports_taskmessages_pkey" in plans["DELETE FROM reports_taskmessages"]
+    assert "taskclass_task" in plans["DELETE FROM reports_taskclass"]
 
 
 def test_the_message_tables_agree_with_each_other_and_the_tasks(converted):
@@ -235,6 +250,13 @@ def test_the_message_tables_agree_with_each_other_and_the_tasks(converted):
     assert list(
         LogMessage.objects.filter(task=converted[1]).order_by("position").values_list("severity", "category", "what")
     ) == [("warning", "expected", "label"), ("error", "undefined", "\\foo"), ("error", "I/O", "b/c?d#e%z")]
+
+
+def _purge() -> None:
+    """What beat and a worker do after a rerun: start the purge of retired messages, and run it."""
+    job_id = messages_purge_scheduled()
+    assert job_id is not None, "beat started no purge"
+    job_run(job_id)
 
 
 def _wal_compression_server() -> tuple[str, bool]:
@@ -255,14 +277,16 @@ def test_the_rerun_compresses_its_wal_where_the_server_lets_it(authed, converted
 
     def watching(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
-        if sql.startswith("WITH gone AS (DELETE FROM reports_taskmessages"):
-            context["cursor"].execute("SHOW wal_compression")
-            seen.append(context["cursor"].fetchone()[0])
+        if sql.startswith(("UPDATE corpora_task t SET status", "DELETE FROM reports_taskmessages x USING purge_batch")):
+            with context["connection"].cursor() as cursor:  # not the statement's: its row count is read
+                cursor.execute("SHOW wal_compression")
+                seen.append(cursor.fetchone()[0])
         return result
 
     with connection.execute_wrapper(watching):
         assert authed.post("/api/reports/c/tex_to_html/rerun?severity=error").json()["tasks"] == 3
-    assert seen == ["lz4" if has_lz4 else "off"]
+        _purge()  # and the purge of the messages it retired
+    assert seen == ["lz4" if has_lz4 else "off"] * 2
     with connection.cursor() as cursor:
         cursor.execute("SHOW wal_compression")
         assert cursor.fetchone()[0] == "off"
@@ -461,4 +485,57 @@ def test_the_writer_keeps_any_text_exactly(converted):
     messages_add(task, *[("warning", f"c{i % 2}\\", text or "w", text) for i, text in enumerate(tricky)])
     stored = list(LogMessage.objects.filter(task=task).order_by("position").values_list("category", "what", "details"))
     assert stored == [(f"c{i % 2}\\", text or "w", text) for i, text in enumerate(tricky)]
+    assert message_tables_problems() == []
+
+
+def test_a_rerun_retires_messages_at_once_and_the_purge_or_the_next_result_deletes_their_rows(
+    authed, converted, tmp_path
+):
+    """A rerun takes its tasks' messages out of every report, entry list, document and sandbox in its
+    transaction and leaves their rows to the purge; a task's next result before the purge replaces
+    them, and a second rerun of a retired task takes nothing off the tallies twice."""
+    from reports.models import StaleMessages, TaskClass, TaskMessages
+
+    foo = "/api/reports/c/tex_to_html/error/undefined/%5Cfoo"
+    retired = converted[3]  # error2: \foo and \bar
+    assert retired.document.name in {e["document"] for e in authed.get(foo).json()["entries"]}
+    authed.post("/api/reports/c/tex_to_html/rerun?severity=error&category=undefined&what=%5Cbar")
+    # Its rows are still there, retired ...
+    assert StaleMessages.objects.filter(task_id=retired.pk).exists()
+    assert TaskMessages.objects.filter(task_id=retired.pk).exists()
+    assert TaskClass.objects.filter(task_id=retired.pk, task_status=-3).count() == 2
+    assert message_tables_problems() == []
+    # ... and shown nowhere: not in the entry list of a class it still has rows for, not in its document,
+    # not in the counts, not in a sandbox carved from the class.
+    assert retired.document.name not in {e["document"] for e in authed.get(foo).json()["entries"]}
+    assert len(authed.get(foo).json()["entries"]) == 2
+    document = authed.get(f"/api/corpus/c/tex_to_html/document/{retired.document.name}").json()
+    assert document["status"] == "todo" and document["messages"] == []
+    rows = {r["name"]: r for r in authed.get("/api/reports/c/tex_to_html/error/undefined").json()["rows"]}
+    assert rows["\\foo"]["tasks"] == 2 and "\\bar" not in rows
+    carve = authed.post(
+        "/api/corpora/c/sandbox",
+        {"name": "sb", "service": "tex_to_html", "severity": "error", "category": "undefined", "per_class_limit": 9},
+        format="json",
+    )
+    job_run(carve.json()["uuid"])
+    from corpora.models import Document
+
+    assert retired.document.name not in set(Document.objects.filter(corpus__name="sb").values_list("name", flat=True))
+    # A second rerun that takes the retired task again takes nothing off twice.
+    authed.post("/api/reports/c/tex_to_html/rerun?severity=error")
+    assert message_tables_problems() == []
+    # The next result of a retired task, before the purge, replaces its rows.
+    _convert([retired], [LOGS["warning"]], tmp_path)
+    assert not StaleMessages.objects.filter(task_id=retired.pk).exists()
+    assert set(TaskClass.objects.filter(task_id=retired.pk).values_list("task_status", flat=True)) == {-2}
+    assert message_tables_problems() == []
+    # The purge deletes the rest; the reports are as they were after the rerun.
+    left = StaleMessages.objects.count()
+    assert left == 2
+    assert not Job.objects.filter(kind="messages_purge").exists()  # the reruns started none: beat does
+    _purge()
+    assert not StaleMessages.objects.exists() and Job.objects.get(kind="messages_purge").result == {"tasks": left}
+    assert messages_purge_scheduled() is None  # nothing left: beat starts no purge
+    assert TaskMessages.objects.filter(task_id__in=[t.pk for t in converted[1:3]]).count() == 0
     assert message_tables_problems() == []
