@@ -6,7 +6,8 @@ so the view and the tallies agree again without the list."""
 
 from django.db import migrations, models
 
-VIEW = """
+# Migration 0010's view, to which the forward adds the filter.
+UNFOLDED = """
 CREATE OR REPLACE VIEW reports_logmessage AS
 SELECT x.task_id, s.place::integer AS position, x.corpus_id::bigint AS corpus_id,
        x.service_id::bigint AS service_id, x.task_status, c.severity, c.category, c.what,
@@ -14,21 +15,14 @@ SELECT x.task_id, s.place::integer AS position, x.corpus_id::bigint AS corpus_id
   FROM reports_taskmessages x
  CROSS JOIN LATERAL unnest(x.sequence) WITH ORDINALITY AS s(class_index, place)
   JOIN reports_messageclass c ON c.id = x.classes[s.class_index]
- WHERE NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id);
 """
+VIEW = UNFOLDED + " WHERE NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id);"
 
-# Migration 0010's view, once the retired rows are gone.
-REVERSE = """
-DELETE FROM reports_taskclass p USING reports_stalemessages z WHERE p.task_id = z.task_id;
-DELETE FROM reports_taskmessages x USING reports_stalemessages z WHERE x.task_id = z.task_id;
-CREATE OR REPLACE VIEW reports_logmessage AS
-SELECT x.task_id, s.place::integer AS position, x.corpus_id::bigint AS corpus_id,
-       x.service_id::bigint AS service_id, x.task_status, c.severity, c.category, c.what,
-       x.details[s.place] AS details
-  FROM reports_taskmessages x
- CROSS JOIN LATERAL unnest(x.sequence) WITH ORDINALITY AS s(class_index, place)
-  JOIN reports_messageclass c ON c.id = x.classes[s.class_index];
-"""
+# The old view, once the retired rows are gone.
+REVERSE = (
+    "DELETE FROM reports_taskclass p USING reports_stalemessages z WHERE p.task_id = z.task_id;"
+    " DELETE FROM reports_taskmessages x USING reports_stalemessages z WHERE x.task_id = z.task_id;" + UNFOLDED + ";"
+)
 
 
 class Migration(migrations.Migration):

@@ -137,3 +137,34 @@ def test_a_populated_database_migrates_in_place_and_every_report_stays_the_same(
     assert rerun(corpus_name="c", service_name="tex_to_html", actor="t", severity="error", category="I/O",
                  what="a/b c")["tasks"] == 1  # fmt: skip
     assert message_tables_problems() == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_migrating_back_before_retired_messages_deletes_their_rows_first(corpus_root, tmp_path):
+    """Without the list of retired tasks the view would show a rerun's retired messages again and the
+    tallies would disagree with the rows: the reverse of reports migration 0012 deletes those rows."""
+    from reports.actions import rerun
+
+    imported(corpus_root, "c", documents=8)
+    activated("c")
+    tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
+    Task.objects.filter(pk__in=[t.pk for t in tasks[:6]]).update(status=77)
+    batch = [RawResult("w", "tex_to_html", str(t.pk), result_zip(log)) for t, log in zip(tasks, LOGS, strict=False)]
+    result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=tmp_path, max_bytes=10**7)
+    assert rerun(corpus_name="c", service_name="tex_to_html", actor="tester", severity="error")["tasks"] > 0
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT array_agg(task_id ORDER BY task_id) FROM reports_stalemessages")
+        retired = cursor.fetchone()[0]
+    assert retired and message_tables_problems() == []
+    migrate([("reports", "0011_runtime_bins")])
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT count(*) FROM reports_taskmessages WHERE task_id = ANY(%s)", [retired])
+            assert cursor.fetchone()[0] == 0
+            cursor.execute("SELECT count(*) FROM reports_taskclass WHERE task_id = ANY(%s)", [retired])
+            assert cursor.fetchone()[0] == 0
+            cursor.execute("SELECT count(*) FROM reports_logmessage WHERE task_id = ANY(%s)", [retired])
+            assert cursor.fetchone()[0] == 0
+    finally:
+        migrate()
+    assert message_tables_problems() == []
