@@ -469,12 +469,12 @@ _GONE_COLUMNS = (
 )
 
 
-def _scope(scope: str, task_ids: Sequence[int] | None, alias: str, column: str) -> tuple[str, list[Any]]:
-    """A USING clause (and its parameters) that keeps the rows of `alias` whose `column` is a task of the
-    scope: the temporary table `scope` (its column `id`), or the ids given."""
+def _scope(scope: str, task_ids: Sequence[int] | None, alias: str) -> tuple[str, list[Any]]:
+    """A USING clause (and its parameters) that keeps the rows of `alias` whose task is in the scope: the
+    temporary table `scope` (its column `id`), or the ids given."""
     if scope:
-        return f"{scope} s WHERE {alias}.{column} = s.id", []
-    return f"unnest(%s::bigint[]) AS s(id) WHERE {alias}.{column} = s.id", [list(task_ids or [])]
+        return f"{scope} s WHERE {alias}.task_id = s.id", []
+    return f"unnest(%s::bigint[]) AS s(id) WHERE {alias}.task_id = s.id", [list(task_ids or [])]
 
 
 def _tallies_take_gone(cursor: CursorWrapper) -> int:
@@ -498,8 +498,8 @@ def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None
     if not scope and not task_ids:
         return 0
     cursor.execute(_GONE_TABLE)
-    retired, retired_params = _scope(scope, task_ids, "z", "task_id")
-    using, params = _scope(scope, task_ids, "x", "task_id")
+    retired, retired_params = _scope(scope, task_ids, "z")
+    using, params = _scope(scope, task_ids, "x")
     cursor.execute(
         f"WITH retired AS (DELETE FROM reports_stalemessages z USING {retired} RETURNING z.task_id),"
         f" gone AS (DELETE FROM reports_taskmessages x USING {using} RETURNING x.task_id, {_GONE_COLUMNS},"

@@ -92,14 +92,20 @@ def _new_reports(api: APIClient, names: list[str]) -> dict:
     return reports
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_populated_database_migrates_in_place_and_every_report_stays_the_same(corpus_root, tmp_path):
+def _converted(corpus_root, tmp_path) -> list[Task]:
+    """Corpus c with tex_to_html: the first six tasks' results (LOGS) ingested, the last two TODO."""
     imported(corpus_root, "c", documents=8)
     activated("c")
     tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
     Task.objects.filter(pk__in=[t.pk for t in tasks[:6]]).update(status=77)
     batch = [RawResult("w", "tex_to_html", str(t.pk), result_zip(log)) for t, log in zip(tasks, LOGS, strict=False)]
     result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=tmp_path, max_bytes=10**7)
+    return tasks
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_populated_database_migrates_in_place_and_every_report_stays_the_same(corpus_root, tmp_path):
+    tasks = _converted(corpus_root, tmp_path)
     corpus_id, service_id = tasks[0].corpus_id, tasks[0].service_id
     names = [task.document.name for task in tasks]
     migrate(OLD)  # the reverse: the old table, filled from the task rows
@@ -145,12 +151,7 @@ def test_migrating_back_before_retired_messages_deletes_their_rows_first(corpus_
     tallies would disagree with the rows: the reverse of reports migration 0012 deletes those rows."""
     from reports.actions import rerun
 
-    imported(corpus_root, "c", documents=8)
-    activated("c")
-    tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
-    Task.objects.filter(pk__in=[t.pk for t in tasks[:6]]).update(status=77)
-    batch = [RawResult("w", "tex_to_html", str(t.pk), result_zip(log)) for t, log in zip(tasks, LOGS, strict=False)]
-    result_ingest(batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=tmp_path, max_bytes=10**7)
+    _converted(corpus_root, tmp_path)
     assert rerun(corpus_name="c", service_name="tex_to_html", actor="tester", severity="error")["tasks"] > 0
     with connection.cursor() as cursor:
         cursor.execute("SELECT array_agg(task_id ORDER BY task_id) FROM reports_stalemessages")
