@@ -108,6 +108,12 @@ def stat_of(pid: int) -> Stat | None:
     return Stat(state=fields[0], session=int(fields[3]), started=int(fields[19]))
 
 
+def is_latexmlc(cmdline: str) -> bool:
+    """Whether a command line is latexmlc's (Perl) or a fork's of it, not a bwrap's that starts it (a bwrap's
+    names latexmlc too)."""
+    return PurePath(cmdline.split(" ", 1)[0]).name.startswith("perl") and "latexmlc" in cmdline
+
+
 def cmdline_of(pid: int) -> str:
     try:
         with open(f"/proc/{pid}/cmdline", "rb") as handle:
@@ -182,9 +188,16 @@ class Watch:
             below = set(descendants(self.worker_pid))
             self.most_processes = max(self.most_processes, len(below))
             for pid in below:
-                if pid not in self.seen and (found := stat_of(pid)) is not None:
-                    self.seen[pid] = (found, cmdline_of(pid))
-                    self.pid_namespaces.add(pid_namespace_of(pid))
+                earlier = self.seen.get(pid)
+                if earlier is not None and is_latexmlc(earlier[1]):
+                    continue  # Perl does not exec again: what it was first seen as stays true
+                found, cmdline = stat_of(pid), cmdline_of(pid)
+                if found is None or (earlier is not None and (found.started != earlier[0].started or not cmdline)):
+                    continue  # gone or a zombie meanwhile, or another process that took a freed pid
+                # Seen again until it is latexmlc: between bwrap's fork and its exec (and the setsid before
+                # it), a process still shows bwrap's command line and session.
+                self.seen[pid] = (found, cmdline)
+                self.pid_namespaces.add(pid_namespace_of(pid))
             self.most_bytes = max(self.most_bytes, disk_used(self.tmpdir))
             self.samples += 1
             self.stop.wait(SAMPLE_SECONDS)
@@ -208,7 +221,7 @@ class Watch:
         return [
             then
             for then, cmdline in list(self.seen.values())  # a copy: the sampler may add to it meanwhile
-            if PurePath(cmdline.split(" ", 1)[0]).name.startswith("perl") and "latexmlc" in cmdline
+            if is_latexmlc(cmdline)
         ]
 
 
