@@ -56,6 +56,21 @@ def document_api_url(corpus: str, service: str, name: str) -> str:
     return _route("api-document-report", corpus=corpus, service=service, name=name)
 
 
+def document_history_url(corpus: str, service: str, name: str) -> str:
+    """The history screen of a (corpus, service, document): its status and classes in every snapshot."""
+    return _route("runs-document-history", corpus=corpus, service=service, name=name)
+
+
+def document_history_api_url(corpus: str, service: str, name: str) -> str:
+    """The history of a (corpus, service, document) in the API."""
+    return _route("api-document-history", corpus=corpus, service=service, name=name)
+
+
+def class_tasks_url(corpus: str, service: str, severity: str, category: str, what: str) -> str:
+    """The screen of the documents that gained or lost a message class between two snapshots."""
+    return _route("runs-class-tasks", corpus=corpus, service=service, severity=severity, rest=[category, what])
+
+
 def document_result_url(corpus: str, service: str, name: str) -> str:
     """The download of a document's stored result archive."""
     return _route("corpus-document-result", corpus=corpus, service=service, name=name)

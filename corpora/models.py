@@ -138,6 +138,9 @@ class Snapshot(models.Model):
     # document_ids ascending; statuses[i] is the count bucket (corpora.statuses) of document_ids[i]'s task.
     document_ids = ArrayField(models.BigIntegerField())
     statuses = ArrayField(models.SmallIntegerField())
+    # Whether the snapshot froze its message classes too (SnapshotClass, SnapshotMembers): those taken
+    # before the reports could compare classes did not.
+    with_classes = models.BooleanField(default=False, db_default=False)
 
     class Meta:
         db_table = "runs_snapshot"
@@ -148,6 +151,53 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.pk} of {self.service_id} on {self.corpus_id} at {self.taken_at}"
+
+
+class SnapshotClass(models.Model):
+    """Per snapshot and message class (reports.models.MessageClass, level 0) the pair then had: how many
+    tasks had messages of the class and how many messages they were, summed over statuses from the
+    reports' tallies."""
+
+    pk = models.CompositePrimaryKey("snapshot_id", "message_class_id")
+    snapshot_id = models.BigIntegerField()
+    message_class_id = models.IntegerField()
+    tasks = models.BigIntegerField()
+    messages = models.BigIntegerField()
+
+    class Meta:
+        db_table = "runs_snapshotclass"
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id}, class {self.message_class_id}: {self.tasks} tasks"
+
+
+# A member of a class whose hash (hashint8) is 0 modulo MEMBERS_CHUNK ends its chunk: a chunk holds
+# MEMBERS_CHUNK documents on average, and its ends depend only on the documents themselves. A power of
+# two (the snapshot masks the hash with MEMBERS_CHUNK - 1).
+MEMBERS_CHUNK = 512
+
+
+class SnapshotMembers(models.Model):
+    """Which documents had messages of a class of warning severity or worse, per snapshot and class, in
+    chunks: each row an ascending array of document ids from `lo` to `hi`. Chunk ends are chosen by the
+    documents' hashes (content-defined), so where two snapshots' members of a class agree their chunks are
+    equal and are passed over when the documents that gained or lost the class are listed: a page costs
+    what changed before it, not the class's size (docs/decisions.md, "Message classes in snapshots")."""
+
+    pk = models.CompositePrimaryKey("snapshot_id", "message_class_id", "lo")
+    snapshot_id = models.BigIntegerField()
+    message_class_id = models.IntegerField()
+    lo = models.BigIntegerField()
+    hi = models.BigIntegerField()
+    document_ids = ArrayField(models.BigIntegerField())
+
+    class Meta:
+        db_table = "runs_snapshotmembers"
+        # A document's classes in the snapshots of its pair (its history): the chunks that may hold it.
+        indexes = [models.Index(fields=["snapshot_id", "hi"], include=["lo"], name="snapshotmembers_hi")]
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id}, class {self.message_class_id}, documents {self.lo}..{self.hi}"
 
 
 class Run(models.Model):

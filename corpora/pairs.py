@@ -17,8 +17,9 @@ from typing import Any
 from django.db import connection, transaction
 
 from config.planner import BULK_SETTINGS
+from conversion.severities import Severity
 from corpora.lifecycle import tasks_purge
-from corpora.models import Run
+from corpora.models import MEMBERS_CHUNK, Run
 from corpora.queries import pair_counts
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS
@@ -70,6 +71,10 @@ def runs_close_drained(pairs: set[tuple[int, int]]) -> int:
     return sum(run_close(corpus_id=c, service_id=s) for c, s in pairs - busy)
 
 
+# The severities whose classes a snapshot lists the documents of.
+MEMBER_SEVERITIES = (Severity.WARNING, Severity.ERROR, Severity.FATAL)
+
+
 @dataclass(frozen=True)
 class SnapshotTaken:
     snapshot_id: int
@@ -78,20 +83,52 @@ class SnapshotTaken:
 
 
 def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
-    """Append the status of every task of the pair as one snapshot, in one statement."""
+    """Append the status of every task of the pair as one snapshot, with its message classes: the tasks
+    and messages of each class (from the reports' tallies) and the documents that had each class of
+    warning severity or worse (from the (task, class) rows), in chunks of document ids. Retired messages
+    (a rerun's, not yet purged) count nowhere, as in the reports. One transaction."""
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in BULK_SETTINGS:
             cursor.execute(statement)
         cursor.execute(
-            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
+            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses, with_classes)"
             " SELECT %s, %s, clock_timestamp(), count(*),"
             "  coalesce(array_agg(document_id ORDER BY document_id), '{}'),"
-            "  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{}')"
+            "  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{}'), true"
             " FROM corpora_task WHERE corpus_id = %s AND service_id = %s"
             " RETURNING id, taken_at, tasks",
             [corpus_id, service_id, corpus_id, service_id],
         )
         snapshot_id, taken_at, rows = cursor.fetchone()
+        cursor.execute(
+            "INSERT INTO runs_snapshotclass (snapshot_id, message_class_id, tasks, messages)"
+            " SELECT %s, t.message_class_id, sum(t.tasks), sum(t.messages) FROM reports_messagetally t"
+            " JOIN reports_messageclass c ON c.id = t.message_class_id AND c.level = 0"
+            " WHERE t.corpus_id = %s AND t.service_id = %s GROUP BY t.message_class_id HAVING sum(t.tasks) > 0",
+            [snapshot_id, corpus_id, service_id],
+        )
+        cursor.execute(
+            "SELECT EXISTS (SELECT FROM reports_stalemessages WHERE corpus_id = %s AND service_id = %s)",
+            [corpus_id, service_id],
+        )
+        retired = " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
+        # Each class's documents in one ascending array, cut after every member whose hash is 0 modulo
+        # MEMBERS_CHUNK (and after the last): each piece is a row from its first document to its last.
+        cursor.execute(
+            "INSERT INTO runs_snapshotmembers (snapshot_id, message_class_id, lo, hi, document_ids)"
+            " WITH m AS MATERIALIZED ("
+            "  SELECT p.message_class_id AS c, array_agg(t.document_id ORDER BY t.document_id) AS a"
+            "  FROM reports_taskclass p"
+            "  JOIN corpora_task t ON t.id = p.task_id AND t.corpus_id = %s AND t.service_id = %s"
+            "  JOIN reports_messageclass k ON k.id = p.message_class_id AND k.level = 0 AND k.severity = ANY(%s)"
+            f"  WHERE p.corpus_id = %s AND p.service_id = %s{retired if cursor.fetchone()[0] else ''} GROUP BY 1)"
+            " SELECT %s, m.c, m.a[s.hi - s.size + 1], m.a[s.hi], m.a[s.hi - s.size + 1 : s.hi] FROM m,"
+            "  LATERAL (SELECT e.i AS hi, e.i - coalesce(lag(e.i) OVER (ORDER BY e.i), 0) AS size FROM ("
+            "   SELECT u.i FROM unnest(m.a) WITH ORDINALITY AS u(d, i)"
+            f"   WHERE (hashint8(u.d) & {MEMBERS_CHUNK - 1}) = 0 AND u.i < cardinality(m.a)"
+            "   UNION ALL SELECT cardinality(m.a)) e) s",
+            [corpus_id, service_id, list(MEMBER_SEVERITIES), corpus_id, service_id, snapshot_id],
+        )
     return SnapshotTaken(snapshot_id, taken_at, rows)
 
 
@@ -133,10 +170,13 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
 
 
 def _history_delete(cursor: Any, column: str, value: int) -> None:
-    """The runs, snapshots and snapshot diffs (runs.models, derived from the snapshots) of a corpus or a
-    service that is itself being deleted (both snapshots of a diff belong to the same pair)."""
+    """The runs, snapshots (with their classes) and snapshot diffs (runs.models, derived from the snapshots)
+    of a corpus or a service that is itself being deleted (both snapshots of a diff belong to the same pair)."""
     diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{column} = %s"
     cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [value])
     cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [value])
     cursor.execute(f"DELETE FROM runs_run WHERE {column} = %s", [value])
+    snapshots = f"SELECT id FROM runs_snapshot WHERE {column} = %s"
+    cursor.execute(f"DELETE FROM runs_snapshotmembers WHERE snapshot_id IN ({snapshots})", [value])
+    cursor.execute(f"DELETE FROM runs_snapshotclass WHERE snapshot_id IN ({snapshots})", [value])
     cursor.execute(f"DELETE FROM runs_snapshot WHERE {column} = %s", [value])

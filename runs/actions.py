@@ -233,6 +233,15 @@ def _prune(scope: PruneScope) -> dict[str, Any]:
         prune_tally(pairs, cursor.fetchall(), "runs")
         cursor.execute("UPDATE runs_run SET snapshot_id = NULL WHERE snapshot_id = ANY(%s)", [snapshot_ids])
         cursor.execute(
+            "WITH gone AS (DELETE FROM runs_snapshotmembers WHERE snapshot_id = ANY(%s)"
+            "  RETURNING snapshot_id, pg_column_size(document_ids) AS bytes)"
+            " SELECT s.corpus_id, s.service_id, sum(gone.bytes) FROM gone"
+            " JOIN runs_snapshot s ON s.id = gone.snapshot_id GROUP BY 1, 2",
+            [snapshot_ids],
+        )
+        prune_tally(pairs, cursor.fetchall(), "bytes")
+        cursor.execute("DELETE FROM runs_snapshotclass WHERE snapshot_id = ANY(%s)", [snapshot_ids])
+        cursor.execute(
             "WITH gone AS (DELETE FROM runs_snapshot WHERE id = ANY(%s)"
             "  RETURNING corpus_id, service_id, pg_column_size(document_ids) + pg_column_size(statuses) AS bytes)"
             " SELECT corpus_id, service_id, count(*), sum(bytes) FROM gone GROUP BY 1, 2",

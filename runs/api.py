@@ -1,5 +1,6 @@
-"""API of runs: history, the open run, snapshots, diffs of two snapshots and their task lists, and the
-comparison of two services on one corpus."""
+"""API of runs: history, the open run, snapshots, diffs of two snapshots and their task lists, the message
+classes that changed between two snapshots and their documents, a document's history, and the comparison
+of two services on one corpus."""
 
 from __future__ import annotations
 
@@ -16,14 +17,20 @@ from accounts.api_base import PublicApiView, TokenApiView
 from config.api.paging import page_check
 from config.api.schema import problems
 from runs.actions import diff_read, snapshot_append, task_diffs_read
+from runs.queries.classes import class_diff, class_known, class_split, class_tasks, document_history
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
 from runs.queries.diffs import diff_scope
 from runs.queries.history import pair_runs, run_current, run_history
 from runs.serializers import (
+    ClassChangeSerializer,
+    ClassDiffParamsSerializer,
+    ClassTaskSerializer,
+    ClassTasksParamsSerializer,
     CompareParamsSerializer,
     CompareSerializer,
     CompareTaskSerializer,
     DiffParamsSerializer,
+    DocumentHistorySerializer,
     PairRunsParamsSerializer,
     RunDiffSerializer,
     RunListParamsSerializer,
@@ -110,6 +117,45 @@ class TaskDiffsApi(PublicApiView):
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
         scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
         return Response(TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data)
+
+
+class ClassDiffApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_classes",
+        summary="Message classes that appeared, vanished, grew or shrank between two snapshots, paginated",
+        parameters=[ClassDiffParamsSerializer],
+        responses={200: ClassChangeSerializer(many=True), **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        query = params(ClassDiffParamsSerializer, request)
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        return Response(ClassChangeSerializer(class_diff(scope, page, **query), many=True).data)
+
+
+class ClassTasksApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_class_tasks",
+        summary="Documents that gained or lost a message class between two snapshots, paginated",
+        parameters=[ClassTasksParamsSerializer],
+        responses={200: ClassTaskSerializer(many=True), **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, severity: str, rest: str) -> Response:
+        query = params(ClassTasksParamsSerializer, request)
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        cls = class_known(severity, *class_split(severity, rest))
+        return Response(ClassTaskSerializer(class_tasks(scope, cls, query["change"], page), many=True).data)
+
+
+class DocumentHistoryApi(PublicApiView):
+    @extend_schema(
+        operation_id="document_history",
+        summary="A document's status and warning, error and fatal classes in every snapshot of its pair",
+        responses={200: DocumentHistorySerializer, **problems(404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, name: str) -> Response:
+        return Response(DocumentHistorySerializer(document_history(corpus, service, name)).data)
 
 
 class CompareApi(PublicApiView):

@@ -139,6 +139,82 @@ class CompareTaskSerializer(serializers.Serializer):
     report_b = serializers.CharField()
 
 
+# --- message classes between two snapshots, and a document's history --------------------------------
+
+KIND_HELP = (
+    "appeared, vanished, grew or shrank (by the class's task count), increased (appeared or grew) or decreased "
+    "(vanished or shrank); absent: every class whose task count changed"
+)
+SEVERITY_FILTER_HELP = "message severities separated by commas (info, warning, error, fatal); absent: all"
+
+
+class ClassDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
+    kind = StrictCharField(required=False, max_length=20, help_text=KIND_HELP)
+    severity = StrictCharField(required=False, max_length=40, help_text=SEVERITY_FILTER_HELP)
+
+
+class ClassChangeSerializer(serializers.Serializer):
+    severity = serializers.CharField()
+    category = serializers.CharField()
+    what = serializers.CharField()
+    meaning = serializers.CharField(allow_null=True, help_text="the category's meaning at the severity")
+    kind = serializers.CharField(help_text="appeared, vanished, grew or shrank (by the class's task count)")
+    previous_tasks = serializers.IntegerField()
+    current_tasks = serializers.IntegerField()
+    change = serializers.IntegerField(help_text="current_tasks - previous_tasks")
+    previous_messages = serializers.IntegerField()
+    current_messages = serializers.IntegerField()
+    documents_listed = serializers.BooleanField(
+        help_text="whether the gained and lost documents can be listed (warning severity or worse)"
+    )
+
+
+class ClassTasksParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
+    change = StrictCharField(max_length=10, help_text="gained (only in current) or lost (only in previous)")
+
+
+class ClassTaskSerializer(serializers.Serializer):
+    document = serializers.CharField()
+    change = serializers.CharField()
+    report_url = serializers.CharField(help_text="the document's screen")
+    document_api_url = serializers.CharField(help_text="the document report in the API")
+    history_url = serializers.CharField(help_text="the document's history screen")
+
+
+class HistoryClassSerializer(serializers.Serializer):
+    severity = serializers.CharField()
+    category = serializers.CharField()
+    what = serializers.CharField()
+    meaning = serializers.CharField(allow_null=True)
+
+
+class HistoryRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    owner = serializers.CharField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    open = serializers.BooleanField()
+
+
+class HistoryEntrySerializer(serializers.Serializer):
+    taken_at = serializers.DateTimeField(allow_null=True, help_text="the snapshot's date; null for the live state")
+    live = serializers.BooleanField(help_text="the document now, while a run of its pair is open")
+    run = HistoryRunSerializer(allow_null=True, help_text="the run the snapshot closed, or the run open then")
+    status = serializers.CharField()
+    classes = serializers.ListField(
+        child=serializers.BooleanField(), help_text="for each of `classes`, whether the document had it then"
+    )
+
+
+class DocumentHistorySerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    document = serializers.CharField()
+    report_url = serializers.CharField()
+    classes = HistoryClassSerializer(many=True, help_text="every warning, error or fatal class it had, worst first")
+    entries = HistoryEntrySerializer(many=True, help_text="newest first")
+
+
 # --- pruning (a human action: the command and the retention screen, never the API) ---------------
 
 CUTOFF_HELP = "a date YYYY-MM-DD (midnight, server time zone) or an ISO datetime such as 2024-05-01T12:00:00+00:00"

@@ -3,6 +3,7 @@ from django.urls import path
 from runs import api, views
 
 PAIR = "runs/<str:corpus>/<str:service>"
+DOCUMENT = "corpus/<str:corpus>/<str:service>/document/<str:name>"
 COMPARE = "compare/<str:corpus>/<str:service_a>/<str:service_b>"
 
 api_urlpatterns = [
@@ -11,6 +12,10 @@ api_urlpatterns = [
     path(f"{PAIR}/current", api.CurrentRunApi.as_view(), name="api-run-current"),
     path(f"{PAIR}/diff", api.RunDiffApi.as_view(), name="api-run-diff"),
     path(f"{PAIR}/tasks", api.TaskDiffsApi.as_view(), name="api-run-tasks"),
+    path(f"{PAIR}/classes", api.ClassDiffApi.as_view(), name="api-run-classes"),
+    # Category and what may hold '/': the query splits them by the classes that exist (class_split).
+    path(f"{PAIR}/classes/<str:severity>/<path:rest>/tasks", api.ClassTasksApi.as_view(), name="api-run-class-tasks"),
+    path(f"{DOCUMENT}/history", api.DocumentHistoryApi.as_view(), name="api-document-history"),
     path("corpora/<str:corpus>/services/<str:service>/snapshot", api.SnapshotApi.as_view(), name="api-snapshot"),
     path(f"{COMPARE}", api.CompareApi.as_view(), name="api-compare"),
     path(f"{COMPARE}/tasks", api.CompareTasksApi.as_view(), name="api-compare-tasks"),
@@ -23,6 +28,9 @@ urlpatterns = [
     path(f"{PAIR}", views.pair_view, name="runs-pair"),
     path(f"{PAIR}/diff", views.diff_view, name="runs-diff"),
     path(f"{PAIR}/tasks", views.tasks_view, name="runs-tasks"),
+    path(f"{PAIR}/classes", views.classes_view, name="runs-classes"),
+    path(f"{PAIR}/classes/<str:severity>/<path:rest>/tasks", views.class_tasks_view, name="runs-class-tasks"),
+    path(f"{DOCUMENT}/history", views.document_history_view, name="runs-document-history"),
     path(f"{PAIR}/snapshot", views.snapshot_view, name="runs-snapshot"),
     path("compare/<str:corpus>", views.compare_pick_view, name="runs-compare-pick"),
     path(f"{COMPARE}", views.compare_view, name="runs-compare"),

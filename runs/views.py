@@ -26,20 +26,37 @@ from config.api.paging import page_check
 from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
 from config.screens import duration_text, error_page, given, pager, screen_write, validated
-from corpora.links import document_url, report_url
+from corpora.links import class_tasks_url, document_url, report_url
 from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
+from runs.queries.classes import (
+    DECREASED,
+    GAINED,
+    INCREASED,
+    LOST,
+    class_diff,
+    class_diff_count,
+    class_known,
+    class_split,
+    class_tasks,
+    document_history,
+)
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
-from runs.queries.diffs import diff_scope, task_diff_count
+from runs.queries.diffs import DiffScope, diff_scope, task_diff_count
 from runs.queries.history import pair_runs, run_current, run_history
 from runs.queries.prune import prune_preview
 from runs.serializers import (
     CUTOFF_HELP,
+    ClassChangeSerializer,
+    ClassDiffParamsSerializer,
+    ClassTaskSerializer,
+    ClassTasksParamsSerializer,
     CompareParamsSerializer,
     ComparePickSerializer,
     CompareSerializer,
     CompareTaskSerializer,
     DiffParamsSerializer,
+    DocumentHistorySerializer,
     PairRunsParamsSerializer,
     PruneParamsSerializer,
     PruneSummarySerializer,
@@ -53,6 +70,9 @@ from runs.serializers import (
 
 # The run page lists this many regressions; a link leads to all of them.
 REGRESSIONS_SHOWN = 50
+# The run page and the diff screen list this many new and fixed failure classes; a link leads to all.
+FAILURES_SHOWN = 10
+FAILURE_SEVERITIES = "error,fatal"
 # The tallies chart: one stacked bar per run, oldest on the left; sizes are SVG attributes (CSP).
 CHART = {"width": 760, "height": 240, "top": 14, "plot": 186, "axis_y": 200, "label_y": 218, "slot_max": 80}
 CHART_LABELS = 8  # at most this many run dates under the bars
@@ -226,6 +246,7 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
             {"date": date, "href": _diff_href(corpus, service, dates[i + 1], date) if i + 1 < len(dates) else None}
             for i, date in enumerate(dates)
         ],
+        "failures": top_failures(corpus, service, scope),
         "crumbs": crumbs(corpus, service),
     }
     return render(request, "runs/pair.html", context)
@@ -259,12 +280,14 @@ def diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     map whose cells lead to their documents."""
     try:
         query = validated(DiffParamsSerializer(data=given(request.GET)))
-        _, record = diff_read(diff_scope(corpus, service, **query))
+        scope = diff_scope(corpus, service, **query)
+        _, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
     except ServiceError as exc:
         return error_page(request, exc)
     context = {
         "diff": diff,
+        "failures": top_failures(corpus, service, scope),
         "heat": diff_heat_map(diff),
         "all_changes": tasks_href(corpus, service, diff),
         "regressions_href": tasks_href(corpus, service, diff, change="regressed"),
@@ -301,6 +324,169 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
                          ("documents", None)),
     }  # fmt: skip
     return render(request, "runs/tasks.html", context)
+
+
+# --- message classes between two snapshots, and a document's history --------------------------------
+
+
+def classes_href(corpus: str, service: str, scope: DiffScope, **filters: str | None) -> str:
+    """The class diff screen of two snapshots, optionally filtered."""
+    path = reverse("runs-classes", kwargs={"corpus": corpus, "service": service})
+    return path + _query(**_dates(scope), **filters)
+
+
+def class_tasks_href(corpus: str, service: str, dates: dict[str, str], change: dict[str, Any], which: str) -> str:
+    """The documents that gained or lost the class of a class change, between the same two snapshots."""
+    path = class_tasks_url(corpus, service, change["severity"], change["category"], change["what"])
+    return path + _query(**dates, change=which)
+
+
+def _dates(scope: DiffScope) -> dict[str, str]:
+    if scope.previous is None or scope.current is None:
+        return {}
+    return {"previous": scope.previous.taken_at.isoformat(), "current": scope.current.taken_at.isoformat()}
+
+
+def class_rows(corpus: str, service: str, scope: DiffScope, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each class change with links to the documents that gained and that lost it (when listed)."""
+    dates = _dates(scope)
+    return [
+        {
+            "change": change,
+            "gained_href": class_tasks_href(corpus, service, dates, change, GAINED)
+            if change["documents_listed"] and change["current_tasks"] else None,
+            "lost_href": class_tasks_href(corpus, service, dates, change, LOST)
+            if change["documents_listed"] and change["previous_tasks"] else None,
+        }
+        for change in changes
+    ]  # fmt: skip
+
+
+def top_failures(corpus: str, service: str, scope: DiffScope) -> dict[str, Any]:
+    """The error and fatal classes that most tasks gained (new failures) and lost (fixed failures) between
+    two snapshots, for the run page and the diff screen; a note instead when the snapshots cannot say."""
+    if scope.previous is None or scope.current is None:
+        return {"note": "Two snapshots are needed to compare their message classes."}
+    page = page_check(0, FAILURES_SHOWN)
+    try:
+        new = ClassChangeSerializer(
+            class_diff(scope, page, kind=INCREASED, severity=FAILURE_SEVERITIES), many=True
+        ).data
+        fixed = ClassChangeSerializer(
+            class_diff(scope, page, kind=DECREASED, severity=FAILURE_SEVERITIES), many=True
+        ).data
+    except BadRequest as exc:
+        return {"note": str(exc.detail)}
+    return {
+        "new": class_rows(corpus, service, scope, new),
+        "fixed": class_rows(corpus, service, scope, fixed),
+        "new_href": classes_href(corpus, service, scope, kind=INCREASED, severity=FAILURE_SEVERITIES),
+        "fixed_href": classes_href(corpus, service, scope, kind=DECREASED, severity=FAILURE_SEVERITIES),
+        "all_href": classes_href(corpus, service, scope),
+    }
+
+
+@require_GET
+def classes_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of GET /api/runs/<c>/<s>/classes: the message classes whose task count changed between
+    two snapshots, the largest change first, each linked to the documents that gained or lost it."""
+    try:
+        query = dict(validated(ClassDiffParamsSerializer(data=given(request.GET))))
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        changes = ClassChangeSerializer(class_diff(scope, page, **query), many=True).data
+        count = class_diff_count(scope, **query)
+    except ServiceError as exc:
+        return error_page(request, exc)
+    kept = {**_dates(scope), **query}
+    context = {
+        "scope": _dates(scope),
+        "filters": query,
+        "kinds": KIND_CHOICES,
+        "rows": class_rows(corpus, service, scope, changes),
+        "count": count,
+        "pager": pager(page.offset, page.page_size, len(changes), count, {k: v for k, v in kept.items() if v}),
+        "crumbs": crumbs(corpus, service, ("diff", _scope_diff_href(corpus, service, scope)), ("classes", None)),
+    }
+    return render(request, "runs/classes.html", context)
+
+
+KIND_CHOICES = ("appeared", "vanished", "grew", "shrank", INCREASED, DECREASED)
+
+
+def _scope_diff_href(corpus: str, service: str, scope: DiffScope) -> str | None:
+    dates = _dates(scope)
+    return _diff_href(corpus, service, dates["previous"], dates["current"]) if dates else None
+
+
+@require_GET
+def class_tasks_view(request: HttpRequest, corpus: str, service: str, severity: str, rest: str) -> HttpResponse:
+    """Screen twin of GET /api/runs/<c>/<s>/classes/<severity>/<category>/<what>/tasks: the documents that
+    gained or lost a class between two snapshots, each linked to its document screen and its history."""
+    try:
+        query = dict(validated(ClassTasksParamsSerializer(data=given(request.GET))))
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        cls = class_known(severity, *class_split(severity, rest))
+        tasks = ClassTaskSerializer(class_tasks(scope, cls, query["change"], page), many=True).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    kept = {**_dates(scope), "change": query["change"]}
+    context = {
+        "scope": _dates(scope),
+        "cls": cls,
+        "change": query["change"],
+        "other_href": class_tasks_href(
+            corpus, service, _dates(scope), {"severity": cls.severity, "category": cls.category, "what": cls.what},
+            LOST if query["change"] == GAINED else GAINED,
+        ),
+        "tasks": tasks,
+        # The count of a class's gained or lost documents is not kept: the pager knows only whether the page is full.
+        "pager": pager(page.offset, page.page_size, len(tasks), None, kept),
+        "crumbs": crumbs(corpus, service, ("diff", _scope_diff_href(corpus, service, scope)),
+                         ("classes", classes_href(corpus, service, scope)), (f"{cls.category}: {cls.what}", None)),
+    }  # fmt: skip
+    return render(request, "runs/class_tasks.html", context)
+
+
+@require_GET
+def document_history_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
+    """Screen twin of GET /api/corpus/<c>/<s>/document/<name>/history: the document's status over time as a
+    strip, and a table of its snapshots with the classes it had in each."""
+    try:
+        history = DocumentHistorySerializer(document_history(corpus, service, name)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    context = {
+        "history": history,
+        "strip": history_strip(history["entries"]),
+        "crumbs": crumbs(corpus, service, (name, history["report_url"]), ("history", None)),
+    }
+    return render(request, "runs/history.html", context)
+
+
+# The status strip of a document's history: one cell per entry, oldest on the left; sizes are SVG attributes.
+STRIP = {"width": 760, "height": 56, "cell_max": 60, "bar": 28, "label_y": 48}
+
+
+def history_strip(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Geometry of the status strip: a cell per snapshot (and the live state), oldest first, coloured by
+    the status then."""
+    shown = list(reversed(entries))
+    cell = min(STRIP["width"] / max(len(shown), 1), STRIP["cell_max"])
+    every = math.ceil(len(shown) / CHART_LABELS) or 1
+    cells = [
+        {
+            "x": round(index * cell, 2),
+            "width": round(cell - 2, 2),
+            "center": round(index * cell + cell / 2, 2),
+            "status": entry["status"],
+            "title": f"{'now' if entry['live'] else entry['taken_at'][:19].replace('T', ' ')}: {entry['status']}",
+            "label": ("now" if entry["live"] else entry["taken_at"][5:10]) if index % every == 0 else "",
+        }
+        for index, entry in enumerate(shown)
+    ]
+    return {"size": STRIP, "cells": cells}
 
 
 # --- converter comparison ----------------------------------------------------------------------------

@@ -78,8 +78,8 @@ def prune_summary(
     taskdiff: tuple[int, int],
 ) -> dict[str, Any]:
     """The summary of a prune (previewed or done): per pair and in total, the runs, snapshots, diffs
-    and diff rows removed, and the bytes it frees: the snapshots' two arrays and the diffs' matrices as
-    stored (pg_column_size), plus the diff rows' proportional share of runs_taskdiff
+    and diff rows removed, and the bytes it frees: the snapshots' two arrays, their class members' arrays
+    and the diffs' matrices as stored (pg_column_size), plus the diff rows' proportional share of runs_taskdiff
     (pg_total_relation_size times their fraction of its rows). Deleted rows are reused by the
     tables once autovacuum has passed; the files do not shrink."""
     relation_bytes, relation_rows = taskdiff
@@ -130,6 +130,14 @@ def prune_preview(before: datetime, corpus: str | None = None, service: str | No
             snapshot_params,
         )
         prune_tally(pairs, cursor.fetchall(), "snapshots", "bytes")
+        cursor.execute(
+            f"WITH gone AS MATERIALIZED ({snapshots})"
+            " SELECT s.corpus_id, s.service_id, sum(pg_column_size(m.document_ids))"
+            " FROM runs_snapshotmembers m JOIN runs_snapshot s ON s.id = m.snapshot_id"
+            " WHERE m.snapshot_id IN (SELECT id FROM gone) GROUP BY 1, 2",
+            snapshot_params,
+        )
+        prune_tally(pairs, cursor.fetchall(), "bytes")
         cursor.execute(
             f"WITH gone AS MATERIALIZED ({snapshots})"
             " SELECT p.corpus_id, p.service_id, count(*), coalesce(sum(d.changed) FILTER (WHERE d.rows_ready), 0),"

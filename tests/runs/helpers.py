@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from django.db import connection, transaction
+
+from corpora.lifecycle import messages_delete, messages_write
 from corpora.models import Task
 from corpora.pairs import runs_close_drained
 from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING
@@ -37,3 +40,30 @@ def two_runs(corpus_root: Path, *, with_next: bool = True) -> None:
     if with_next:
         activated(CORPUS, NEXT)
         finish(UNDER_NEXT, NEXT)
+
+
+Class = tuple[str, str, str]  # (severity, category, what)
+_STATUS_OF = {"fatal": FATAL, "error": ERROR, "warning": WARNING}
+
+
+def pair_tasks(corpus: str = CORPUS, service: str = SERVICE) -> list[Task]:
+    return list(Task.objects.filter(corpus__name=corpus, service__name=service).order_by("document_id"))
+
+
+def classes_write(having: list[set[Class]], corpus: str = CORPUS, service: str = SERVICE) -> None:
+    """Give each task of the pair (in document order) messages of the classes named, two of each (so the
+    message and task counts differ), through the one message writer, and the status its worst class
+    makes (no problem without any)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        for task, classes in zip(pair_tasks(corpus, service), having, strict=True):
+            status = min((_STATUS_OF[c[0]] for c in classes if c[0] in _STATUS_OF), default=NO_PROBLEM)
+            Task.objects.filter(pk=task.pk).update(status=status)
+            messages = [(*c, f"details {n}") for c in sorted(classes) for n in range(2)]
+            messages_delete(cursor, [task.pk])
+            messages_write(cursor, [(task.pk, task.corpus_id, task.service_id, status, messages)])
+
+
+def pair_close(corpus: str = CORPUS, service: str = SERVICE) -> None:
+    """Close the pair's run, drained as the tasks' statuses say (with its snapshot)."""
+    task = pair_tasks(corpus, service)[0]
+    runs_close_drained({(task.corpus_id, task.service_id)})

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from rest_framework.test import APIClient
@@ -135,7 +136,36 @@ def test_a_run_closes_by_itself_and_a_rerun_with_a_fixed_document_shows_that_one
     for other in ("previous_status=warning", "previous_status=no_problem&current_status=error", "change=regressed"):
         assert authed.get(f"{pair}/tasks?{other}").json() == [], other
 
+    _classes_and_history(authed, pair, first, second)
     _malformed_and_unknown(authed, pair, first["snapshot_at"])
+
+
+def _classes_and_history(api: APIClient, pair: str, first: dict[str, Any], second: dict[str, Any]) -> None:
+    """The fixed document's error class vanished between the two runs' snapshots, lost by exactly that
+    document; its history shows both statuses, the class in the first snapshot only."""
+    undefined = ("error", "undefined", "\\undefinedmacro")
+    changes = api.get(f"{pair}/classes").json()
+    assert {(c["severity"], c["category"], c["what"]): (c["kind"], c["change"]) for c in changes}[undefined] == (
+        "vanished",
+        -1,
+    )
+    assert all(c["kind"] in ("vanished", "shrank") for c in changes)  # nothing new came with the fix
+    fixed = api.get(f"{pair}/classes", {"kind": "decreased", "severity": "error,fatal"}).json()
+    assert [(c["severity"], c["category"], c["what"]) for c in fixed] == [undefined]
+    tasks = f"{pair}/classes/error/undefined/{quote(undefined[2], safe='')}/tasks"
+    lost = api.get(tasks, {"change": "lost"}).json()
+    assert [row["document"] for row in lost] == ["broken"]
+    assert api.get(tasks, {"change": "gained"}).json() == []
+    for document in ("clean", "warning"):  # the documents the rerun left alone lost and gained nothing
+        history = api.get(f"/api/corpus/papers/tex_to_html/document/{document}/history").json()
+        assert len({e["status"] for e in history["entries"]}) == 1, history
+    history = api.get("/api/corpus/papers/tex_to_html/document/broken/history").json()
+    assert [(e["taken_at"], e["status"], e["run"]["id"]) for e in history["entries"]] == [
+        (second["snapshot_at"], "no_problem", second["id"]),
+        (first["snapshot_at"], "error", first["id"]),
+    ]
+    column = [(c["severity"], c["category"], c["what"]) for c in history["classes"]].index(undefined)
+    assert [e["classes"][column] for e in history["entries"]] == [False, True]
 
 
 def _malformed_and_unknown(api: APIClient, pair: str, snapshot_at: str) -> None:

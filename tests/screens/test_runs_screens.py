@@ -9,8 +9,11 @@ from typing import Any
 
 import pytest
 
+from conversion.taxonomy import meaning_of
 from corpora.models import Run, Snapshot
-from tests.runs.helpers import NEXT, two_runs
+from reports.actions import rerun
+from tests.corpora.helpers import activated, imported
+from tests.runs.helpers import NEXT, classes_write, pair_close, two_runs
 from tests.screens.test_csp_screens import _sign_in, _violations
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -129,6 +132,9 @@ RUN_SCREENS = [
     f"{COMPARE}/tasks",
     "/reports/a/tex_to_html",
     "/corpora/a",
+    f"{PAIR}/classes",
+    f"{PAIR}/classes?kind=increased&severity=error,fatal",
+    "/corpus/a/tex_to_html/document/doc1/history",
 ]
 
 
@@ -139,4 +145,77 @@ def test_no_run_screen_violates_the_policy(page, live_server, token, history):
         response = page.goto(f"{live_server.url}{path}")
         assert response.status == 200, path
         assert "default-src 'self'" in response.headers["content-security-policy"], path
+    assert violations == []
+
+
+UNDEFINED_A = ("error", "undefined", "\\alpha")
+UNDEFINED_B = ("error", "undefined", "\\beta")
+MISSING = ("warning", "missing_file", "x.sty")
+IO_FATAL = ("fatal", "I/O", "a b/c?d#e")  # category and what with '/' and reserved characters
+
+
+@pytest.fixture
+def class_history(corpus_root) -> None:
+    """Corpus a (doc0..doc3) with two closed runs of tex_to_html: doc0's undefined \\alpha is fixed by the
+    second, doc2 gains an undefined \\beta, doc3 keeps its fatal I/O error and doc1 its warning."""
+    imported(corpus_root, "a", documents=4)
+    activated("a")
+    classes_write([{UNDEFINED_A}, {MISSING}, set(), {IO_FATAL}])
+    pair_close()
+    rerun(corpus_name="a", service_name="tex_to_html", actor="tester", description="the fix")
+    classes_write([set(), {MISSING}, {UNDEFINED_B}, {IO_FATAL}])
+    pair_close()
+
+
+def _class_rows(page: Any, table: str) -> list[str]:
+    return [row.get_attribute("data-class") for row in page.locator(f"#{table} tbody tr[data-class]").all()]
+
+
+def test_new_and_fixed_failures_lead_to_their_documents_and_each_document_s_history(
+    page, live_server, class_history, tmp_path
+):
+    violations = _violations(page)
+    page.goto(f"{live_server.url}{PAIR}")
+    assert _class_rows(page, "new-failures") == ["error:undefined:\\beta"]
+    assert _class_rows(page, "fixed-failures") == ["error:undefined:\\alpha"]
+    assert page.inner_text("#fixed-failures tbody tr td.num >> nth=2") == "-1"
+    assert page.inner_text("#fixed-failures .meaning") == meaning_of("error", "undefined").meaning
+    page.screenshot(path=tmp_path / "runs-failures.png", full_page=True)
+
+    page.click("#fixed-failures a.lost")
+    page.wait_for_url("**/runs/a/tex_to_html/classes/error/undefined/**/tasks?**change=lost**")
+    assert _documents(page, "class-tasks") == ["doc0"]
+    page.click("#other-change")
+    page.wait_for_url("**change=gained**")
+    assert _documents(page, "class-tasks") == []
+
+    page.go_back()
+    page.click("#class-tasks a:text-is('history')")
+    page.wait_for_url(f"{live_server.url}/corpus/a/tex_to_html/document/doc0/history")
+    # The strip, oldest first: error in the first run, no problem after the fix.
+    assert [cell.get_attribute("data-status") for cell in page.locator("#status-strip rect").all()] == [
+        "error",
+        "no_problem",
+    ]
+    first, second = (box["x"] for box in (rect.bounding_box() for rect in page.locator("#status-strip rect").all()))
+    assert first < second
+    rows = page.locator("#history tbody tr").all()
+    assert [row.get_attribute("data-status") for row in rows] == ["no_problem", "error"]
+    assert [cell.inner_text() for cell in rows[1].locator("td.had").all()] == ["●"]
+    assert [cell.inner_text() for cell in rows[0].locator("td.had").all()] == ["·"]
+    page.screenshot(path=tmp_path / "document-history.png", full_page=True)
+
+    page.click("text=The document now")
+    page.wait_for_url(f"{live_server.url}/corpus/a/tex_to_html/document/doc0")
+    page.click("#history-link")
+    page.wait_for_url(f"{live_server.url}/corpus/a/tex_to_html/document/doc0/history")
+
+    page.goto(f"{live_server.url}{PAIR}/diff")
+    page.click("#new-failures a.gained")
+    page.wait_for_url("**change=gained**")
+    assert _documents(page, "class-tasks") == ["doc2"]
+    page.goto(f"{live_server.url}{PAIR}/classes?kind=appeared")
+    assert _class_rows(page, "class-changes") == ["error:undefined:\\beta"]
+    page.goto(f"{live_server.url}{PAIR}/classes")
+    assert sorted(_class_rows(page, "class-changes")) == ["error:undefined:\\alpha", "error:undefined:\\beta"]
     assert violations == []

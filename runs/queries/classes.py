@@ -1,0 +1,356 @@
+"""Reads of the message classes that snapshots froze (corpora.models.SnapshotClass, SnapshotMembers): which
+classes appeared, vanished, grew or shrank between two snapshots of a pair, the documents that gained or
+lost one class, and a document's history over every snapshot of its pair."""
+
+# ruff: noqa: S608  (statements are fixed text and constants; values are parameters)
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+
+from config.api.paging import Page
+from config.errors import BadRequest, NotFound
+from conversion.severities import Severity
+from conversion.taxonomy import meaning_of
+from corpora.links import document_api_url, document_history_url, document_url
+from corpora.models import Document, Run, Snapshot, Task
+from corpora.pairs import MEMBER_SEVERITIES
+from corpora.statuses import DIFF_BUCKET_NAMES, status_name
+from runs.queries.diffs import DiffScope
+from runs.queries.history import pair_known
+
+APPEARED, VANISHED, GREW, SHRANK = "appeared", "vanished", "grew", "shrank"
+# Filters of two kinds each: more tasks have the class now (appeared or grew), or fewer (vanished or shrank).
+INCREASED, DECREASED = "increased", "decreased"
+KINDS = (APPEARED, VANISHED, GREW, SHRANK, INCREASED, DECREASED)
+GAINED, LOST = "gained", "lost"
+CHANGES = (GAINED, LOST)
+# What each kind is, on the two snapshots' task counts p (previous) and c (current).
+_KIND_SQL = {
+    APPEARED: "p = 0 AND c > 0",
+    VANISHED: "p > 0 AND c = 0",
+    GREW: "p > 0 AND c > p",
+    SHRANK: "c > 0 AND c < p",
+    INCREASED: "c > p",
+    DECREASED: "c < p",
+}
+_SEVERITY_RANK = (
+    "CASE k.severity "
+    + " ".join(f"WHEN '{severity}' THEN {rank}" for rank, severity in enumerate(Severity.WORST_FIRST))
+    + " END"
+)
+
+
+def _classes_check(scope: DiffScope) -> tuple[int, int] | None:
+    """The two snapshots' ids, None when the pair has fewer than two; 400 when either was taken before
+    snapshots froze message classes."""
+    if scope.previous is None or scope.current is None:
+        return None
+    ids = (scope.previous.id, scope.current.id)
+    without = Snapshot.objects.filter(pk__in=ids, with_classes=False).values_list("taken_at", flat=True)
+    if without:
+        dates = ", ".join(sorted(date.isoformat() for date in without))
+        raise BadRequest(
+            f"The snapshot taken at {dates} holds no message classes: it was taken before snapshots recorded "
+            "them. Compare snapshots taken since (available_dates of the diff).",
+            errors={"previous" if scope.previous.taken_at in without else "current": ["no message classes"]},
+        )
+    return ids
+
+
+def severities_check(value: str | None) -> list[str]:
+    """A `severity` filter of the class diff: message severities separated by commas (empty: all)."""
+    if value in (None, ""):
+        return list(Severity.ALL)
+    chosen = [part.strip() for part in value.split(",") if part.strip()]
+    unknown = [part for part in chosen if part not in Severity.ALL]
+    if unknown or not chosen:
+        raise BadRequest(
+            f"Unknown severity {', '.join(unknown) or value!r}; use one or more of {', '.join(Severity.ALL)}, "
+            "separated by commas.",
+            errors={"severity": ["unknown"]},
+        )
+    return chosen
+
+
+def _diff_where(kind: str | None, severities: list[str]) -> tuple[str, list[Any]]:
+    if kind is not None and kind not in KINDS:
+        raise BadRequest(f"Unknown kind {kind!r}; use one of {', '.join(KINDS)}.", errors={"kind": ["unknown"]})
+    return (f"({_KIND_SQL[kind]})" if kind else "p <> c") + " AND k.severity = ANY(%s)", [severities]
+
+
+_PAIRED = (
+    "(SELECT coalesce(a.message_class_id, b.message_class_id) AS class_id,"
+    "  coalesce(a.tasks, 0) AS p, coalesce(b.tasks, 0) AS c,"
+    "  coalesce(a.messages, 0) AS pm, coalesce(b.messages, 0) AS cm"
+    " FROM (SELECT * FROM runs_snapshotclass WHERE snapshot_id = %s) a"
+    " FULL JOIN (SELECT * FROM runs_snapshotclass WHERE snapshot_id = %s) b"
+    " ON b.message_class_id = a.message_class_id) x JOIN reports_messageclass k ON k.id = x.class_id"
+)
+
+
+def _kind(p: int, c: int) -> str:
+    return APPEARED if p == 0 else VANISHED if c == 0 else GREW if c > p else SHRANK
+
+
+def class_diff(
+    scope: DiffScope, page: Page, *, kind: str | None = None, severity: str | None = None
+) -> list[dict[str, Any]]:
+    """GET /api/runs/{corpus}/{service}/classes: the message classes whose task count changed between the
+    two snapshots, the largest change first, optionally of one kind and of some severities."""
+    where, params = _diff_where(kind, severities_check(severity))
+    ids = _classes_check(scope)
+    if ids is None:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT k.severity, k.category, k.what, p, c, pm, cm FROM {_PAIRED} WHERE {where}"
+            f" ORDER BY abs(c - p) DESC, {_SEVERITY_RANK}, k.category, k.what OFFSET %s LIMIT %s",
+            [*ids, *params, page.offset, page.page_size],
+        )
+        rows = cursor.fetchall()
+    corpus, service = scope.pair.corpus.name, scope.pair.service.name
+    return [_class_change(corpus, service, *row) for row in rows]
+
+
+def class_diff_count(scope: DiffScope, *, kind: str | None = None, severity: str | None = None) -> int:
+    """How many classes class_diff lists under the same filters (for the screen's pager)."""
+    where, params = _diff_where(kind, severities_check(severity))
+    ids = _classes_check(scope)
+    if ids is None:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*) FROM {_PAIRED} WHERE {where}", [*ids, *params])
+        return cursor.fetchone()[0]
+
+
+def _class_change(
+    corpus: str, service: str, severity: str, category: str, what: str, p: int, c: int, pm: int, cm: int
+) -> dict[str, Any]:
+    meaning = meaning_of(severity, category)
+    listed = severity in MEMBER_SEVERITIES
+    return {
+        "severity": severity,
+        "category": category,
+        "what": what,
+        "meaning": meaning.meaning if meaning else None,
+        "kind": _kind(p, c),
+        "previous_tasks": p,
+        "current_tasks": c,
+        "change": c - p,
+        "previous_messages": pm,
+        "current_messages": cm,
+        "documents_listed": listed,
+    }
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    id: int
+    severity: str
+    category: str
+    what: str
+
+
+def class_known(severity: str, category: str, what: str) -> ClassRef:
+    """A message class of warning severity or worse by its names (404 when no message ever had it)."""
+    if severity not in MEMBER_SEVERITIES:
+        raise BadRequest(
+            f"Snapshots list the documents of {', '.join(MEMBER_SEVERITIES)} classes only, not of {severity!r}.",
+            errors={"severity": ["not listed"]},
+        )
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT id FROM reports_messageclass WHERE level = 0 AND severity = %s AND category = %s AND what = %s",
+            [severity, category, what],
+        )
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound(f"No message class {severity}:{category}:{what} was ever recorded.")
+    return ClassRef(row[0], severity, category, what)
+
+
+def class_split(severity: str, rest: str) -> tuple[str, str]:
+    """Category and what of a class of `severity` in a URL (`{category}/{what}`), each of which may hold
+    '/' (LaTeXML's `I/O` category, file names as whats): the first split that names a recorded class,
+    else the first."""
+    if "/" not in rest:
+        raise NotFound("A class is named by its category and its what: .../{category}/{what}/tasks.")
+    positions = [index for index, char in enumerate(rest) if char == "/"]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT category, what FROM reports_messageclass WHERE level = 0 AND severity = %s AND (category, what) IN"
+            " (SELECT left(%s, p - 1), substr(%s, p + 1) FROM unnest(%s::int[]) AS p) ORDER BY length(category)",
+            [severity, rest, rest, [index + 1 for index in positions]],
+        )
+        row = cursor.fetchone()
+    return (row[0], row[1]) if row else (rest[: positions[0]], rest[positions[0] + 1 :])
+
+
+# A page walks the chunks of one class in order and stops when it is full: the planner must keep their
+# order (an incremental sort within each chunk) rather than compare every chunk and sort the whole class.
+_CHUNK_PAGE_SETTINGS = ("SET LOCAL enable_sort = off", "SET LOCAL enable_hashjoin = off", "SET LOCAL jit = off")
+
+
+def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> list[dict[str, Any]]:
+    """GET /api/runs/{corpus}/{service}/classes/{severity}/{category}/{what}/tasks: the documents that
+    gained (had it only in the current snapshot) or lost (only in the previous) the class, in document
+    order. The class's chunks in one snapshot are walked in order: a chunk equal in the other is passed
+    over, the others are compared with the other's documents in their range until the page is full."""
+    if change not in CHANGES:
+        raise BadRequest(f"Unknown change {change!r}; use gained or lost.", errors={"change": ["unknown"]})
+    ids = _classes_check(scope)
+    if ids is None:
+        return []
+    mine, other = (ids[1], ids[0]) if change == GAINED else ids
+    with transaction.atomic(), connection.cursor() as cursor:
+        for statement in _CHUNK_PAGE_SETTINGS:
+            cursor.execute(statement)
+        cursor.execute(
+            "SELECT d.name FROM ("
+            " SELECT x.document_id FROM runs_snapshotmembers a,"
+            # The other snapshot's documents in the chunk's range: from its chunk that starts at or before
+            # the range (if any) to the last that starts in it.
+            "  LATERAL (SELECT u.d AS document_id FROM unnest(a.document_ids) AS u(d) EXCEPT"
+            "   SELECT v.d FROM runs_snapshotmembers o, unnest(o.document_ids) AS v(d)"
+            "   WHERE o.snapshot_id = %(other)s AND o.message_class_id = a.message_class_id AND o.lo <= a.hi"
+            "    AND o.lo >= coalesce((SELECT max(b.lo) FROM runs_snapshotmembers b WHERE b.snapshot_id = %(other)s"
+            "     AND b.message_class_id = a.message_class_id AND b.lo <= a.lo), a.lo)"
+            "    AND v.d BETWEEN a.lo AND a.hi ORDER BY 1) x"
+            " WHERE a.snapshot_id = %(mine)s AND a.message_class_id = %(class)s"
+            # A chunk equal in both snapshots gained and lost nothing.
+            "  AND NOT EXISTS (SELECT FROM runs_snapshotmembers e WHERE e.snapshot_id = %(other)s"
+            "   AND e.message_class_id = a.message_class_id AND e.lo = a.lo AND e.document_ids = a.document_ids)"
+            " ORDER BY a.lo, x.document_id OFFSET %(offset)s LIMIT %(limit)s) m"
+            " JOIN corpora_document d ON d.id = m.document_id ORDER BY d.id",
+            {"mine": mine, "other": other, "class": cls.id, "offset": page.offset, "limit": page.page_size},
+        )
+        names = [row[0] for row in cursor.fetchall()]
+    corpus, service = scope.pair.corpus.name, scope.pair.service.name
+    return [
+        {
+            "document": name,
+            "change": change,
+            "report_url": document_url(corpus, service, name),
+            "document_api_url": document_api_url(corpus, service, name),
+            "history_url": document_history_url(corpus, service, name),
+        }
+        for name in names
+    ]
+
+
+# --- a document's history --------------------------------------------------------------------------
+
+
+def document_history(corpus_name: str, service_name: str, document_name: str) -> dict[str, Any]:
+    """GET /api/corpus/{corpus}/{service}/document/{name}/history: newest first, the document now (while a
+    run of the pair is open) and in every snapshot of its pair that holds it: the date, the run and its
+    owner, its status then, and for each class of warning severity or worse that it had in any of them,
+    whether it had it then."""
+    pair = pair_known(corpus_name, service_name)
+    document = Document.objects.filter(corpus=pair.corpus, name=document_name).first()
+    task = Task.objects.filter(document=document, service=pair.service).first() if document else None
+    if document is None or (task is None and not _in_any_snapshot(pair, document.pk)):
+        raise NotFound(f"No document {document_name!r} for {pair.service.name} in {pair.corpus.name}.")
+    runs = list(
+        Run.objects.filter(corpus=pair.corpus, service=pair.service)
+        .order_by("-started_at")
+        .values("id", "owner", "started_at", "finished_at", "snapshot_id")
+    )
+    entries: list[dict[str, Any]] = []
+    memberships: dict[Any, set[int]] = {}
+    open_run = next((run for run in runs if run["finished_at"] is None), None)
+    if open_run is not None and task is not None:
+        status = status_name(task.status)
+        entries.append({"key": "now", "taken_at": None, "live": True, "run": open_run, "status": status})
+        memberships["now"] = _classes_now(task.pk)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT s.id, s.taken_at, s.statuses[array_position(s.document_ids, %s)] FROM runs_snapshot s"
+            " WHERE s.corpus_id = %s AND s.service_id = %s AND %s = ANY(s.document_ids) ORDER BY s.taken_at DESC",
+            [document.pk, pair.corpus.pk, pair.service.pk, document.pk],
+        )
+        snapshots = cursor.fetchall()
+        cursor.execute(
+            "SELECT m.snapshot_id, m.message_class_id FROM runs_snapshotmembers m"
+            " WHERE m.snapshot_id = ANY(%s) AND m.hi >= %s AND m.lo <= %s AND %s = ANY(m.document_ids)",
+            [[row[0] for row in snapshots], document.pk, document.pk, document.pk],
+        )
+        for snapshot_id, class_id in cursor.fetchall():
+            memberships.setdefault(snapshot_id, set()).add(class_id)
+    for snapshot_id, taken_at, bucket in snapshots:
+        run = next((r for r in runs if r["snapshot_id"] == snapshot_id), None) or next(
+            (r for r in runs if r["started_at"] <= taken_at and (r["finished_at"] or taken_at) >= taken_at), None
+        )
+        entries.append(
+            {"key": snapshot_id, "taken_at": taken_at, "live": False, "run": run, "status": DIFF_BUCKET_NAMES[bucket]}
+        )
+    classes = _classes_named(set().union(*memberships.values()) if memberships else set())
+    return {
+        "corpus": pair.corpus.name,
+        "service": pair.service.name,
+        "document": document.name,
+        "report_url": document_url(pair.corpus.name, pair.service.name, document.name),
+        "classes": [{key: value for key, value in c.items() if key != "id"} for c in classes],
+        "entries": [
+            {
+                "taken_at": entry["taken_at"],
+                "live": entry["live"],
+                "run": _run_brief(entry["run"]),
+                "status": entry["status"],
+                "classes": [c["id"] in memberships.get(entry["key"], set()) for c in classes],
+            }
+            for entry in entries
+        ],
+    }
+
+
+def _in_any_snapshot(pair: Any, document_id: int) -> bool:
+    return Snapshot.objects.filter(
+        corpus=pair.corpus, service=pair.service, document_ids__contains=[document_id]
+    ).exists()
+
+
+def _classes_now(task_id: int) -> set[int]:
+    """The classes of warning severity or worse that the task's messages have now (retired ones aside)."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT p.message_class_id FROM reports_taskclass p"
+            " JOIN reports_messageclass k ON k.id = p.message_class_id WHERE p.task_id = %s AND k.severity = ANY(%s)"
+            " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)",
+            [task_id, list(MEMBER_SEVERITIES)],
+        )
+        return {row[0] for row in cursor.fetchall()}
+
+
+def _classes_named(ids: set[int]) -> list[dict[str, Any]]:
+    """The classes of `ids`, worst severity first, then by category and what."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT k.id, k.severity, k.category, k.what FROM reports_messageclass k WHERE k.id = ANY(%s)"
+            f" ORDER BY {_SEVERITY_RANK}, k.category, k.what",
+            [list(ids)],
+        )
+        rows = cursor.fetchall()
+    result = []
+    for class_id, severity, category, what in rows:
+        meaning = meaning_of(severity, category)
+        result.append(
+            {"id": class_id, "severity": severity, "category": category, "what": what,
+             "meaning": meaning.meaning if meaning else None}
+        )  # fmt: skip
+    return result
+
+
+def _run_brief(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    if run is None:
+        return None
+    return {
+        "id": run["id"],
+        "owner": run["owner"],
+        "started_at": run["started_at"],
+        "finished_at": run["finished_at"],
+        "open": run["finished_at"] is None,
+    }
