@@ -49,7 +49,7 @@ def _classes_check(scope: DiffScope) -> tuple[int, int] | None:
     if scope.previous is None or scope.current is None:
         return None
     ids = (scope.previous.id, scope.current.id)
-    without = Snapshot.objects.filter(pk__in=ids, with_classes=False).values_list("taken_at", flat=True)
+    without = list(Snapshot.objects.filter(pk__in=ids, with_classes=False).values_list("taken_at", flat=True))
     if without:
         dates = ", ".join(sorted(date.isoformat() for date in without))
         raise BadRequest(
@@ -191,7 +191,7 @@ def class_split(severity: str, rest: str) -> tuple[str, str]:
 
 # A page walks the chunks of one class in order and stops when it is full: the planner must keep their
 # order (an incremental sort within each chunk) rather than compare every chunk and sort the whole class.
-_CHUNK_PAGE_SETTINGS = ("SET LOCAL enable_sort = off", "SET LOCAL enable_hashjoin = off", "SET LOCAL jit = off")
+_CHUNK_PAGE_SETTINGS = ("SET LOCAL enable_sort = off", "SET LOCAL jit = off")
 
 
 def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> list[dict[str, Any]]:
@@ -209,35 +209,34 @@ def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> lis
         for statement in _CHUNK_PAGE_SETTINGS:
             cursor.execute(statement)
         cursor.execute(
-            "SELECT d.name FROM ("
-            " SELECT x.document_id FROM runs_snapshotmembers a,"
+            "SELECT x.document_id FROM runs_snapshotmembers a,"
             # The other snapshot's documents in the chunk's range: from its chunk that starts at or before
             # the range (if any) to the last that starts in it.
-            "  LATERAL (SELECT u.d AS document_id FROM unnest(a.document_ids) AS u(d) EXCEPT"
-            "   SELECT v.d FROM runs_snapshotmembers o, unnest(o.document_ids) AS v(d)"
-            "   WHERE o.snapshot_id = %(other)s AND o.message_class_id = a.message_class_id AND o.lo <= a.hi"
-            "    AND o.lo >= coalesce((SELECT max(b.lo) FROM runs_snapshotmembers b WHERE b.snapshot_id = %(other)s"
-            "     AND b.message_class_id = a.message_class_id AND b.lo <= a.lo), a.lo)"
-            "    AND v.d BETWEEN a.lo AND a.hi ORDER BY 1) x"
+            " LATERAL (SELECT u.d AS document_id FROM unnest(a.document_ids) AS u(d) EXCEPT"
+            "  SELECT v.d FROM runs_snapshotmembers o, unnest(o.document_ids) AS v(d)"
+            "  WHERE o.snapshot_id = %(other)s AND o.message_class_id = a.message_class_id AND o.lo <= a.hi"
+            "   AND o.lo >= coalesce((SELECT max(b.lo) FROM runs_snapshotmembers b WHERE b.snapshot_id = %(other)s"
+            "    AND b.message_class_id = a.message_class_id AND b.lo <= a.lo), a.lo)"
+            "   AND v.d BETWEEN a.lo AND a.hi ORDER BY 1) x"
             " WHERE a.snapshot_id = %(mine)s AND a.message_class_id = %(class)s"
             # A chunk equal in both snapshots gained and lost nothing.
-            "  AND NOT EXISTS (SELECT FROM runs_snapshotmembers e WHERE e.snapshot_id = %(other)s"
-            "   AND e.message_class_id = a.message_class_id AND e.lo = a.lo AND e.document_ids = a.document_ids)"
-            " ORDER BY a.lo, x.document_id OFFSET %(offset)s LIMIT %(limit)s) m"
-            " JOIN corpora_document d ON d.id = m.document_id ORDER BY d.id",
+            " AND NOT EXISTS (SELECT FROM runs_snapshotmembers e WHERE e.snapshot_id = %(other)s"
+            "  AND e.message_class_id = a.message_class_id AND e.lo = a.lo AND e.document_ids = a.document_ids)"
+            " ORDER BY a.lo, x.document_id OFFSET %(offset)s LIMIT %(limit)s",
             {"mine": mine, "other": other, "class": cls.id, "offset": page.offset, "limit": page.page_size},
         )
-        names = [row[0] for row in cursor.fetchall()]
+        document_ids = [row[0] for row in cursor.fetchall()]
+    names = dict(Document.objects.filter(pk__in=document_ids).values_list("pk", "name"))
     corpus, service = scope.pair.corpus.name, scope.pair.service.name
     return [
         {
-            "document": name,
+            "document": names[document_id],
             "change": change,
-            "report_url": document_url(corpus, service, name),
-            "document_api_url": document_api_url(corpus, service, name),
-            "history_url": document_history_url(corpus, service, name),
+            "report_url": document_url(corpus, service, names[document_id]),
+            "document_api_url": document_api_url(corpus, service, names[document_id]),
+            "history_url": document_history_url(corpus, service, names[document_id]),
         }
-        for name in names
+        for document_id in document_ids
     ]
 
 
