@@ -10,13 +10,15 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.db import connection, transaction
 
 from config.api.paging import Page
-from config.errors import NotFound
+from config.errors import BadRequest, NotFound
 from conversion.severities import Severity
 from conversion.taxonomy import MISSING_FILE, meaning_of
 from corpora.links import document_html_url, document_result_url
@@ -278,6 +280,131 @@ def document_explanation(status: str, messages: list[dict[str, Any]]) -> dict[st
     if missing:
         summary += f" It could not load {_plural(len(missing), 'file')}: {', '.join(missing)}."
     return {"summary": summary, "causes": causes, "missing_files": missing}
+
+
+# --- messages as data -----------------------------------------------------------------------------
+
+# The columns of every format of the export, in this order.
+EXPORT_COLUMNS = ("document", "entry", "status", "severity", "category", "what", "details")
+# Task rows a FETCH of the export's cursor reads (150 messages each at arXiv's average).
+EXPORT_BATCH_TASKS = 500
+# Class labels kept while exporting; past this many the cache starts again (the dictionary is append
+# only, so a label read once never changes).
+EXPORT_CLASS_CACHE = 100_000
+# In the text of each statement but the cursor's FETCH, so that pg_stat_activity shows whose it is.
+EXPORT_MARKER = "/* reports: messages export */"
+
+# The pair's task rows in task order, retired ones left out as the messages view leaves them out. The
+# rows are unfolded here in Python, not by the view: the view subscripts a task's details array once per
+# message, which decompresses the whole array each time (quadratic in a task's messages), and its
+# ordering by message needs a sort per task. One index scan in task order streams instead.
+_EXPORT_SQL = f"""
+SELECT {EXPORT_MARKER} d.name, d.entry, x.task_status, x.classes, x.sequence, x.details
+  FROM reports_taskmessages x
+  JOIN corpora_task t ON t.id = x.task_id
+  JOIN corpora_document d ON d.id = t.document_id
+ WHERE x.corpus_id = %s AND x.service_id = %s{{scope}}
+   AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id)
+ ORDER BY x.task_id
+"""  # noqa: S608
+_EXPORT_LABELS_SQL = f"SELECT {EXPORT_MARKER} id, severity, category, what FROM reports_messageclass WHERE id = ANY(%s)"  # noqa: S608
+# Stream in task order: without these the planner sorts every task row of the pair (it sorted 1M rows
+# before the first came back), and JIT compiles for about a second before the first row.
+_EXPORT_SETTINGS = (
+    "SET LOCAL enable_sort = off",
+    "SET LOCAL max_parallel_workers_per_gather = 0",
+    "SET LOCAL jit = off",
+)
+
+
+@dataclass(frozen=True)
+class MessagesExport:
+    """A checked slice of a pair's messages, read by `batches` when the answer is streamed: every class
+    (`severity` None), or the classes of one message severity, optionally of one category and what."""
+
+    corpus: str
+    service: str
+    severity: str | None
+    category: str | None
+    what: str | None
+    message_severity: str | None
+    sql: str
+    params: tuple[Any, ...]
+
+    def _wanted(self, labels: tuple[str, str, str]) -> bool:
+        severity, category, what = labels
+        return (
+            (self.message_severity is None or severity == self.message_severity)
+            and (self.category is None or category == self.category)
+            and (self.what is None or what == self.what)
+        )
+
+    def batches(self, tasks: int = EXPORT_BATCH_TASKS) -> Iterator[list[tuple[str, ...]]]:
+        """The slice's messages as rows of EXPORT_COLUMNS, the messages of up to `tasks` tasks at a time,
+        in task order and each task's log order. One statement behind a server-side cursor in a
+        transaction of its own: PostgreSQL reads the next task rows only when they are fetched, so
+        neither side holds more than a batch. Closing the generator (a client gone) closes the cursor
+        and rolls the transaction back, which ends the query."""
+        labels: dict[int, tuple[str, str, str] | None] = {}
+        with transaction.atomic(), connection.cursor() as lookup, connection.chunked_cursor() as cursor:
+            for statement in _EXPORT_SETTINGS:
+                lookup.execute(f"{EXPORT_MARKER} {statement}")
+            cursor.execute(self.sql, self.params)
+            while fetched := cursor.fetchmany(tasks):
+                missing = {class_id for row in fetched for class_id in row[3] if class_id not in labels}
+                if len(labels) + len(missing) > EXPORT_CLASS_CACHE:
+                    labels.clear()
+                    missing = {class_id for row in fetched for class_id in row[3]}
+                if missing:
+                    lookup.execute(_EXPORT_LABELS_SQL, [list(missing)])
+                    for class_id, *label in lookup.fetchall():
+                        labels[class_id] = tuple(label) if self._wanted(tuple(label)) else None
+                yield _unfolded(fetched, labels)
+
+
+def _unfolded(fetched: list[tuple[Any, ...]], labels: dict[int, tuple[str, str, str] | None]) -> list[tuple[str, ...]]:
+    """Task rows (name, entry, status, classes, sequence, details) as one row per message in log order,
+    the messages of classes left out of the slice (label None) skipped."""
+    rows: list[tuple[str, ...]] = []
+    for name, entry, status, classes, sequence, details in fetched:
+        status_text = COMPLETED_NAMES.get(status) or status_name(status)
+        heads = [(name, entry, status_text, *label) if (label := labels[c]) else None for c in classes]
+        rows += [(*head, text) for index, text in zip(sequence, details, strict=True) if (head := heads[index - 1])]
+    return rows
+
+
+def messages_export(
+    corpus_name: str,
+    service_name: str,
+    severity: str | None = None,
+    category: str | None = None,
+    what: str | None = None,
+) -> MessagesExport:
+    """Every message of a slice: the pair's (every severity, info included), a severity page's (its task
+    statuses and message severity, as its report counts them), or one category or (category, what) of
+    it. Checked here, so a bad request is refused before any byte of the answer is sent."""  # fmt: skip
+    corpus, service = pair_get(corpus_name, service_name)
+    if severity is None and (category is not None or what is not None):
+        raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
+    if what is not None and category is None:
+        raise BadRequest("what narrows a category: pass category too.", errors={"category": ["required"]})
+    scope = ""
+    params: list[Any] = [corpus.pk, service.pk]
+    message_severity = None
+    if severity is not None:
+        statuses, message_severity = severity_check(severity)
+        # Only task rows with a class of the slice: the dictionary's ids of it, once for the statement.
+        classes = "SELECT c.id FROM reports_messageclass c WHERE c.level = %s AND c.severity = %s"
+        params += [list(statuses), MessageClass.CLASS, message_severity]
+        for column, value in (("category", category), ("what", what)):
+            if value is not None:
+                classes += f" AND c.{column} = %s"
+                params.append(value)
+        scope = f" AND x.task_status = ANY(%s) AND x.classes && ARRAY({classes})"
+    return MessagesExport(
+        corpus=corpus.name, service=service.name, severity=severity, category=category, what=what,
+        message_severity=message_severity, sql=_EXPORT_SQL.format(scope=scope), params=tuple(params),
+    )  # fmt: skip
 
 
 # --- runtimes --------------------------------------------------------------------------------------

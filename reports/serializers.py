@@ -1,11 +1,20 @@
-"""DTOs of the reports app."""
+"""DTOs of the reports app, and the formats of the messages export."""
 
 from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Iterable, Iterator
+from typing import Any
 
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
+from config.errors import BadRequest
 from corpora.serializers import StatusCountsSerializer
+from reports.queries import EXPORT_COLUMNS
 
 
 class RunControlSerializer(serializers.Serializer):
@@ -180,3 +189,134 @@ class RerunParamsSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict) -> dict:
         return {key: value for key, value in attrs.items() if value != "" or key == "description"}
+
+
+# --- messages as data ------------------------------------------------------------------------------
+
+# Each format of the messages export: its media type and file extension.
+EXPORT_FORMATS: dict[str, tuple[str, str]] = {
+    "csv": ("text/csv; charset=utf-8", "csv"),
+    "jsonl": ("application/x-ndjson", "jsonl"),
+    "parquet": ("application/vnd.apache.parquet", "parquet"),
+}
+# Rows of one Parquet row group: the writer holds them as Arrow columns (about 200 bytes a message)
+# until the group is written and sent.
+PARQUET_ROW_GROUP = 100_000
+
+
+class MessagesExportParamsSerializer(serializers.Serializer):
+    """The slice and format of a messages export; an empty severity, category or what means not narrowed."""
+
+    severity = StrictCharField(
+        required=False, allow_blank=True, help_text="a severity key; left out: every message of the pair, info included"
+    )
+    category = StrictCharField(required=False, allow_blank=True, max_length=100, help_text="needs severity")
+    what = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="needs category")
+    format = StrictCharField(required=False, default="csv", help_text=f"one of {', '.join(EXPORT_FORMATS)}")
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["format"] not in EXPORT_FORMATS:
+            raise BadRequest(
+                f"Unknown format {attrs['format']!r}; use one of {', '.join(EXPORT_FORMATS)}.",
+                errors={"format": ["unknown"]},
+            )
+        return {key: value for key, value in attrs.items() if value != ""}
+
+
+_NOT_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def export_file_name(corpus: str, service: str, scope: list[str | None], format_name: str) -> str:
+    """messages-<corpus>-<service>[-<severity>[-<category>[-<what>]]].<extension>, in safe characters."""
+    words = [_NOT_IN_FILE_NAMES.sub("_", part).strip("._") for part in ("messages", corpus, service, *scope) if part]
+    return "-".join(word for word in words if word)[:200] + "." + EXPORT_FORMATS[format_name][1]
+
+
+def export_chunks(batches: Iterable[list[tuple[str, ...]]], format_name: str) -> Iterator[bytes]:
+    """The bytes of an export in a format, one or a few chunks per batch of rows (EXPORT_COLUMNS)."""
+    if format_name == "csv":
+        lines = CsvLines()
+        yield lines.of([EXPORT_COLUMNS]).encode()
+        for rows in batches:
+            yield lines.of(rows).encode()
+    elif format_name == "jsonl":
+        for rows in batches:
+            yield "".join(
+                json.dumps(dict(zip(EXPORT_COLUMNS, row, strict=True)), ensure_ascii=False) + "\n" for row in rows
+            ).encode()
+    else:
+        yield from _parquet_chunks(batches)
+
+
+class CsvLines:
+    """CSV lines exactly as csv.writer's default (excel) dialect writes them. A row whose fields hold no
+    comma, quote or line break needs no quoting, and joining it is five times faster than the writer
+    (which took 3.3 µs a message of 164 bytes, most of the export's time); the writer writes the others."""
+
+    SEPARATORS = len(EXPORT_COLUMNS) - 1
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+        self.writer = csv.writer(self.out)
+
+    def of(self, rows: Iterable[tuple[str, ...]]) -> str:
+        lines = []
+        for row in rows:
+            line = ",".join(row)
+            if line.count(",") == self.SEPARATORS and '"' not in line and "\n" not in line and "\r" not in line:
+                lines.append(line + "\r\n")
+            else:
+                self.writer.writerow(row)
+                lines.append(self.out.getvalue())
+                self.out.seek(0)
+                self.out.truncate()
+        return "".join(lines)
+
+
+class _Chunks(io.RawIOBase):
+    """A write-only stream that keeps what is written until it is taken: the Parquet writer's sink."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[bytes] = []
+        self.position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.parts.append(bytes(data))
+        self.position += len(self.parts[-1])
+        return len(self.parts[-1])
+
+    def tell(self) -> int:
+        return self.position
+
+    def take(self) -> bytes:
+        taken = b"".join(self.parts)
+        self.parts.clear()
+        return taken
+
+
+def _parquet_chunks(batches: Iterable[list[tuple[str, ...]]]) -> Iterator[bytes]:
+    """A Parquet file written a row group at a time into a sink that is emptied after each group."""
+    import pyarrow as pa  # only the Parquet export needs it: the other processes do without its memory
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([pa.field(name, pa.string(), nullable=False) for name in EXPORT_COLUMNS])
+    sink = _Chunks()
+    pending: list[Any] = []
+    pending_rows = 0
+    with pq.ParquetWriter(sink, schema) as writer:
+        for rows in batches:
+            if rows:
+                columns = zip(*rows, strict=True)
+                pending.append(pa.record_batch([pa.array(column, pa.string()) for column in columns], schema=schema))
+                pending_rows += len(rows)
+            if pending_rows >= PARQUET_ROW_GROUP:
+                writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=pending_rows)
+                pending, pending_rows = [], 0
+                yield sink.take()
+        if pending:
+            writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=pending_rows)
+    yield sink.take()
