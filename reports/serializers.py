@@ -6,7 +6,8 @@ import csv
 import io
 import json
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import closing
 from typing import Any
 
 from rest_framework import serializers
@@ -232,20 +233,23 @@ def export_file_name(corpus: str, service: str, scope: list[str | None], format_
     return "-".join(word for word in words if word)[:200] + "." + EXPORT_FORMATS[format_name][1]
 
 
-def export_chunks(batches: Iterable[list[tuple[str, ...]]], format_name: str) -> Iterator[bytes]:
-    """The bytes of an export in a format, one or a few chunks per batch of rows (EXPORT_COLUMNS)."""
-    if format_name == "csv":
-        lines = CsvLines()
-        yield lines.of([EXPORT_COLUMNS]).encode()
-        for rows in batches:
-            yield lines.of(rows).encode()
-    elif format_name == "jsonl":
-        for rows in batches:
-            yield "".join(
-                json.dumps(dict(zip(EXPORT_COLUMNS, row, strict=True)), ensure_ascii=False) + "\n" for row in rows
-            ).encode()
-    else:
-        yield from _parquet_chunks(batches)
+def export_chunks(batches: Generator[list[tuple[str, ...]]], format_name: str) -> Iterator[bytes]:
+    """The bytes of an export in a format, one or a few chunks per batch of rows (EXPORT_COLUMNS). Closing
+    this generator closes `batches` at once (a client gone: its cursor and transaction end there), not
+    whenever the garbage collector gets to it."""
+    with closing(batches):
+        if format_name == "csv":
+            lines = CsvLines()
+            yield lines.of([EXPORT_COLUMNS]).encode()
+            for rows in batches:
+                yield lines.of(rows).encode()
+        elif format_name == "jsonl":
+            for rows in batches:
+                yield "".join(
+                    json.dumps(dict(zip(EXPORT_COLUMNS, row, strict=True)), ensure_ascii=False) + "\n" for row in rows
+                ).encode()
+        else:
+            yield from _parquet_chunks(batches)
 
 
 class CsvLines:

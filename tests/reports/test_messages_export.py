@@ -11,6 +11,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from django.db import connection
 from rest_framework.test import APIClient
 
 from corpora.links import messages_export_url
@@ -18,7 +19,7 @@ from corpora.models import Task
 from corpora.statuses import SEVERITIES
 from reports.actions import rerun
 from reports.queries import EXPORT_COLUMNS, messages_export, retired_messages_left
-from reports.serializers import CsvLines
+from reports.serializers import CsvLines, export_chunks
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import messages_add
 
@@ -192,6 +193,29 @@ def test_batches_hold_the_messages_of_a_few_tasks_each(written):
     batches = list(messages_export("c", SERVICE).batches(tasks=2))
     sizes = [len(batch) for batch in batches]
     assert sizes == [sum(len(messages) for _, messages in DOCUMENTS[i : i + 2]) for i in range(0, len(DOCUMENTS), 2)]
+
+
+def _open_cursors() -> list[str]:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT name FROM pg_cursors")
+        return [name for (name,) in cursor.fetchall()]
+
+
+@pytest.mark.parametrize("format_name", FORMATS)
+def test_closing_an_answer_half_sent_closes_its_cursor_and_transaction(written, format_name, monkeypatch):
+    """What the web server does when its client goes away (tests/reports/test_messages_export_live.py)."""
+    monkeypatch.setattr("reports.serializers.PARQUET_ROW_GROUP", 1)  # a row group, and so a chunk, per task
+    depth = len(connection.atomic_blocks)
+    chunks = export_chunks(messages_export("c", SERVICE).batches(tasks=1), format_name)
+    next(chunks)
+    if format_name == "csv":
+        next(chunks)  # past the header, which comes before the query
+    assert len(_open_cursors()) == 1 and len(connection.atomic_blocks) == depth + 1
+    chunks.close()
+    assert _open_cursors() == [] and len(connection.atomic_blocks) == depth
+    with connection.cursor() as cursor:  # the connection is usable as it was
+        cursor.execute("SELECT count(*) FROM corpora_task")
+        assert cursor.fetchone()[0] > 0
 
 
 @pytest.mark.parametrize(
