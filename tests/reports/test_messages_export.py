@@ -75,9 +75,8 @@ def _export(api: APIClient, query: str = "", *, expect: int = 200) -> Any:
     return response
 
 
-def _rows(response: Any, format_name: str) -> list[dict[str, str]]:
-    """The export's rows parsed back from its format."""
-    body = b"".join(response.streaming_content)
+def rows_of(body: bytes, format_name: str) -> list[dict[str, str]]:
+    """An export's rows parsed back from its format."""
     if format_name == "csv":
         lines = list(csv.reader(io.StringIO(body.decode(), newline="")))
         assert tuple(lines[0]) == EXPORT_COLUMNS
@@ -87,6 +86,10 @@ def _rows(response: Any, format_name: str) -> list[dict[str, str]]:
     table = pq.read_table(io.BytesIO(body))
     assert tuple(table.column_names) == EXPORT_COLUMNS
     return table.to_pylist()
+
+
+def _rows(response: Any, format_name: str) -> list[dict[str, str]]:
+    return rows_of(b"".join(response.streaming_content), format_name)
 
 
 def _document_reports(api: APIClient, tasks: list[Task]) -> list[dict[str, str]]:
