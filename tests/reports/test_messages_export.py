@@ -18,7 +18,7 @@ from corpora.links import messages_export_url
 from corpora.models import Task
 from corpora.statuses import SEVERITIES
 from reports.actions import rerun
-from reports.queries import EXPORT_COLUMNS, messages_export, retired_messages_left
+from reports.queries import EXPORT_COLUMNS, export_rows, messages_export, retired_messages_left
 from reports.serializers import CsvLines, export_chunks
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import messages_add
@@ -194,7 +194,8 @@ def test_the_export_is_public_and_routed_before_the_severity_pages(written):
 
 def test_batches_hold_the_messages_of_a_few_tasks_each(written):
     batches = list(messages_export("c", SERVICE).batches(tasks=2))
-    sizes = [len(batch) for batch in batches]
+    assert [len(batch) for batch in batches] == [2, 2, 2]
+    sizes = [len(export_rows(batch)) for batch in batches]
     assert sizes == [sum(len(messages) for _, messages in DOCUMENTS[i : i + 2]) for i in range(0, len(DOCUMENTS), 2)]
 
 
@@ -236,3 +237,9 @@ def test_csv_lines_are_what_the_csv_module_writes(row):
     out = io.StringIO()
     csv.writer(out).writerows([row, ("x",) * 7, row])
     assert CsvLines().of([row, ("x",) * 7, row]) == out.getvalue()
+    # A task's lines: its two classes, the second outside the slice, and a plain message beside row's.
+    task = (*row[:3], [row[3:6], None], [1, 2, 1, 1], [row[6], "left out", "plain", row[6]])
+    out = io.StringIO()
+    csv.writer(out).writerows([row, (*row[:6], "plain"), row])
+    assert CsvLines().of_tasks([task]) == out.getvalue()
+    assert export_rows([task]) == [row, (*row[:6], "plain"), row]

@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from corpora.lifecycle import messages_write
 from corpora.models import Task
 from ops.stack import web_child
-from reports.queries import EXPORT_MARKER
+from reports.queries import EXPORT_CURSOR, EXPORT_MARKER
 from tests.corpora.helpers import activated, imported
 from tests.support import PROJECT_DIR, child_env, free_port, wait_until
 
@@ -87,8 +87,8 @@ def _export_backend() -> int | None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
-            " AND xact_start IS NOT NULL AND (strpos(query, %s) > 0 OR query LIKE 'FETCH FORWARD %%')",
-            [EXPORT_MARKER],
+            " AND xact_start IS NOT NULL AND (strpos(query, %s) > 0 OR strpos(query, %s) > 0)",
+            [EXPORT_MARKER, f'FROM "{EXPORT_CURSOR}"'],
         )
         row = cursor.fetchone()
     return row[0] if row else None
