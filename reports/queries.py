@@ -10,7 +10,9 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Iterator
+import queue
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -344,8 +346,10 @@ class MessagesExport:
         """The slice's messages, up to `tasks` tasks at a time (export_rows unfolds them into rows of
         EXPORT_COLUMNS), in task order and each task's log order. One statement behind a server-side cursor
         in a transaction of its own: PostgreSQL reads the next task rows only when they are fetched, so
-        neither side holds more than a batch. Closing the generator (a client gone) closes the cursor and
-        rolls the transaction back, which ends the query."""
+        neither side holds more than a few batches. A thread fetches the next batch while the caller
+        writes out this one (PostgreSQL and Python then work at once, on two CPUs). Closing the generator
+        (a client gone) stops the thread, closes the cursor and rolls the transaction back, which ends the
+        query."""
         labels: dict[int, tuple[str, str, str] | None] = {}
         with transaction.atomic(), connection.cursor() as lookup:
             for statement in _EXPORT_SETTINGS:
@@ -354,7 +358,7 @@ class MessagesExport:
             # from the text format that Django's chunked cursor reads (docs/decisions.md, "Messages as data").
             with connection.connection.cursor(name=EXPORT_CURSOR, binary=True) as cursor:
                 cursor.execute(self.sql, self.params)
-                while fetched := cursor.fetchmany(tasks):
+                for fetched in _read_ahead(lambda: cursor.fetchmany(tasks)):
                     missing = {class_id for row in fetched for class_id in row[3] if class_id not in labels}
                     if len(labels) + len(missing) > EXPORT_CLASS_CACHE:
                         labels.clear()
@@ -368,6 +372,45 @@ class MessagesExport:
                          [labels[class_id] for class_id in classes], sequence, details)
                         for name, entry, status, classes, sequence, details in fetched
                     ]  # fmt: skip
+
+
+# How long the reading thread waits at a time to hand a batch over before it looks whether it should stop.
+_HANDOVER_SECONDS = 0.1
+
+
+def _read_ahead(fetch: Callable[[], list[Any]]) -> Iterator[list[Any]]:
+    """fetch()'s batches until an empty one, each fetched by a thread while the previous one is used; at
+    most one batch waits. psycopg lets go of the GIL while it waits for the server and serializes the
+    connection's use, so the caller's own statements on it wait for a fetch in flight. Closing this
+    generator stops the thread before the caller closes the cursor."""
+    handover: queue.Queue[list[Any] | BaseException] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                batch: list[Any] | BaseException = fetch()
+            except BaseException as exc:  # handed to the caller, who raises it
+                batch = exc
+            while not stop.is_set():
+                try:
+                    handover.put(batch, timeout=_HANDOVER_SECONDS)
+                    break
+                except queue.Full:
+                    continue
+            if not batch or isinstance(batch, BaseException):
+                return
+
+    reader = threading.Thread(target=read, name="messages-export-reader", daemon=True)
+    reader.start()
+    try:
+        while batch := handover.get():
+            if isinstance(batch, BaseException):
+                raise batch
+            yield batch
+    finally:
+        stop.set()
+        reader.join()
 
 
 # One task's messages as the export reads them: document, entry, status name, the label (severity,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import threading
 from typing import Any
 
 import pyarrow.parquet as pq
@@ -18,7 +19,7 @@ from corpora.links import messages_export_url
 from corpora.models import Task
 from corpora.statuses import SEVERITIES
 from reports.actions import rerun
-from reports.queries import EXPORT_COLUMNS, export_rows, messages_export, retired_messages_left
+from reports.queries import EXPORT_COLUMNS, _read_ahead, export_rows, messages_export, retired_messages_left
 from reports.serializers import CsvLines, export_chunks
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import messages_add
@@ -197,6 +198,21 @@ def test_batches_hold_the_messages_of_a_few_tasks_each(written):
     assert [len(batch) for batch in batches] == [2, 2, 2]
     sizes = [len(export_rows(batch)) for batch in batches]
     assert sizes == [sum(len(messages) for _, messages in DOCUMENTS[i : i + 2]) for i in range(0, len(DOCUMENTS), 2)]
+
+
+def test_the_reading_thread_hands_over_batches_and_errors_and_stops_when_closed():
+    batches = iter([[1], [2], []])
+    assert list(_read_ahead(lambda: next(batches))) == [[1], [2]]
+
+    def failing() -> list[int]:
+        raise RuntimeError("the server went away")
+
+    with pytest.raises(RuntimeError, match="the server went away"):
+        list(_read_ahead(failing))
+    endless = _read_ahead(lambda: [3])
+    assert next(endless) == [3]
+    endless.close()  # while the thread waits to hand over the next batch
+    assert [thread for thread in threading.enumerate() if thread.name == "messages-export-reader"] == []
 
 
 def _open_cursors() -> list[str]:
