@@ -191,14 +191,21 @@ class MessagesExportApi(PublicApiView):
         } | problems(400, 404),
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> StreamingHttpResponse:
+        return self._answer(request, corpus, service, body=True)
+
+    def head(self, request: Request, corpus: str, service: str) -> StreamingHttpResponse:
+        """The same checks and headers, without reading a message (the web server would read them all to
+        send none)."""
+        return self._answer(request, corpus, service, body=False)
+
+    def _answer(self, request: Request, corpus: str, service: str, *, body: bool) -> StreamingHttpResponse:
         params = MessagesExportParamsSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         scope = {key: params.validated_data.get(key) for key in ("severity", "category", "what")}
         export = messages_export(corpus, service, **scope)
         format_name = params.validated_data["format"]
-        response = StreamingHttpResponse(
-            export_chunks(export.batches(), format_name), content_type=EXPORT_FORMATS[format_name][0]
-        )
+        chunks = export_chunks(export.batches(), format_name) if body else iter(())
+        response = StreamingHttpResponse(chunks, content_type=EXPORT_FORMATS[format_name][0])
         name = export_file_name(export.corpus, export.service, list(scope.values()), format_name)
         response["Content-Disposition"] = content_disposition_header(True, name)
         response["X-Content-Type-Options"] = "nosniff"

@@ -13,12 +13,13 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from django.db import connection
-from rest_framework.test import APIClient
+from rest_framework.test import APIClient, APIRequestFactory
 
 from corpora.links import messages_export_url
 from corpora.models import Task
 from corpora.statuses import SEVERITIES
 from reports.actions import rerun
+from reports.api import MessagesExportApi
 from reports.queries import EXPORT_COLUMNS, _read_ahead, export_rows, messages_export, retired_messages_left
 from reports.serializers import CsvLines, export_chunks
 from tests.corpora.helpers import activated, imported
@@ -166,6 +167,19 @@ def test_headers_name_the_format_and_a_file_per_slice(api, written):
     assert _export(api)["Content-Disposition"] == f'attachment; filename="messages-c-{SERVICE}.csv"'
     # DRF would take ?format= for one of its renderers, and Accept does not change the answer either.
     assert api.get(f"/api/reports/c/{SERVICE}/messages?format=jsonl", HTTP_ACCEPT="application/json").status_code == 200
+
+
+def test_head_checks_and_answers_the_headers_without_reading_messages(api, written):
+    # The view itself, as the web server gets it (the test client drops a HEAD answer's body on its own).
+    view = MessagesExportApi.as_view()
+    url = f"/api/reports/c/{SERVICE}/messages?severity=error&format=csv"
+    response = view(APIRequestFactory().head(url), corpus="c", service=SERVICE)
+    assert response.status_code == 200 and response["Content-Type"] == "text/csv; charset=utf-8"
+    assert response["Content-Disposition"] == f'attachment; filename="messages-c-{SERVICE}-error.csv"'
+    assert b"".join(response.streaming_content) == b""
+    whole = view(APIRequestFactory().get(url), corpus="c", service=SERVICE)
+    assert len(rows_of(b"".join(whole.streaming_content), "csv")) == 5
+    assert api.head(f"/api/reports/c/{SERVICE}/messages?format=xml").status_code == 400
 
 
 def test_an_empty_slice_is_a_file_with_no_rows(api, written):
