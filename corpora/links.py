@@ -10,7 +10,7 @@ and refuses it in a str part, so the route is reversed with markers that the esc
 from __future__ import annotations
 
 import re
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 from django.urls import reverse
 
@@ -44,6 +44,21 @@ def report_url(
         return _route("corpus-report-severity", corpus=corpus, service=service, severity=severity)
     rest = [category] if what is None else [category, what]
     return _route("corpus-report-drill", corpus=corpus, service=service, severity=severity, rest=rest)
+
+
+def messages_export_url(
+    corpus: str,
+    service: str,
+    severity: str | None = None,
+    category: str | None = None,
+    what: str | None = None,
+    *,
+    format_name: str,
+) -> str:
+    """The download of every message of a report level (GET /api/reports/<c>/<s>/messages) in a format."""
+    scope = {"severity": severity, "category": category, "what": what}
+    query = urlencode({**{key: value for key, value in scope.items() if value is not None}, "format": format_name})
+    return f"{_route('api-report-messages', corpus=corpus, service=service)}?{query}"
 
 
 def document_url(corpus: str, service: str, name: str) -> str:

@@ -1,10 +1,17 @@
-"""API of the reports app: overview, severity > category > what > documents, one document, runtimes, rerun,
-refresh, and pausing and resuming conversions."""
+"""API of the reports app: overview, severity > category > what > documents, one document, every message
+of a slice as data, runtimes, rerun, refresh, and pausing and resuming conversions."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from django.http import StreamingHttpResponse
+from django.utils.http import content_disposition_header
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
+from rest_framework.negotiation import BaseContentNegotiation
+from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
@@ -13,17 +20,28 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
 from jobs.serializers import JobAckSerializer
 from reports.actions import category_report_read, pair_refresh, reports_refresh, rerun, run_control, what_report_read
-from reports.queries import document_report, entry_list, report_path_split, runtime_report, service_overview
+from reports.queries import (
+    document_report,
+    entry_list,
+    messages_export,
+    report_path_split,
+    runtime_report,
+    service_overview,
+)
 from reports.serializers import (
+    EXPORT_FORMATS,
     DocumentReportSerializer,
     EntryListSerializer,
     GrainReportSerializer,
+    MessagesExportParamsSerializer,
     RerunAckSerializer,
     RerunParamsSerializer,
     RunControlSerializer,
     RuntimeReportSerializer,
     ScopeRefreshSerializer,
     ServiceOverviewSerializer,
+    export_chunks,
+    export_file_name,
 )
 
 
@@ -144,6 +162,54 @@ class DocumentReportApi(PublicApiView):
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, name: str) -> Response:
         return Response(DocumentReportSerializer(document_report(corpus, service, name)).data)
+
+
+class ExportNegotiation(BaseContentNegotiation):
+    """The export answers in the format its `format` parameter names, whatever Accept says, and its errors
+    in problem+json as everywhere; DRF's own negotiation would take ?format= for a renderer's name."""
+
+    def select_parser(self, request: Request, parsers: list[Any]) -> Any:
+        return parsers[0] if parsers else None
+
+    def select_renderer(self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None) -> Any:
+        return renderers[0], renderers[0].media_type
+
+
+class MessagesExportApi(PublicApiView):
+    content_negotiation_class = ExportNegotiation
+
+    @extend_schema(
+        operation_id="reports_messages",
+        summary="Every message of a slice (document, entry, status, severity, category, what, details), streamed",
+        description="Without severity: every message of the pair, info included. A severity takes its report "
+        "page's tasks and message severity; category and what narrow it further. format: csv (with a header "
+        "line), jsonl (one JSON object a line) or parquet.",
+        parameters=[MessagesExportParamsSerializer], tags=["reports"],
+        responses={
+            (200, media_type.split(";")[0]): OpenApiResponse(OpenApiTypes.BINARY, description=f"{name} file")
+            for name, (media_type, _) in EXPORT_FORMATS.items()
+        } | problems(400, 404),
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> StreamingHttpResponse:
+        return self._answer(request, corpus, service, body=True)
+
+    def head(self, request: Request, corpus: str, service: str) -> StreamingHttpResponse:
+        """The same checks and headers, without reading a message (the web server would read them all to
+        send none)."""
+        return self._answer(request, corpus, service, body=False)
+
+    def _answer(self, request: Request, corpus: str, service: str, *, body: bool) -> StreamingHttpResponse:
+        params = MessagesExportParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        scope = {key: params.validated_data.get(key) for key in ("severity", "category", "what")}
+        export = messages_export(corpus, service, **scope)
+        format_name = params.validated_data["format"]
+        chunks = export_chunks(export.batches(), format_name) if body else iter(())
+        response = StreamingHttpResponse(chunks, content_type=EXPORT_FORMATS[format_name][0])
+        name = export_file_name(export.corpus, export.service, list(scope.values()), format_name)
+        response["Content-Disposition"] = content_disposition_header(True, name)
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
 
 
 class RuntimeReportApi(TokenApiView):

@@ -10,13 +10,17 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import queue
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from django.db import connection, transaction
 
 from config.api.paging import Page
-from config.errors import NotFound
+from config.errors import BadRequest, NotFound
 from conversion.severities import Severity
 from conversion.taxonomy import MISSING_FILE, meaning_of
 from corpora.links import document_html_url, document_result_url
@@ -278,6 +282,184 @@ def document_explanation(status: str, messages: list[dict[str, Any]]) -> dict[st
     if missing:
         summary += f" It could not load {_plural(len(missing), 'file')}: {', '.join(missing)}."
     return {"summary": summary, "causes": causes, "missing_files": missing}
+
+
+# --- messages as data -----------------------------------------------------------------------------
+
+# The columns of every format of the export, in this order.
+EXPORT_COLUMNS = ("document", "entry", "status", "severity", "category", "what", "details")
+# Task rows a FETCH of the export's cursor reads (150 messages each at arXiv's average).
+EXPORT_BATCH_TASKS = 500
+# Class labels kept while exporting; past this many the cache starts again (the dictionary is append
+# only, so a label read once never changes).
+EXPORT_CLASS_CACHE = 100_000
+# In the text of each statement, so that pg_stat_activity shows whose it is (the FETCH names the cursor).
+EXPORT_MARKER = "/* reports: messages export */"
+EXPORT_CURSOR = "messages_export"
+
+# The pair's task rows in task order, retired ones left out as the messages view leaves them out. The
+# rows are unfolded here in Python, not by the view: the view subscripts a task's details array once per
+# message, which decompresses the whole array each time (quadratic in a task's messages), and its
+# ordering by message needs a sort per task. One index scan in task order streams instead.
+_EXPORT_SQL = f"""
+SELECT {EXPORT_MARKER} d.name, d.entry, x.task_status, x.classes, x.sequence, x.details
+  FROM reports_taskmessages x
+  JOIN corpora_task t ON t.id = x.task_id
+  JOIN corpora_document d ON d.id = t.document_id
+ WHERE x.corpus_id = %s AND x.service_id = %s{{scope}}
+   AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id)
+ ORDER BY x.task_id
+"""  # noqa: S608
+_EXPORT_LABELS_SQL = f"SELECT {EXPORT_MARKER} id, severity, category, what FROM reports_messageclass WHERE id = ANY(%s)"  # noqa: S608
+# Stream in task order: without these the planner sorts every task row of the pair (it sorted 1M rows
+# before the first came back), and JIT compiles for about a second before the first row.
+_EXPORT_SETTINGS = (
+    "SET LOCAL enable_sort = off",
+    "SET LOCAL max_parallel_workers_per_gather = 0",
+    "SET LOCAL jit = off",
+)
+
+
+@dataclass(frozen=True)
+class MessagesExport:
+    """A checked slice of a pair's messages, read by `batches` when the answer is streamed: every class
+    (`severity` None), or the classes of one message severity, optionally of one category and what."""
+
+    corpus: str
+    service: str
+    severity: str | None
+    category: str | None
+    what: str | None
+    message_severity: str | None
+    sql: str
+    params: tuple[Any, ...]
+
+    def _wanted(self, labels: tuple[str, str, str]) -> bool:
+        severity, category, what = labels
+        return (
+            (self.message_severity is None or severity == self.message_severity)
+            and (self.category is None or category == self.category)
+            and (self.what is None or what == self.what)
+        )
+
+    def batches(self, tasks: int = EXPORT_BATCH_TASKS) -> Iterator[list[ExportTask]]:
+        """The slice's messages, up to `tasks` tasks at a time (export_rows unfolds them into rows of
+        EXPORT_COLUMNS), in task order and each task's log order. One statement behind a server-side cursor
+        in a transaction of its own: PostgreSQL reads the next task rows only when they are fetched, so
+        neither side holds more than a few batches. A thread fetches the next batch while the caller
+        writes out this one (PostgreSQL and Python then work at once, on two CPUs). Closing the generator
+        (a client gone) stops the thread, closes the cursor and rolls the transaction back, which ends the
+        query."""
+        labels: dict[int, tuple[str, str, str] | None] = {}
+        with transaction.atomic(), connection.cursor() as lookup:
+            for statement in _EXPORT_SETTINGS:
+                lookup.execute(f"{EXPORT_MARKER} {statement}")
+            # psycopg's own server-side cursor, for its binary format: arrays load in C from it, faster than
+            # from the text format that Django's chunked cursor reads (docs/decisions.md, "Messages as data").
+            with connection.connection.cursor(name=EXPORT_CURSOR, binary=True) as cursor:
+                cursor.execute(self.sql, self.params)
+                for fetched in _read_ahead(lambda: cursor.fetchmany(tasks)):
+                    missing = {class_id for row in fetched for class_id in row[3] if class_id not in labels}
+                    if len(labels) + len(missing) > EXPORT_CLASS_CACHE:
+                        labels.clear()
+                        missing = {class_id for row in fetched for class_id in row[3]}
+                    if missing:
+                        lookup.execute(_EXPORT_LABELS_SQL, [list(missing)])
+                        for class_id, *label in lookup.fetchall():
+                            labels[class_id] = tuple(label) if self._wanted(tuple(label)) else None
+                    yield [
+                        (name, entry, COMPLETED_NAMES.get(status) or status_name(status),
+                         [labels[class_id] for class_id in classes], sequence, details)
+                        for name, entry, status, classes, sequence, details in fetched
+                    ]  # fmt: skip
+
+
+# How long the reading thread waits at a time to hand a batch over before it looks whether it should stop.
+_HANDOVER_SECONDS = 0.1
+
+
+def _read_ahead(fetch: Callable[[], list[Any]]) -> Iterator[list[Any]]:
+    """fetch()'s batches until an empty one, each fetched by a thread while the previous one is used; at
+    most one batch waits. psycopg lets go of the GIL while it waits for the server and serializes the
+    connection's use, so the caller's own statements on it wait for a fetch in flight. Closing this
+    generator stops the thread before the caller closes the cursor."""
+    handover: queue.Queue[list[Any] | BaseException] = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            try:
+                batch: list[Any] | BaseException = fetch()
+            except BaseException as exc:  # handed to the caller, who raises it
+                batch = exc
+            while not stop.is_set():
+                try:
+                    handover.put(batch, timeout=_HANDOVER_SECONDS)
+                    break
+                except queue.Full:
+                    continue
+            if not batch or isinstance(batch, BaseException):
+                return
+
+    reader = threading.Thread(target=read, name="messages-export-reader", daemon=True)
+    reader.start()
+    try:
+        while batch := handover.get():
+            if isinstance(batch, BaseException):
+                raise batch
+            yield batch
+    finally:
+        stop.set()
+        reader.join()
+
+
+# One task's messages as the export reads them: document, entry, status name, the label (severity,
+# category, what) of each of the task's classes (None: a class outside the slice), and its log as
+# 1-based indexes into those classes beside each message's details.
+ExportTask = tuple[str, str, str, list[tuple[str, str, str] | None], list[int], list[str]]
+
+
+def export_rows(tasks: list[ExportTask]) -> list[tuple[str, ...]]:
+    """Tasks' messages as rows of EXPORT_COLUMNS in log order, those of classes outside the slice left out."""
+    rows: list[tuple[str, ...]] = []
+    for name, entry, status, labels, sequence, details in tasks:
+        heads = [(name, entry, status, *label) if label else None for label in labels]
+        rows += [(*head, text) for index, text in zip(sequence, details, strict=True) if (head := heads[index - 1])]
+    return rows
+
+
+def messages_export(
+    corpus_name: str,
+    service_name: str,
+    severity: str | None = None,
+    category: str | None = None,
+    what: str | None = None,
+) -> MessagesExport:
+    """Every message of a slice: the pair's (every severity, info included), a severity page's (its task
+    statuses and message severity, as its report counts them), or one category or (category, what) of
+    it. Checked here, so a bad request is refused before any byte of the answer is sent."""  # fmt: skip
+    corpus, service = pair_get(corpus_name, service_name)
+    if severity is None and (category is not None or what is not None):
+        raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
+    if what is not None and category is None:
+        raise BadRequest("what narrows a category: pass category too.", errors={"category": ["required"]})
+    scope = ""
+    params: list[Any] = [corpus.pk, service.pk]
+    message_severity = None
+    if severity is not None:
+        statuses, message_severity = severity_check(severity)
+        # Only task rows with a class of the slice: the dictionary's ids of it, once for the statement.
+        classes = "SELECT c.id FROM reports_messageclass c WHERE c.level = %s AND c.severity = %s"
+        params += [list(statuses), MessageClass.CLASS, message_severity]
+        for column, value in (("category", category), ("what", what)):
+            if value is not None:
+                classes += f" AND c.{column} = %s"
+                params.append(value)
+        scope = f" AND x.task_status = ANY(%s) AND x.classes && ARRAY({classes})"
+    return MessagesExport(
+        corpus=corpus.name, service=service.name, severity=severity, category=category, what=what,
+        message_severity=message_severity, sql=_EXPORT_SQL.format(scope=scope), params=tuple(params),
+    )  # fmt: skip
 
 
 # --- runtimes --------------------------------------------------------------------------------------

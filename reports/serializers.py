@@ -1,11 +1,21 @@
-"""DTOs of the reports app."""
+"""DTOs of the reports app, and the formats of the messages export."""
 
 from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Generator, Iterable, Iterator
+from contextlib import closing
+from typing import Any
 
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
+from config.errors import BadRequest
 from corpora.serializers import StatusCountsSerializer
+from reports.queries import EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
 
 
 class RunControlSerializer(serializers.Serializer):
@@ -180,3 +190,167 @@ class RerunParamsSerializer(serializers.Serializer):
 
     def validate(self, attrs: dict) -> dict:
         return {key: value for key, value in attrs.items() if value != "" or key == "description"}
+
+
+# --- messages as data ------------------------------------------------------------------------------
+
+# Each format of the messages export: its media type and file extension.
+EXPORT_FORMATS: dict[str, tuple[str, str]] = {
+    "csv": ("text/csv; charset=utf-8", "csv"),
+    "jsonl": ("application/x-ndjson", "jsonl"),
+    "parquet": ("application/vnd.apache.parquet", "parquet"),
+}
+# Rows of one Parquet row group: the writer holds them as Arrow columns (about 200 bytes a message)
+# until the group is written and sent.
+PARQUET_ROW_GROUP = 100_000
+
+
+class MessagesExportParamsSerializer(serializers.Serializer):
+    """The slice and format of a messages export; an empty severity, category or what means not narrowed."""
+
+    severity = StrictCharField(
+        required=False, allow_blank=True, help_text="a severity key; left out: every message of the pair, info included"
+    )
+    category = StrictCharField(required=False, allow_blank=True, max_length=100, help_text="needs severity")
+    what = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="needs category")
+    format = StrictCharField(required=False, default="csv", help_text=f"one of {', '.join(EXPORT_FORMATS)}")
+
+    def validate(self, attrs: dict) -> dict:
+        if attrs["format"] not in EXPORT_FORMATS:
+            raise BadRequest(
+                f"Unknown format {attrs['format']!r}; use one of {', '.join(EXPORT_FORMATS)}.",
+                errors={"format": ["unknown"]},
+            )
+        return {key: value for key, value in attrs.items() if value != ""}
+
+
+_NOT_IN_FILE_NAMES = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def export_file_name(corpus: str, service: str, scope: list[str | None], format_name: str) -> str:
+    """messages-<corpus>-<service>[-<severity>[-<category>[-<what>]]].<extension>, in safe characters."""
+    words = [_NOT_IN_FILE_NAMES.sub("_", part).strip("._") for part in ("messages", corpus, service, *scope) if part]
+    return "-".join(word for word in words if word)[:200] + "." + EXPORT_FORMATS[format_name][1]
+
+
+def export_chunks(batches: Generator[list[ExportTask]], format_name: str) -> Iterator[bytes]:
+    """The bytes of an export in a format, one or a few chunks per batch of tasks. Closing this generator
+    closes `batches` at once (a client gone: its cursor and transaction end there), not whenever the
+    garbage collector gets to it."""
+    with closing(batches):
+        if format_name == "csv":
+            lines = CsvLines()
+            yield lines.of([EXPORT_COLUMNS]).encode()
+            for tasks in batches:
+                yield lines.of_tasks(tasks).encode()
+        elif format_name == "jsonl":
+            for tasks in batches:
+                yield "".join(
+                    json.dumps(dict(zip(EXPORT_COLUMNS, row, strict=True)), ensure_ascii=False) + "\n"
+                    for row in export_rows(tasks)
+                ).encode()
+        else:
+            yield from _parquet_chunks(batches)
+
+
+class CsvLines:
+    """CSV lines exactly as csv.writer's default (excel) dialect writes them. The writer writes every field
+    that needs quoting (one holding a comma, a quote or a line break); the others are joined as they are,
+    a task's document, entry and status once for all its messages, each class's severity, category and
+    what once for the whole export, and a task's details are searched for anything to quote in one pass.
+    The writer on every field took 3.3 µs a message of 164 bytes, most of the export's time."""
+
+    def __init__(self) -> None:
+        self.out = io.StringIO()
+        self.writer = csv.writer(self.out)
+        self.labels: dict[tuple[str, str, str], str] = {}
+
+    @staticmethod
+    def _plain(text: str) -> bool:
+        return "," not in text and '"' not in text and "\n" not in text and "\r" not in text
+
+    def _written(self, fields: Iterable[str]) -> str:
+        """Fields as one line of the writer, without its line end."""
+        self.writer.writerow(fields)
+        line = self.out.getvalue()[:-2]
+        self.out.seek(0)
+        self.out.truncate()
+        return line
+
+    def _joined(self, fields: tuple[str, ...]) -> str:
+        return ",".join(fields) if all(self._plain(field) for field in fields) else self._written(fields)
+
+    def of(self, rows: Iterable[tuple[str, ...]]) -> str:
+        """Rows of fields as lines."""
+        return "".join(self._joined(row) + "\r\n" for row in rows)
+
+    def of_tasks(self, tasks: list[ExportTask]) -> str:
+        """The lines of tasks' messages (reports.queries.export_rows, the same rows in the same order)."""
+        if len(self.labels) > EXPORT_CLASS_CACHE:
+            self.labels.clear()
+        known = self.labels.get
+        lines: list[str] = []
+        for name, entry, status, labels, sequence, details in tasks:
+            task = self._joined((name, entry, status))
+            heads = [(known(label) or self._label(label)) if label else None for label in labels]
+            if not self._plain("\x00".join(details)):  # PostgreSQL's text holds no NUL
+                details = [text if self._plain(text) else self._written((text,)) for text in details]
+            lines += [
+                f"{task},{head},{text}\r\n"
+                for index, text in zip(sequence, details, strict=True)
+                if (head := heads[index - 1])
+            ]
+        return "".join(lines)
+
+    def _label(self, label: tuple[str, str, str]) -> str:
+        text = self.labels[label] = self._joined(label)
+        return text
+
+
+class _Chunks(io.RawIOBase):
+    """A write-only stream that keeps what is written until it is taken: the Parquet writer's sink."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[bytes] = []
+        self.position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self.parts.append(bytes(data))
+        self.position += len(self.parts[-1])
+        return len(self.parts[-1])
+
+    def tell(self) -> int:
+        return self.position
+
+    def take(self) -> bytes:
+        taken = b"".join(self.parts)
+        self.parts.clear()
+        return taken
+
+
+def _parquet_chunks(batches: Iterable[list[ExportTask]]) -> Iterator[bytes]:
+    """A Parquet file written a row group at a time into a sink that is emptied after each group."""
+    import pyarrow as pa  # only the Parquet export needs it: the other processes do without its memory
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([pa.field(name, pa.string(), nullable=False) for name in EXPORT_COLUMNS])
+    sink = _Chunks()
+    pending: list[Any] = []
+    pending_rows = 0
+    with pq.ParquetWriter(sink, schema) as writer:
+        for tasks in batches:
+            if rows := export_rows(tasks):
+                columns = zip(*rows, strict=True)
+                pending.append(pa.record_batch([pa.array(column, pa.string()) for column in columns], schema=schema))
+                pending_rows += len(rows)
+            if pending_rows >= PARQUET_ROW_GROUP:
+                writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=pending_rows)
+                pending, pending_rows = [], 0
+                yield sink.take()
+        if pending:
+            writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=pending_rows)
+    yield sink.take()

@@ -11,6 +11,8 @@ api_urlpatterns = [
     path(f"{PAIR}/resume", api.PairResumeApi.as_view(), name="api-pair-resume"),
     path(f"{PAIR}/rerun", api.RerunApi.as_view(), name="api-pair-rerun"),
     path(f"{PAIR}/refresh", api.PairRefreshApi.as_view(), name="api-pair-refresh"),
+    # Before <severity>, which would take "messages" for a severity (and answer 400).
+    path(f"{PAIR}/messages", api.MessagesExportApi.as_view(), name="api-report-messages"),
     path(f"{PAIR}/<str:severity>", api.CategoryReportApi.as_view(), name="api-report-categories"),
     path(f"{PAIR}/<str:severity>/<str:category>", api.WhatOrEntriesApi.as_view(), name="api-report-whats"),
     # The what (and a category holding '/') may contain '/': the view decides where the category ends.

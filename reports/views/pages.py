@@ -25,7 +25,7 @@ from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
 from conversion.severities import Severity
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
-from corpora.links import document_history_url, document_url, is_report_url, report_url
+from corpora.links import document_history_url, document_url, is_report_url, messages_export_url, report_url
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.queries import (
@@ -38,6 +38,7 @@ from reports.queries import (
     service_overview,
 )
 from reports.serializers import (
+    EXPORT_FORMATS,
     DocumentReportSerializer,
     EntryListSerializer,
     GrainReportSerializer,
@@ -84,6 +85,16 @@ def crumbs(
     return trail
 
 
+def export_links(
+    corpus: str, service: str, severity: str | None = None, category: str | None = None, what: str | None = None
+) -> list[dict[str, str]]:
+    """The downloads of a report level's messages, one per format of the export."""
+    return [
+        {"format": name, "href": messages_export_url(corpus, service, severity, category, what, format_name=name)}
+        for name in EXPORT_FORMATS
+    ]
+
+
 def page_params(request: HttpRequest) -> Page:
     """offset and page_size from the query string, checked as the API checks them."""
     params = validated(PageParamsSerializer(data=request.GET))
@@ -127,6 +138,7 @@ def _overview_page(
         converter=service not in PROTECTED_SERVICES,
         compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
         info_href=report_url(corpus, service, Severity.INFO),
+        export_links=export_links(corpus, service),
         error=error.detail if error else "",
         export_group_bys=GROUP_BYS,
         export_severities=list(EXPORT_SEVERITIES),
@@ -162,6 +174,7 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
         return _fragment(request, "reports/_grain_body.html", context, live=report["computing"])
     context["crumbs"] = crumbs(corpus, service, severity, category)
     context["sandbox"] = sandbox_form(corpus, service, severity, category)
+    context["export_links"] = export_links(corpus, service, severity, category)
     return render(request, "reports/grain.html", context)
 
 
@@ -205,6 +218,7 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
         "pager": pager(entries["offset"], entries["page_size"], len(entries["entries"]), None),
         "rerun_label": "these tasks",
         "sandbox": sandbox_form(corpus, service, severity, category, what),
+        "export_links": export_links(corpus, service, severity, category, what),
     }
     return render(request, "reports/entries.html", context)
 
