@@ -1,0 +1,124 @@
+"""A run's telemetry: how long its tasks spent in each stage, kept as counts per log-scale bin, and how many
+results were applied in each minute (docs/decisions.md, "Run telemetry").
+
+Stages, from the times the dispatcher already sees:
+- queue wait: from when the task became TODO (`Task.todo_since`, else its run's start) until it was leased;
+- conversion: from the lease until its result arrived at the sink;
+- ingestion: from the arrival until the result was applied (the applying transaction's statement);
+- end to end: from TODO until applied, the three above of the attempt whose result was applied.
+
+The counts go to the tables of `runs.models` (`TelemetryBin`, `TelemetryMinute`), written here by name in
+the same statements and transactions that lease and apply batches (`corpora.lifecycle.lease_batch`,
+`results_record` in the dispatcher's ingestion): one upsert per (run, stage, bin) and per (run, minute) of
+a batch, never a row per task. A bin holds the durations in [2^(b/4), 2^((b+1)/4)) milliseconds (bin 0
+from 0), so a percentile read from the bins is known to within a factor 2^(1/8), ±9%.
+"""
+
+# ruff: noqa: S608  (the statements are fixed text and this module's constants; values are parameters)
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+from django.db.backends.utils import CursorWrapper
+
+QUEUE_WAIT, CONVERSION, INGESTION, END_TO_END = 0, 1, 2, 3
+STAGES = {QUEUE_WAIT: "queue_wait", CONVERSION: "conversion", INGESTION: "ingestion", END_TO_END: "end_to_end"}
+BINS_PER_OCTAVE = 4
+
+
+def duration_bin(ms: float) -> int:
+    """The bin of a duration in milliseconds, as the SQL below computes it."""
+    return math.floor(math.log(max(ms, 1.0)) * (BINS_PER_OCTAVE / math.log(2)))
+
+
+def bin_bounds(bin_: int) -> tuple[float, float]:
+    """[from, to) milliseconds of a bin."""
+    low = 0.0 if bin_ == 0 else 2 ** (bin_ / BINS_PER_OCTAVE)
+    return low, 2 ** ((bin_ + 1) / BINS_PER_OCTAVE)
+
+
+def bin_middle(bin_: int) -> float:
+    """The value a bin stands for: its geometric middle, within 2^(1/8) of every duration in it (>= 1 ms)."""
+    return 2 ** ((bin_ + 0.5) / BINS_PER_OCTAVE)
+
+
+def _bin_sql(ms: str) -> str:
+    return f"floor(ln(greatest({ms}, 1.0)) * {BINS_PER_OCTAVE / math.log(2)!r})::integer"
+
+
+def _ms_sql(later: str, earlier: str) -> str:
+    """Milliseconds from `earlier` to `later`, 0 when negative (clocks), null when either is unknown."""
+    ms = f"extract(epoch FROM {later} - {earlier})::float8 * 1000"
+    return f"CASE WHEN {ms} < 0 THEN 0 ELSE {ms} END"
+
+
+_UPSERT_BINS = "ON CONFLICT (run_id, stage, bin) DO UPDATE SET count = runs_telemetrybin.count + EXCLUDED.count"
+
+# A data-modifying CTE of the lease statement (corpora.lifecycle.lease_batch) over its CTE `leased`
+# (the tasks leased, with `todo_since` as it was before the lease): their queue waits, per open run.
+LEASE_WAITS_CTE = f"""
+    waits AS (
+        INSERT INTO runs_telemetrybin (run_id, stage, bin, count)
+        SELECT r.id, {QUEUE_WAIT}, {_bin_sql(_ms_sql("now()", "coalesce(l.todo_since, r.started_at)"))}, count(*)
+          FROM leased l
+          JOIN runs_run r ON r.corpus_id = l.corpus_id AND r.service_id = l.service_id AND r.finished_at IS NULL
+         GROUP BY 1, 3 ORDER BY 1, 3
+        {_UPSERT_BINS}
+    )"""
+
+_APPLIED = f"""
+WITH applied AS (
+    SELECT r.id AS run_id, r.started_at, v.leased_at, v.todo_since, to_timestamp(v.arrived) AS arrived_at, a.at
+      FROM unnest(%s::bigint[], %s::bigint[], %s::timestamptz[], %s::timestamptz[], %s::float8[])
+           AS v(corpus_id, service_id, leased_at, todo_since, arrived)
+      JOIN runs_run r ON r.corpus_id = v.corpus_id AND r.service_id = v.service_id AND r.finished_at IS NULL
+     CROSS JOIN (SELECT clock_timestamp() AS at) a
+), minutes AS (
+    INSERT INTO runs_telemetryminute (run_id, minute, count)
+    SELECT run_id, date_trunc('minute', at), count(*) FROM applied GROUP BY 1, 2 ORDER BY 1, 2
+    ON CONFLICT (run_id, minute) DO UPDATE SET count = runs_telemetryminute.count + EXCLUDED.count
+)
+INSERT INTO runs_telemetrybin (run_id, stage, bin, count)
+SELECT p.run_id, s.stage, {_bin_sql("s.ms")}, count(*)
+  FROM applied p
+ CROSS JOIN LATERAL (VALUES
+        ({CONVERSION}, {_ms_sql("p.arrived_at", "p.leased_at")}),
+        ({INGESTION}, {_ms_sql("p.at", "p.arrived_at")}),
+        ({END_TO_END}, {_ms_sql("p.at", "coalesce(p.todo_since, p.started_at)")})
+       ) AS s(stage, ms)
+ WHERE s.ms IS NOT NULL
+ GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+{_UPSERT_BINS}
+"""
+
+# What one applied result brings: (corpus, service, leased at, TODO since or None, arrival as Unix seconds
+# or None when unknown: its conversion and ingestion are then not counted).
+AppliedTimes = tuple[int, int, datetime | None, datetime | None, float | None]
+
+
+def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes]) -> None:
+    """Record the conversion, ingestion and end-to-end times of results being applied, and count them in
+    the current minute, for the open run of each pair, in the applying transaction (one statement)."""
+    if not rows:
+        return
+    columns = list(zip(*rows, strict=True))
+    cursor.execute(_APPLIED, [list(column) for column in columns])
+
+
+def telemetry_trim(cursor: CursorWrapper, *, corpus_id: int, service_id: int) -> None:
+    """Keep the telemetry of the pair's open run and of its latest closed one only."""
+    older = (
+        "SELECT id FROM runs_run WHERE corpus_id = %s AND service_id = %s AND finished_at IS NOT NULL"
+        " AND id <> (SELECT id FROM runs_run WHERE corpus_id = %s AND service_id = %s"
+        "  AND finished_at IS NOT NULL ORDER BY finished_at DESC, id DESC LIMIT 1)"
+    )
+    for table in ("runs_telemetrybin", "runs_telemetryminute"):
+        cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({older})", [corpus_id, service_id] * 2)
+
+
+def telemetry_delete(cursor: CursorWrapper, runs: str, params: list) -> None:
+    """Delete the telemetry of the runs that the subquery `runs` (fixed text, values in `params`) selects."""
+    for table in ("runs_telemetrybin", "runs_telemetryminute"):
+        cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({runs})", params)
