@@ -19,7 +19,6 @@ import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -267,20 +266,20 @@ class TaskResult(Protocol):
 
 @dataclass(frozen=True)
 class Locked:
-    """A leased task locked for its result, with the times its telemetry starts from."""
+    """A leased task locked for its result, with the times its telemetry starts from (Unix seconds)."""
 
     corpus_id: int
     service_id: int
     attempts: int
-    leased_at: datetime | None
-    todo_since: datetime | None
+    leased_at: float | None
+    todo_since: float | None
 
 
 def results_lock(cursor: CursorWrapper, task_ids: list[int]) -> dict[int, Locked]:
     """Lock the leased ones of `task_ids` for applying their results."""
     cursor.execute(
-        "SELECT id, corpus_id, service_id, attempts, leased_until - make_interval(secs => lease_seconds), todo_since"
-        f" FROM corpora_task WHERE id = ANY(%s) AND {LEASED_SQL} FOR UPDATE",
+        "SELECT id, corpus_id, service_id, attempts, date_part('epoch', leased_until) - lease_seconds,"
+        f" date_part('epoch', todo_since) FROM corpora_task WHERE id = ANY(%s) AND {LEASED_SQL} FOR UPDATE",
         [task_ids],
     )
     return {row[0]: Locked(*row[1:]) for row in cursor.fetchall()}

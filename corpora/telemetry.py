@@ -18,8 +18,10 @@ from 0), so a percentile read from the bins is known to within a factor 2^(1/8),
 from __future__ import annotations
 
 import math
+import time
+from collections import Counter
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, datetime
 
 from django.db.backends.utils import CursorWrapper
 
@@ -49,9 +51,8 @@ def _bin_sql(ms: str) -> str:
 
 
 def _ms_sql(later: str, earlier: str) -> str:
-    """Milliseconds from `earlier` to `later`, 0 when negative (clocks), null when either is unknown."""
-    ms = f"extract(epoch FROM {later} - {earlier})::float8 * 1000"
-    return f"CASE WHEN {ms} < 0 THEN 0 ELSE {ms} END"
+    """Milliseconds from `earlier` to `later` (date_part: float8, where extract computes in numeric)."""
+    return f"date_part('epoch', {later} - {earlier}) * 1000"
 
 
 _UPSERT_BINS = "ON CONFLICT (run_id, stage, bin) DO UPDATE SET count = runs_telemetrybin.count + EXCLUDED.count"
@@ -68,43 +69,63 @@ LEASE_WAITS_CTE = f"""
         {_UPSERT_BINS}
     )"""
 
-_APPLIED = f"""
-WITH applied AS (
-    SELECT r.id AS run_id, r.started_at, v.leased_at, v.todo_since, to_timestamp(v.arrived) AS arrived_at, a.at
-      FROM unnest(%s::bigint[], %s::bigint[], %s::timestamptz[], %s::timestamptz[], %s::float8[])
-           AS v(corpus_id, service_id, leased_at, todo_since, arrived)
-      JOIN runs_run r ON r.corpus_id = v.corpus_id AND r.service_id = v.service_id AND r.finished_at IS NULL
-     CROSS JOIN (SELECT clock_timestamp() AS at) a
-), minutes AS (
+# What one applied result brings: (corpus, service, leased at, TODO since or None, arrival), times as Unix
+# seconds; an arrival of None (unknown) leaves its conversion and ingestion uncounted.
+AppliedTimes = tuple[int, int, float | None, float | None, float | None]
+
+_OPEN_RUNS = (
+    "SELECT r.corpus_id, r.service_id, r.id, date_part('epoch', r.started_at) FROM runs_run r"
+    " JOIN unnest(%s::bigint[], %s::bigint[]) AS p(c, s) ON r.corpus_id = p.c AND r.service_id = p.s"
+    " WHERE r.finished_at IS NULL"
+)
+_UPSERT_APPLIED = f"""
+WITH minutes AS (
     INSERT INTO runs_telemetryminute (run_id, minute, count)
-    SELECT run_id, date_trunc('minute', at), count(*) FROM applied GROUP BY 1, 2 ORDER BY 1, 2
+    SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::bigint[])
     ON CONFLICT (run_id, minute) DO UPDATE SET count = runs_telemetryminute.count + EXCLUDED.count
 )
 INSERT INTO runs_telemetrybin (run_id, stage, bin, count)
-SELECT p.run_id, s.stage, {_bin_sql("s.ms")}, count(*)
-  FROM applied p
- CROSS JOIN LATERAL (VALUES
-        ({CONVERSION}, {_ms_sql("p.arrived_at", "p.leased_at")}),
-        ({INGESTION}, {_ms_sql("p.at", "p.arrived_at")}),
-        ({END_TO_END}, {_ms_sql("p.at", "coalesce(p.todo_since, p.started_at)")})
-       ) AS s(stage, ms)
- WHERE s.ms IS NOT NULL
- GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+SELECT * FROM unnest(%s::bigint[], %s::smallint[], %s::smallint[], %s::bigint[])
 {_UPSERT_BINS}
 """
 
-# What one applied result brings: (corpus, service, leased at, TODO since or None, arrival as Unix seconds
-# or None when unknown: its conversion and ingestion are then not counted).
-AppliedTimes = tuple[int, int, datetime | None, datetime | None, float | None]
 
-
-def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes]) -> None:
-    """Record the conversion, ingestion and end-to-end times of results being applied, and count them in
-    the current minute, for the open run of each pair, in the applying transaction (one statement)."""
+def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes], *, applied: float | None = None) -> None:
+    """Count the conversion, ingestion and end-to-end times of results being applied (at `applied`, Unix
+    seconds, now by default), and the results in that minute, into the open run of each pair, in the
+    applying transaction. The bins are counted here and written in one statement, a row per distinct
+    (run, stage, bin), in key order (lock order between concurrent writers)."""
     if not rows:
         return
-    columns = list(zip(*rows, strict=True))
-    cursor.execute(_APPLIED, [list(column) for column in columns])
+    applied = time.time() if applied is None else applied
+    pairs = sorted({(corpus_id, service_id) for corpus_id, service_id, *_ in rows})
+    cursor.execute(_OPEN_RUNS, [[c for c, _ in pairs], [s for _, s in pairs]])
+    runs = {(c, s): (run_id, started) for c, s, run_id, started in cursor.fetchall()}
+    bins: Counter[tuple[int, int, int]] = Counter()
+    applied_per_run: Counter[int] = Counter()
+    for corpus_id, service_id, leased_at, todo_since, arrived in rows:
+        run = runs.get((corpus_id, service_id))
+        if run is None:
+            continue
+        run_id, started = run
+        applied_per_run[run_id] += 1
+        bins[run_id, END_TO_END, duration_bin(1000 * (applied - (todo_since or started)))] += 1
+        if arrived is not None:
+            bins[run_id, INGESTION, duration_bin(1000 * (applied - arrived))] += 1
+            if leased_at is not None:
+                bins[run_id, CONVERSION, duration_bin(1000 * (arrived - leased_at))] += 1
+    if not applied_per_run:
+        return
+    minute = datetime.fromtimestamp(applied - applied % 60, UTC)
+    run_ids = sorted(applied_per_run)
+    keys = sorted(bins)
+    cursor.execute(
+        _UPSERT_APPLIED,
+        [
+            run_ids, [minute] * len(run_ids), [applied_per_run[r] for r in run_ids],
+            [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], [bins[k] for k in keys],
+        ],
+    )  # fmt: skip
 
 
 def telemetry_trim(cursor: CursorWrapper, *, corpus_id: int, service_id: int) -> None:

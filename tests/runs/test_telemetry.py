@@ -73,35 +73,47 @@ def test_the_lease_counts_each_task_queue_wait_from_todo_since_or_the_run_start(
     assert _bins(pair.pk, QUEUE_WAIT) == {duration_bin(3000): 4, duration_bin(60_000): len(tasks) - 4}
 
 
-def test_applied_results_count_their_conversion_exactly_and_read_back_as_nearest_rank_percentiles(pair):
+def test_applied_results_count_their_stage_times_exactly_and_read_back_as_nearest_rank_percentiles(pair):
     tasks = list(Task.objects.filter(corpus__name="a", service__name="tex_to_html").order_by("id"))
-    leased_at = datetime(2026, 11, 26, 8, 0, tzinfo=UTC)
+    started = datetime(2026, 11, 26, 7, 0, tzinfo=UTC)
+    Run.objects.filter(pk=pair.pk).update(started_at=started)
+    leased_at = started.timestamp() + 3600
+    applied = leased_at + 70.0
     conversions_ms = [5.0, 12.0, 12.5, 40.0, 90.0, 250.0, 251.0, 1_000.0, 4_000.0, 9_500.0, 60_000.0, 61_000.0]
+    todo_since = [None] * 11 + [leased_at - 2.0]  # the last one reaped and TODO again 2 s before its lease
     rows = [
-        (t.corpus_id, t.service_id, leased_at, None, (leased_at + timedelta(milliseconds=ms)).timestamp())
-        for t, ms in zip(tasks, conversions_ms, strict=True)
+        (t.corpus_id, t.service_id, leased_at, since, leased_at + ms / 1000)
+        for t, ms, since in zip(tasks, conversions_ms, todo_since, strict=True)
     ]
     with transaction.atomic(), connection.cursor() as cursor:
-        results_record(cursor, rows)
-    expected_bins: dict[int, int] = {}
-    for ms in conversions_ms:
-        expected_bins[duration_bin(ms)] = expected_bins.get(duration_bin(ms), 0) + 1
+        results_record(cursor, rows, applied=applied)
+    ingestions_ms = [1000 * (applied - arrived) for *_, arrived in rows]
+    ends_ms = [1000 * (applied - (since or started.timestamp())) for *_, since, _ in rows]
+
+    def counted(durations: list[float]) -> dict[int, int]:
+        found: dict[int, int] = {}
+        for ms in durations:
+            found[duration_bin(ms)] = found.get(duration_bin(ms), 0) + 1
+        return found
+
+    expected_bins = counted(conversions_ms)
     assert _bins(pair.pk, CONVERSION) == expected_bins
-    for stage in (INGESTION, END_TO_END):
-        assert sum(_bins(pair.pk, stage).values()) == len(tasks)
-    minutes = list(TelemetryMinute.objects.filter(run_id=pair.pk).values_list("count", flat=True))
-    assert sum(minutes) == len(tasks)
+    assert _bins(pair.pk, INGESTION) == counted(ingestions_ms)
+    assert _bins(pair.pk, END_TO_END) == counted(ends_ms) == {duration_bin(3_670_000): 11, duration_bin(72_000): 1}
+    minutes = dict(TelemetryMinute.objects.filter(run_id=pair.pk).values_list("minute", "count"))
+    assert minutes == {datetime.fromtimestamp(applied - applied % 60, UTC): len(tasks)}
 
     body = pair_telemetry("a", "tex_to_html")
     assert body["open_run"]["id"] == pair.pk and body["last_closed_run"] is None
     stages = {s["stage"]: s for s in body["open_run"]["stages"]}
     conversion = stages["conversion"]
     assert conversion["count"] == len(conversions_ms)
-    for name, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
-        exact = _nearest_rank(conversions_ms, fraction)
-        found = conversion[name]
-        assert found["from_ms"] <= exact < found["to_ms"], (name, exact, found)
-        assert found["ms"] == pytest.approx(bin_middle(duration_bin(exact)), abs=1e-3)
+    for stage, durations in (("conversion", conversions_ms), ("ingestion", ingestions_ms), ("end_to_end", ends_ms)):
+        for name, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+            exact = _nearest_rank(durations, fraction)
+            found = stages[stage][name]
+            assert found["from_ms"] <= exact < found["to_ms"], (stage, name, exact, found)
+            assert found["ms"] == pytest.approx(bin_middle(duration_bin(exact)), abs=1e-3)
     assert [(h["count"]) for h in conversion["histogram"]] == [expected_bins[b] for b in sorted(expected_bins)]
     assert [h["from_ms"] for h in conversion["histogram"]] == [
         pytest.approx(bin_bounds(b)[0], abs=1e-3) for b in sorted(expected_bins)
@@ -112,7 +124,7 @@ def test_applied_results_count_their_conversion_exactly_and_read_back_as_nearest
 def test_a_result_of_unknown_arrival_counts_end_to_end_only(pair):
     task = Task.objects.filter(corpus__name="a", service__name="tex_to_html").first()
     with transaction.atomic(), connection.cursor() as cursor:
-        results_record(cursor, [(task.corpus_id, task.service_id, timezone.now(), None, None)])
+        results_record(cursor, [(task.corpus_id, task.service_id, timezone.now().timestamp(), None, None)])
     assert sum(_bins(pair.pk, CONVERSION).values()) == sum(_bins(pair.pk, INGESTION).values()) == 0
     assert sum(_bins(pair.pk, END_TO_END).values()) == 1
 
