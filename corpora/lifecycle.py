@@ -266,20 +266,27 @@ class TaskResult(Protocol):
 
 @dataclass(frozen=True)
 class Locked:
-    """A leased task locked for its result, with the times its telemetry starts from (Unix seconds)."""
+    """A leased task locked for its result, with what its telemetry needs (corpora.telemetry): its pair's
+    open run, when it was leased and since when it waited (TODO since, else the run's start), Unix seconds."""
 
     corpus_id: int
     service_id: int
     attempts: int
+    run_id: int | None
     leased_at: float | None
-    todo_since: float | None
+    waiting_since: float | None
 
 
 def results_lock(cursor: CursorWrapper, task_ids: list[int]) -> dict[int, Locked]:
-    """Lock the leased ones of `task_ids` for applying their results."""
+    """Lock the leased ones of `task_ids` for applying their results (the open run of their pair is read,
+    not locked)."""
     cursor.execute(
-        "SELECT id, corpus_id, service_id, attempts, date_part('epoch', leased_until) - lease_seconds,"
-        f" date_part('epoch', todo_since) FROM corpora_task WHERE id = ANY(%s) AND {LEASED_SQL} FOR UPDATE",
+        "SELECT t.id, t.corpus_id, t.service_id, t.attempts, r.id,"
+        "  date_part('epoch', t.leased_until) - t.lease_seconds,"
+        "  date_part('epoch', coalesce(t.todo_since, r.started_at))"
+        " FROM corpora_task t"
+        " LEFT JOIN runs_run r ON r.corpus_id = t.corpus_id AND r.service_id = t.service_id AND r.finished_at IS NULL"
+        f" WHERE t.id = ANY(%s) AND t.{LEASED_SQL} FOR UPDATE OF t",
         [task_ids],
     )
     return {row[0]: Locked(*row[1:]) for row in cursor.fetchall()}

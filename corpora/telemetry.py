@@ -69,15 +69,10 @@ LEASE_WAITS_CTE = f"""
         {_UPSERT_BINS}
     )"""
 
-# What one applied result brings: (corpus, service, leased at, TODO since or None, arrival), times as Unix
-# seconds; an arrival of None (unknown) leaves its conversion and ingestion uncounted.
-AppliedTimes = tuple[int, int, float | None, float | None, float | None]
+# What one applied result brings: (its pair's open run, leased at, waiting since: TODO since or the run's
+# start, arrival), times as Unix seconds; an unknown arrival leaves conversion and ingestion uncounted.
+AppliedTimes = tuple[int, float | None, float | None, float | None]
 
-_OPEN_RUNS = (
-    "SELECT r.corpus_id, r.service_id, r.id, date_part('epoch', r.started_at) FROM runs_run r"
-    " JOIN unnest(%s::bigint[], %s::bigint[]) AS p(c, s) ON r.corpus_id = p.c AND r.service_id = p.s"
-    " WHERE r.finished_at IS NULL"
-)
 _UPSERT_APPLIED = f"""
 WITH minutes AS (
     INSERT INTO runs_telemetryminute (run_id, minute, count)
@@ -92,30 +87,22 @@ SELECT * FROM unnest(%s::bigint[], %s::smallint[], %s::smallint[], %s::bigint[])
 
 def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes], *, applied: float | None = None) -> None:
     """Count the conversion, ingestion and end-to-end times of results being applied (at `applied`, Unix
-    seconds, now by default), and the results in that minute, into the open run of each pair, in the
-    applying transaction. The bins are counted here and written in one statement, a row per distinct
-    (run, stage, bin), in key order (lock order between concurrent writers)."""
+    seconds, now by default), and the results in that minute, into their runs, in the applying
+    transaction. The bins are counted here and written in one statement, a row per distinct (run, stage,
+    bin), in key order (the lock order between concurrent writers)."""
     if not rows:
         return
     applied = time.time() if applied is None else applied
-    pairs = sorted({(corpus_id, service_id) for corpus_id, service_id, *_ in rows})
-    cursor.execute(_OPEN_RUNS, [[c for c, _ in pairs], [s for _, s in pairs]])
-    runs = {(c, s): (run_id, started) for c, s, run_id, started in cursor.fetchall()}
     bins: Counter[tuple[int, int, int]] = Counter()
     applied_per_run: Counter[int] = Counter()
-    for corpus_id, service_id, leased_at, todo_since, arrived in rows:
-        run = runs.get((corpus_id, service_id))
-        if run is None:
-            continue
-        run_id, started = run
+    for run_id, leased_at, waiting_since, arrived in rows:
         applied_per_run[run_id] += 1
-        bins[run_id, END_TO_END, duration_bin(1000 * (applied - (todo_since or started)))] += 1
+        if waiting_since is not None:
+            bins[run_id, END_TO_END, duration_bin(1000 * (applied - waiting_since))] += 1
         if arrived is not None:
             bins[run_id, INGESTION, duration_bin(1000 * (applied - arrived))] += 1
             if leased_at is not None:
                 bins[run_id, CONVERSION, duration_bin(1000 * (arrived - leased_at))] += 1
-    if not applied_per_run:
-        return
     minute = datetime.fromtimestamp(applied - applied % 60, UTC)
     run_ids = sorted(applied_per_run)
     keys = sorted(bins)

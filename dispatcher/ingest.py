@@ -159,7 +159,8 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
             if prepared.decoded.archive is not None:
                 writes.append((task.corpus_id, task.service_id, prepared.task_id, prepared.decoded.archive))
             rows.append((prepared.task_id, task.corpus_id, task.service_id, prepared.decoded))
-            times.append((task.corpus_id, task.service_id, task.leased_at, task.todo_since, prepared.received_at))
+            if task.run_id is not None:
+                times.append((task.run_id, task.leased_at, task.waiting_since, prepared.received_at))
         results_retry(cursor, retry)
         outcome.retried = len(retry)
         if rows:

@@ -82,13 +82,13 @@ def test_applied_results_count_their_stage_times_exactly_and_read_back_as_neares
     conversions_ms = [5.0, 12.0, 12.5, 40.0, 90.0, 250.0, 251.0, 1_000.0, 4_000.0, 9_500.0, 60_000.0, 61_000.0]
     todo_since = [None] * 11 + [leased_at - 2.0]  # the last one reaped and TODO again 2 s before its lease
     rows = [
-        (t.corpus_id, t.service_id, leased_at, since, leased_at + ms / 1000)
-        for t, ms, since in zip(tasks, conversions_ms, todo_since, strict=True)
+        (pair.pk, leased_at, since or started.timestamp(), leased_at + ms / 1000)
+        for ms, since in zip(conversions_ms, todo_since, strict=True)
     ]
     with transaction.atomic(), connection.cursor() as cursor:
         results_record(cursor, rows, applied=applied)
     ingestions_ms = [1000 * (applied - arrived) for *_, arrived in rows]
-    ends_ms = [1000 * (applied - (since or started.timestamp())) for *_, since, _ in rows]
+    ends_ms = [1000 * (applied - since) for _, _, since, _ in rows]
 
     def counted(durations: list[float]) -> dict[int, int]:
         found: dict[int, int] = {}
@@ -122,9 +122,8 @@ def test_applied_results_count_their_stage_times_exactly_and_read_back_as_neares
 
 
 def test_a_result_of_unknown_arrival_counts_end_to_end_only(pair):
-    task = Task.objects.filter(corpus__name="a", service__name="tex_to_html").first()
     with transaction.atomic(), connection.cursor() as cursor:
-        results_record(cursor, [(task.corpus_id, task.service_id, timezone.now().timestamp(), None, None)])
+        results_record(cursor, [(pair.pk, timezone.now().timestamp(), pair.started_at.timestamp(), None)])
     assert sum(_bins(pair.pk, CONVERSION).values()) == sum(_bins(pair.pk, INGESTION).values()) == 0
     assert sum(_bins(pair.pk, END_TO_END).values()) == 1
 
