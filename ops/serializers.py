@@ -47,11 +47,12 @@ class ServiceBacklogSerializer(BacklogSerializer):
 
 
 class DashboardJobSerializer(serializers.Serializer):
+    """A job in trouble as the public dashboard shows it: its message and result stay behind GET /api/jobs."""
+
     uuid = serializers.UUIDField()
     kind = serializers.CharField()
     state = serializers.ChoiceField(choices=JobState.choices)
     health = serializers.SerializerMethodField()
-    message = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
     last_sign = serializers.DateTimeField(help_text="the job's last heartbeat, or its creation")
