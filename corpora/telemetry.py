@@ -4,14 +4,15 @@ results were applied in each minute (docs/decisions.md, "Run telemetry").
 Stages, from the times the dispatcher already sees:
 - queue wait: from when the task became TODO (`Task.todo_since`, else its run's start) until it was leased;
 - conversion: from the lease until its result arrived at the sink;
-- ingestion: from the arrival until the result was applied (the applying transaction's statement);
+- ingestion: from the arrival until the result was applied (when the applying transaction records it);
 - end to end: from TODO until applied, the three above of the attempt whose result was applied.
 
 The counts go to the tables of `runs.models` (`TelemetryBin`, `TelemetryMinute`), written here by name in
-the same statements and transactions that lease and apply batches (`corpora.lifecycle.lease_batch`,
-`results_record` in the dispatcher's ingestion): one upsert per (run, stage, bin) and per (run, minute) of
-a batch, never a row per task. A bin holds the durations in [2^(b/4), 2^((b+1)/4)) milliseconds (bin 0
-from 0), so a percentile read from the bins is known to within a factor 2^(1/8), ±9%.
+the statement that leases a batch (`corpora.lifecycle.lease_batch`) and in the transaction that applies
+one (`results_record`, from the times `corpora.lifecycle.results_lock` reads): a row per (run, stage,
+bin) and per (run, minute) of a batch, never a row per task. A bin holds the durations in
+[2^(b/4), 2^((b+1)/4)) milliseconds (bin 0 from 0), so a percentile read from the bins is known to within
+a factor 2^(1/8), ±9%.
 """
 
 # ruff: noqa: S608  (the statements are fixed text and this module's constants; values are parameters)
