@@ -12,9 +12,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from corpora.lifecycle import lease_batch
+from corpora.lifecycle import lease_batch, leases_expire, leases_reap, tasks_pause, tasks_resume
 from corpora.models import Run, Task
-from corpora.pairs import run_open
+from corpora.pairs import data_purge, run_open
 from corpora.statuses import NO_PROBLEM
 from corpora.telemetry import (
     CONVERSION,
@@ -26,6 +26,7 @@ from corpora.telemetry import (
     duration_bin,
     results_record,
 )
+from reports.actions import rerun
 from runs.models import TelemetryBin, TelemetryMinute
 from runs.queries.eta import RECENT_MINUTES, run_etas
 from runs.queries.telemetry import pair_telemetry
@@ -194,3 +195,35 @@ def test_a_pair_keeps_the_telemetry_of_its_open_and_latest_closed_runs_only(pair
     third = run_open(corpus_id=pair.corpus_id, service_id=pair.service_id, owner="tester")
     assert set(TelemetryBin.objects.values_list("run_id", flat=True)) == {second.pk}
     assert pair_telemetry("a", "tex_to_html")["open_run"]["id"] == third.pk
+
+
+def test_a_task_todo_again_within_its_run_waits_from_then_and_a_rerun_starts_it_afresh(pair):
+    tasks = Task.objects.filter(corpus__name="a", service__name="tex_to_html")
+    service_id = tasks.first().service_id
+    leased = [t.id for t in lease_batch(service_id=service_id, limit=3, mark=MARK, lease_seconds=600)]
+    assert not tasks.filter(todo_since__isnull=False).exists()
+    with connection.cursor() as cursor:  # the statements below set now(): the test transaction's start
+        cursor.execute("SELECT now()")
+        now = cursor.fetchone()[0]
+    leases_expire(leased[:1])
+    leases_reap(max_attempts=5)
+    assert list(tasks.filter(todo_since__isnull=False).values_list("id", "todo_since")) == [(leased[0], now)]
+    tasks_pause(corpus_id=pair.corpus_id, service_id=pair.service_id)
+    tasks_resume(corpus_id=pair.corpus_id, service_id=pair.service_id)
+    # Every task is TODO again since the resume.
+    assert tasks.filter(status=0).count() == tasks.count() == tasks.filter(todo_since=now).count() == 12
+    finish([NO_PROBLEM] * 12)
+    rerun(corpus_name="a", service_name="tex_to_html", actor="tester", description="again")
+    assert tasks.filter(status=0).count() == 12 and not tasks.filter(todo_since__isnull=False).exists()
+
+
+def test_deleting_a_corpus_deletes_its_runs_telemetry(pair, corpus_root):
+    imported(corpus_root, "b", documents=2)
+    activated("b")
+    other = Run.objects.get(corpus__name="b", finished_at__isnull=True)
+    for run in (pair, other):
+        TelemetryBin.objects.create(run_id=run.pk, stage=CONVERSION, bin=5, count=1)
+        TelemetryMinute.objects.create(run_id=run.pk, minute=timezone.now(), count=1)
+    data_purge(corpus_id=pair.corpus_id, actor="tester")
+    assert list(TelemetryBin.objects.values_list("run_id", flat=True)) == [other.pk]
+    assert list(TelemetryMinute.objects.values_list("run_id", flat=True)) == [other.pk]
