@@ -608,7 +608,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
             for task in leased:
                 pack_entry(task.path, task.kind, task.entry)
             add("pack_entry (ZIP the document)", time.perf_counter() - began)
-            raw = [ingest.RawResult("steps", STEPS_SERVICE, str(task.id), result) for task in leased]
+            raw = [ingest.RawResult("steps", STEPS_SERVICE, str(task.id), result, time.time()) for task in leased]
             connection.commit = commit_timed  # atomic() commits through the connection's commit()
             began = time.perf_counter()
             with connection.execute_wrapper(statement_timer):

@@ -37,6 +37,7 @@ from corpora.statuses import (
     NO_PROBLEM,
     TODO,
 )
+from corpora.telemetry import LEASE_WAITS_CTE
 
 logger = logging.getLogger(__name__)
 
@@ -111,24 +112,27 @@ class LeasedTask:
 
 def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -> list[LeasedTask]:
     """Claim up to `limit` TODO tasks of a service: one statement, rows other dispatchers hold skipped.
-    The lease length is captured on each task now, so a later override changes only later leases."""
+    The lease length is captured on each task now, so a later override changes only later leases; the
+    same statement counts the tasks' queue waits into their open runs' telemetry (corpora.telemetry)."""
     if limit <= 0:
         return []
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH picked AS (
-                SELECT id FROM corpora_task
+                SELECT id, todo_since FROM corpora_task
                  WHERE service_id = %(service)s AND status = {TODO}
                  ORDER BY id LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED
-            )
-            UPDATE corpora_task t
-               SET status = %(mark)s, attempts = t.attempts + 1, lease_seconds = %(lease)s,
-                   leased_until = now() + make_interval(secs => %(lease)s)
-              FROM picked, corpora_document d, corpora_corpus c
-             WHERE t.id = picked.id AND d.id = t.document_id AND c.id = t.corpus_id
-            RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry
+            ), leased AS (
+                UPDATE corpora_task t
+                   SET status = %(mark)s, attempts = t.attempts + 1, lease_seconds = %(lease)s,
+                       leased_until = now() + make_interval(secs => %(lease)s)
+                  FROM picked, corpora_document d, corpora_corpus c
+                 WHERE t.id = picked.id AND d.id = t.document_id AND c.id = t.corpus_id
+                RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry, picked.todo_since
+            ),{LEASE_WAITS_CTE}
+            SELECT id, corpus_id, service_id, path, kind, entry FROM leased
             """,
             {"service": service_id, "limit": limit, "mark": mark, "lease": lease_seconds},
         )
@@ -191,11 +195,12 @@ def leases_reap(*, max_attempts: int) -> Reaped:
         cursor.execute(
             f"""
             UPDATE corpora_task
-               SET status = CASE WHEN attempts >= %s THEN {FATAL} ELSE {TODO} END, leased_until = NULL
+               SET status = CASE WHEN attempts >= %s THEN {FATAL} ELSE {TODO} END, leased_until = NULL,
+                   todo_since = CASE WHEN attempts >= %s THEN todo_since ELSE now() END
              WHERE {LEASED_SQL} AND leased_until < now()
             RETURNING id, corpus_id, service_id, status, attempts
             """,
-            [max_attempts],
+            [max_attempts, max_attempts],
         )
         rows = cursor.fetchall()
         fatal = [row for row in rows if row[3] == FATAL]
@@ -261,17 +266,27 @@ class TaskResult(Protocol):
 
 @dataclass(frozen=True)
 class Locked:
-    """A leased task locked for its result."""
+    """A leased task locked for its result, with what its telemetry needs (corpora.telemetry): its pair's
+    open run, when it was leased and since when it waited (TODO since, else the run's start), Unix seconds."""
 
     corpus_id: int
     service_id: int
     attempts: int
+    run_id: int | None
+    leased_at: float | None
+    waiting_since: float | None
 
 
 def results_lock(cursor: CursorWrapper, task_ids: list[int]) -> dict[int, Locked]:
-    """Lock the leased ones of `task_ids` for applying their results."""
+    """Lock the leased ones of `task_ids` for applying their results (the open run of their pair is read,
+    not locked)."""
     cursor.execute(
-        f"SELECT id, corpus_id, service_id, attempts FROM corpora_task WHERE id = ANY(%s) AND {LEASED_SQL} FOR UPDATE",
+        "SELECT t.id, t.corpus_id, t.service_id, t.attempts, r.id,"
+        "  date_part('epoch', t.leased_until) - t.lease_seconds,"
+        "  date_part('epoch', coalesce(t.todo_since, r.started_at))"
+        " FROM corpora_task t"
+        " LEFT JOIN runs_run r ON r.corpus_id = t.corpus_id AND r.service_id = t.service_id AND r.finished_at IS NULL"
+        f" WHERE t.id = ANY(%s) AND t.{LEASED_SQL} FOR UPDATE OF t",
         [task_ids],
     )
     return {row[0]: Locked(*row[1:]) for row in cursor.fetchall()}
@@ -281,7 +296,10 @@ def results_retry(cursor: CursorWrapper, task_ids: list[int]) -> None:
     """Send tasks locked by `results_lock` back to TODO without applying their result (the worker's
     governor stopped them): the attempt stays counted, and their previous messages stay as they were."""
     if task_ids:
-        cursor.execute(f"UPDATE corpora_task SET status = {TODO}, leased_until = NULL WHERE id = ANY(%s)", [task_ids])
+        cursor.execute(
+            f"UPDATE corpora_task SET status = {TODO}, leased_until = NULL, todo_since = now() WHERE id = ANY(%s)",
+            [task_ids],
+        )
 
 
 def results_write(cursor: CursorWrapper, rows: Sequence[tuple[int, int, int, TaskResult]]) -> None:
@@ -564,7 +582,9 @@ def tasks_pause(*, corpus_id: int | None = None, service_id: int | None = None) 
 
 def tasks_resume(*, corpus_id: int | None = None, service_id: int | None = None) -> int:
     """Put every blocked task of a pair, or of all pairs, back to TODO. Returns how many."""
-    return _statuses_update(f"SET status = {TODO}", BLOCKED_SQL, corpus_id=corpus_id, service_id=service_id)
+    return _statuses_update(
+        f"SET status = {TODO}, todo_since = now()", BLOCKED_SQL, corpus_id=corpus_id, service_id=service_id
+    )
 
 
 def _statuses_update(assignment: str, condition: str, *, corpus_id: int | None, service_id: int | None) -> int:
@@ -654,7 +674,8 @@ def tasks_rerun(
         # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
         # keeps its lease.
         cursor.execute(
-            f"UPDATE corpora_task t SET status = {TODO}, attempts = 0, leased_until = NULL FROM rerun_scope s"
+            f"UPDATE corpora_task t SET status = {TODO}, attempts = 0, leased_until = NULL, todo_since = NULL"
+            " FROM rerun_scope s"
             " WHERE t.id = s.id AND t.status = ANY(%s)",
             [status_list],
         )

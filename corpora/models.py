@@ -93,6 +93,10 @@ class Task(models.Model):
     leased_until = models.DateTimeField(null=True, blank=True)
     lease_seconds = models.PositiveIntegerField(null=True, blank=True)
     attempts = models.PositiveSmallIntegerField(default=0, db_default=0)
+    # When the task last became TODO again within its run (a reaped lease, a result sent back by the
+    # worker's governor); null while it is TODO since its run opened (created or rerun then). The queue
+    # wait of the run's telemetry starts here (corpora.telemetry).
+    todo_since = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]

@@ -23,15 +23,19 @@ from corpora.models import MEMBERS_CHUNK, Run
 from corpora.queries import pair_counts
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS
+from corpora.telemetry import telemetry_delete, telemetry_trim
 
 # --- runs and snapshots --------------------------------------------------------------------------
 
 
 def run_open(*, corpus_id: int, service_id: int, owner: str, description: str = "") -> Run:
     """Close the pair's open run (if any, frozen with its snapshot) and open a new one; at most one is
-    open per pair. Call it before changing the tasks, so that the closed run keeps what it saw."""
-    run_close(corpus_id=corpus_id, service_id=service_id)
-    return Run.objects.create(corpus_id=corpus_id, service_id=service_id, owner=owner, description=description)
+    open per pair. Call it before changing the tasks, so that the closed run keeps what it saw. The
+    telemetry of the pair's runs before the one just closed goes (corpora.telemetry.telemetry_trim)."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        run_close(corpus_id=corpus_id, service_id=service_id)
+        telemetry_trim(cursor, corpus_id=corpus_id, service_id=service_id)
+        return Run.objects.create(corpus_id=corpus_id, service_id=service_id, owner=owner, description=description)
 
 
 def run_close(*, corpus_id: int, service_id: int) -> int:
@@ -175,6 +179,7 @@ def _history_delete(cursor: Any, column: str, value: int) -> None:
     diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{column} = %s"
     cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [value])
     cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [value])
+    telemetry_delete(cursor, f"SELECT id FROM runs_run WHERE {column} = %s", [value])
     cursor.execute(f"DELETE FROM runs_run WHERE {column} = %s", [value])
     snapshots = f"SELECT id FROM runs_snapshot WHERE {column} = %s"
     cursor.execute(f"DELETE FROM runs_snapshotmembers WHERE snapshot_id IN ({snapshots})", [value])

@@ -25,6 +25,7 @@ from corpora.lifecycle import results_lock, results_retry, results_write
 from corpora.pairs import runs_close_drained
 from corpora.results import result_files_write
 from corpora.statuses import FATAL, INVALID
+from corpora.telemetry import AppliedTimes, results_record
 
 logger = logging.getLogger(__name__)
 
@@ -37,6 +38,7 @@ class RawResult:
     service: str
     task_id: str
     data: bytes
+    received_at: float | None = None  # Unix time the sink received it: the end of its conversion (telemetry)
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class Prepared:
     task_id: int
     service_id: int
     decoded: Decoded
+    received_at: float | None = None
 
 
 @dataclass
@@ -123,14 +126,15 @@ def results_prepare(results: list[RawResult], *, service_ids: dict[str, int], ma
             logger.warning("discarding unreadable result for task %s from %s: %s", task_id, result.identity, exc)
             batch.discarded += 1
             continue
-        batch.results.append(Prepared(task_id, service_id, decoded))
+        batch.results.append(Prepared(task_id, service_id, decoded, result.received_at))
     return batch
 
 
 def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int | None = None) -> IngestOutcome:
     """Apply prepared results in one short transaction: only those whose task is still leased and of the
     same service; their files are written before the statuses that point to them commit, and
-    the runs of pairs left with no task to do are closed in it. A result the worker's governor stopped
+    the runs of pairs left with no task to do are closed in it, and the results' stage times are counted
+    into their runs' telemetry (corpora.telemetry.results_record). A result the worker's governor stopped
     sends its task back to TODO instead while it has used fewer than `max_attempts` (the dispatcher's
     setting by default), and is applied as the fatal result it is on the last attempt."""
     outcome = IngestOutcome(discarded=batch.discarded)
@@ -142,6 +146,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
     with transaction.atomic(), connection.cursor() as cursor:
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])
         writes: list[tuple[int, int, int, bytes]] = []
+        times: list[AppliedTimes] = []
         retry: list[int] = []
         for prepared in batch.results:
             task = leased.get(prepared.task_id)
@@ -154,6 +159,8 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
             if prepared.decoded.archive is not None:
                 writes.append((task.corpus_id, task.service_id, prepared.task_id, prepared.decoded.archive))
             rows.append((prepared.task_id, task.corpus_id, task.service_id, prepared.decoded))
+            if task.run_id is not None:
+                times.append((task.run_id, task.leased_at, task.waiting_since, prepared.received_at))
         results_retry(cursor, retry)
         outcome.retried = len(retry)
         if rows:
@@ -163,6 +170,8 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
             writing = result_files_write(results_dir, writes)
             outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
             try:
+                # Before the statuses: results_write's last statement holds the pair's count rows to the commit.
+                results_record(cursor, times)
                 results_write(cursor, rows)
                 # In the same transaction, so no one (nor a dispatcher killed right after) sees a pair
                 # with every task done and its run still open.

@@ -158,7 +158,9 @@ class Sink:
                 self.report.garbage += 1
                 continue
             data = b"".join(frames[3:])
-            self.results.append(RawResult(identity=identity, service=service, task_id=task_id, data=data))
+            self.results.append(
+                RawResult(identity=identity, service=service, task_id=task_id, data=data, received_at=time.time())
+            )
             self.report.received += 1
             now = now or timezone.now()
             tally = self.report.returned.setdefault((identity[:200], service), [0, now, now])

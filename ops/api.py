@@ -21,10 +21,11 @@ from ops.actions import config_update
 from ops.configuration import effective_config
 from ops.health import health
 from ops.metrics import collector_register
-from ops.queries import liveness, log_records, run_statistics, system_status
+from ops.queries import dashboard, liveness, log_records, run_statistics, system_status
 from ops.serializers import (
     ConfigChangeSerializer,
     ConfigSerializer,
+    DashboardSerializer,
     HealthSerializer,
     LivenessSerializer,
     LogsParamsSerializer,
@@ -81,6 +82,18 @@ class StatusApi(PublicApiView):
     )
     def get(self, request: Request) -> Response:
         return Response(StatusSerializer(system_status()).data)
+
+
+class DashboardApi(PublicApiView):
+    @extend_schema(
+        operation_id="dashboard",
+        summary="The operator's dashboard: the status record, open runs with progress, rate and ETA, backlog per "
+        "service, stalled and failed jobs, health problems",
+        responses={200: DashboardSerializer},
+        tags=["management"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(DashboardSerializer(dashboard()).data)
 
 
 class StatisticsApi(PublicApiView):

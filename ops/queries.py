@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import redis
 from django.db import connection
-from django.db.models import Count, Max, Sum
+from django.db.models import Count, Max, Q, Sum
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -16,7 +16,9 @@ from config.redis_client import redis_client
 from corpora.models import Corpus, TaskCount
 from corpora.queries import corpus_get
 from corpora.statuses import COMPLETED, COMPLETED_NAMES, QUEUED_BUCKET, TODO
-from runs.queries.history import run_history
+from jobs.queries import jobs_in_trouble
+from ops.health import health
+from runs.queries.history import open_runs, run_history
 from services.models import PROTECTED_SERVICES, Worker
 from services.queries import service_get
 
@@ -76,6 +78,43 @@ def system_status() -> dict:
         "backlog": {"todo": todo, "queued": queued, "total": todo + queued},
         "latest_run": latest[0] if latest else None,
     }
+
+
+# The dashboard lists the jobs that failed within this window.
+FAILED_JOBS_WINDOW = timedelta(hours=24)
+
+
+def dashboard() -> dict:
+    """GET /api/dashboard and the home screen: the status record, every open run with its progress, rate
+    and ETA, the backlog per service, the jobs that stalled or failed lately and the health checks that
+    are not ok (name and status; the details are on the signed-in health screen and GET /api/health)."""
+    backlog = (
+        TaskCount.objects.filter(bucket__in=(TODO, QUEUED_BUCKET))
+        .exclude(service__name__in=PROTECTED_SERVICES)
+        .values("service__name")
+        .annotate(
+            todo=Sum("count", filter=Q(bucket=TODO), default=0),
+            queued=Sum("count", filter=Q(bucket=QUEUED_BUCKET), default=0),
+        )
+        .order_by("service__name")
+    )
+    checks = health()
+    return {
+        **system_status(),
+        "open_runs": open_runs(),
+        "backlog_per_service": [
+            {"service": row["service__name"], "todo": row["todo"], "queued": row["queued"],
+             "total": row["todo"] + row["queued"]}
+            for row in backlog
+            if row["todo"] + row["queued"]
+        ],
+        "jobs": list(jobs_in_trouble(failed_within=FAILED_JOBS_WINDOW)),
+        "failed_jobs_hours": int(FAILED_JOBS_WINDOW.total_seconds() // 3600),
+        "health": {
+            "status": checks["status"],
+            "problems": [{"name": c["name"], "status": c["status"]} for c in checks["checks"] if c["status"] != "ok"],
+        },
+    }  # fmt: skip
 
 
 # Tasks a closed run's frozen tallies count as completed (sums of its completed statuses' keys).

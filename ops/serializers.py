@@ -1,10 +1,13 @@
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
+from jobs.choices import FAILED_STATES, JobHealth, JobState
+from jobs.models import Job
 from ops.health import CHECK_NAMES
-from runs.serializers import RunSerializer, TalliesField
+from runs.serializers import CurrentRunSerializer, RunSerializer, TalliesField
 
 
 class DatabaseReachSerializer(serializers.Serializer):
@@ -37,6 +40,45 @@ class StatusSerializer(serializers.Serializer):
     active_worker_seconds = serializers.IntegerField(help_text="a worker seen within this many seconds is active")
     backlog = BacklogSerializer(help_text="pending conversions (every service but the infrastructure ones)")
     latest_run = RunSerializer(allow_null=True)
+
+
+class ServiceBacklogSerializer(BacklogSerializer):
+    service = serializers.CharField()
+
+
+class DashboardJobSerializer(serializers.Serializer):
+    """A job in trouble as the public dashboard shows it: its message and result stay behind GET /api/jobs."""
+
+    uuid = serializers.UUIDField()
+    kind = serializers.CharField()
+    state = serializers.ChoiceField(choices=JobState.choices)
+    health = serializers.SerializerMethodField()
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    last_sign = serializers.DateTimeField(help_text="the job's last heartbeat, or its creation")
+
+    @extend_schema_field(serializers.ChoiceField(choices=[JobHealth.STALLED, JobHealth.FAILED]))
+    def get_health(self, job: Job) -> str:
+        """failed for a job that failed or was interrupted, else stalled (jobs.queries.jobs_in_trouble)."""
+        return JobHealth.FAILED if job.state in FAILED_STATES else JobHealth.STALLED
+
+
+class HealthProblemSerializer(serializers.Serializer):
+    name = serializers.ChoiceField(choices=CHECK_NAMES)
+    status = serializers.ChoiceField(choices=["warning", "problem"])
+
+
+class DashboardHealthSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["ok", "warning", "problem"], help_text="the worst check's status")
+    problems = HealthProblemSerializer(many=True, help_text="the checks that are not ok; details: GET /api/health")
+
+
+class DashboardSerializer(StatusSerializer):
+    open_runs = CurrentRunSerializer(many=True, help_text="every open run, oldest first, with live tallies and ETA")
+    backlog_per_service = ServiceBacklogSerializer(many=True, help_text="services with tasks TODO or queued")
+    jobs = DashboardJobSerializer(many=True, help_text="stalled jobs and jobs failed within failed_jobs_hours")
+    failed_jobs_hours = serializers.IntegerField()
+    health = DashboardHealthSerializer()
 
 
 class TrendPointSerializer(serializers.Serializer):

@@ -4,6 +4,7 @@ from ops import api, views
 
 api_urlpatterns = [
     path("status", api.StatusApi.as_view(), name="api-status"),
+    path("dashboard", api.DashboardApi.as_view(), name="api-dashboard"),
     path("statistics", api.StatisticsApi.as_view(), name="api-statistics"),
     path("health", api.HealthApi.as_view(), name="api-health"),
     path("logs", api.LogsApi.as_view(), name="api-logs"),

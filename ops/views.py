@@ -1,6 +1,6 @@
-"""Operations screens: the home screen (twin of GET /api/status, polled) and the statistics screen
-(twin of GET /api/statistics) and the health screen (twin of GET /api/health, signed in), from the same
-queries and serializers."""
+"""Operations screens: the home screen, the operator's dashboard (twin of GET /api/dashboard, polled), the
+statistics screen (twin of GET /api/statistics) and the health screen (twin of GET /api/health, signed
+in), from the same queries and serializers."""
 
 from __future__ import annotations
 
@@ -20,26 +20,44 @@ from corpora.statuses import OVERVIEW_ORDER
 from ops.actions import config_update
 from ops.configuration import assignments, effective_config
 from ops.health import health
-from ops.queries import LOG_LEVELS, log_records, run_statistics, system_status
+from ops.queries import LOG_LEVELS, dashboard, log_records, run_statistics
 from ops.serializers import (
     ConfigSerializer,
+    DashboardSerializer,
     HealthSerializer,
     LogsParamsSerializer,
     LogsSerializer,
     PairStatisticsSerializer,
     StatisticsParamsSerializer,
-    StatusSerializer,
 )
 
 # Geometry of a pair's trend chart (SVG user units): one stacked bar per run.
 TREND_CHART = {"width": 240, "height": 64, "plot": 60, "bottom": 62}
 
 
+def run_progress(run: dict[str, Any]) -> dict[str, Any]:
+    """A dashboard row of an open run: the share of its tasks with a result, its rate and ETA in words."""
+    tallies, eta = run["tallies"] or {}, run["eta"]
+    total = tallies.get("total", 0)
+    left = tallies.get("todo", 0) + tallies.get("queued", 0)
+    return {
+        "run": run,
+        "percent": round(100 * (total - left) / total, 1) if total else 100.0,
+        "eta": duration_text(eta["eta_seconds"]) if eta["eta_seconds"] is not None else "",
+    }
+
+
 @require_GET
 def home_view(request: HttpRequest) -> HttpResponse:
-    """The home screen: the status record, refreshing itself every few seconds (?fragment=body)."""
-    status = StatusSerializer(system_status()).data
-    context = {"status": status, "latest_duration": duration_text((status["latest_run"] or {}).get("duration_seconds"))}
+    """The home screen, the operator's dashboard (twin of GET /api/dashboard, whose record includes
+    GET /api/status's), refreshing itself every few seconds (?fragment=body)."""
+    board = DashboardSerializer(dashboard()).data
+    context = {
+        "dashboard": board,
+        "status": board,
+        "latest_duration": duration_text((board["latest_run"] or {}).get("duration_seconds")),
+        "runs": [run_progress(run) for run in board["open_runs"]],
+    }
     if request.GET.get("fragment") == "body":
         return render(request, "ops/_status_body.html", context)
     return render(request, "ops/home.html", context)

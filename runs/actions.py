@@ -225,6 +225,9 @@ def _prune(scope: PruneScope) -> dict[str, Any]:
             [diff_ids],
         )
         prune_tally(pairs, cursor.fetchall(), "diffs", "bytes")
+        for table in ("runs_telemetrybin", "runs_telemetryminute"):  # the runs' telemetry (corpora.telemetry)
+            gone = f"DELETE FROM {table} WHERE run_id IN (SELECT r.id FROM runs_run r WHERE {runs})"
+            cursor.execute(gone, run_params)
         cursor.execute(
             f"WITH gone AS (DELETE FROM runs_run r WHERE {runs} RETURNING r.corpus_id, r.service_id)"
             " SELECT corpus_id, service_id, count(*) FROM gone GROUP BY 1, 2",

@@ -21,6 +21,7 @@ from runs.queries.classes import class_diff, class_known, class_split, class_tas
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
 from runs.queries.diffs import diff_scope
 from runs.queries.history import pair_runs, run_current, run_history
+from runs.queries.telemetry import pair_telemetry
 from runs.serializers import (
     ClassChangeSerializer,
     ClassDiffParamsSerializer,
@@ -29,6 +30,7 @@ from runs.serializers import (
     CompareParamsSerializer,
     CompareSerializer,
     CompareTaskSerializer,
+    CurrentRunSerializer,
     DiffParamsSerializer,
     DocumentHistorySerializer,
     PairRunsParamsSerializer,
@@ -38,10 +40,11 @@ from runs.serializers import (
     SnapshotAckSerializer,
     TaskDiffParamsSerializer,
     TaskDiffSerializer,
+    TelemetrySerializer,
 )
 
-# The Run component (every other run endpoint declares it) or null.
-NULLABLE_RUN = {"allOf": [{"$ref": "#/components/schemas/Run"}], "nullable": True}
+# The CurrentRun component (a Run with its ETA) or null.
+NULLABLE_RUN = {"allOf": [{"$ref": "#/components/schemas/CurrentRun"}], "nullable": True}
 
 
 def params(serializer: type[Serializer], request: Request) -> dict[str, Any]:
@@ -81,7 +84,17 @@ class CurrentRunApi(PublicApiView):
         run = run_current(corpus, service)
         if run is None:  # DRF renders None as an empty body; the answer is the JSON literal null
             return JsonResponse(None, safe=False)
-        return Response(RunSerializer(run).data)
+        return Response(CurrentRunSerializer(run).data)
+
+
+class TelemetryApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_telemetry",
+        summary="Stage times of the open and the last closed run (percentiles, histograms), throughput and ETA",
+        responses={200: TelemetrySerializer, **problems(404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        return Response(TelemetrySerializer(pair_telemetry(corpus, service)).data)
 
 
 class SnapshotApi(TokenApiView):

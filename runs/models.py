@@ -49,3 +49,37 @@ class TaskDiff(models.Model):
 
     def __str__(self) -> str:
         return f"{self.document_id}: {self.previous_status} -> {self.current_status}"
+
+
+class TelemetryBin(models.Model):
+    """How many tasks of a run spent a duration in log-scale bin `bin` (corpora.telemetry.bin_bounds) in
+    one stage (corpora.telemetry.STAGES). Written by the dispatcher's lease and ingestion statements
+    (corpora.telemetry), an upsert per (run, stage, bin) of each batch; kept for a pair's open run and its
+    latest closed one (corpora.telemetry.telemetry_trim). No foreign-key constraint: the rows go with
+    their run wherever a run is deleted."""
+
+    pk = models.CompositePrimaryKey("run", "stage", "bin")
+    run = models.ForeignKey(
+        "corpora.Run", on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
+    )
+    stage = models.SmallIntegerField()
+    bin = models.SmallIntegerField()
+    count = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} stage {self.stage} bin {self.bin}: {self.count}"
+
+
+class TelemetryMinute(models.Model):
+    """How many results of a run were applied in the minute starting at `minute`: the run's throughput
+    and the rate of its ETA. Written and kept as TelemetryBin."""
+
+    pk = models.CompositePrimaryKey("run", "minute")
+    run = models.ForeignKey(
+        "corpora.Run", on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
+    )
+    minute = models.DateTimeField()
+    count = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.minute}: {self.count}"

@@ -13,6 +13,8 @@ from config.api.paging import PageParamsSerializer
 from config.errors import BadRequest
 from corpora.serializers import StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
+from corpora.telemetry import STAGES
+from runs.queries.eta import RATE_WINDOW
 
 STATUS_HELP = f"one of {', '.join(DIFF_BUCKETS)}"
 CHANGE_HELP = "regressed: only transitions to a worse completed status (no_problem -> warning, error -> fatal, ...)"
@@ -37,6 +39,65 @@ class RunSerializer(serializers.Serializer):
     open = serializers.BooleanField()
     tallies = TalliesField(allow_null=True, help_text="frozen at the close; live while the run is open")
     snapshot_at = serializers.DateTimeField(allow_null=True, help_text="the snapshot taken when the run closed")
+
+
+class EtaSerializer(serializers.Serializer):
+    """An open run's ETA (runs.queries.eta): remaining / recent rate."""
+
+    remaining = serializers.IntegerField(help_text="tasks TODO or leased")
+    rate_per_minute = serializers.FloatField(allow_null=True, help_text=RATE_WINDOW + "; null with none applied")
+    rate_since = serializers.DateTimeField(help_text="the start of the rate's window")
+    recent_completed = serializers.IntegerField(help_text="results applied in the rate's window")
+    eta_seconds = serializers.FloatField(allow_null=True, help_text="remaining / rate; 0 when nothing is left")
+    finishes_at = serializers.DateTimeField(allow_null=True)
+
+
+class CurrentRunSerializer(RunSerializer):
+    eta = EtaSerializer()
+
+
+class PercentileSerializer(serializers.Serializer):
+    ms = serializers.FloatField(help_text="the geometric middle of the bin holding the percentile")
+    from_ms = serializers.FloatField()
+    to_ms = serializers.FloatField()
+
+
+class HistogramBinSerializer(serializers.Serializer):
+    from_ms = serializers.FloatField()
+    to_ms = serializers.FloatField(help_text="exclusive")
+    count = serializers.IntegerField()
+
+
+class StageSerializer(serializers.Serializer):
+    stage = serializers.ChoiceField(choices=list(STAGES.values()))
+    count = serializers.IntegerField()
+    p50 = PercentileSerializer(allow_null=True)
+    p90 = PercentileSerializer(allow_null=True)
+    p99 = PercentileSerializer(allow_null=True)
+    histogram = HistogramBinSerializer(many=True, help_text="non-empty log-scale bins, shortest first")
+
+
+class TelemetryRunSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    stages = StageSerializer(many=True)
+
+
+class ThroughputMinuteSerializer(serializers.Serializer):
+    minute = serializers.DateTimeField()
+    completed = serializers.IntegerField(help_text="results applied in that minute")
+
+
+class TelemetrySerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    precision = serializers.CharField()
+    open_run = TelemetryRunSerializer(allow_null=True)
+    last_closed_run = TelemetryRunSerializer(allow_null=True)
+    throughput = ThroughputMinuteSerializer(many=True, help_text="the open run's minutes with results applied")
+    eta = EtaSerializer(allow_null=True, help_text="null without an open run")
+    rate_window = serializers.CharField()
 
 
 class RunListParamsSerializer(serializers.Serializer):

@@ -20,6 +20,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
+from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.api.paging import page_check
@@ -28,6 +29,7 @@ from config.names import name_check
 from config.screens import duration_text, error_page, given, pager, screen_write, validated
 from corpora.links import class_tasks_url, document_url, report_url
 from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
+from corpora.telemetry import BINS_PER_OCTAVE
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
 from runs.queries.classes import (
     DECREASED,
@@ -45,6 +47,7 @@ from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
 from runs.queries.diffs import DiffScope, diff_scope, task_diff_count
 from runs.queries.history import pair_runs, run_current, run_history
 from runs.queries.prune import prune_preview
+from runs.queries.telemetry import pair_telemetry
 from runs.serializers import (
     CUTOFF_HELP,
     ClassChangeSerializer,
@@ -55,6 +58,7 @@ from runs.serializers import (
     ComparePickSerializer,
     CompareSerializer,
     CompareTaskSerializer,
+    CurrentRunSerializer,
     DiffParamsSerializer,
     DocumentHistorySerializer,
     PairRunsParamsSerializer,
@@ -66,6 +70,7 @@ from runs.serializers import (
     SnapshotAckSerializer,
     TaskDiffParamsSerializer,
     TaskDiffSerializer,
+    TelemetrySerializer,
 )
 
 # The run page lists this many regressions; a link leads to all of them.
@@ -77,6 +82,9 @@ FAILURE_SEVERITIES = "error,fatal"
 CHART = {"width": 760, "height": 240, "top": 14, "plot": 186, "axis_y": 200, "label_y": 218, "slot_max": 80}
 CHART_LABELS = 8  # at most this many run dates under the bars
 HEAT_LEVELS = 5
+# The telemetry charts (SVG attributes, CSP): throughput per minute, and a histogram per stage.
+THROUGHPUT_CHART = {"width": 760, "height": 160, "top": 14, "plot": 116, "axis_y": 130, "label_y": 148}
+STAGE_CHART = {"width": 360, "height": 130, "top": 12, "plot": 90, "axis_y": 102, "label_y": 120}
 
 
 # --- shared pieces -----------------------------------------------------------------------------------
@@ -134,6 +142,64 @@ def run_chart(runs: list[dict[str, Any]]) -> dict[str, Any]:
             }
         )
     return {"size": CHART, "bars": bars, "peak": peak, "statuses": OVERVIEW_ORDER}
+
+
+def throughput_chart(minutes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Geometry of the throughput chart: a bar per minute of the open run from its first minute with a
+    result to its last (minutes with none stay empty), scaled to the busiest minute."""
+    size = THROUGHPUT_CHART
+    if not minutes:
+        return {"size": size, "bars": [], "peak": 0}
+    stamps = [parse_datetime(point["minute"]) for point in minutes]
+    first = stamps[0]
+    span = round((stamps[-1] - first).total_seconds() / 60) + 1
+    slot = size["width"] / span
+    peak = max(point["completed"] for point in minutes) or 1
+    every = math.ceil(span / CHART_LABELS) or 1
+    bars = []
+    for point, stamp in zip(minutes, stamps, strict=True):
+        index = round((stamp - first).total_seconds() / 60)
+        height = size["plot"] * point["completed"] / peak
+        bars.append(
+            {
+                "point": point,
+                "x": round(index * slot + slot * 0.1, 2),
+                "width": round(max(slot * 0.8, 0.5), 2),
+                "y": round(size["axis_y"] - height, 2),
+                "height": round(height, 2),
+                "label": point["minute"][11:16] if index % every == 0 else "",
+                "center": round(index * slot + slot / 2, 2),
+            }
+        )
+    return {"size": size, "bars": bars, "peak": peak}
+
+
+def stage_charts(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Geometry of each stage's histogram: a slot per log-scale bin from the shortest non-empty one to
+    the longest, so that the x axis stays logarithmic; bars scaled to the fullest bin."""
+    size = STAGE_CHART
+    charts = []
+    for stage in stages:
+        histogram, bars = stage["histogram"], []
+        if histogram:
+            # A bin's upper bound is 2^((b + 1) / 4) ms (corpora.telemetry.bin_bounds).
+            indices = [round(math.log2(row["to_ms"]) * BINS_PER_OCTAVE) - 1 for row in histogram]
+            slot = size["width"] / (indices[-1] - indices[0] + 1)
+            peak = max(row["count"] for row in histogram)
+            for row, index in zip(histogram, indices, strict=True):
+                height = size["plot"] * row["count"] / peak
+                offset = (index - indices[0]) * slot
+                bars.append(
+                    {
+                        "row": row,
+                        "x": round(offset + slot * 0.1, 2),
+                        "width": round(slot * 0.8, 2),
+                        "y": round(size["axis_y"] - height, 2),
+                        "height": round(height, 2),
+                    }
+                )
+        charts.append({"stage": stage, "size": size, "bars": bars, "title": stage["stage"].replace("_", " ")})
+    return charts
 
 
 def heat_level(count: int, peak: int) -> int:
@@ -215,12 +281,14 @@ def run_list_view(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
-    """The run page of a pair: twin of GET /api/runs/<c>/<s> (history), .../current (the open run),
+    """The run page of a pair: twin of GET /api/runs/<c>/<s> (history), .../current (the open run and its
+    ETA), .../telemetry (throughput and stage times),
     .../diff (the two latest snapshots) and .../tasks?change=regressed (what got worse)."""
     try:
         query = validated(PairRunsParamsSerializer(data=given(request.GET)))
         runs = RunSerializer(pair_runs(corpus, service, **query), many=True).data
         current = run_current(corpus, service)
+        telemetry = TelemetrySerializer(pair_telemetry(corpus, service)).data
         scope = diff_scope(corpus, service)
         _, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
@@ -233,7 +301,12 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         "corpus": corpus,
         "service": service,
         "runs": runs,
-        "current": RunSerializer(current).data if current else None,
+        "current": CurrentRunSerializer(current).data if current else None,
+        "telemetry": telemetry,
+        "telemetry_runs": [("open run", telemetry["open_run"]), ("closed run", telemetry["last_closed_run"])],
+        "throughput": throughput_chart(telemetry["throughput"]),
+        "stage_charts": stage_charts((telemetry["open_run"] or telemetry["last_closed_run"] or {}).get("stages", [])),
+        "eta_text": duration_text((telemetry["eta"] or {}).get("eta_seconds")),
         "diff": diff,
         "regressions": regressions,
         "rows": run_rows(runs),

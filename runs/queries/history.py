@@ -1,5 +1,5 @@
 """Reads of run history: every run, a pair's runs and its open run, as run records (an open run's
-tallies live from the task counts); and the (corpus, service) pair that has a history."""
+tallies live from the task counts, and its ETA); and the (corpus, service) pair that has a history."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from django.conf import settings
 from config.errors import BadRequest, NotFound
 from corpora.models import Activation, Corpus, Run, Snapshot, TaskCount
 from corpora.queries import pair_get, status_counts
+from runs.queries.eta import run_etas
 from services.models import Service
 
 
@@ -108,7 +109,17 @@ def pair_runs(corpus_name: str, service_name: str, *, limit: int | None = None) 
 
 
 def run_current(corpus_name: str, service_name: str) -> dict[str, Any] | None:
-    """GET /api/runs/{corpus}/{service}/current: the open run with live tallies, or None."""
+    """GET /api/runs/{corpus}/{service}/current: the open run with live tallies and its ETA
+    (runs.queries.eta), or None."""
     pair = pair_known(corpus_name, service_name)
     run = _runs().filter(corpus=pair.corpus, service=pair.service, finished_at__isnull=True).first()
-    return _run_records([run])[0] if run else None
+    if run is None:
+        return None
+    return {**_run_records([run])[0], "eta": run_etas([run])[run["id"]]}
+
+
+def open_runs() -> list[dict[str, Any]]:
+    """Every open run, oldest first, with its live tallies and ETA (the dashboard's runs)."""
+    runs = list(_runs().filter(finished_at__isnull=True).order_by("started_at", "id"))
+    etas = run_etas(runs)
+    return [{**record, "eta": etas[record["id"]]} for record in _run_records(runs)]

@@ -1,12 +1,15 @@
 """Real LaTeXML through the whole system: dispatcher and `manage.py worker` processes over real
-sockets; what lands in the database equals what latexmlc itself reports for the same documents."""
+sockets; what lands in the database equals what latexmlc itself reports for the same documents, and the
+run's telemetry counts every conversion in each stage."""
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import signal
 import subprocess
+import time
 from pathlib import Path
 
 import psutil
@@ -14,8 +17,9 @@ import pytest
 
 from conversion.logparse import parse_log
 from conversion.statuses import INVALID
-from corpora.models import Task
+from corpora.models import Run, Task
 from reports.models import LogMessage, TaskRuntime
+from runs.models import TelemetryMinute
 from services.models import Service, Worker
 from tests.corpora.helpers import activated
 from tests.dispatcher.harness import DispatcherProcess, dispatcher_rounds, process_stop, wait_for, worker_process
@@ -82,6 +86,49 @@ def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_p
         assert (tmp_path / "results" / str(task.corpus_id) / str(task.service_id) / f"{task.pk}.zip").exists()
     identities = Worker.objects.filter(service__name="tex_to_html")
     assert sum(w.returned for w in identities) == 4 and all(w.in_flight == 0 for w in identities)
+
+
+def _nearest_rank(values: list[int], fraction: float) -> int:
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(fraction * len(ordered))) - 1]
+
+
+def test_the_telemetry_of_real_conversions_counts_every_task_in_each_stage(
+    latexml_corpus, tmp_path, corpus_root, process_tmpdir, api
+):
+    tasks = Task.objects.filter(corpus__name="real", service__name="tex_to_html")
+    run = Run.objects.get(corpus__name="real", service__name="tex_to_html", finished_at__isnull=True)
+    started = time.monotonic()
+    dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
+    worker = worker_process(dispatcher, scratch=process_tmpdir)
+    try:
+        # The last result closes the drained run in its batch, after the telemetry was counted into it.
+        wait_for(
+            lambda: Run.objects.filter(pk=run.pk, finished_at__isnull=False).exists(), timeout=240, interval=0.5,
+            message="the run to close",
+        )  # fmt: skip
+    finally:
+        process_stop(worker)
+        dispatcher.stop()
+    wall_ms = (time.monotonic() - started) * 1000
+    assert not tasks.filter(status__gte=0).exists() and tasks.filter(attempts=1).count() == len(DOCUMENTS)
+    body = api.get("/api/runs/real/tex_to_html/telemetry").json()
+    assert body["open_run"] is None and body["last_closed_run"]["id"] == run.pk
+    stages = {stage["stage"]: stage for stage in body["last_closed_run"]["stages"]}
+    assert {name: stage["count"] for name, stage in stages.items()} == dict.fromkeys(
+        ("queue_wait", "conversion", "ingestion", "end_to_end"), len(DOCUMENTS)
+    )
+    assert sum(TelemetryMinute.objects.filter(run_id=run.pk).values_list("count", flat=True)) == len(DOCUMENTS)
+    # A conversion stage (lease to arrival) holds the worker's own latexmlc runtime and fits in the test's
+    # wall time: each percentile's bin lies between the runtimes' percentile and that wall time.
+    runtimes = list(TaskRuntime.objects.filter(task__in=tasks).values_list("runtime_ms", flat=True))
+    assert len(runtimes) == len(DOCUMENTS)
+    conversion = stages["conversion"]
+    for name, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+        assert conversion[name]["to_ms"] > _nearest_rank(runtimes, fraction), name
+        assert conversion[name]["from_ms"] <= wall_ms, name
+    assert sum(row["count"] for row in conversion["histogram"]) == len(DOCUMENTS)
+    assert stages["end_to_end"]["p99"]["to_ms"] >= conversion["p99"]["from_ms"]
 
 
 def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_completed(

@@ -15,8 +15,11 @@ from config.middleware import SCREEN_CSP
 from corpora.models import Corpus, Run, Task
 from corpora.pairs import runs_close_drained
 from corpora.statuses import COMPLETED_NAMES
+from jobs.models import JobState
+from ops.health import health
 from services.models import PROTECTED_SERVICES, Service, Worker
 from tests.corpora.helpers import activated, imported
+from tests.factories import JobFactory
 
 pytestmark = pytest.mark.django_db
 
@@ -84,7 +87,10 @@ def test_the_status_record_of_an_empty_system(api):
 def test_the_home_screen_shows_the_same_record_polls_it_and_is_csp_clean(client, api, busy):
     response = client.get("/")
     assert response.status_code == 200
-    assert response.context["status"] == api.get("/api/status").json()
+    # The home screen is the dashboard: its record is GET /api/dashboard's, which holds GET /api/status's.
+    status = api.get("/api/status").json()
+    assert response.context["dashboard"] == api.get("/api/dashboard").json()
+    assert {key: response.context["status"][key] for key in status} == status
     assert response["Content-Security-Policy"] == SCREEN_CSP
     html = response.content.decode()
     assert _inline_offences(html) == []
@@ -97,6 +103,35 @@ def test_the_home_screen_shows_the_same_record_polls_it_and_is_csp_clean(client,
     assert fragment.status_code == 200 and "<html" not in fragment.content.decode()
     assert fragment.context["status"]["backlog"]["total"] == 2
     assert re.search(r'id="status-backlog">2\b', fragment.content.decode())
+
+
+def test_the_dashboard_says_what_the_data_says(api, busy, settings):
+    now = timezone.now()
+    stale = now - timedelta(seconds=settings.JOB_STALL_SECONDS + 30)
+    stalled = JobFactory(kind="service_activate", state=JobState.RUNNING, started_at=stale, heartbeat_at=stale)
+    failed = JobFactory(kind="corpus_import", state=JobState.FAILED, finished_at=now - timedelta(hours=1))
+    JobFactory(kind="corpus_import", state=JobState.FAILED, finished_at=now - timedelta(hours=30))  # too old
+    JobFactory(kind="corpus_import", state=JobState.RUNNING, started_at=now, heartbeat_at=now)  # alive
+    JobFactory(kind="corpus_import", state=JobState.SUCCEEDED, finished_at=now)
+    body = api.get("/api/dashboard").json()  # public: no token
+    assert {key: body[key] for key in api.get("/api/status").json()} == api.get("/api/status").json()
+    open_runs = Run.objects.filter(finished_at__isnull=True).order_by("started_at", "id")
+    assert [run["id"] for run in body["open_runs"]] == [run.pk for run in open_runs]
+    conversions = Task.objects.exclude(service__name__in=PROTECTED_SERVICES)
+    for run in body["open_runs"]:
+        pair = conversions.filter(corpus__name=run["corpus"], service__name=run["service"])
+        assert run["eta"]["remaining"] == pair.filter(status__gte=0).count()
+        assert run["eta"]["rate_per_minute"] is None and run["eta"]["eta_seconds"] is None  # nothing applied yet
+    backlog = {row["service"]: (row["todo"], row["queued"], row["total"]) for row in body["backlog_per_service"]}
+    assert backlog == {"tex_to_html": (1, 1, 2), "tex_to_html_next": (3, 0, 3)}
+    assert [(job["uuid"], job["health"]) for job in body["jobs"]] == [
+        (str(failed.pk), "failed"), (str(stalled.pk), "stalled")
+    ]  # fmt: skip
+    assert all("message" not in job for job in body["jobs"])
+    checks = health()["checks"]
+    assert body["health"]["problems"] == [
+        {"name": c["name"], "status": c["status"]} for c in checks if c["status"] != "ok"
+    ]
 
 
 # --- statistics --------------------------------------------------------------------------------------

@@ -1,0 +1,104 @@
+"""Reads of a run's telemetry (written by corpora.telemetry): per stage the percentiles and histogram of
+the open run and of the latest closed one, the open run's throughput per minute, and its ETA.
+
+Percentiles are nearest-rank over the bins: the bin holding the ceil(p * n)-th smallest duration, given
+as its geometric middle with its bounds, so within a factor 2^(1/8) (±9%) of the exact value.
+The ETA is runs.queries.eta's.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from datetime import datetime
+from typing import Any
+
+from corpora.models import Run
+from corpora.telemetry import BINS_PER_OCTAVE, STAGES, bin_bounds, bin_middle
+from runs.models import TelemetryBin, TelemetryMinute
+from runs.queries.eta import RATE_WINDOW, run_etas
+from runs.queries.history import pair_known
+
+PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
+PRECISION = (
+    f"durations in milliseconds; percentiles are nearest-rank over log-scale bins ({BINS_PER_OCTAVE} per doubling),"
+    " given as the bin's geometric middle, within a factor 2^(1/8) (about 9%) of the exact value"
+)
+
+
+def percentile_bin(bins: list[tuple[int, int]], fraction: float) -> int | None:
+    """The bin holding the nearest-rank `fraction` percentile of (bin, count) rows, or None when empty."""
+    total = sum(count for _, count in bins)
+    if total <= 0:
+        return None
+    rank = max(1, math.ceil(fraction * total))
+    seen = 0
+    for bin_, count in sorted(bins):
+        seen += count
+        if seen >= rank:
+            return bin_
+    return None  # pragma: no cover  (seen reaches total >= rank)
+
+
+def _percentile(bins: list[tuple[int, int]], fraction: float) -> dict[str, float] | None:
+    found = percentile_bin(bins, fraction)
+    if found is None:
+        return None
+    low, high = bin_bounds(found)
+    return {"ms": round(bin_middle(found), 3), "from_ms": round(low, 3), "to_ms": round(high, 3)}
+
+
+def stage_summary(stage: str, bins: list[tuple[int, int]]) -> dict[str, Any]:
+    """One stage's DTO: its count, percentiles and histogram (non-empty bins, shortest first)."""
+    rows = sorted((b, c) for b, c in bins if c > 0)
+    summary: dict[str, Any] = {"stage": stage, "count": sum(c for _, c in rows)}
+    for name, fraction in PERCENTILES:
+        summary[name] = _percentile(rows, fraction)
+    summary["histogram"] = [
+        {"from_ms": round(bin_bounds(b)[0], 3), "to_ms": round(bin_bounds(b)[1], 3), "count": c} for b, c in rows
+    ]
+    return summary
+
+
+def run_stages(run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+    """Every stage's summary for each of these runs (stages with no count included), in one read."""
+    by_run: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
+    for run_id, stage, bin_, count in TelemetryBin.objects.filter(run_id__in=run_ids).values_list(
+        "run_id", "stage", "bin", "count"
+    ):
+        by_run[run_id][stage].append((bin_, count))
+    return {run_id: [stage_summary(name, by_run[run_id][code]) for code, name in STAGES.items()] for run_id in run_ids}
+
+
+def run_throughput(run_id: int) -> list[dict[str, Any]]:
+    """Results applied per minute of a run, oldest first (minutes with none are absent)."""
+    rows = TelemetryMinute.objects.filter(run_id=run_id).order_by("minute").values_list("minute", "count")
+    return [{"minute": minute, "completed": count} for minute, count in rows]
+
+
+_RUN_FIELDS = ("id", "corpus_id", "service_id", "started_at", "finished_at")
+
+
+def pair_telemetry(corpus_name: str, service_name: str, now: datetime | None = None) -> dict[str, Any]:
+    """GET /api/runs/{corpus}/{service}/telemetry."""
+    pair = pair_known(corpus_name, service_name)
+    runs = Run.objects.filter(corpus=pair.corpus, service=pair.service)
+    open_run = runs.filter(finished_at__isnull=True).values(*_RUN_FIELDS).first()
+    closed = runs.filter(finished_at__isnull=False).order_by("-finished_at", "-id").values(*_RUN_FIELDS).first()
+    stages = run_stages([run["id"] for run in (open_run, closed) if run])
+
+    def record(run: dict[str, Any] | None) -> dict[str, Any] | None:
+        if run is None:
+            return None
+        return {k: run[k] for k in ("id", "started_at", "finished_at")} | {"stages": stages[run["id"]]}
+
+    return {
+        "corpus": corpus_name,
+        "service": service_name,
+        "precision": PRECISION,
+        "open_run": record(open_run),
+        "last_closed_run": record(closed),
+        "throughput": run_throughput(open_run["id"]) if open_run else [],
+        "eta": run_etas([open_run], now)[open_run["id"]] if open_run else None,
+        "rate_window": RATE_WINDOW,
+    }
