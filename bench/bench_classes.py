@@ -29,7 +29,7 @@ from urllib.parse import quote, urlencode
 
 import harness  # bench/ is the script's directory
 
-harness.configure("ccs_classes_bench", 13, Path("/tmp/ccs-classes-bench"))
+harness.configure("ccs_classes_bench", 6, Path("/tmp/ccs-classes-bench"))
 BENCH_DB = harness.BENCH_DB
 PG_SERVER = harness.PG_SERVER
 ACTOR = harness.ACTOR
