@@ -35,6 +35,7 @@ from runs.queries.classes import (
     DECREASED,
     GAINED,
     INCREASED,
+    KINDS,
     LOST,
     class_diff,
     class_diff_count,
@@ -475,16 +476,13 @@ def classes_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
     context = {
         "scope": _dates(scope),
         "filters": query,
-        "kinds": KIND_CHOICES,
+        "kinds": KINDS,
         "rows": class_rows(corpus, service, scope, changes),
         "count": count,
         "pager": pager(page.offset, page.page_size, len(changes), count, {k: v for k, v in kept.items() if v}),
         "crumbs": crumbs(corpus, service, ("diff", _scope_diff_href(corpus, service, scope)), ("classes", None)),
     }
     return render(request, "runs/classes.html", context)
-
-
-KIND_CHOICES = ("appeared", "vanished", "grew", "shrank", INCREASED, DECREASED)
 
 
 def _scope_diff_href(corpus: str, service: str, scope: DiffScope) -> str | None:
