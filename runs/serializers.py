@@ -262,6 +262,9 @@ class HistoryEntrySerializer(serializers.Serializer):
     live = serializers.BooleanField(help_text="the document now, while a run of its pair is open")
     run = HistoryRunSerializer(allow_null=True, help_text="the run the snapshot closed, or the run open then")
     status = serializers.CharField()
+    classes_known = serializers.BooleanField(
+        help_text="false for a snapshot taken before snapshots froze message classes: `classes` says nothing then"
+    )
     classes = serializers.ListField(
         child=serializers.BooleanField(), help_text="for each of `classes`, whether the document had it then"
     )

@@ -247,7 +247,7 @@ def document_history(corpus_name: str, service_name: str, document_name: str) ->
     """GET /api/corpus/{corpus}/{service}/document/{name}/history: newest first, the document now (while a
     run of the pair is open) and in every snapshot of its pair that holds it: the date, the run and its
     owner, its status then, and for each class of warning severity or worse that it had in any of them,
-    whether it had it then."""
+    whether it had it then (unknown in a snapshot taken before snapshots froze classes)."""
     pair = pair_known(corpus_name, service_name)
     document = Document.objects.filter(corpus=pair.corpus, name=document_name).first()
     task = Task.objects.filter(document=document, service=pair.service).first() if document else None
@@ -263,28 +263,37 @@ def document_history(corpus_name: str, service_name: str, document_name: str) ->
     open_run = next((run for run in runs if run["finished_at"] is None), None)
     if open_run is not None and task is not None:
         status = status_name(task.status)
-        entries.append({"key": "now", "taken_at": None, "live": True, "run": open_run, "status": status})
+        entries.append({"key": "now", "taken_at": None, "live": True, "run": open_run, "status": status, "known": True})
         memberships["now"] = _classes_now(task.pk)
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT s.id, s.taken_at, s.statuses[array_position(s.document_ids, %s)] FROM runs_snapshot s"
-            " WHERE s.corpus_id = %s AND s.service_id = %s AND %s = ANY(s.document_ids) ORDER BY s.taken_at DESC",
+            "SELECT s.id, s.taken_at, s.statuses[array_position(s.document_ids, %s)], s.with_classes"
+            " FROM runs_snapshot s WHERE s.corpus_id = %s AND s.service_id = %s AND %s = ANY(s.document_ids)"
+            " ORDER BY s.taken_at DESC",
             [document.pk, pair.corpus.pk, pair.service.pk, document.pk],
         )
         snapshots = cursor.fetchall()
         cursor.execute(
             "SELECT m.snapshot_id, m.message_class_id FROM runs_snapshotmembers m"
             " WHERE m.snapshot_id = ANY(%s) AND m.hi >= %s AND m.lo <= %s AND %s = ANY(m.document_ids)",
-            [[row[0] for row in snapshots], document.pk, document.pk, document.pk],
+            [[row[0] for row in snapshots if row[3]], document.pk, document.pk, document.pk],
         )
         for snapshot_id, class_id in cursor.fetchall():
             memberships.setdefault(snapshot_id, set()).add(class_id)
-    for snapshot_id, taken_at, bucket in snapshots:
+    for snapshot_id, taken_at, bucket, with_classes in snapshots:
         run = next((r for r in runs if r["snapshot_id"] == snapshot_id), None) or next(
             (r for r in runs if r["started_at"] <= taken_at and (r["finished_at"] or taken_at) >= taken_at), None
         )
+        status = DIFF_BUCKET_NAMES[bucket]
         entries.append(
-            {"key": snapshot_id, "taken_at": taken_at, "live": False, "run": run, "status": DIFF_BUCKET_NAMES[bucket]}
+            {
+                "key": snapshot_id,
+                "taken_at": taken_at,
+                "live": False,
+                "run": run,
+                "status": status,
+                "known": with_classes,
+            }
         )
     classes = _classes_named(set().union(*memberships.values()) if memberships else set())
     return {
@@ -299,6 +308,7 @@ def document_history(corpus_name: str, service_name: str, document_name: str) ->
                 "live": entry["live"],
                 "run": _run_brief(entry["run"]),
                 "status": entry["status"],
+                "classes_known": entry["known"],
                 "classes": [c["id"] in memberships.get(entry["key"], set()) for c in classes],
             }
             for entry in entries

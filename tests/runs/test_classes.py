@@ -201,6 +201,9 @@ def test_bad_filters_unknown_classes_and_snapshots_without_classes_are_refused_c
     _problem(authed.get(f"{PAIR}/classes"), 400, "previous")
     _problem(authed.get(_class_url(UNDEFINED_A), {"change": "lost"}), 400, "previous")
     assert authed.get(f"{PAIR}/diff").status_code == 200  # the status diff does not need them
+    # Its history says what it cannot know, not that the document had no class then.
+    entries = authed.get("/api/corpus/a/tex_to_html/document/doc1/history").json()["entries"]
+    assert [(e["classes_known"], e["classes"]) for e in entries] == [(True, [True]), (False, [False])]
 
 
 def test_a_rerun_s_retired_messages_are_in_no_snapshot_and_the_history_shows_each_status_and_class(authed, corpus_root):
