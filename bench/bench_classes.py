@@ -159,35 +159,52 @@ def marker(on: bool) -> None:
             cursor.execute("DELETE FROM bench_reports_meta WHERE key = 'classes_changed'")
 
 
+def snapshots_delete(cursor: Any, condition: str, params: list[Any]) -> None:
+    """Delete the snapshots `condition` (on runs_snapshot) names, with their classes."""
+    snapshots = f"SELECT id FROM runs_snapshot WHERE {condition}"
+    for table in ("runs_snapshotmembers", "runs_snapshotclass"):
+        cursor.execute(f"DELETE FROM {table} WHERE snapshot_id IN ({snapshots})", params)
+    cursor.execute(f"DELETE FROM runs_snapshot WHERE {condition}", params)
+
+
 def history_clear(corpus_id: int, service_id: int) -> None:
-    """Delete the pair's runs, snapshots, their classes and diffs (what this script took)."""
+    """Delete the pair's snapshots, their classes and diffs (what this script took)."""
     from django.db import connection, transaction
 
+    pair = "corpus_id = %s AND service_id = %s"
     with transaction.atomic(), connection.cursor() as cursor:
-        snapshots = "SELECT id FROM runs_snapshot WHERE corpus_id = %s AND service_id = %s"
-        cursor.execute(
-            "DELETE FROM runs_taskdiff WHERE diff_id IN"
-            f" (SELECT id FROM runs_snapshotdiff WHERE previous_id IN ({snapshots}))",
-            [corpus_id, service_id],
-        )
-        cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE previous_id IN ({snapshots})", [corpus_id, service_id])
-        cursor.execute(
-            "UPDATE runs_run SET snapshot_id = NULL WHERE corpus_id = %s AND service_id = %s", [corpus_id, service_id]
-        )
-        for table in ("runs_snapshotmembers", "runs_snapshotclass"):
-            cursor.execute(f"DELETE FROM {table} WHERE snapshot_id IN ({snapshots})", [corpus_id, service_id])
-        cursor.execute("DELETE FROM runs_snapshot WHERE corpus_id = %s AND service_id = %s", [corpus_id, service_id])
+        diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{pair}"
+        cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [corpus_id, service_id])
+        cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [corpus_id, service_id])
+        cursor.execute(f"UPDATE runs_run SET snapshot_id = NULL WHERE {pair}", [corpus_id, service_id])
+        snapshots_delete(cursor, pair, [corpus_id, service_id])
 
 
 # --- measurements -------------------------------------------------------------------------------------
 
 
-def snapshot_timed(corpus_id: int, service_id: int) -> tuple[float, Any]:
+def snapshots_timed(label: str, corpus_id: int, service_id: int, rounds: int, wait: float) -> tuple[list[float], Any]:
+    """`rounds` snapshots of the pair (corpora.pairs.snapshot_take), each timed once the machine is quiet:
+    their seconds and the first one taken, which is kept; the others are deleted again."""
+    from django.db import connection
+
     from corpora.pairs import snapshot_take
 
-    began = time.perf_counter()
-    taken = snapshot_take(corpus_id=corpus_id, service_id=service_id)
-    return time.perf_counter() - began, taken
+    def timed() -> tuple[float, Any]:
+        began = time.perf_counter()
+        taken = snapshot_take(corpus_id=corpus_id, service_id=service_id)
+        return time.perf_counter() - began, taken
+
+    seconds, kept = [], None
+    for round_ in range(rounds):
+        elapsed, taken = quietly(f"{label} {round_ + 1}", timed, wait=wait)
+        seconds.append(elapsed)
+        if kept is None:
+            kept = taken
+        else:
+            with connection.cursor() as cursor:
+                snapshots_delete(cursor, "id = %s", [taken.snapshot_id])
+    return seconds, kept
 
 
 def class_diff_timed(client: Any, url: str) -> tuple[float, list[dict[str, Any]]]:
@@ -222,14 +239,7 @@ def main() -> None:
     from corpora.models import Corpus
     from services.models import Service
 
-    state = reports_data.generated_state()
-    if state:
-        print(f"data: reused ({state['tasks']:,} tasks, {state['messages']:,} messages)")
-    else:
-        print(f"data: generating {args.tasks:,} tasks and {args.tasks * reports_data.MESSAGES_PER_TASK:,} messages")
-        began = time.perf_counter()
-        generation = reports_data.data_generate(args.tasks, ACTOR)
-        print(f"data: generated in {time.perf_counter() - began:.1f} s ({generation.messages:,} messages)")
+    reports_data.data_ensure(args.tasks, ACTOR)
     corpus_id = Corpus.objects.get(name=reports_data.CORPUS).pk
     service_id = Service.objects.get(name=reports_data.SERVICE).pk
     history_clear(corpus_id, service_id)
@@ -238,20 +248,7 @@ def main() -> None:
     print(harness.load_line())
 
     # Snapshots of the unchanged data: the first is kept as `previous`, the others deleted again.
-    before: list[float] = []
-    previous = None
-    for round_ in range(args.rounds):
-        seconds, taken = quietly(
-            f"snapshot {round_ + 1}", lambda: snapshot_timed(corpus_id, service_id), wait=args.wait
-        )
-        before.append(seconds)
-        if previous is None:
-            previous = taken
-        else:
-            with connection.cursor() as cursor:
-                for table in ("runs_snapshotmembers", "runs_snapshotclass"):
-                    cursor.execute(f"DELETE FROM {table} WHERE snapshot_id = %s", [taken.snapshot_id])
-                cursor.execute("DELETE FROM runs_snapshot WHERE id = %s", [taken.snapshot_id])
+    before, previous = snapshots_timed("snapshot", corpus_id, service_id, args.rounds, args.wait)
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*), coalesce(sum(cardinality(document_ids)), 0),"
@@ -274,20 +271,7 @@ def main() -> None:
     print(f"change: {len(tasks):,} tasks' messages rewritten in {time.perf_counter() - began:.1f} s (not measured)")
     with connection.cursor() as cursor:
         cursor.execute("VACUUM (ANALYZE) reports_taskclass, reports_messagetally")
-    after: list[float] = []
-    current = None
-    for round_ in range(args.rounds):
-        seconds, taken = quietly(
-            f"snapshot after {round_ + 1}", lambda: snapshot_timed(corpus_id, service_id), wait=args.wait
-        )
-        after.append(seconds)
-        if current is None:
-            current = taken
-        else:
-            with connection.cursor() as cursor:
-                for table in ("runs_snapshotmembers", "runs_snapshotclass"):
-                    cursor.execute(f"DELETE FROM {table} WHERE snapshot_id = %s", [taken.snapshot_id])
-                cursor.execute("DELETE FROM runs_snapshot WHERE id = %s", [taken.snapshot_id])
+    after, current = snapshots_timed("snapshot after", corpus_id, service_id, args.rounds, args.wait)
     print(f"snapshot after the change: {', '.join(f'{s:.2f}' for s in after)} s; best {min(after):.2f} s")
     with connection.cursor() as cursor:
         cursor.execute("VACUUM (ANALYZE) runs_snapshotmembers, runs_snapshotclass, runs_snapshot")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import time
 from pathlib import Path
 from typing import Any
 
@@ -162,14 +161,7 @@ def main() -> None:
 
     from corpora.actions import corpus_delete
 
-    state = reports_data.generated_state()
-    if state:
-        print(f"data: reused ({state['tasks']:,} tasks, {state['messages']:,} messages)")
-    else:
-        print(f"data: generating {args.tasks:,} tasks and {args.tasks * reports_data.MESSAGES_PER_TASK:,} messages")
-        began = time.perf_counter()
-        generation = reports_data.data_generate(args.tasks, ACTOR)
-        print(f"data: generated in {time.perf_counter() - began:.1f} s ({generation.messages:,} messages)")
+    reports_data.data_ensure(args.tasks, ACTOR)
     with connection.cursor() as cursor:
         cursor.execute(f"VACUUM (ANALYZE) corpora_task, corpora_document, {reports_data.MESSAGE_TABLES_SQL}")
     failed = False

@@ -501,6 +501,18 @@ def data_generate(tasks: int, actor: str) -> Generation:
     return Generation(tasks=tasks, messages=messages, reused=False, steps=steps)
 
 
+def data_ensure(tasks: int, actor: str) -> None:
+    """Reuse the data set of an earlier complete build, or build it now (printing which and how long)."""
+    state = generated_state()
+    if state:
+        print(f"data: reused ({state['tasks']:,} tasks, {state['messages']:,} messages)")
+        return
+    print(f"data: generating {tasks:,} tasks and {tasks * MESSAGES_PER_TASK:,} messages")
+    began = time.perf_counter()
+    generation = data_generate(tasks, actor)
+    print(f"data: generated in {time.perf_counter() - began:.1f} s ({generation.messages:,} messages)")
+
+
 def _json(value: object) -> str:
     return json.dumps(value)
 

@@ -20,7 +20,7 @@ from config.planner import BULK_SETTINGS
 from conversion.severities import Severity
 from corpora.lifecycle import tasks_purge
 from corpora.models import MEMBERS_CHUNK, Run
-from corpora.queries import pair_counts
+from corpora.queries import pair_counts, retired_messages_exist
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS
 from corpora.telemetry import telemetry_delete, telemetry_trim
@@ -111,11 +111,9 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
             " WHERE t.corpus_id = %s AND t.service_id = %s GROUP BY t.message_class_id HAVING sum(t.tasks) > 0",
             [snapshot_id, corpus_id, service_id],
         )
-        cursor.execute(
-            "SELECT EXISTS (SELECT FROM reports_stalemessages WHERE corpus_id = %s AND service_id = %s)",
-            [corpus_id, service_id],
-        )
-        retired = " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
+        retired = ""
+        if retired_messages_exist(corpus_id, service_id):
+            retired = " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
         # Each class's documents in one ascending array, cut after every member whose hash is 0 modulo
         # MEMBERS_CHUNK (and after the last): each piece is a row from its first document to its last.
         cursor.execute(
@@ -125,7 +123,7 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
             "  FROM reports_taskclass p"
             "  JOIN corpora_task t ON t.id = p.task_id AND t.corpus_id = %s AND t.service_id = %s"
             "  JOIN reports_messageclass k ON k.id = p.message_class_id AND k.level = 0 AND k.severity = ANY(%s)"
-            f"  WHERE p.corpus_id = %s AND p.service_id = %s{retired if cursor.fetchone()[0] else ''} GROUP BY 1)"
+            f"  WHERE p.corpus_id = %s AND p.service_id = %s{retired} GROUP BY 1)"
             " SELECT %s, m.c, m.a[s.hi - s.size + 1], m.a[s.hi], m.a[s.hi - s.size + 1 : s.hi] FROM m,"
             "  LATERAL (SELECT e.i AS hi, e.i - coalesce(lag(e.i) OVER (ORDER BY e.i), 0) AS size FROM ("
             "   SELECT u.i FROM unnest(m.a) WITH ORDINALITY AS u(d, i)"
