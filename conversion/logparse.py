@@ -30,8 +30,12 @@ CATEGORY_MAX = 100
 WHAT_MAX = 200
 DETAILS_MAX = 2000
 
-_MESSAGE_LINE = re.compile(r"^([^ :]+):([^ :]+):([^ ]+)(\s(.*))?$")
-_SEVERITIES = {**{severity: severity for severity in Severity.ALL}, "warn": Severity.WARNING}
+# Severity names as LaTeXML writes them, and in lower case; any other case is lowered first.
+_SEVERITIES = {
+    **{name: severity for severity in Severity.ALL for name in (severity, severity.capitalize())},
+    "warn": Severity.WARNING,
+    "Warn": Severity.WARNING,
+}
 # LaTeXML opens every progress note with "(Stage..." on a fresh line and closes it with " 0.01 sec)";
 # only file loads are worth keeping. Searched anywhere in the line so a note that some other
 # writer put after text on the same line is still found.
@@ -86,53 +90,61 @@ def _status_code(text: str) -> int | None:
 def parse_log(data: bytes | str) -> ParsedLog:
     """Parse a LaTeXML log; any content is accepted, and a log without a status line is fatal."""
     text = _as_text(data)
+    crlf = "\r" in text
+    if crlf:  # one CR before each line end belongs to a CRLF line end, as at the end of the last line
+        text = text.replace("\r\n", "\n")
+        if text.endswith("\r"):
+            text = text[:-1]
     messages: list[Message] = []
     runtime_ms: int | None = None
     status_lines: list[str] = []
     invalid = False
-    # The message that TAB lines extend, as mutable parts; None when the previous line was not a message.
+    # The message that TAB lines extend, as its fields; None when the line before was not a message.
     open_message: list[str] | None = None
+    severities, info, fatal, new = _SEVERITIES, Severity.INFO, Severity.FATAL, tuple.__new__
 
-    lines = text.split("\n")
-    if "\r" in text:
-        lines = [line[:-1] if line.endswith("\r") else line for line in lines]
-    for line in lines:
-        if line.startswith("\t"):
+    for line in text.split("\n"):
+        if line[:1] == "\t":
             if open_message is not None and len(open_message[3]) < DETAILS_MAX:
                 more = line[1:]
                 open_message[3] = (open_message[3] + "\n" + more if open_message[3] else more)[:DETAILS_MAX]
             continue
         if open_message is not None:
-            messages.append(Message(*open_message))
+            messages.append(new(Message, open_message))
             open_message = None
         if not line:
             continue
-
-        match = _MESSAGE_LINE.match(line)
-        if match:
-            first, category, what, _, details = match.groups("")
-            first_lower, category_lower = first.lower(), category.lower()
-            if first_lower == "status":
-                status_lines.append(line)  # read below by _status_code, the one reading of status lines
+        # The message rule, "^([^ :]+):([^ :]+):([^ ]+)(\s(.*))?$", read with str methods: the first two
+        # fields run to the first two colons, the third to the first space, and the details after it.
+        fields = line.split(":", 2)
+        if len(fields) == 3:
+            first, category, rest = fields
+            what, _, details = rest.partition(" ")
+            if what and category and first and " " not in category and " " not in first:
+                severity = severities.get(first)
+                if severity is None:
+                    first_lower = first.lower()
+                    if first_lower == "status":
+                        status_lines.append(line)  # read below by _status_code, the one reading of status lines
+                        continue
+                    severity = severities.get(first_lower)
+                    if severity is None:
+                        continue  # e.g. "http://host:80/x" or "Scan:x:y": text, not a message
+                if severity == info and category.lower() == "runtime_ms" and _SMALL_INT.fullmatch(what):
+                    runtime_ms = int(what)
+                    continue
+                if severity == fatal and category.lower() == INVALID_CATEGORY:
+                    invalid = True
+                open_message = [severity, category[:CATEGORY_MAX], what[:WHAT_MAX], details[:DETAILS_MAX]]
                 continue
-            severity = _SEVERITIES.get(first_lower)
-            if severity is None:
-                continue  # e.g. "http://host:80/x" or "Scan:x:y": text, not a message
-            if severity == Severity.INFO and category_lower == "runtime_ms" and _SMALL_INT.fullmatch(what):
-                runtime_ms = int(what)
-                continue
-            if severity == Severity.FATAL and category_lower == INVALID_CATEGORY:
-                invalid = True
-            open_message = [severity, category[:CATEGORY_MAX], what[:WHAT_MAX], details[:DETAILS_MAX]]
-            continue
-
-        messages.extend(_loaded_files(line))
+        if "(Loading " in line or "(Processing definitions " in line:
+            messages.extend(_loaded_files(line))
 
     if open_message is not None:
-        messages.append(Message(*open_message))
+        messages.append(new(Message, open_message))
     # Only the lines that may be status lines go through the pattern, not the whole log again; with the
     # CR that was taken off their end given back, so the pattern sees them as they are in the log.
-    end = "\r\n" if "\r" in text else "\n"
+    end = "\r\n" if crlf else "\n"
     status_code = _status_code(end.join(status_lines) + end) if status_lines else None
     status = task_status_of(status_code, invalid=invalid)
     return ParsedLog(status=status, status_code=status_code, messages=messages, runtime_ms=runtime_ms)

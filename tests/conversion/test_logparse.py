@@ -11,6 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from conversion.logparse import (
     DETAILS_MAX,
@@ -25,6 +27,7 @@ from conversion.logparse import (
     status_code_of,
     status_name,
 )
+from tests.conversion.logparse_reference import parse_log_by_line
 
 
 def triples(parsed: ParsedLog) -> list[tuple[str, str, str]]:
@@ -321,6 +324,47 @@ def test_a_ten_megabyte_log_of_message_lines_parses_with_every_message():
     assert parsed.messages[-1] == Message(
         "warning", "expected", "ids", "Missing Target for Label: LABEL:x\nIn Post::CrossRef ->process"
     )
+
+
+# Lines built to sit on the edges of the rules: fields of a message line with and without spaces, colons,
+# TABs and other whitespace (vertical tab, NEL, the Unicode line separator), empty fields, severities in
+# any case, status and runtime lines, progress notes, long details, NUL and CR; joined by LF, CRLF, a
+# continuation (LF TAB) or a lone CR.
+_FIRSTS = ("Warning", "warning", "WARN", "Error", "Fatal", "Info", "info", "Status", "status", "Scan", "http", "",
+           "Warn ing", "\tError", " Info", "\x0bError", "Error\r")  # fmt: skip
+_FIELDS = ("conversion", "runtime_ms", "invalid", "undefined", "\\foo", "12", "-1", "0", "3", "", "a b", "x\ty",
+           "p:q", "é", "\x85", "\u2028", "(Loading /x/y.sty...", "z" * 250, "\x00")  # fmt: skip
+_SEPARATORS = (" ", "  ", "\t", "\x0b", "\x85", "\u2028", "\r", "")
+_DETAILS = ("", "the details", "a: b: c", " (Loading /x/a.sty... 0.01 sec)", "y" * 1500, "\t", "\r")
+_LINE_ENDS = ("\n", "\n", "\n", "\r\n", "\n\t", "\n\t\t", "\r", "\n\n")
+_FREE = ("(Loading ", "(Processing definitions ", "RelaxNG ", "/usr/share/x.sty", "...", " 0.01 sec)", ":", " ",
+         "\ufeff", "x")  # fmt: skip
+
+_message_lines = st.tuples(
+    st.sampled_from(_FIRSTS),
+    st.sampled_from(_FIELDS),
+    st.sampled_from(_FIELDS),
+    st.sampled_from(_SEPARATORS),
+    st.sampled_from(_DETAILS),
+).map(lambda t: f"{t[0]}:{t[1]}:{t[2]}{t[3]}{t[4]}")
+_free_lines = st.lists(st.sampled_from(_FREE + _FIELDS), max_size=6).map("".join)
+
+
+@settings(max_examples=4000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(st.one_of(_message_lines, _free_lines), st.sampled_from(_LINE_ENDS)), max_size=25))
+def test_the_one_pass_reading_agrees_with_the_line_by_line_rules_on_any_log(lines):
+    log = "".join(line + end for line, end in lines)
+    assert parse_log(log) == parse_log_by_line(log)
+    assert parse_log(log.rstrip("\n")) == parse_log_by_line(log.rstrip("\n"))
+    assert parse_log(log.encode()) == parse_log_by_line(log.encode())
+
+
+def test_the_one_pass_reading_agrees_with_the_line_by_line_rules_on_random_text():
+    chooser = random.Random(20261126)
+    alphabet = "Wwarning:Error:info Status:conversion:2 \t\t\n\n\r(Loading x.sty...) runtime_ms:7\x0b\x85"
+    for _ in range(2000):
+        log = "".join(chooser.choice(alphabet) for _ in range(chooser.randrange(400)))
+        assert parse_log(log) == parse_log_by_line(log)
 
 
 def test_status_name_names_each_completed_status():
