@@ -4,13 +4,24 @@ import gzip
 import io
 import os
 import random
+import tarfile
 import time
 import tracemalloc
 import zipfile
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from conversion.archive import Entry, SourceRefused, document_name, inspect_entry, pack_entry, source_open
+from conversion.archive import (
+    Entry,
+    SourceRefused,
+    document_name,
+    inspect_entry,
+    no_tar_header,
+    pack_entry,
+    source_open,
+)
 from tests.support import TEX_DOCUMENT, TEX_FRAGMENT, write_targz, write_tex, write_zero_bomb, write_zip
 
 
@@ -91,6 +102,49 @@ def test_binary_and_unknown_entries_are_invalid(tmp_path):
     (tmp_path / "paper.pdf").write_bytes(b"%PDF-1.4")
     assert inspect_entry(tmp_path / "bin.tex", "bin.tex").problem == "binary"
     assert inspect_entry(tmp_path / "paper.pdf", "paper.pdf").problem == "unsupported"
+
+
+def _tarfile_reads(data: bytes) -> bool:
+    try:
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:"):
+            return True
+    except tarfile.TarError:
+        return False
+
+
+def _tar_of(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.GNU_FORMAT) as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+# Checksum fields on the edges of what tarfile reads as a number (see conversion.archive.no_tar_header).
+_CHECKSUM_BYTES = st.lists(
+    st.sampled_from(b"0123456789+-_oOxX \t\n\r\x0b\x0c\x1c\x1f\x00\x80\xffa{"), min_size=8, max_size=8
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(head=st.binary(max_size=600), checksum=_CHECKSUM_BYTES, tail=st.binary(max_size=40))
+def test_a_block_said_to_hold_no_tar_header_is_one_tarfile_refuses(head, checksum, tail):
+    data = head[:148].ljust(148, b" ") + bytes(checksum) + head[156:] + tail if len(head) > 100 else head
+    if no_tar_header(data):
+        assert not _tarfile_reads(data)
+
+
+def test_real_tars_and_their_checksums_are_never_taken_for_something_else():
+    members = {"ms.tex": TEX_DOCUMENT.encode(), "b.tex": b"x" * 700}
+    for data in (_tar_of(members), _tar_of({}), b"\x00" * 1024, _tar_of({"a" * 120 + ".tex": b"y"})):
+        assert _tarfile_reads(data) and not no_tar_header(data)
+    # A checksum that tarfile reads (with a sign, a prefix or spaces) but that is wrong: tarfile decides.
+    assert not no_tar_header(b"x" * 148 + b"+0o17 \x00\x00" + b"x" * 356)
+    # Text such as the start of a gzipped .tex, and anything shorter than a block.
+    assert no_tar_header(TEX_DOCUMENT.encode() * 20)
+    assert no_tar_header(b"x" * 511)
 
 
 def test_short_names_drop_the_archive_or_tex_suffix():
