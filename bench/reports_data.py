@@ -301,9 +301,10 @@ def task_rows_sql(frame_filter: str) -> str:
 def task_classes_sql(scope: str) -> str:
     """INSERT of the (task, class) rows of the task rows `scope` (a JOIN/WHERE fragment on `x`) keeps."""
     return (
-        "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status)"
-        " SELECT x.task_id, x.corpus_id, x.service_id, u.class_id, x.task_status"
-        f" FROM reports_taskmessages x CROSS JOIN LATERAL unnest(x.classes) AS u(class_id) {scope}"
+        "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
+        " SELECT x.task_id, x.corpus_id, x.service_id, u.class_id, x.task_status, t.document_id"
+        " FROM reports_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
+        f" CROSS JOIN LATERAL unnest(x.classes) AS u(class_id) {scope}"
     )
 
 

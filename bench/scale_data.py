@@ -397,8 +397,9 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
             cursor.execute(f'DROP INDEX "{name}"')
         cursor.execute(WORK_MEM)
         cursor.execute(
-            "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status)"
-            " SELECT f.task_id, %s, %s, u.class_id, p.status FROM scale_frame f"
+            "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
+            " SELECT f.task_id, %s, %s, u.class_id, p.status, t.document_id FROM scale_frame f"
+            " JOIN corpora_task t ON t.id = f.task_id"
             " JOIN scale_template p ON p.id = f.template, unnest(p.classes) AS u(class_id) ORDER BY f.task_id",
             pair,
         )
@@ -515,8 +516,9 @@ def data_restore(corpus_id: int, service_id: int) -> dict[str, float]:
             pair,
         )
         cursor.execute(
-            "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status)"
-            " SELECT s.id, %s, %s, u.class_id, p.status FROM scale_restore s"
+            "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
+            " SELECT s.id, %s, %s, u.class_id, p.status, t.document_id FROM scale_restore s"
+            " JOIN corpora_task t ON t.id = s.id"
             " JOIN scale_template p ON p.id = s.template, unnest(p.classes) AS u(class_id) ORDER BY s.id",
             pair,
         )

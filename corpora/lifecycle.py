@@ -344,7 +344,8 @@ TASK_ROW_COLUMNS = (
 def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> int:
     """The message writer: each task's messages become its task row (classes, counts, log order, details),
     a (task, class) row per distinct class, and additions to the pair's tallies, in the caller's
-    transaction. A task's row carries its final status, so write it with or after that status; a task
+    transaction. The (task, class) rows carry the task's document, read here. A task's row carries its
+    final status, so write it with or after that status; a task
     must have no messages yet (messages_delete first). Fields must fit the dictionary's columns (the log
     parser caps them). Returns how many messages were written.
 
@@ -374,6 +375,8 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
     if not rows:
         return 0
     ids = message_classes(cursor, list(wanted))
+    cursor.execute("SELECT id, document_id FROM corpora_task WHERE id = ANY(%s)", [[row[0] for row in rows]])
+    documents = dict(cursor.fetchall())
     tallies: dict[tuple[int, int, int, int], list[int]] = {}
     pairs: list[str] = []
     with cursor.cursor.copy(f"COPY reports_taskmessages ({TASK_ROW_COLUMNS}) FROM STDIN") as copy:
@@ -389,9 +392,12 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
                 tally = tallies.setdefault((corpus_id, service_id, status, class_id), [0, 0])
                 tally[0] += 1
                 tally[1] += count
-            pairs += [f"{task_id}\t{corpus_id}\t{service_id}\t{class_id}\t{status}\n" for class_id in class_ids]
+            document = documents[task_id]
+            pairs += [
+                f"{task_id}\t{corpus_id}\t{service_id}\t{class_id}\t{status}\t{document}\n" for class_id in class_ids
+            ]
     with cursor.cursor.copy(
-        "COPY reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status) FROM STDIN"
+        "COPY reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id) FROM STDIN"
     ) as copy:
         copy.write("".join(pairs))  # integers only: nothing to escape
     _tallies_add(cursor, tallies, sign=1)

@@ -116,20 +116,23 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
             retired = " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
         # Each class's documents in one ascending array, cut after every member whose hash is 0 modulo
         # MEMBERS_CHUNK (and after the last): each piece is a row from its first document to its last.
+        # The documents come from the report index alone (it includes them), one range per (status,
+        # class) that the tallies count: no join of the (task, class) rows to the tasks.
         cursor.execute(
             "INSERT INTO runs_snapshotmembers (snapshot_id, message_class_id, lo, hi, document_ids)"
             " WITH m AS MATERIALIZED ("
-            "  SELECT p.message_class_id AS c, array_agg(t.document_id ORDER BY t.document_id) AS a"
-            "  FROM reports_taskclass p"
-            "  JOIN corpora_task t ON t.id = p.task_id AND t.corpus_id = %s AND t.service_id = %s"
-            "  JOIN reports_messageclass k ON k.id = p.message_class_id AND k.level = 0 AND k.severity = ANY(%s)"
-            f"  WHERE p.corpus_id = %s AND p.service_id = %s{retired} GROUP BY 1)"
+            "  SELECT p.message_class_id AS c, array_agg(p.document_id ORDER BY p.document_id) AS a"
+            "  FROM reports_messagetally x"
+            "  JOIN reports_messageclass k ON k.id = x.message_class_id AND k.level = 0 AND k.severity = ANY(%s)"
+            "  JOIN reports_taskclass p ON p.corpus_id = x.corpus_id AND p.service_id = x.service_id"
+            "   AND p.task_status = x.task_status AND p.message_class_id = x.message_class_id"
+            f"  WHERE x.corpus_id = %s AND x.service_id = %s AND x.tasks > 0{retired} GROUP BY 1)"
             " SELECT %s, m.c, m.a[s.hi - s.size + 1], m.a[s.hi], m.a[s.hi - s.size + 1 : s.hi] FROM m,"
             "  LATERAL (SELECT e.i AS hi, e.i - coalesce(lag(e.i) OVER (ORDER BY e.i), 0) AS size FROM ("
             "   SELECT u.i FROM unnest(m.a) WITH ORDINALITY AS u(d, i)"
             f"   WHERE (hashint8(u.d) & {MEMBERS_CHUNK - 1}) = 0 AND u.i < cardinality(m.a)"
             "   UNION ALL SELECT cardinality(m.a)) e) s",
-            [corpus_id, service_id, list(MEMBER_SEVERITIES), corpus_id, service_id, snapshot_id],
+            [list(MEMBER_SEVERITIES), corpus_id, service_id, snapshot_id],
         )
     return SnapshotTaken(snapshot_id, taken_at, rows)
 

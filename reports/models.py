@@ -72,10 +72,13 @@ class TaskMessages(models.Model):
 class TaskClass(models.Model):
     """That a task has messages of a class (level 0): one row per (task, class). The key is the report
     index: the tasks of one status with one class are one range of it, in task order (entry lists, rerun
-    and sandbox scopes). The task index finds a task's rows when its messages are deleted."""
+    and sandbox scopes). The task's document is in the row and, included, in the key's index: a snapshot
+    reads each class's documents from the index alone (migration 0013 adds the INCLUDE, which the model
+    cannot state). The task index finds a task's rows when its messages are deleted."""
 
     pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id", "task_id")
     task_id = models.BigIntegerField()
+    document_id = models.BigIntegerField()
     corpus_id = models.IntegerField()
     service_id = models.IntegerField()
     message_class_id = models.IntegerField()

@@ -63,6 +63,10 @@ CHECKS = {
         " EXCEPT ALL SELECT x.task_id, x.corpus_id, x.service_id, x.task_status, u.class_id"
         " FROM reports_taskmessages x, unnest(x.classes) u(class_id))) d"
     ),
+    "a (task, class) row's document is not its task's": (
+        "SELECT count(*) FROM reports_taskclass p LEFT JOIN corpora_task t ON t.id = p.task_id"
+        " WHERE t.document_id IS DISTINCT FROM p.document_id"
+    ),
     "tallies are not a recount of the task rows": (
         f"SELECT count(*) FROM ({_RECOUNT}) r FULL JOIN (SELECT * FROM reports_messagetally WHERE tasks <> 0) t"  # noqa: S608
         " ON (r.corpus_id, r.service_id, r.task_status, r.class_id)"
