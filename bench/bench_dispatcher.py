@@ -237,6 +237,10 @@ def noop_worker_main(argv: list[str]) -> None:
                 dealer.send(service)
                 poller.register(dealer, zmq.POLLIN)
         timeout = 200 if not asleep else max(0, min(200, int((min(asleep.values()) - now) * 1000) + 1))
+        if len(asleep) == len(dealers):
+            # Every worker is backing off: nothing to poll (pyzmq returns at once from a poll of no socket).
+            time.sleep(timeout / 1000)
+            continue
         for dealer, _ in poller.poll(timeout):
             reply = dealer.recv_multipart()
             if reply[0] == b"0":
