@@ -277,3 +277,24 @@ def test_rerun_keeps_each_snapshot_s_classes_as_they_were(authed, corpus_root):
         SnapshotMembers.objects.filter(snapshot_id=snapshot.pk).values_list("message_class_id", "document_ids")
     )
     assert again == frozen
+
+
+def test_a_snapshot_s_status_arrays_are_stored_uncompressed_and_read_back_whole(corpus_root):
+    """corpora migration 0011: the arrays go out of line without compression (STORAGE EXTERNAL), and read
+    back as written."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'runs_snapshot'::regclass"
+            " AND attname IN ('document_ids', 'statuses') ORDER BY attname"
+        )
+        assert cursor.fetchall() == [("document_ids", "e"), ("statuses", "e")]
+    imported(corpus_root, "a", documents=400)  # 3,200 bytes of ids: past the size that sends them out of line
+    activated("a")
+    tasks = pair_tasks()
+    taken = pairs.snapshot_take(corpus_id=tasks[0].corpus_id, service_id=tasks[0].service_id)
+    snapshot = Snapshot.objects.get(pk=taken.snapshot_id)
+    assert snapshot.document_ids == [task.document_id for task in tasks]
+    assert snapshot.statuses == [0] * 400
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_column_size(document_ids) FROM runs_snapshot WHERE id = %s", [taken.snapshot_id])
+        assert cursor.fetchone()[0] >= 8 * 400  # as written: ascending ids would compress
