@@ -44,7 +44,7 @@ _LOADING = re.compile(r"\((?:Loading|Processing definitions) ")
 _LOADING_PREFIXES = ("compiled schema ", "RelaxNG schema from ", "RelaxNG ", "DTD ")
 # Bounded so int() never sees a huge digit string (Python refuses over 4300 digits with ValueError).
 _SMALL_INT = re.compile(r"[0-9]{1,18}")
-# LaTeXML's status line, exactly as the message rule above reads a line "Status:conversion:N [details]"
+# LaTeXML's status line, exactly as the message rule in parse_log reads a line "Status:conversion:N [details]"
 # (both names in any case, N a small number); a trailing CR belongs to a CRLF line end.
 _STATUS_LINE = re.compile(r"^status:conversion:([0-9]{1,18})(?: [^\n]*)?\r?$", re.MULTILINE | re.IGNORECASE | re.ASCII)
 
