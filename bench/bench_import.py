@@ -11,7 +11,11 @@ entries `YYMM.NNNNN.gz`, three fifths a gzipped .tex and two fifths a gzipped ta
 \\input file), 15 of them corrupt and 10 tars without a main file. Generating 2.8 million entries
 takes a few minutes and about 12 GB of disk (one block each); the script refuses to start without room.
 
-Run: .venv/bin/python bench/bench_import.py [--documents N] [--arxiv] [--keep]
+With --cold the kernel's page cache is emptied before the import, so every entry comes from the disk, as
+the entries of a real arXiv import do; without it, whatever of the corpus the cache still holds is read
+from memory (after the generation, part of it).
+
+Run: .venv/bin/python bench/bench_import.py [--documents N] [--arxiv] [--cold] [--keep]
 """
 
 from __future__ import annotations
@@ -213,12 +217,27 @@ def counts_check(corpus_name: str, layout: Layout | ArxivLayout, result: dict) -
         harness.fail(f"{invalid_tasks} invalid tasks / {messages} messages, expected {layout.invalid}")
 
 
+def cache_drop() -> None:
+    """Write back and drop the kernel's page cache, dentries and inodes, so that every entry is read from
+    the disk, as an import of arXiv's sources (terabytes) reads them. PostgreSQL's own buffers stay."""
+    os.sync()
+    try:
+        Path("/proc/sys/vm/drop_caches").write_text("3\n")
+    except OSError as exc:
+        harness.fail(f"--cold needs root to empty the page cache ({exc.strerror})")
+    print("the page cache was emptied: every entry is read from the disk")
+
+
 def main() -> None:
     """Generate (once), import, check, and print the timings."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--documents", type=int, help="entries in the generated corpus (100,000; 2,800,000 --arxiv)")
     parser.add_argument("--arxiv", action="store_true", help="arXiv's layout: YYMM/YYMM.NNNNN.gz")
     parser.add_argument("--keep", action="store_true", help="keep the imported corpus afterwards")
+    parser.add_argument(
+        "--cold", action="store_true",
+        help="empty the kernel's page cache before the import (root only): the entries are read from the disk",
+    )  # fmt: skip
     harness.quiet_arguments(parser, wait=900)
     args = parser.parse_args()
 
@@ -252,6 +271,8 @@ def main() -> None:
         print(f"removed the corpus left by an earlier run in {cleaned:.1f} s")
 
     harness.quiet_wait(args.max_load, args.wait)
+    if args.cold:
+        cache_drop()
     watched = [(actions, "corpus_import_run"), (actions, "_write_documents"), (scan, "entry_names")]
     with harness.phases_recorded(watched, generators=[(scan, "scan")]) as log, harness.timed() as total:
         job = actions.corpus_import(name=corpus_name, path=str(directory), actor=harness.ACTOR, send=False)

@@ -22,8 +22,12 @@ logger = logging.getLogger(__name__)
 # arXiv keeps its sources as YYMM/<id>.gz: a directory of four digits is a month of documents, not one.
 _MONTH = re.compile(r"[0-9]{4}")
 # Imports of more entries than this are inspected in chunks of this many, each in a process of its own
-# (`conversion.inspector`), as many at once as the machine has cores: a process starts in ~60 ms.
+# (`conversion.inspector`): a process starts in ~60 ms.
 INSPECT_CHUNK = 10_000
+# Processes inspecting at once: four a core, as many as 32. An entry that is not in the page cache waits
+# on the disk for most of its time, and more processes than cores keep the disk and the cores busy
+# together; with the entries in the cache they are as fast as one a core (bench/README.md, "Corpora").
+INSPECT_PROCESSES = min(4 * (os.cpu_count() or 1), 32)
 _INSPECT_TIMEOUT_SECONDS = 3600
 
 
@@ -100,8 +104,8 @@ def scan(
     directory: Path, names: list[str], progress: Callable[[int, int], None], *, chunk: int = INSPECT_CHUNK
 ) -> Iterator[Entry]:
     """Inspect each entry, read confined to the corpus roots: one that leads outside them is invalid.
-    More than `chunk` entries are inspected in chunks, in parallel processes (one per core), and yielded
-    in order."""
+    More than `chunk` entries are inspected in chunks, in INSPECT_PROCESSES parallel processes, and
+    yielded in order."""
     total = len(names)
     roots = list(settings.CORPUS_ROOTS)
     if total <= chunk:
@@ -112,7 +116,7 @@ def scan(
         return
     chunks = [names[start : start + chunk] for start in range(0, total, chunk)]
     done = 0
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+    with ThreadPoolExecutor(max_workers=INSPECT_PROCESSES) as pool:
         # map keeps the order and runs ahead by the pool's width.
         for inspected in pool.map(lambda part: _inspect_apart(directory, part, roots), chunks):
             yield from inspected

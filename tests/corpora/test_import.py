@@ -390,3 +390,42 @@ def test_many_entries_are_inspected_in_processes_of_their_own_with_the_same_resu
     }
     assert progress == [(3, 10), (6, 10), (9, 10), (10, 10)]
     assert children, "no inspector process was seen"
+
+
+def test_the_inspection_runs_more_processes_at_once_than_the_machine_has_cores(corpus_root):
+    """An entry that is not in the page cache waits on the disk for most of its inspection: chunks are
+    inspected by four processes a core at once (at most 32), not one a core (bench/README.md, "Corpora")."""
+    import psutil
+
+    from corpora.scan import INSPECT_PROCESSES, entry_names, scan
+
+    cores = os.cpu_count() or 1
+    assert min(4 * cores, 32) == INSPECT_PROCESSES
+    directory = corpus_root / "wide"
+    for index in range(INSPECT_PROCESSES):
+        write_tex(directory / f"paper{index:03d}.tex")
+    names = entry_names(directory)
+    peak = 0
+    stop = threading.Event()
+
+    def watch() -> None:
+        nonlocal peak
+        me = psutil.Process()
+        while not stop.is_set():
+            running = 0
+            for child in me.children():
+                with contextlib.suppress(psutil.Error):  # one that ended meanwhile
+                    running += "conversion.inspector" in child.cmdline()
+            peak = max(peak, running)
+            stop.wait(0.001)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        entries = list(scan(directory, names, lambda done, total: None, chunk=1))
+    finally:
+        stop.set()
+        watcher.join()
+    assert [entry.entry for entry in entries] == names and not any(entry.problem for entry in entries)
+    # Each process lives for its interpreter's start (~60 ms): those started together overlap.
+    assert peak > INSPECT_PROCESSES // 2, f"at most {peak} of {INSPECT_PROCESSES} inspectors ran at once"
