@@ -586,6 +586,20 @@ def messages_purge_retired(*, batch: int = 5_000) -> int:
     return count
 
 
+def messages_vacuum() -> bool:
+    """VACUUM the message tables after a purge, so that index-only scans of the (task, class) rows (a
+    snapshot's members, a sandbox carve) stop visiting the heap pages the purge changed: right after a
+    purge a snapshot took nearly three times as long (bench/README.md, "arXiv's volume"). Autovacuum
+    would wait for a fifth of the table to be dead. Not run inside a caller's
+    transaction, where the deleted rows are not yet gone for VACUUM (nor may VACUUM run); returns
+    whether it ran."""
+    if connection.in_atomic_block:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM reports_taskclass, reports_taskmessages, reports_stalemessages")
+    return True
+
+
 # --- pause, resume, rerun ------------------------------------------------------------------------
 
 

@@ -14,7 +14,14 @@ from accounts.journal import Action
 from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
-from corpora.lifecycle import grains_clear, messages_purge_retired, tasks_pause, tasks_rerun, tasks_resume
+from corpora.lifecycle import (
+    grains_clear,
+    messages_purge_retired,
+    messages_vacuum,
+    tasks_pause,
+    tasks_rerun,
+    tasks_resume,
+)
 from corpora.pairs import run_open, runs_close_drained
 from corpora.queries import pair_get
 from corpora.statuses import COMPLETED, SEVERITIES, severity_check
@@ -225,7 +232,8 @@ def rerun(
 
 def retired_messages_purge(*, progress: Any, log: Any) -> dict[str, int]:
     """Delete the rows of every retired message (corpora.lifecycle.messages_retire), a batch per
-    transaction, until none are left; the reports stopped counting them when they were retired."""
+    transaction, until none are left, then VACUUM the message tables (corpora.lifecycle.messages_vacuum);
+    the reports stopped counting the messages when they were retired."""
     total = retired_messages_left()
     purged = 0
     progress(0, total, f"{total:,} tasks' retired messages to delete")
@@ -233,4 +241,11 @@ def retired_messages_purge(*, progress: Any, log: Any) -> dict[str, int]:
         purged += batch
         progress(purged, max(total, purged), f"deleted the retired messages of {purged:,} tasks")
     log(f"deleted the retired messages of {purged:,} tasks")
-    return {"tasks": purged}
+    vacuumed = False
+    if purged:
+        progress(purged, purged, "vacuuming the message tables")
+        began = time.monotonic()
+        vacuumed = messages_vacuum()
+        if vacuumed:
+            log(f"vacuumed the message tables in {time.monotonic() - began:.1f} s")
+    return {"tasks": purged, "vacuumed": vacuumed}
