@@ -589,10 +589,9 @@ def messages_purge_retired(*, batch: int = 5_000) -> int:
 def messages_vacuum() -> bool:
     """VACUUM the message tables after a purge, so that index-only scans of the (task, class) rows (a
     snapshot's members, a sandbox carve) stop visiting the heap pages the purge changed: right after a
-    purge a snapshot took nearly three times as long (bench/README.md, "arXiv's volume"). Autovacuum
-    would wait for a fifth of the table to be dead. Not run inside a caller's
-    transaction, where the deleted rows are not yet gone for VACUUM (nor may VACUUM run); returns
-    whether it ran."""
+    purge a snapshot took several times as long (bench/README.md, "arXiv's volume"). Autovacuum would
+    wait for a fifth of the table to be dead. Not run inside a caller's transaction, where the deleted
+    rows are not yet gone for VACUUM (nor may VACUUM run there); returns whether it ran."""
     if connection.in_atomic_block:
         return False
     with connection.cursor() as cursor:
