@@ -39,7 +39,8 @@ _SEVERITIES = {
 # LaTeXML opens every progress note with "(Stage..." on a fresh line and closes it with " 0.01 sec)";
 # only file loads are worth keeping. Searched anywhere in the line so a note that some other
 # writer put after text on the same line is still found.
-_LOADING = re.compile(r"\((?:Loading|Processing definitions) ")
+_LOADING_MARKS = ("(Loading ", "(Processing definitions ")
+_LOADING = re.compile("|".join(map(re.escape, _LOADING_MARKS)))
 # Loads that LaTeXML names with a word before the path ("(Loading compiled schema /x/LaTeXML.model...").
 _LOADING_PREFIXES = ("compiled schema ", "RelaxNG schema from ", "RelaxNG ", "DTD ")
 # Bounded so int() never sees a huge digit string (Python refuses over 4300 digits with ValueError).
@@ -102,6 +103,7 @@ def parse_log(data: bytes | str) -> ParsedLog:
     # The message that TAB lines extend, as its fields; None when the line before was not a message.
     open_message: list[str] | None = None
     severities, info, fatal, new = _SEVERITIES, Severity.INFO, Severity.FATAL, tuple.__new__
+    loading, definitions = _LOADING_MARKS  # looked for with `in` before the pattern splits a line
 
     for line in text.split("\n"):
         if line[:1] == "\t":
@@ -137,7 +139,7 @@ def parse_log(data: bytes | str) -> ParsedLog:
                     invalid = True
                 open_message = [severity, category[:CATEGORY_MAX], what[:WHAT_MAX], details[:DETAILS_MAX]]
                 continue
-        if "(Loading " in line or "(Processing definitions " in line:
+        if loading in line or definitions in line:
             messages.extend(_loaded_files(line))
 
     if open_message is not None:

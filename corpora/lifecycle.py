@@ -348,9 +348,9 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
     """The message writer: each task's messages become its task row (classes, counts, log order, details),
     a (task, class) row per distinct class, and additions to the pair's tallies, in the caller's
     transaction. The (task, class) rows carry the task's document, read here. A task's row carries its
-    final status, so write it with or after that status; a task
-    must have no messages yet (messages_delete first). Fields must fit the dictionary's columns (the log
-    parser caps them). Returns how many messages were written.
+    final status, so write it with or after that status; a task must have no messages yet
+    (messages_delete first). Fields must fit the dictionary's columns (the log parser caps them).
+    Returns how many messages were written.
 
     The arrays go into COPY as array literals made here: psycopg's own list adapter, pure Python, took
     half a millisecond a task of 150 messages, more than the rest of the ingestion (bench/README.md)."""
