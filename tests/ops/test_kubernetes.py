@@ -393,6 +393,9 @@ def test_only_the_pods_that_run_bubblewrap_get_what_it_needs(trees, tree):
             assert context["seccompProfile"] == {"type": "RuntimeDefault"}, name
             assert "hostUsers" not in pod, name
             assert all("procMount" not in c["securityContext"] for c in pod["containers"]), name
+    if tree == "overlay":  # Pod Security's baseline level refuses those settings
+        namespace = _named(trees[tree], "Namespace", "ccs")
+        assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
 
 
 # --- the commands exist in the project ---
