@@ -631,8 +631,8 @@ def stop_on_signals(stop: threading.Event) -> None:
     signal.signal(signal.SIGINT, handle)
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Command-line entry point for a worker machine without Django."""
+def argument_parser() -> argparse.ArgumentParser:
+    """The worker's command line (the Kubernetes manifests' workers are checked against it)."""
     parser = argparse.ArgumentParser(prog="python -m conversion.worker", description=__doc__.splitlines()[0])
     parser.add_argument("--ventilator", required=True, help="e.g. tcp://dispatcher:51695")
     parser.add_argument("--sink", required=True, help="e.g. tcp://dispatcher:51696")
@@ -680,6 +680,12 @@ def main(argv: list[str] | None = None) -> int:
         help="bwrap (default; env CONVERSION_SANDBOX) or none: run latexmlc without isolation",
     )  # fmt: skip
     parser.add_argument("--bwrap", default=os.environ.get("CONVERSION_BWRAP") or "bwrap", help="the bwrap executable")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command-line entry point for a worker machine without Django."""
+    parser = argument_parser()
     args = parser.parse_args(argv)
     if args.concurrency == "auto":
         args.concurrency = concurrency_auto(args.memory_mb)
