@@ -1,6 +1,7 @@
-"""Writes on tokens and the journal. Every write action journals itself: `journaled` decorates it with
-its name from accounts.journal.Action and records one entry per call, with its outcome, whoever calls it
-(an API view, a screen, a command, a job, a shell); audit_record is the journal's one writer."""
+"""Writes on tokens, screen sessions, passkeys and the journal. Every write action journals itself:
+`journaled` decorates it with its name from accounts.journal.Action and records one entry per call, with its
+outcome, whoever calls it (an API view, a screen, a command, a job, a shell); audit_record is the journal's
+one writer."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from datetime import date, timedelta
 from http import HTTPStatus
 from typing import Any, TypeVar
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
 from django.db import transaction
@@ -26,11 +28,27 @@ from django.http import QueryDict
 from django.utils import timezone
 from rest_framework.exceptions import APIException
 from rest_framework.serializers import BaseSerializer
+from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 
 from accounts.journal import Action
-from accounts.models import ApiToken, AuditEntry, ScreenSession
-from accounts.queries import TOKEN_PREFIX, screen_session_get, token_digest
-from config.errors import BadRequest, NotFound, ServiceError
+from accounts.models import ApiToken, AuditEntry, Passkey, PasskeyChallenge, ScreenSession
+from accounts.passkeys import (
+    answered_challenge,
+    authentication_parsed,
+    authentication_verified,
+    credential_id_of,
+    registration_parsed,
+    registration_verified,
+)
+from accounts.queries import (
+    TOKEN_PREFIX,
+    passkey_by_credential,
+    passkey_get,
+    passkey_signs_in,
+    screen_session_get,
+    token_digest,
+)
+from config.errors import BadRequest, Conflict, Forbidden, NotFound, ServiceError
 from config.logs import request_id_var
 from config.screens import validated
 
@@ -363,3 +381,134 @@ def screen_session_revoke(session_id: int, *, actor: str) -> ScreenSession:
     ScreenSession.objects.filter(pk=session.pk).delete()
     _touched.pop(session.session_key, None)
     return session
+
+
+# --- passkeys ---
+CHALLENGE_REFUSED = "The passkey challenge has expired or was used already: start again."
+
+
+def passkey_challenge_issue(*, purpose: str, session_key: str, actor: str = "") -> bytes:
+    """A new challenge for one ceremony of the browser with this session (for a registration, by `actor`),
+    valid for PASSKEY_CHALLENGE_SECONDS; expired ones go at the same time."""
+    now = timezone.now()
+    PasskeyChallenge.objects.filter(expires_at__lte=now).delete()
+    challenge = secrets.token_bytes(32)
+    PasskeyChallenge.objects.create(
+        challenge=bytes_to_base64url(challenge),
+        purpose=purpose,
+        session_key=session_key,
+        actor=actor,
+        expires_at=now + timedelta(seconds=settings.PASSKEY_CHALLENGE_SECONDS),
+    )
+    return challenge
+
+
+def _challenge_use(credential: Any, *, purpose: str, session_key: str, actor: str = "") -> bytes | None:
+    """Use up the challenge an answer answers, if this session was given it for this purpose (and actor) and
+    it has not expired: its row is deleted in one statement, so of two answers to it one at most gets it, and
+    outside the action's transaction, so it is gone whatever the action then decides. None: refused."""
+    answered = answered_challenge(credential)
+    if answered is None or not session_key:
+        return None
+    deleted, _ = PasskeyChallenge.objects.filter(
+        challenge=answered, purpose=purpose, session_key=session_key, actor=actor, expires_at__gt=timezone.now()
+    ).delete()
+    return base64url_to_bytes(answered) if deleted else None
+
+
+@contextmanager
+def _refusal_noted() -> Iterator[None]:
+    """A refused ceremony's entry says why (its parameters are only what the action notes)."""
+    try:
+        yield
+    except ServiceError as exc:
+        journal_note(reason=exc.detail)
+        raise
+
+
+def passkey_register(*, actor: str, credential: Any, session_key: str, submitted: Any) -> Passkey:
+    """Register the passkey a browser created (navigator.credentials.create()'s answer, as JSON) for the
+    signed-in `actor`, under the name `submitted` gives (PasskeyNameSerializer). The challenge is used up
+    first; a refusal of any kind is journaled with its reason."""
+    challenge = _challenge_use(
+        credential, purpose=PasskeyChallenge.Purpose.REGISTER, session_key=session_key, actor=actor
+    )
+    return _passkey_add(actor=actor, credential=credential, challenge=challenge, submitted=submitted)
+
+
+@journaled(Action.PASSKEY_REGISTER, target="{name}", secret_input=True)
+def _passkey_add(*, actor: str, credential: Any, challenge: bytes | None, name: str) -> Passkey:
+    with _refusal_noted():
+        if challenge is None:
+            raise BadRequest(CHALLENGE_REFUSED)
+        parsed = registration_parsed(credential)
+        verified = registration_verified(parsed, challenge)
+        credential_id = bytes_to_base64url(verified.credential_id)
+        if Passkey.objects.filter(credential_id=credential_id).exists():
+            raise Conflict("This passkey is registered already.")
+        passkey = Passkey.objects.create(
+            actor=actor,
+            name=name,
+            credential_id=credential_id,
+            public_key=verified.credential_public_key,
+            sign_count=verified.sign_count,
+            transports=[transport.value for transport in parsed.response.transports or []],
+        )
+    journal_note(passkey=passkey.pk, name=name)
+    return passkey
+
+
+def passkey_sign_in(*, credential: Any, session_key: str) -> Passkey:
+    """Check a browser's answer to navigator.credentials.get() (as JSON) for a sign-in: the challenge this
+    session was given, a registered passkey that still signs in (accounts.queries.passkey_signs_in), its
+    signature. Returns the passkey, its counter and last use updated; the caller starts the session. Every
+    attempt is journaled under the passkey's actor (empty for an unknown passkey)."""
+    challenge = _challenge_use(credential, purpose=PasskeyChallenge.Purpose.SIGN_IN, session_key=session_key)
+    passkey = passkey_by_credential(credential_id_of(credential) or "")
+    return _passkey_use(
+        actor=passkey.actor if passkey else "", passkey=passkey, credential=credential, challenge=challenge
+    )
+
+
+@journaled(Action.PASSKEY_SIGN_IN, target=lambda a: str(a["passkey"].pk) if a.get("passkey") else "", secret_input=True)
+def _passkey_use(*, actor: str, passkey: Passkey | None, credential: Any, challenge: bytes | None) -> Passkey:
+    with _refusal_noted():
+        if challenge is None:
+            raise BadRequest(CHALLENGE_REFUSED)
+        if passkey is None:
+            raise Forbidden("This passkey is not registered here.")
+        if not passkey_signs_in(passkey.pk):
+            if passkey.revoked_at is not None:
+                raise Forbidden("This passkey has been revoked.")
+            raise Forbidden(f"{passkey.actor} holds no active token, so their passkeys sign no one in.")
+        verified = authentication_verified(
+            authentication_parsed(credential),
+            challenge,
+            actor=passkey.actor,
+            public_key=bytes(passkey.public_key),
+            sign_count=passkey.sign_count,
+        )
+    passkey.sign_count, passkey.last_used_at = verified.new_sign_count, timezone.now()
+    Passkey.objects.filter(pk=passkey.pk).update(sign_count=passkey.sign_count, last_used_at=passkey.last_used_at)
+    return passkey
+
+
+@journaled(Action.PASSKEY_RENAME, target="{passkey_id}")
+def passkey_rename(passkey_id: int, *, actor: str, name: str) -> Passkey:
+    """Give one of the actor's active passkeys another name."""
+    passkey = passkey_get(passkey_id, actor=actor)
+    journal_note(was=passkey.name)
+    passkey.name = name
+    Passkey.objects.filter(pk=passkey.pk).update(name=name)
+    return passkey
+
+
+@journaled(Action.PASSKEY_REVOKE, target="{passkey_id}")
+def passkey_revoke(passkey_id: int, *, actor: str) -> Passkey:
+    """Revoke one of the actor's active passkeys: it signs no one in again, and the screen sessions it opened
+    end at their next request (accounts.middleware)."""
+    passkey = passkey_get(passkey_id, actor=actor)
+    journal_note(name=passkey.name)
+    passkey.revoked_at = timezone.now()
+    Passkey.objects.filter(pk=passkey.pk).update(revoked_at=passkey.revoked_at)
+    return passkey

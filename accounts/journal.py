@@ -35,5 +35,11 @@ class Action(StrEnum):
     # --- sessions ---
     SESSION_REVOKE = "session.revoke"
 
+    # --- passkeys ---
+    PASSKEY_REGISTER = "passkey.register"
+    PASSKEY_SIGN_IN = "passkey.sign_in"
+    PASSKEY_RENAME = "passkey.rename"
+    PASSKEY_REVOKE = "passkey.revoke"
+
     # --- configuration ---
     CONFIG_SET = "config.set"

@@ -64,3 +64,48 @@ class ScreenSession(models.Model):
 
     def __str__(self) -> str:
         return f"session {self.pk} of {self.actor} from {self.client_address}"
+
+
+class Passkey(models.Model):
+    """A WebAuthn credential (a passkey) of an actor, registered from a signed-in screen session. Only its
+    public half is stored: the credential id (base64url, as browsers send it), its COSE public key and the
+    authenticator's signature counter. Revoked passkeys stay, so the list and the journal can name them."""
+
+    actor = models.CharField(max_length=100, db_index=True)
+    name = models.CharField(max_length=100)
+    credential_id = models.CharField(max_length=1400, unique=True)  # up to 1023 bytes, base64url
+    public_key = models.BinaryField()
+    sign_count = models.PositiveBigIntegerField(default=0)
+    transports = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"passkey {self.pk} {self.name!r} of {self.actor}"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class PasskeyChallenge(models.Model):
+    """A challenge handed to a browser for one WebAuthn ceremony (registering a passkey or signing in with
+    one): bound to that browser's session, used at most once (its row is deleted as it is used) and
+    refused after `expires_at`."""
+
+    class Purpose(models.TextChoices):
+        REGISTER = "register"
+        SIGN_IN = "sign_in"
+
+    challenge = models.CharField(max_length=100, unique=True)  # base64url of 32 random bytes
+    purpose = models.CharField(max_length=10, choices=Purpose.choices)
+    session_key = models.CharField(max_length=40)
+    actor = models.CharField(max_length=100, blank=True)  # who registers; empty for a sign-in
+    expires_at = models.DateTimeField(db_index=True)
+
+    def __str__(self) -> str:
+        return f"{self.purpose} challenge until {self.expires_at:%H:%M:%S}"

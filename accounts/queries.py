@@ -1,4 +1,5 @@
-"""Reads of tokens and of the journal, shared by the API, the screens and the commands."""
+"""Reads of tokens, of the journal, of the screen sessions and of passkeys, shared by the API, the screens and
+the commands."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from django.contrib.sessions.models import Session
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from accounts.models import ApiToken, AuditEntry, ScreenSession
+from accounts.models import ApiToken, AuditEntry, Passkey, ScreenSession
 from config.errors import NotFound
 
 TOKEN_PREFIX = "ccs_"
@@ -64,3 +65,29 @@ def screen_session_get(session_id: int) -> ScreenSession:
     if session is None:
         raise NotFound(f"No active screen session {session_id}.")
     return session
+
+
+# --- passkeys ---
+def passkey_list(actor: str) -> QuerySet[Passkey]:
+    """The active passkeys of an actor, newest first."""
+    return Passkey.objects.filter(actor=actor, revoked_at__isnull=True)
+
+
+def passkey_get(passkey_id: int, *, actor: str) -> Passkey:
+    """One active passkey of the actor; another actor's, a revoked or an unknown one: NotFound."""
+    passkey = passkey_list(actor).filter(pk=passkey_id).first()
+    if passkey is None:
+        raise NotFound(f"No active passkey {passkey_id} of {actor}.")
+    return passkey
+
+
+def passkey_by_credential(credential_id: str) -> Passkey | None:
+    """The passkey, active or revoked, of a credential id (base64url); None when none was registered."""
+    return Passkey.objects.filter(credential_id=credential_id).first()
+
+
+def passkey_signs_in(passkey_id: int) -> bool:
+    """Whether a passkey still opens (and keeps open) a screen session: it is not revoked, and its actor
+    holds an active token, so revoking an actor's tokens shuts the actor out of the screens altogether."""
+    active_actors = ApiToken.objects.filter(revoked_at__isnull=True).values("actor")
+    return Passkey.objects.filter(pk=passkey_id, revoked_at__isnull=True, actor__in=active_actors).exists()

@@ -1,11 +1,11 @@
-"""DTOs of the journal, of the sign-in form and of the screen sessions."""
+"""DTOs of the journal, of the sign-in form, of the screen sessions and of passkeys."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from rest_framework import serializers
 
-from accounts.models import AuditEntry, ScreenSession
+from accounts.models import AuditEntry, Passkey, ScreenSession
 from config.api.fields import StrictCharField
 
 
@@ -54,3 +54,19 @@ class ScreenSessionSerializer(serializers.ModelSerializer):
         model = ScreenSession
         fields = ["id", "actor", "client_address", "started_at", "last_seen_at", "expires_at"]
         read_only_fields = fields
+
+
+# --- passkeys ---
+class PasskeySerializer(serializers.ModelSerializer):
+    """A registered passkey as its owner sees it: never its credential id or key."""
+
+    class Meta:
+        model = Passkey
+        fields = ["id", "actor", "name", "transports", "created_at", "last_used_at"]
+        read_only_fields = fields
+
+
+class PasskeyNameSerializer(serializers.Serializer):
+    """The name a user gives a passkey (at registration, and to rename it)."""
+
+    name = StrictCharField(max_length=100, trim_whitespace=True)

@@ -1,23 +1,39 @@
-"""Sign in to the screens with a service token (a Django session follows), sign out, the journal, the
-signed-in sessions."""
+"""Sign in to the screens with a service token or a passkey (a Django session follows), sign out, the
+journal, the signed-in sessions, one's passkeys and the JSON steps of the browser's WebAuthn ceremonies."""
 
 from __future__ import annotations
+
+import json
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login, logout
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
-from accounts.actions import screen_session_end, screen_session_revoke, screen_session_start
+from accounts.actions import (
+    passkey_challenge_issue,
+    passkey_register,
+    passkey_rename,
+    passkey_revoke,
+    passkey_sign_in,
+    screen_session_end,
+    screen_session_revoke,
+    screen_session_start,
+)
 from accounts.lockout import token_check
-from accounts.middleware import SESSION_TOKEN_KEY
-from accounts.queries import audit_list, screen_session_list
+from accounts.middleware import SESSION_PASSKEY_KEY, SESSION_TOKEN_KEY
+from accounts.models import PasskeyChallenge
+from accounts.passkeys import authentication_options, registration_options
+from accounts.queries import audit_list, passkey_list, screen_session_list
 from accounts.serializers import (
     AuditEntrySerializer,
     AuditListParamsSerializer,
+    PasskeyNameSerializer,
+    PasskeySerializer,
     ScreenSessionSerializer,
     TokenLoginSerializer,
 )
@@ -27,12 +43,29 @@ from config.middleware import url_without_token
 from config.screens import error_page, given, screen_write, validated
 
 
+def _next_url(request: HttpRequest, asked: Any) -> str:
+    """The page to go to once signed in: one of this site, never with a token in it (it would be written
+    into the sign-in page and the browser's history)."""
+    next_url = url_without_token(asked if isinstance(asked, str) and asked else "/corpora")
+    if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
+        return "/corpora"
+    return next_url
+
+
+def _session_start(request: HttpRequest, actor: str, *, key: str, value: int) -> None:
+    """Sign `actor` in: a Django session that remembers what it was opened with (`key`: a token's or a
+    passkey's id, which accounts.middleware checks on every request), recorded as a screen session."""
+    user, _ = get_user_model().objects.get_or_create(username=actor)
+    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
+    for other in (SESSION_TOKEN_KEY, SESSION_PASSKEY_KEY):
+        request.session.pop(other, None)
+    request.session[key] = value
+    screen_session_start(session_key=request.session.session_key, actor=actor, client_address=client_address(request))
+
+
 @require_http_methods(["GET", "POST"])
 def login_view(request: HttpRequest) -> HttpResponse:
-    # A token in the page to return to would be written into this page and the browser's history.
-    next_url = url_without_token(request.POST.get("next") or request.GET.get("next") or "/corpora")
-    if not url_has_allowed_host_and_scheme(next_url, allowed_hosts={request.get_host()}):
-        next_url = "/corpora"
+    next_url = _next_url(request, request.POST.get("next") or request.GET.get("next"))
     if request.method == "GET":
         return render(request, "accounts/login.html", {"next": next_url, "error": ""})
     form = TokenLoginSerializer(data=request.POST)
@@ -45,12 +78,7 @@ def login_view(request: HttpRequest) -> HttpResponse:
     if token is None:
         error = "That token is not valid or has been revoked."
         return render(request, "accounts/login.html", {"next": next_url, "error": error}, status=401)
-    user, _ = get_user_model().objects.get_or_create(username=token.actor)
-    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-    request.session[SESSION_TOKEN_KEY] = token.pk
-    screen_session_start(
-        session_key=request.session.session_key, actor=token.actor, client_address=client_address(request)
-    )
+    _session_start(request, token.actor, key=SESSION_TOKEN_KEY, value=token.pk)
     return redirect(next_url)
 
 
@@ -92,3 +120,109 @@ def session_revoke_view(request: HttpRequest, session_id: int) -> HttpResponse:
         return refused
     messages.success(request, f"Session {session.pk} of {session.actor} revoked.")
     return redirect("sessions")
+
+
+# --- passkeys ---
+def _json_body(request: HttpRequest) -> dict[str, Any]:
+    try:
+        body = json.loads(request.body or b"{}")
+    except (ValueError, UnicodeDecodeError):
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _refusal_json(exc: ServiceError) -> JsonResponse:
+    return JsonResponse({"title": exc.title, "detail": exc.detail, "errors": exc.errors or {}}, status=exc.status)
+
+
+@require_POST
+def passkey_sign_in_options_view(request: HttpRequest) -> HttpResponse:
+    """The options of navigator.credentials.get() for a sign-in, with a challenge for this browser's session
+    (one is made for a browser that has none yet)."""
+    if request.session.session_key is None:
+        request.session.create()
+    challenge = passkey_challenge_issue(
+        purpose=PasskeyChallenge.Purpose.SIGN_IN, session_key=request.session.session_key
+    )
+    return HttpResponse(authentication_options(challenge=challenge), content_type="application/json")
+
+
+@require_POST
+def passkey_sign_in_view(request: HttpRequest) -> HttpResponse:
+    """Sign in with the browser's answer `{"credential": ..., "next": ...}`: `{"redirect": url}`, or the
+    refusal's status with `{"title", "detail"}`."""
+    body = _json_body(request)
+    try:
+        passkey = passkey_sign_in(credential=body.get("credential"), session_key=request.session.session_key or "")
+    except ServiceError as exc:
+        return _refusal_json(exc)
+    _session_start(request, passkey.actor, key=SESSION_PASSKEY_KEY, value=passkey.pk)
+    return JsonResponse({"redirect": _next_url(request, body.get("next"))})
+
+
+@login_required
+@require_http_methods(["GET"])
+def passkey_list_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/passkeys: one's own passkeys, to rename or revoke, and a new one to register."""
+    passkeys = PasskeySerializer(passkey_list(request.user.username), many=True).data
+    return render(
+        request, "accounts/passkeys.html", {"passkeys": passkeys, "own": request.session.get(SESSION_PASSKEY_KEY)}
+    )
+
+
+@login_required
+@require_POST
+def passkey_register_options_view(request: HttpRequest) -> HttpResponse:
+    """The options of navigator.credentials.create() for a new passkey of the signed-in actor."""
+    actor = request.user.username
+    challenge = passkey_challenge_issue(
+        purpose=PasskeyChallenge.Purpose.REGISTER, session_key=request.session.session_key, actor=actor
+    )
+    registered = list(passkey_list(actor).values_list("credential_id", flat=True))
+    options = registration_options(actor=actor, challenge=challenge, registered=registered)
+    return HttpResponse(options, content_type="application/json")
+
+
+@login_required
+@require_POST
+def passkey_register_view(request: HttpRequest) -> HttpResponse:
+    """Register the browser's new passkey `{"name": ..., "credential": ...}`: 201 with the passkey as
+    GET /api/passkeys shows it, or the refusal's status with `{"title", "detail", "errors"}`."""
+    body = _json_body(request)
+    try:
+        passkey = passkey_register(
+            actor=request.user.username,
+            credential=body.get("credential"),
+            session_key=request.session.session_key or "",
+            submitted=PasskeyNameSerializer(data={key: body[key] for key in ("name",) if key in body}),
+        )
+    except ServiceError as exc:
+        return _refusal_json(exc)
+    messages.success(request, f"Passkey {passkey.name!r} registered.")
+    return JsonResponse(PasskeySerializer(passkey).data, status=201)
+
+
+@login_required
+@require_POST
+def passkey_rename_view(request: HttpRequest, passkey_id: int) -> HttpResponse:
+    """Screen twin of PATCH /api/passkeys/<id>."""
+    submitted = PasskeyNameSerializer(data=request.POST)
+    passkey, refused = screen_write(
+        request, lambda: passkey_rename(passkey_id, actor=request.user.username, submitted=submitted)
+    )
+    if refused:
+        return refused
+    messages.success(request, f"Passkey {passkey.pk} renamed {passkey.name!r}.")
+    return redirect("passkeys")
+
+
+@login_required
+@require_POST
+def passkey_revoke_view(request: HttpRequest, passkey_id: int) -> HttpResponse:
+    """Screen twin of DELETE /api/passkeys/<id>; revoking the passkey this session was opened with signs out
+    at the next request."""
+    passkey, refused = screen_write(request, lambda: passkey_revoke(passkey_id, actor=request.user.username))
+    if refused:
+        return refused
+    messages.success(request, f"Passkey {passkey.name!r} revoked: it signs no one in again.")
+    return redirect("passkeys")

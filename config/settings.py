@@ -132,6 +132,13 @@ CSRF_FAILURE_VIEW = "config.api.errors.csrf_failure"
 AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 20, minimum=1)
 AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 600, minimum=1)
 AUTH_FAILURE_KEY_PREFIX = "ccs:auth-failures:"
+# Passkeys (WebAuthn) for the screens: the relying party is the host name the browser shows (no port), the
+# origins the exact scheme://host[:port] the screens are opened at; the defaults fit `make run` opened at
+# http://localhost:8000 (an IP address cannot be a relying-party id, so not http://127.0.0.1:8000).
+PASSKEY_RP_ID = env_str("PASSKEY_RP_ID", "localhost")
+PASSKEY_RP_NAME = env_str("PASSKEY_RP_NAME", "Corpus conversion")
+PASSKEY_ORIGINS = env_list("PASSKEY_ORIGINS", [f"http://{PASSKEY_RP_ID}:8000"])
+PASSKEY_CHALLENGE_SECONDS = env_int("PASSKEY_CHALLENGE_SECONDS", 300, minimum=10)
 # Addresses or networks of reverse proxies whose X-Forwarded-For names the client (off: the peer is the client).
 TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
 trusted_proxies(tuple(TRUSTED_PROXIES))  # a malformed entry stops start-up here, not at the first request

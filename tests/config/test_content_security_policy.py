@@ -15,7 +15,9 @@ pytestmark = pytest.mark.django_db
 TEMPLATES = Path(__file__).resolve().parents[2] / "templates"
 
 
-@pytest.mark.parametrize("path", ["/corpora", "/services", "/jobs", "/maintenance", "/audit", "/login", "/corpora/new"])
+@pytest.mark.parametrize(
+    "path", ["/corpora", "/services", "/jobs", "/maintenance", "/audit", "/login", "/corpora/new", "/passkeys"]
+)
 def test_every_screen_sends_the_policy(screen_client, path):
     response = screen_client.get(path)
     assert response.status_code == 200

@@ -62,6 +62,10 @@ SPEC_ENDPOINTS_SO_FAR = {
     # --- sessions ---
     ("GET", "/api/sessions"),
     ("DELETE", "/api/sessions/{id}"),
+    # --- passkeys ---
+    ("GET", "/api/passkeys"),
+    ("PATCH", "/api/passkeys/{id}"),
+    ("DELETE", "/api/passkeys/{id}"),
 }
 
 

@@ -31,6 +31,8 @@ SCREENS = [
     "/audit",
     # --- sessions ---
     "/sessions",
+    # --- passkeys ---
+    "/passkeys",
     "/health",  # detailed health
     "/config",
     "/logs",
