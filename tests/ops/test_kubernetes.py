@@ -301,6 +301,15 @@ def test_the_overlay_sets_the_image_namespace_and_secret(trees):
     assert "secrets.env" in (OVERLAY / ".gitignore").read_text().split()
 
 
+def test_the_overlays_host_is_the_one_its_csrf_check_and_passkeys_trust(trees):
+    objects = trees["overlay"]
+    (host,) = {rule["host"] for rule in _named(objects, "Ingress", "ccs-web")["spec"]["rules"]}
+    config = _config(objects)
+    assert config["CSRF_TRUSTED_ORIGINS"] == f"https://{host}"
+    assert config["PASSKEY_RP_ID"] == host
+    assert config["PASSKEY_ORIGINS"].split(",") == [f"https://{host}"]
+
+
 # --- what runs once, and how much ---
 
 
