@@ -145,7 +145,9 @@ class Descendants:
             for child in me.children(recursive=True):
                 try:
                     if (child.pid, child.create_time()) not in self.before:
-                        self.seen.setdefault(child.pid, (child.create_time(), " ".join(child.cmdline())))
+                        # The latest command line: a child seen between its fork and its exec still
+                        # shows its parent's (bwrap's), and the next look shows what it runs.
+                        self.seen[child.pid] = (child.create_time(), " ".join(child.cmdline()))
                 except psutil.Error:
                     continue
             self.stop.wait(0.05)
