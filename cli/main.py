@@ -4,6 +4,7 @@ problem's title and detail) or a failed job, 2 a usage error."""
 
 from __future__ import annotations
 
+import enum
 import functools
 import getpass
 import inspect
@@ -14,7 +15,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
-import click
 import typer
 
 from cli.client import ApiError, Client, CliError
@@ -48,7 +48,7 @@ def handled(function: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return function(*args, **kwargs)
         except UsageProblem as exc:
-            raise click.UsageError(str(exc)) from None
+            raise typer.BadParameter(str(exc)) from None
         except ApiError as exc:
             err.print(f"ccs: {exc.title} ({exc.status}): {exc.detail}", markup=False)
             if exc.errors:
@@ -299,6 +299,25 @@ def doctor(
     from cli.doctor import doctor_run
 
     raise typer.Exit(doctor_run(settings_load(), local))
+
+
+class Shell(enum.StrEnum):
+    bash = "bash"
+    zsh = "zsh"
+
+
+@app.command(
+    help='Print the completion script for bash or zsh: eval "$(ccs completion bash)" in ~/.bashrc, or '
+    "`ccs --install-completion` for the shell you are in."
+)
+def completion(
+    shell: Annotated[Shell, Arg(help="bash or zsh", show_default=False)],
+) -> None:
+    # The script `--show-completion` prints for the shell it detects, here for the shell named; Typer has no
+    # public name for it (tests/cli/test_completion.py runs the scripts' completion, so a change shows).
+    from typer._completion_shared import get_completion_script
+
+    sys.stdout.write(get_completion_script(prog_name="ccs", complete_var="_CCS_COMPLETE", shell=shell.value) + "\n")
 
 
 def main() -> None:

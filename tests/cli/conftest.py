@@ -13,6 +13,11 @@ from typing import Any
 import httpx
 import pytest
 
+from jobs.models import Job
+from runs.actions import snapshot_append
+from tests.corpora.helpers import activated, imported
+from tests.runs.helpers import classes_write, pair_close
+
 CCS = Path(sys.executable).parent / "ccs"
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -39,7 +44,7 @@ def ccs(live_server: Any, token: str, ccs_home: Path) -> Callable[..., subproces
     assert CCS.exists(), f"{CCS} is not installed: pip install --no-deps -e . (make test does)"
 
     def run(*args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess:
-        environment = ccs_env(ccs_home, CCS_URL=live_server.url, CCS_TOKEN=token, **env)
+        environment = ccs_env(ccs_home, **{"CCS_URL": live_server.url, "CCS_TOKEN": token, **env})
         return subprocess.run(
             [str(CCS), *args], input=stdin, capture_output=True, text=True, env=environment, timeout=120, check=False
         )
@@ -52,3 +57,22 @@ def http(live_server: Any, token: str) -> httpx.Client:
     """The API itself, with the same token, to compare ccs's output with."""
     with httpx.Client(base_url=live_server.url, headers={"X-Service-Token": token}, timeout=60) as client:
         yield client
+
+
+MISSING = ("warning", "missing_file", "x.sty")
+UNDEFINED = ("error", "undefined", "\\alpha")
+IO_FATAL = ("fatal", "I/O", "a/b.tex")  # category and what that hold '/'
+
+
+@pytest.fixture
+def pair(corpus_root: Path) -> dict[str, str]:
+    """Corpus a (doc0..doc3) under tex_to_html with messages of three classes in two snapshots (the run's
+    close, then one more), and the service `next` activated beside it."""
+    imported(corpus_root, "a", documents=4)
+    activated("a")
+    classes_write([{MISSING}, {UNDEFINED}, set(), {IO_FATAL}])
+    pair_close()
+    classes_write([{MISSING}, {UNDEFINED, MISSING}, {MISSING}, {IO_FATAL}])
+    snapshot_append(corpus_name="a", service_name="tex_to_html", actor="tester")
+    activated("a", "next")
+    return {"job": str(Job.objects.order_by("created_at").first().uuid)}

@@ -8,17 +8,9 @@ from typing import Any
 
 import pytest
 
-from jobs.models import Job
-from runs.actions import snapshot_append
-from tests.corpora.helpers import activated, imported
-from tests.runs.helpers import classes_write, pair_close
-
 pytestmark = pytest.mark.django_db(transaction=True)
 
 PAIR = "a tex_to_html"
-MISSING = ("warning", "missing_file", "x.sty")
-UNDEFINED = ("error", "undefined", "\\alpha")
-IO_FATAL = ("fatal", "I/O", "a/b.tex")  # category and what that hold '/'
 
 # (ccs arguments, the API's path and query for the same thing)
 READS: list[tuple[str, str]] = [
@@ -65,20 +57,6 @@ READS: list[tuple[str, str]] = [
 # Fields that change from one request to the next by themselves: the time a check ran and what the health
 # checks measure (heartbeat ages, free bytes).
 VOLATILE = {"/api/health": ("checked_at", "checks"), "/api/dashboard": ("health",)}
-
-
-@pytest.fixture
-def pair(corpus_root) -> dict[str, str]:
-    """Corpus a (doc0..doc3) under tex_to_html with messages of three classes in two snapshots (the run's
-    close, then one more), and the service `next` activated beside it."""
-    imported(corpus_root, "a", documents=4)
-    activated("a")
-    classes_write([{MISSING}, {UNDEFINED}, set(), {IO_FATAL}])
-    pair_close()
-    classes_write([{MISSING}, {UNDEFINED, MISSING}, {MISSING}, {IO_FATAL}])
-    snapshot_append(corpus_name="a", service_name="tex_to_html", actor="tester")
-    activated("a", "next")
-    return {"job": str(Job.objects.order_by("created_at").first().uuid)}
 
 
 def _same(path: str, ours: Any, theirs: Any) -> None:
