@@ -52,14 +52,20 @@ class Client:
         self._http.close()
 
     def send(
-        self, method: str, path: str, *, params: dict[str, Any] | None = None, body: Any = None, ok: bool = False
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        form: dict[str, Any] | None = None,
+        ok: bool = False,
     ) -> httpx.Response:
-        """The response to `method path`; an error status raises ApiError unless `ok` (the caller looks)."""
+        """The response to `method path` with a JSON `body` or a `form`; an error status raises ApiError
+        unless `ok` (the caller looks)."""
         query = {key: value for key, value in (params or {}).items() if value is not None}
         try:
-            response = self._http.request(
-                method, path, params=query, json=body if body is not None else None,
-            )  # fmt: skip
+            response = self._http.request(method, path, params=query, json=body, data=form)
         except httpx.TimeoutException as exc:
             raise CliError(
                 f"{self.settings.url} did not answer {method} {path} in time ({type(exc).__name__})"

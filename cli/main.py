@@ -255,6 +255,38 @@ def download(
     _stream(f"/api/exports/{segment(out_dir)}/{segment(name)}", {}, output or Path(name))
 
 
+@app.command(
+    help="Convert TeX with LaTeXML on the server (POST /convert, which stores nothing): the result on stdout, "
+    "the status on stderr; with --json the API's answer (result, log, status)."
+)
+@handled
+def convert(
+    source: Annotated[str, Arg(help="a TeX file, or - for stdin", show_default=False)],
+    format: Annotated[str, Opt("--format", help="html5, html4, xhtml or xml")] = "html5",
+    whatsin: Annotated[str, Opt("--whatsin", help="document, fragment or math")] = "document",
+    whatsout: Annotated[str, Opt("--whatsout", help="document, fragment or math")] = "document",
+    timeout: Annotated[Optional[int], Opt("--timeout", help="seconds (the server's limit applies)")] = None,  # noqa: UP045
+    pmml: Annotated[bool, Opt("--pmml", help="presentation MathML")] = False,
+    cmml: Annotated[bool, Opt("--cmml", help="content MathML")] = False,
+    includestyles: Annotated[bool, Opt("--includestyles", help="let LaTeXML load the document's own styles")] = False,
+    json_: Annotated[bool, Opt("--json", help=JSON_HELP)] = False,
+) -> None:
+    try:
+        tex = sys.stdin.read() if source == "-" else Path(source).read_text()
+    except OSError as exc:
+        raise UsageProblem(f"cannot read {source}: {exc.strerror}") from exc
+    form = {"tex": tex, "format": format, "whatsin": whatsin, "whatsout": whatsout, "timeout": timeout}
+    form |= {name: "true" for name, on in (("pmml", pmml), ("cmml", cmml), ("includestyles", includestyles)) if on}
+    with client() as api:
+        response = api.send("POST", "/convert", form={k: v for k, v in form.items() if v is not None})
+    if json_:
+        raw_json(response.content)
+        return
+    answer = response.json()
+    sys.stdout.write(answer["result"] + ("" if answer["result"].endswith("\n") else "\n"))
+    err.print(f"status: {answer['status']}", markup=False)
+
+
 # --- login and doctor ---
 
 
