@@ -28,12 +28,17 @@ def raw_json(content: bytes) -> None:
 
 
 def _cell(value: Any) -> str:
-    if value is None:
+    if value is None or value == [] or value == {}:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, (dict, list)):
+    if isinstance(value, dict) and all(not isinstance(item, (dict, list)) for item in value.values()):
+        text = " ".join(f"{key}={_cell(item)}" for key, item in value.items())
+    elif isinstance(value, list) and all(not isinstance(item, (dict, list)) for item in value):
+        text = ", ".join(_cell(item) for item in value)
+    else:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, (dict, list)):
         return text if len(text) <= CELL_MAX else text[: CELL_MAX - 1] + "…"
     return str(value)
 
