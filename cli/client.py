@@ -4,6 +4,7 @@ ends up in logs), and turns every failure into an error of one line."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -75,6 +76,18 @@ class Client:
         if response.status_code >= 400 and not ok:
             raise ApiError.of(response)
         return response
+
+    def stream(self, path: str, *, params: dict[str, Any] | None = None) -> Iterator[bytes]:
+        """The body of GET `path` as it arrives (a download); an error status raises ApiError first."""
+        query = {key: value for key, value in (params or {}).items() if value is not None}
+        try:
+            with self._http.stream("GET", path, params=query) as response:
+                if response.status_code >= 400:
+                    response.read()
+                    raise ApiError.of(response)
+                yield from response.iter_bytes()
+        except httpx.HTTPError as exc:
+            raise CliError(f"cannot reach {self.settings.url}: {exc}") from exc
 
     def json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.send(method, path, **kwargs)

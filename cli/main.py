@@ -202,28 +202,20 @@ def config_read(ctx: typer.Context, json_: Annotated[bool, typer.Option("--json"
 
 def _stream(path: str, query: dict[str, Any], output: Path | None) -> None:
     with client() as api:
-        request = api._http.build_request("GET", path, params={k: v for k, v in query.items() if v is not None})
+        sink = output.open("wb") if output else sys.stdout.buffer
         try:
-            response = api._http.send(request, stream=True)
-        except Exception as exc:  # httpx's transport errors, worded as the client words them
-            raise CliError(f"cannot reach {api.settings.url}: {exc}") from exc
-        try:
-            if response.status_code >= 400:
-                response.read()
-                raise ApiError.of(response)
-            sink = output.open("wb") if output else sys.stdout.buffer
-            try:
-                for chunk in response.iter_bytes():
-                    sink.write(chunk)
-            finally:
-                if output:
-                    sink.close()
-                else:
-                    sink.flush()
-        finally:
-            response.close()
-    if output:
-        err.print(f"wrote {output}")
+            for chunk in api.stream(path, params=query):
+                sink.write(chunk)
+        except BaseException:
+            if output:
+                sink.close()
+                output.unlink(missing_ok=True)
+            raise
+        if output:
+            sink.close()
+            err.print(f"wrote {output}", markup=False)
+        else:
+            sink.flush()
 
 
 Opt = typer.Option

@@ -20,8 +20,6 @@ from tests.runs.helpers import classes_write, pair_close
 
 CCS = Path(sys.executable).parent / "ccs"
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
 
 def ccs_env(home: Path, **extra: str) -> dict[str, str]:
     """The environment without any CCS_ setting of the machine, HOME and XDG_CONFIG_HOME the test's."""

@@ -118,6 +118,7 @@ def test_doctor_says_when_the_server_cannot_be_reached(ccs):
     assert result.stdout.startswith("problem  reachable") and "CCS_URL" in result.stdout
 
 
+@pytest.mark.slow
 def test_completion_scripts_for_bash_and_zsh(ccs_home):
     def run(*args: str, **env: str) -> str:
         result = subprocess.run(
