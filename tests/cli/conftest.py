@@ -1,0 +1,76 @@
+"""ccs runs as a subprocess, the installed console script beside this interpreter, against pytest-django's
+live server (a threaded server on the test database), with a config directory of the test's own."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from jobs.models import Job
+from runs.actions import snapshot_append
+from tests.corpora.helpers import activated, imported
+from tests.runs.helpers import classes_write, pair_close
+
+CCS = Path(sys.executable).parent / "ccs"
+
+
+def ccs_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment without any CCS_ setting of the machine, HOME and XDG_CONFIG_HOME the test's."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CCS_")}
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / "config"), COLUMNS="200", NO_COLOR="1")
+    env.update(extra)
+    return env
+
+
+@pytest.fixture
+def ccs_home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir()
+    return home
+
+
+@pytest.fixture
+def ccs(live_server: Any, token: str, ccs_home: Path) -> Callable[..., subprocess.CompletedProcess]:
+    """Run `ccs *args` against the live server with the test's token (CCS_URL, CCS_TOKEN)."""
+    assert CCS.exists(), f"{CCS} is not installed: pip install --no-deps -e . (make test does)"
+
+    def run(*args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess:
+        environment = ccs_env(ccs_home, **{"CCS_URL": live_server.url, "CCS_TOKEN": token, **env})
+        return subprocess.run(
+            [str(CCS), *args], input=stdin, capture_output=True, text=True, env=environment, timeout=120, check=False
+        )
+
+    return run
+
+
+@pytest.fixture
+def http(live_server: Any, token: str) -> httpx.Client:
+    """The API itself, with the same token, to compare ccs's output with."""
+    with httpx.Client(base_url=live_server.url, headers={"X-Service-Token": token}, timeout=60) as client:
+        yield client
+
+
+MISSING = ("warning", "missing_file", "x.sty")
+UNDEFINED = ("error", "undefined", "\\alpha")
+IO_FATAL = ("fatal", "I/O", "a/b.tex")  # category and what that hold '/'
+
+
+@pytest.fixture
+def pair(corpus_root: Path) -> dict[str, str]:
+    """Corpus a (doc0..doc3) under tex_to_html with messages of three classes in two snapshots (the run's
+    close, then one more), and the service `next` activated beside it."""
+    imported(corpus_root, "a", documents=4)
+    activated("a")
+    classes_write([{MISSING}, {UNDEFINED}, set(), {IO_FATAL}])
+    pair_close()
+    classes_write([{MISSING}, {UNDEFINED, MISSING}, {MISSING}, {IO_FATAL}])
+    snapshot_append(corpus_name="a", service_name="tex_to_html", actor="tester")
+    activated("a", "next")
+    return {"job": str(Job.objects.order_by("created_at").first().uuid)}
