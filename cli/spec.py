@@ -370,6 +370,11 @@ READS: tuple[Command, ...] = (
     ),
     Command("sessions", "The signed-in screen sessions.", "/api/sessions"),
     Command(
+        "passkeys",
+        "The token actor's active passkeys (registered in a browser, on the Passkeys screen).",
+        "/api/passkeys",
+    ),
+    Command(
         "logs",
         "Recent log records of every process, newest first (one page; --before is the next_before "
         "cursor of the previous page).",
@@ -511,6 +516,23 @@ WRITES: tuple[Command, ...] = (
         method="DELETE",
         group="delete",
         plan="revoke screen session {id}",
+    ),
+    Command(
+        "passkey",
+        "Revoke one of the token actor's passkeys: it signs no one in, and its sessions end.",
+        "/api/passkeys/{id}",
+        (arg("id", "the passkey's id (ccs passkeys)"),),
+        method="DELETE",
+        group="delete",
+        plan="revoke passkey {id}",
+    ),
+    Command(
+        "rename-passkey",
+        "Give one of the token actor's passkeys a new name.",
+        "/api/passkeys/{id}",
+        (arg("id", "the passkey's id (ccs passkeys)"), body_arg("name", "its new name")),
+        method="PATCH",
+        plan="rename passkey {id} to {name!r}",
     ),
     Command(
         "rerun",

@@ -13,8 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
+from accounts.models import Passkey
 from jobs.models import Job
 from runs.actions import snapshot_append
+from tests.accounts.authenticator import Authenticator
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import classes_write, pair_close
 
@@ -65,7 +67,7 @@ IO_FATAL = ("fatal", "I/O", "a/b.tex")  # category and what that hold '/'
 @pytest.fixture
 def pair(corpus_root: Path) -> dict[str, str]:
     """Corpus a (doc0..doc3) under tex_to_html with messages of three classes in two snapshots (the run's
-    close, then one more), and the service `next` activated beside it."""
+    close, then one more), the service `next` activated beside it, and a passkey of the token's actor."""
     imported(corpus_root, "a", documents=4)
     activated("a")
     classes_write([{MISSING}, {UNDEFINED}, set(), {IO_FATAL}])
@@ -73,4 +75,8 @@ def pair(corpus_root: Path) -> dict[str, str]:
     classes_write([{MISSING}, {UNDEFINED, MISSING}, {MISSING}, {IO_FATAL}])
     snapshot_append(corpus_name="a", service_name="tex_to_html", actor="tester")
     activated("a", "next")
-    return {"job": str(Job.objects.order_by("created_at").first().uuid)}
+    authenticator = Authenticator(rp_id="localhost", origin="http://localhost:8000")
+    passkey = Passkey.objects.create(
+        actor="tester", name="laptop", credential_id=authenticator.id, public_key=authenticator._cose_key()
+    )
+    return {"job": str(Job.objects.order_by("created_at").first().uuid), "passkey": str(passkey.pk)}

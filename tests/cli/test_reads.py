@@ -47,6 +47,7 @@ READS: list[tuple[str, str]] = [
     ("job {job}", "/api/jobs/{job}"),
     ("audit --limit 3", "/api/audit?limit=3"),
     ("sessions", "/api/sessions"),
+    ("passkeys", "/api/passkeys"),
     ("logs --limit 5 --level ERROR", "/api/logs?limit=5&level=ERROR"),
     ("health", "/api/health"),
     ("config", "/api/config"),

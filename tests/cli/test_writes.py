@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django.apps import apps
 
-from accounts.models import AuditEntry
+from accounts.models import AuditEntry, Passkey
 from corpora.models import Activation, Corpus, Snapshot, Task
 from jobs.models import Job
 from ops.models import ConfigOverride
@@ -32,6 +32,8 @@ WRITES: list[str] = [
     "delete corpus a",
     "delete service next",
     "delete session 1",
+    "delete passkey {passkey}",
+    "rename-passkey {passkey} phone",
     "rerun a tex_to_html warning missing_file --description again",
     "pause a tex_to_html",
     "pause",
@@ -63,7 +65,7 @@ def test_a_write_without_yes_prints_its_plan_and_changes_nothing(ccs, pair, corp
     (corpus_root / "b").mkdir()
     before = state()
     journal = AuditEntry.objects.count()
-    result = ccs(*args.format(root=corpus_root).split(" "))
+    result = ccs(*args.format(root=corpus_root, **pair).split(" "))
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("Plan: ") and "Dry run: nothing was changed" in result.stdout
     assert state() == before
@@ -116,6 +118,12 @@ def test_writes_with_yes_do_what_their_endpoints_do(ccs, pair, corpus_root):
     out = _ok(ccs("import", "b", str(corpus_root / "b"), "--yes"))
     job = Job.objects.get(kind="corpus_import", params__name="b")
     assert f"ccs job {job.uuid} --wait" in out  # no worker runs here: the job waits in the queue
+
+    renamed = json.loads(_ok(ccs("rename-passkey", pair["passkey"], "phone", "--yes", "--json")))
+    assert renamed["name"] == "phone" == Passkey.objects.get(pk=pair["passkey"]).name
+    _ok(ccs("delete", "passkey", pair["passkey"], "--yes"))
+    assert Passkey.objects.get(pk=pair["passkey"]).revoked_at is not None
+    assert ccs("passkeys", "--json").stdout.strip() == "[]"
 
     _ok(ccs("deactivate", "a", "next", "--yes"))
     assert not Activation.objects.filter(corpus__name="a", service__name="next").exists()
