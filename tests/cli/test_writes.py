@@ -5,16 +5,20 @@ its problem's title and detail with exit 1, usage errors exit 2, never a traceba
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pytest
 from django.apps import apps
+from django.urls import resolve
 
 from accounts.models import AuditEntry, Passkey
 from corpora.models import Activation, Corpus, Snapshot, Task
 from jobs.models import Job
 from ops.models import ConfigOverride
 from services.models import Service
+from tests.cli.test_coverage import COMMANDS
 from tests.support import free_port
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,6 +74,14 @@ def test_a_write_without_yes_prints_its_plan_and_changes_nothing(ccs, pair, corp
     assert result.stdout.startswith("Plan: ") and "Dry run: nothing was changed" in result.stdout
     assert state() == before
     assert AuditEntry.objects.count() == journal
+    # ccs spells its paths itself (it has no Django to reverse the routes): the one it would send must be
+    # the route of an operation that this command makes (tests/cli/test_coverage.py).
+    method, url = result.stdout.splitlines()[1].split()
+    route = "/" + re.sub(r"<[^>]+>", "{}", resolve(unquote(urlsplit(url).path)).route)
+    words = args.split()
+    name = " ".join(words[:2]) if " ".join(words[:2]) in COMMANDS.values() else words[0]
+    operations = {op.split()[1] for op, command in COMMANDS.items() if command == name and op.split()[0] == method}
+    assert route in {re.sub(r"\{[^}]+\}", "{}", path) for path in operations}, (method, route, name)
 
 
 def test_every_write_of_the_table_has_a_dry_run_test():

@@ -26,12 +26,17 @@ def test_report_urls_escape_every_name_as_one_segment_and_resolve_to_their_scree
 
 
 def test_no_product_module_builds_a_report_or_document_path_by_hand():
-    """Outside corpora/links.py (and the route tables), no string literal spells a report path."""
+    """Outside corpora/links.py (and the route tables), no string literal spells a report path. `cli` is the
+    exception: ccs is a client of the API without Django, so it cannot reverse a route; the paths it sends
+    are checked against the route table instead (tests/cli: every write's URL resolves to one of its
+    operations, every read and download answers what the API answers at its path)."""
     pattern = re.compile(r"""["'](/api)?/(reports|corpus)/|/document/[{"']|/files/\{""")
     offenders = []
     for path in ROOT.glob("*/**/*.py"):
         relative = path.relative_to(ROOT).as_posix()
-        if relative.split("/")[0] in {"tests", "bench", "scripts"} or relative.endswith(("/urls.py", "links.py")):
+        if relative.split("/")[0] in {"tests", "bench", "scripts", "cli"} or relative.endswith(
+            ("/urls.py", "links.py")
+        ):
             continue
         for number, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
