@@ -133,6 +133,9 @@ class Descendants:
     started earlier (its own Redis, say) is not the conversion's."""
 
     seen: dict[int, tuple[float, str]] = field(default_factory=dict)
+    # Every command line seen: a child seen between its fork and its exec still shows its parent's (bwrap's),
+    # one seen as it exits shows none, so what it runs is among them but need not be its first or its last.
+    commands: set[str] = field(default_factory=set)
     stop: threading.Event = field(default_factory=threading.Event)
     before: set[tuple[int, float]] = field(default_factory=set)
 
@@ -145,9 +148,9 @@ class Descendants:
             for child in me.children(recursive=True):
                 try:
                     if (child.pid, child.create_time()) not in self.before:
-                        # The latest command line: a child seen between its fork and its exec still
-                        # shows its parent's (bwrap's), and the next look shows what it runs.
-                        self.seen[child.pid] = (child.create_time(), " ".join(child.cmdline()))
+                        cmdline = " ".join(child.cmdline())
+                        self.seen.setdefault(child.pid, (child.create_time(), cmdline))
+                        self.commands.add(cmdline)
                 except psutil.Error:
                     continue
             self.stop.wait(0.05)
@@ -185,7 +188,7 @@ def test_a_looping_document_is_killed_at_the_timeout_inside_the_sandbox_and_leav
     assert conversion.timed_out and conversion.status_code == 3
     assert 3 <= elapsed < 3 + TERMINATE_GRACE_SECONDS + 2
     assert b"Fatal:timeout:timedout Conversion exceeded the timeout of 3 seconds" in conversion.log
-    assert any("latexmlc" in cmdline and "bwrap" not in cmdline for _, cmdline in descendants.seen.values())
+    assert any("latexmlc" in cmdline and "bwrap" not in cmdline for cmdline in descendants.commands)
     assert descendants.alive() == []
 
 
@@ -195,7 +198,7 @@ def test_a_document_over_the_memory_limit_is_killed_inside_the_sandbox_and_leave
     conversion, descendants = watched(lambda: convert(tmp_path, "hog.tex", timeout=120, memory_mb=250, sandbox=BWRAP))
     assert not conversion.timed_out and conversion.status_code == 3
     assert re.search(rb"^Fatal:perl:(out_of_memory|die) ", conversion.log, re.MULTILINE)
-    assert any("latexmlc" in cmdline and "bwrap" not in cmdline for _, cmdline in descendants.seen.values())
+    assert any("latexmlc" in cmdline and "bwrap" not in cmdline for cmdline in descendants.commands)
     assert descendants.alive() == []
 
 
@@ -208,8 +211,7 @@ def test_a_converter_that_ignores_sigterm_inside_the_sandbox_is_killed_with_all_
         lambda: convert(tmp_path / "source", "doc.tex", timeout=1, latexmlc=str(script), sandbox=BWRAP)
     )
     assert conversion.timed_out and conversion.status_code == 3
-    seen = [cmdline for _, cmdline in descendants.seen.values()]
-    assert "sleep 300" in seen and "sleep 301" in seen  # the helper and the leader ran, in the sandbox
+    assert {"sleep 300", "sleep 301"} <= descendants.commands  # the helper and the leader ran, in the sandbox
     assert descendants.alive() == []
 
 

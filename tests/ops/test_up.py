@@ -165,6 +165,15 @@ def _ports() -> tuple[int, dict[str, str]]:
     }
 
 
+def _cmdline(process: psutil.Process) -> str:
+    """A process's command line; empty for one that has just ended (a zombie its parent has not yet
+    reaped, such as a conversion's latexmlc): what stays up is what the test looks for."""
+    try:
+        return " ".join(process.cmdline())
+    except psutil.Error:
+        return ""
+
+
 def _postmaster_pid(var_dir: Path) -> int | None:
     pid_file = var_dir / "pgdata" / "postmaster.pid"
     return int(pid_file.read_text().split()[0]) if pid_file.exists() else None
@@ -206,7 +215,7 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
 
         children = up.descendants()
         postgres = _postmaster_pid(var_dir)
-        names = " ".join(" ".join(child.cmdline()) for child in children)
+        names = " ".join(_cmdline(child) for child in children)
         for part in ("gunicorn", "celery", "beat", "redis-server", "dispatcher", "worker --service tex_to_html"):
             assert part in names, part
         # The supervised children (they stay up) carry the marker; not redis-server, which writes its
