@@ -388,8 +388,8 @@ CHALLENGE_REFUSED = "The passkey challenge has expired or was used already: star
 
 
 def passkey_challenge_issue(*, purpose: str, session_key: str, actor: str = "") -> bytes:
-    """A new challenge for one ceremony of the browser with this session (for a registration, by `actor`),
-    valid for PASSKEY_CHALLENGE_SECONDS; expired ones go at the same time."""
+    """A new challenge for one ceremony of the browser whose Django session key is `session_key` (for a
+    registration, by `actor`), valid for PASSKEY_CHALLENGE_SECONDS; expired ones go at the same time."""
     now = timezone.now()
     PasskeyChallenge.objects.filter(expires_at__lte=now).delete()
     challenge = secrets.token_bytes(32)
@@ -404,9 +404,10 @@ def passkey_challenge_issue(*, purpose: str, session_key: str, actor: str = "") 
 
 
 def _challenge_use(credential: Any, *, purpose: str, session_key: str, actor: str = "") -> bytes | None:
-    """Use up the challenge an answer answers, if this session was given it for this purpose (and actor) and
-    it has not expired: its row is deleted in one statement, so of two answers to it one at most gets it, and
-    outside the action's transaction, so it is gone whatever the action then decides. None: refused."""
+    """Use up the challenge an answer answers, if it was given to the browser of `session_key` for this purpose
+    (and actor) and has not expired: its row is deleted in one statement, so of two answers to it one at most
+    gets it, and outside the action's transaction, so it is gone whatever the action then decides. None:
+    refused."""
     answered = answered_challenge(credential)
     if answered is None or not session_key:
         return None

@@ -219,7 +219,7 @@ def passkey_rename_view(request: HttpRequest, passkey_id: int) -> HttpResponse:
 @login_required
 @require_POST
 def passkey_revoke_view(request: HttpRequest, passkey_id: int) -> HttpResponse:
-    """Screen twin of DELETE /api/passkeys/<id>; revoking the passkey this session was opened with signs out
+    """Screen twin of DELETE /api/passkeys/<id>; revoking the passkey the browser signed in with signs it out
     at the next request."""
     passkey, refused = screen_write(request, lambda: passkey_revoke(passkey_id, actor=request.user.username))
     if refused:
