@@ -37,6 +37,7 @@ from accounts.serializers import (
     ScreenSessionSerializer,
     TokenLoginSerializer,
 )
+from config.api.errors import problem_json_response
 from config.api.requests import client_address
 from config.errors import ServiceError, TooManyRequests
 from config.middleware import url_without_token
@@ -132,7 +133,8 @@ def _json_body(request: HttpRequest) -> dict[str, Any]:
 
 
 def _refusal_json(exc: ServiceError) -> JsonResponse:
-    return JsonResponse({"title": exc.title, "detail": exc.detail, "errors": exc.errors or {}}, status=exc.status)
+    """A refusal as the API words it (problem+json), for the browser's script."""
+    return problem_json_response(exc.status, exc.detail, title=exc.title, slug=exc.slug, errors=exc.errors)
 
 
 @require_POST
