@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any, Optional
 
+import httpx
 import typer
 
 from cli.client import ApiError, Client, CliError
@@ -149,10 +150,7 @@ def write(command: Command, values: dict[str, Any]) -> None:
     as_json, yes, wait = values.pop("json_"), values.pop("yes"), values.pop("wait", False)
     path, query, body = path_of(command, values), query_of(command, values), body_of(command, values)
     settings = settings_load()
-    target = f"{command.method} {settings.url}{path}" + (
-        f"?{'&'.join(f'{k}={v}' for k, v in query.items())}" if query else ""
-    )
-    lines = [f"Plan: {plan_of(command, values)}.", f"  {target}"]
+    lines = [f"Plan: {plan_of(command, values)}.", f"  {command.method} {httpx.URL(settings.url + path, params=query)}"]
     if body is not None:
         lines.append(f"  body: {json.dumps(body, ensure_ascii=False)}")
     shown = err if as_json or yes else out
@@ -338,7 +336,7 @@ def completion(
     shell: Annotated[Shell, Arg(help="bash or zsh", show_default=False)],
 ) -> None:
     # The script `--show-completion` prints for the shell it detects, here for the shell named; Typer has no
-    # public name for it (tests/cli/test_completion.py runs the scripts' completion, so a change shows).
+    # public name for it (tests/cli/test_login_doctor.py runs the scripts' completion, so a change shows).
     from typer._completion_shared import get_completion_script
 
     sys.stdout.write(get_completion_script(prog_name="ccs", complete_var="_CCS_COMPLETE", shell=shell.value) + "\n")
