@@ -460,8 +460,8 @@ def _passkey_add(*, actor: str, credential: Any, challenge: bytes | None, name: 
 
 
 def passkey_sign_in(*, credential: Any, session_key: str) -> Passkey:
-    """Check a browser's answer to navigator.credentials.get() (as JSON) for a sign-in: the challenge this
-    session was given, a registered passkey that still signs in (accounts.queries.passkey_signs_in), its
+    """Check a browser's answer to navigator.credentials.get() (as JSON) for a sign-in: the challenge the
+    browser's session was given, a registered passkey that still signs in (accounts.queries.passkey_signs_in), its
     signature. Returns the passkey, its counter and last use updated; the caller starts the session. Every
     attempt is journaled under the passkey's actor (empty for an unknown passkey)."""
     challenge = _challenge_use(credential, purpose=PasskeyChallenge.Purpose.SIGN_IN, session_key=session_key)
