@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
-from conversion import cgroups
+from conversion import cgroups, imagemagick
 from conversion import sandbox as sandboxes
 from conversion.logparse import status_code_of
 from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
@@ -193,7 +193,8 @@ def convert(
     # A log left by an earlier run must not be read as this run's.
     log_path.unlink(missing_ok=True)
     root = source_dir if root is None else Path(root).resolve()
-    with sandboxes.launched(sandbox, root, executable, start=source_dir) as launch:
+    policy = imagemagick.policy_xml(memory_mb=memory_mb, disk_mb=disk_mb, timeout=timeout)
+    with sandboxes.launched(sandbox, root, executable, start=source_dir, imagemagick_policy=policy) as launch:
         argv = [
             launch.executable,
             "--format=html5",
@@ -257,7 +258,8 @@ def convert_text(
         # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
         (work_dir / "input.tex").write_text(source, encoding="utf-8")
         dest = work_dir / f"result.{_FORMATS[format]}"
-        with sandboxes.launched(sandbox, work_dir, executable) as launch:
+        policy = imagemagick.policy_xml(memory_mb=memory_mb, disk_mb=disk_mb, timeout=timeout)
+        with sandboxes.launched(sandbox, work_dir, executable, imagemagick_policy=policy) as launch:
             argv = [
                 launch.executable,
                 f"--format={format}",

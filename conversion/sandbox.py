@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from conversion import imagemagick
 from conversion.processes import scratch_prefix
 
 MODES = ("bwrap", "none")
@@ -37,8 +38,8 @@ _INSIDE_ENGINE_DIR = PurePosixPath("/run/engine")
 SANDBOX_UID = 65534
 SANDBOX_GID = 65534
 # Read-only: the installation (Perl, LaTeXML, TeX Live under /usr), TeX's configuration and its
-# file database (ls-R, formats), ImageMagick's policy (which refuses PS/PDF coders: without it,
-# images would convert differently than the operator configured), and the linker cache.
+# file database (ls-R, formats), ImageMagick's configuration (its delegates; its policy file is replaced
+# for the run where the caller gives one, conversion/imagemagick.py), and the linker cache.
 _READ_ONLY = ("/usr", "/etc/texmf", "/var/lib/texmf", "/etc/ImageMagick-6", "/etc/ImageMagick-7", "/etc/ld.so.cache")
 # Top-level directories that merged-/usr systems make symlinks into /usr (real directories elsewhere).
 _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -165,13 +166,16 @@ def _probe(sandbox: Sandbox) -> str | None:
 
 
 @contextlib.contextmanager
-def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None) -> Iterator[Launch]:
+def launched(
+    sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None, imagemagick_policy: bytes = b""
+) -> Iterator[Launch]:
     """The launch settings for running `executable` on `work_dir`, in `start` (a directory inside it,
     `work_dir` itself by default), with a /tmp of its own that is removed afterwards; on exit the
     directory is ours again.
 
     Without a sandbox the run is direct. With one, the working directory is bound at /work; as root
-    it is handed to the sandbox user for the run, through a copy when that user cannot reach it."""
+    it is handed to the sandbox user for the run, through a copy when that user cannot reach it; an
+    `imagemagick_policy` (conversion.imagemagick) replaces the host's ImageMagick policy for the run."""
     work_dir = Path(work_dir).resolve()
     start = work_dir if start is None else Path(start).resolve()
     inside_start = INSIDE_WORK / start.relative_to(work_dir)  # ValueError when start is not inside work_dir
@@ -210,6 +214,8 @@ def launched(sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path |
             opened.append(engine_fd)
             inside_executable = str(_INSIDE_ENGINE_DIR / Path(executable).name)
             argv += ["--perms", "0555", "--file", str(engine_fd), inside_executable]
+        if imagemagick_policy:
+            argv += _policy_options(imagemagick_policy, opened)
         argv += ["--unshare-all", "--die-with-parent", "--new-session", "--info-fd", str(info_write)]
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": INSIDE_TMP, "TMPDIR": INSIDE_TMP}
         env.update({name: os.environ[name] for name in _PASSED_ENV if name in os.environ})
@@ -254,6 +260,24 @@ def _filesystem_options() -> list[str]:
             options += ["--ro-bind", str(host), str(host)]
     # No tmpfs for /tmp: it would live in memory outside RLIMIT_AS, a second memory budget per conversion.
     return [*options, "--proc", "/proc", "--dev", "/dev"]
+
+
+def _policy_options(policy: bytes, opened: list[int]) -> list[str]:
+    """bwrap options that put `policy` read-only over each ImageMagick policy file the host has, through a
+    pipe (`--ro-bind-data`): no file of it lies where the run or another user could change it."""
+    options: list[str] = []
+    for path in imagemagick.POLICY_PATHS:
+        if not Path(path).is_file():
+            continue
+        read_end, write_end = os.pipe()
+        opened.append(read_end)
+        try:
+            # A policy is a few kilobytes, well under a pipe's buffer: the write never waits for bwrap.
+            os.write(write_end, policy)
+        finally:
+            os.close(write_end)
+        options += ["--ro-bind-data", str(read_end), path]
+    return options
 
 
 def _is_within(path: Path, directory: Path) -> bool:
