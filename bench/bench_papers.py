@@ -75,11 +75,12 @@ def convert_one(path: Path, options: dict) -> dict:
         for m in parsed.messages
         if m.severity in ("error", "fatal")
     ]
+    loaded = sorted({m.what for m in parsed.messages if m.category == "loaded_file" and m.what.startswith("/usr/")})
     images = sum(1 for name in names if name.rsplit(".", 1)[-1].lower() in ("png", "jpg", "jpeg", "svg", "gif"))
     return {
         "name": path.name, "status": status, "runtime_s": round(wall, 2), "peak_rss_mb": watch.peak_rss // 2**20,
         "killed": converted.killed, "problems": problems, "images": images, "html_bytes": len(body),
-        "bibliography": b"ltx_bibliography" in body, "figures_missing": body.count(b"ltx_missing"),
+        "bibliography": b"ltx_bibliography" in body, "figures_missing": body.count(b"ltx_missing"), "loaded": loaded,
     }  # fmt: skip
 
 
@@ -146,9 +147,31 @@ def report(outcomes: list[dict], wall: float, args: argparse.Namespace) -> None:
     print("  error and fatal classes of the papers that are not error-free (papers):")
     for name, papers in sorted(classes.items(), key=lambda item: (-len(item[1]), item[0]))[:60]:
         print(f"    {len(papers):3d}  {name}: {', '.join(sorted(p.removesuffix('.tar.gz') for p in papers))[:200]}")
+    packages_report(outcomes)
     if args.json:
         args.json.write_text(json.dumps({"label": args.label, "wall_s": wall, "papers": outcomes}, indent=1))
         print(f"  written to {args.json}")
+
+
+def packages_report(outcomes: list[dict]) -> None:
+    """Which Debian packages the papers' loaded files (LaTeXML bindings, TeX Live styles) came from, with the
+    number of papers that loaded something of each: what the environment must carry, measured."""
+    paths = sorted({path for outcome in outcomes for path in outcome.get("loaded", [])})
+    if not paths:
+        return
+    owner: dict[str, str] = {}
+    for start in range(0, len(paths), 500):
+        found = subprocess.run(["dpkg", "-S", *paths[start : start + 500]], capture_output=True, text=True, check=False)
+        for line in found.stdout.splitlines():
+            package, _, path = line.partition(": ")
+            owner[path] = package.split(":")[0]
+    papers: dict[str, set[str]] = defaultdict(set)
+    for outcome in outcomes:
+        for path in outcome.get("loaded", []):
+            papers[owner.get(path, "(no package)")].add(outcome["name"])
+    print("  Debian packages the papers loaded files from (papers):")
+    for package, names in sorted(papers.items(), key=lambda item: (-len(item[1]), item[0])):
+        print(f"    {len(names):3d}  {package}")
 
 
 if __name__ == "__main__":
