@@ -243,6 +243,24 @@ def launched(
             _chown_tree(bound, os.getuid(), os.getgid())
 
 
+@contextlib.contextmanager
+def host_with_policy(imagemagick_policy: bytes, bwrap: str = "bwrap") -> Iterator[tuple[list[str], tuple[int, ...]]]:
+    """(argv prefix, descriptors to pass) that run a command on the host as it is, every path, user and
+    network included, with ImageMagick's policy alone replaced: how the benchmarks and tests run latexmlc
+    directly in the environment the sandbox gives a conversion (its figures read as a worker reads them).
+    Not a sandbox. The descriptors are closed on exit."""
+    executable = shutil.which(bwrap)
+    if executable is None:
+        raise FileNotFoundError(f"{bwrap} is not installed ({_INSTALL_HINT})")
+    opened: list[int] = []
+    try:
+        options = _policy_options(imagemagick_policy, opened)
+        yield [executable, "--dev-bind", "/", "/", *options, "--"], tuple(opened)
+    finally:
+        for fd in opened:
+            os.close(fd)
+
+
 def exit_status(returncode: int) -> int:
     """bwrap reports a command killed by signal N as exit code 128+N; give it back as -N like Popen does."""
     return -(returncode - 128) if 128 < returncode < 128 + 65 else returncode

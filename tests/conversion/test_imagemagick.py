@@ -5,6 +5,7 @@ that figure or that conversion, with its message."""
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from conversion import imagemagick
 from conversion.engine import convert, latexmlc_path
 from conversion.logparse import parse_log
+from conversion.sandbox import host_with_policy
 from tests.fixtures.papers import eps_bytes, pdf_bytes, png_bytes
 from tests.support import write_tex
 
@@ -93,3 +95,17 @@ def test_a_postscript_figure_that_loops_forever_ends_its_conversion_at_the_timeo
     # The next conversion in the same place is untouched by it.
     write_tex(tmp_path / "next.tex", FIGURES.replace("plot.pdf", "photo.png"))
     assert convert(tmp_path, "next.tex", timeout=120).status_code == 0
+
+
+def test_the_host_keeps_its_own_policy_and_the_direct_side_can_take_the_sandboxes(tmp_path):
+    # What the benchmarks and the fidelity tests call latexmlc "run directly": the host as it is, with the
+    # sandbox's ImageMagick policy alone. Without it the host's own policy (Debian's) refuses PDF.
+    (tmp_path / "plot.pdf").write_bytes(pdf_bytes())
+    convert_command = ["/usr/bin/convert", str(tmp_path / "plot.pdf"), str(tmp_path / "plot.png")]
+    refused = subprocess.run(convert_command, capture_output=True, check=False)
+    assert refused.returncode != 0 and b"security policy" in refused.stderr
+    policy = imagemagick.policy_xml(memory_mb=1024, disk_mb=1024, timeout=60)
+    with host_with_policy(policy) as (prefix, descriptors):
+        read = subprocess.run([*prefix, *convert_command], pass_fds=descriptors, capture_output=True, check=False)
+    assert read.returncode == 0, read.stderr
+    assert (tmp_path / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
