@@ -1,8 +1,10 @@
 FROM python:3.11-slim-bookworm
 ENV PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1
-# LaTeXML for the conversion workers and POST /convert (Debian's package brings TeX Live's pieces), and
-# bubblewrap, the sandbox each latexmlc runs in.
-RUN apt-get update && apt-get install -y --no-install-recommends latexml bubblewrap && rm -rf /var/lib/apt/lists/*
+# The conversion environment of the workers and POST /convert (LaTeXML, the TeX Live collections real
+# papers load, ImageMagick and Ghostscript for figures) and bubblewrap, the sandbox each latexmlc runs in:
+# the one list `make run` installs too.
+COPY scripts/system-packages /usr/local/sbin/ccs-system-packages
+RUN ccs-system-packages && rm -rf /var/lib/apt/lists/*
 RUN useradd --create-home --uid 10001 ccs
 WORKDIR /app
 # The exact versions of requirements.lock (make lock), as `make run` installs them.

@@ -120,10 +120,18 @@ def test_every_named_volume_is_declared(compose):
     assert used == set(compose["volumes"])
 
 
-def test_the_image_installs_latexml_and_bubblewrap_and_runs_as_its_own_user(dockerfile):
-    installs = [c for c in _run_commands(dockerfile) if c[:2] == ["apt-get", "install"]]
-    packages = {arg for command in installs for arg in command[2:] if not arg.startswith("-")}
-    assert {"latexml", "bubblewrap"} <= packages
+def test_the_image_installs_the_conversion_environment_make_run_installs_and_runs_as_its_own_user(dockerfile):
+    # One list of packages for `make run`, CI and the image: scripts/system-packages, copied in and run.
+    copied = {
+        arguments.split()[-1]: arguments.split()[0] for instruction, arguments in dockerfile if instruction == "COPY"
+    }
+    installer = next(target for target, source in copied.items() if source == "scripts/system-packages")
+    assert any(command[0] in (installer, PurePosixPath(installer).name) for command in _run_commands(dockerfile))
+    script = (PROJECT_DIR / "scripts/system-packages").read_text()
+    listed = re.search(r"WORKER_PACKAGES=\(([^)]*)\)", script)
+    assert listed is not None
+    packages = set(listed.group(1).split())
+    assert {"latexml", "bubblewrap", "imagemagick", "ghostscript", "texlive-latex-extra"} <= packages
     assert _image_user(dockerfile) not in ("root", "0")
 
 
