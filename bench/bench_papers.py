@@ -80,7 +80,8 @@ def convert_one(path: Path, options: dict) -> dict:
     return {
         "name": path.name, "status": status, "runtime_s": round(wall, 2), "peak_rss_mb": watch.peak_rss // 2**20,
         "killed": converted.killed, "problems": problems, "images": images, "html_bytes": len(body),
-        "bibliography": b"ltx_bibliography" in body, "figures_missing": body.count(b"ltx_missing"), "loaded": loaded,
+        "bibliography": b"ltx_bibliography" in body, "figures_missing": body.count(b"ltx_missing_image"),
+        "loaded": loaded,
     }  # fmt: skip
 
 
@@ -93,12 +94,15 @@ def main() -> None:
     parser.add_argument("--latexmlc", default="latexmlc", help="the engine: a name on PATH or a path under /usr")
     parser.add_argument("--json", type=Path, help="write every paper's outcome here")
     parser.add_argument("--only", action="append", default=[], help="convert only entries with this name (repeat)")
+    parser.add_argument("--from", dest="first", default="", help="convert only entries from this name on (sorted)")
+    parser.add_argument("--to", dest="last", default="", help="convert only entries before this name (sorted)")
     parser.add_argument("--label", default="", help="what this run measures, printed and kept in --json")
     args = parser.parse_args()
 
     entries = sorted(p for p in args.corpus.iterdir() if p.is_dir() or p.name.endswith((".gz", ".zip", ".tex")))
     if args.only:
         entries = [p for p in entries if any(p.name.startswith(name) for name in args.only)]
+    entries = [p for p in entries if p.name >= args.first and (not args.last or p.name < args.last)]
     options = {"timeout": args.timeout, "memory_mb": args.memory_mb, "latexmlc": args.latexmlc}
     version = subprocess.run([args.latexmlc, "--VERSION"], capture_output=True, text=True, check=False)
     print(f"{len(entries)} papers from {args.corpus}, {args.parallel} at a time, timeout {args.timeout:.0f} s; "
@@ -111,6 +115,8 @@ def main() -> None:
         outcome = convert_one(path, options)
         with lock:
             outcomes.append(outcome)
+            if args.json:  # kept as it grows: a run stopped halfway keeps what it measured
+                args.json.write_text(json.dumps({"label": args.label, "papers": outcomes}, indent=1))
             print(f"{len(outcomes):3d}/{len(entries)} {outcome['status']:10s} {outcome.get('runtime_s', 0):7.1f} s "
                   f"{outcome.get('peak_rss_mb', 0):5d} MB  {outcome['name']}", flush=True)  # fmt: skip
 
