@@ -34,6 +34,9 @@ HEAD_BYTES = 64 * 1024
 _GUNZIP_FILE_MAX = 4 * 1024 * 1024
 _GUNZIP_MAX = 32 * 1024 * 1024
 _DOCUMENTCLASS = re.compile(rb"^[^%\n]*\\document(?:class|style)\b", re.MULTILINE)
+# A \documentclass that opens its line: a main file's. One further along a line is more often quoted in text
+# (\verb|\documentclass{article}| in a file of macros) than a real one.
+_DOCUMENTCLASS_OPENING = re.compile(rb"^[ \t]*\\document(?:class|style)\b", re.MULTILINE)
 _BEGIN_DOCUMENT = re.compile(rb"^[^%\n]*\\begin\s*\{document\}", re.MULTILINE)
 ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip", ".gz")
 _MAX_MEMBERS = 20_000
@@ -76,7 +79,8 @@ def choose_main(candidates: list[str], head: Callable[[str], bytes]) -> str | No
     # Prefer files nearest the top of the tree, then by name, so the choice is deterministic.
     ordered = sorted(candidates, key=lambda p: (p.count("/"), p))
     heads = {path: head(path) for path in ordered}
-    with_class = [p for p in ordered if _DOCUMENTCLASS.search(heads[p])]
+    with_class = [p for p in ordered if _DOCUMENTCLASS_OPENING.search(heads[p])]
+    with_class = with_class or [p for p in ordered if _DOCUMENTCLASS.search(heads[p])]
     if len(with_class) > 1:
         both = [p for p in with_class if _BEGIN_DOCUMENT.search(heads[p])]
         with_class = both or with_class

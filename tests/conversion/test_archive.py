@@ -42,6 +42,19 @@ def test_among_several_the_one_with_documentclass_is_main(tmp_path):
     assert inspect_entry(tmp_path / "d", "d").main_file == "z_main.tex"
 
 
+def test_a_documentclass_quoted_in_text_loses_to_one_that_opens_its_line(tmp_path):
+    # As in a real paper: a file of macros explains their use "after \verb|\documentclass{article}| but
+    # before \verb|\begin{document}|", and sorts before the main file.
+    quoting = "\\section{Macros}\nPut them after \\verb|\\documentclass{article}| and before \\verb|\\begin{document}|.\n"
+    write_tex(tmp_path / "d" / "macros.tex", quoting)
+    write_tex(tmp_path / "d" / "paper.tex", "\\pdfoutput=1\n" + TEX_DOCUMENT)
+    assert inspect_entry(tmp_path / "d", "d").main_file == "paper.tex"
+    # With no file whose line starts with one, a \documentclass further along a line still counts.
+    write_tex(tmp_path / "e" / "a.tex", TEX_FRAGMENT)
+    write_tex(tmp_path / "e" / "b.tex", "\\relax\\documentclass{article}\\begin{document}x\\end{document}")
+    assert inspect_entry(tmp_path / "e", "e").main_file == "b.tex"
+
+
 def test_a_commented_documentclass_does_not_count(tmp_path):
     write_tex(tmp_path / "d" / "a.tex", "% \\documentclass{article}\n" + TEX_FRAGMENT)
     write_tex(tmp_path / "d" / "b.tex", "\\begin{document}x\\end{document}")
