@@ -45,7 +45,7 @@ def test_among_several_the_one_with_documentclass_is_main(tmp_path):
 def test_a_documentclass_quoted_in_text_loses_to_one_that_opens_its_line(tmp_path):
     # As in a real paper: a file of macros explains their use "after \verb|\documentclass{article}| but
     # before \verb|\begin{document}|", and sorts before the main file.
-    quoting = "\\section{Macros}\nPut them after \\verb|\\documentclass{article}| and before \\verb|\\begin{document}|.\n"
+    quoting = "\\section{Macros}\nUse after \\verb|\\documentclass{article}|, before \\verb|\\begin{document}|.\n"
     write_tex(tmp_path / "d" / "macros.tex", quoting)
     write_tex(tmp_path / "d" / "paper.tex", "\\pdfoutput=1\n" + TEX_DOCUMENT)
     assert inspect_entry(tmp_path / "d", "d").main_file == "paper.tex"
