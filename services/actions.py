@@ -13,7 +13,7 @@ from accounts.journal import Action
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse
-from corpora.pairs import data_purge
+from corpora.pairs import data_purge, runs_profile_note
 from services.models import Service
 from services.queries import service_get
 
@@ -86,11 +86,13 @@ def profile_checked(data: object, *, field: str | None = None) -> Profile:
 def service_profile_set(*, name: str, actor: str, **profile: Any) -> Service:
     """Give a service a converter profile: the options given over their `preset` (the default preset
     without one). Tasks are handed out with it from the dispatcher's next reading of the services (within
-    a second or two); a conversion under way keeps the profile it started with."""
+    a second or two); a conversion under way keeps the profile it started with, and the service's open runs
+    note the new profile's hash."""
     service = service_get(name)
     if service.is_protected:
         raise Forbidden(f"{name!r} is a protected infrastructure service: it converts nothing.")
     checked = profile_checked(profile)
     Service.objects.filter(pk=service.pk).update(profile=checked.as_json())
-    journal_note(profile_hash=checked.digest)
+    runs = runs_profile_note(service_id=service.pk, profile_hash=checked.digest)
+    journal_note(profile_hash=checked.digest, open_runs_noted=runs)
     return service_get(name)

@@ -145,6 +145,34 @@ def test_the_presets_are_listed_with_their_profiles_and_hashes(authed, api):
     assert APIClient().get("/api/profiles").status_code == 401
 
 
+def test_a_profile_change_is_journaled_answered_with_the_service_and_noted_on_its_open_runs(authed, corpus_root):
+    from accounts.models import AuditEntry
+    from conversion.profiles import DEFAULT, PRESETS, Profile
+    from corpora.models import Run
+
+    imported(corpus_root, "alpha")
+    activated("alpha", "tex_to_html")
+    response = authed.put("/api/services/tex_to_html/profile", {"preset": "arxiv"}, format="json")
+    assert response.status_code == 200 and response.json()["profile_preset"] == "arxiv"
+    options = {"engine": "latexml-oxide", "nodefaultresources": True, "preloads": ["[ids,magnify=2]latexml.sty"]}
+    changed = authed.put("/api/services/tex_to_html/profile", options, format="json").json()
+    expected = Profile(engine="latexml-oxide", nodefaultresources=True, preloads=("[ids,magnify=2]latexml.sty",))
+    assert (changed["profile"], changed["profile_hash"], changed["profile_preset"]) == (
+        expected.as_json(), expected.digest, None,
+    )  # fmt: skip
+    run = Run.objects.get(corpus__name="alpha", service__name="tex_to_html", finished_at__isnull=True)
+    assert (run.profile, run.profile_hash, run.engine) == (DEFAULT.as_json(), DEFAULT.digest, "latexmlc")
+    assert run.profile_hashes == [DEFAULT.digest, PRESETS["arxiv"].profile.digest, expected.digest]
+    # The same profile again changes nothing on the run.
+    authed.put("/api/services/tex_to_html/profile", options, format="json")
+    assert Run.objects.get(pk=run.pk).profile_hashes == run.profile_hashes
+    entries = AuditEntry.objects.filter(action="service.profile", target="tex_to_html").order_by("id")
+    assert [entry.status_code for entry in entries] == [200, 200, 200]
+    assert entries[1].params["engine"] == "latexml-oxide" and entries[1].params["profile_hash"] == expected.digest
+    listed = authed.get("/api/runs/alpha/tex_to_html").json()[0]
+    assert listed["profile_changed"] is True and listed["profile_hashes"] == run.profile_hashes
+
+
 @pytest.mark.parametrize(
     ("body", "option"),
     [
