@@ -57,6 +57,10 @@ class Worker(models.Model):
     peak_rss = models.BigIntegerField(default=0, db_default=0)
     kills = models.JSONField(default=dict, db_default=models.Value({}, output_field=models.JSONField()))
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # From the heartbeats too: the engine of the service's profile, and the version this worker's copy of it
+    # reported (`latexmlc (LaTeXML version 0.8.7)`); empty before the worker has run that engine.
+    engine = models.CharField(max_length=1024, null=True, blank=True)
+    engine_version = models.CharField(max_length=200, null=True, blank=True)
 
     class Meta:
         ordering = ["identity"]

@@ -221,6 +221,12 @@ class WorkerSerializer(serializers.Serializer):
     heartbeat_at = serializers.DateTimeField(
         allow_null=True, help_text="its latest heartbeat; null for a worker that sends none (an unmodified CorTeX one)"
     )
+    engine = serializers.CharField(
+        allow_null=True, help_text="the engine of the service's profile, as of its latest heartbeat"
+    )
+    engine_version = serializers.CharField(
+        allow_null=True, help_text="what that engine said its version is on this worker (`ENGINE --VERSION`)"
+    )
 
     @extend_schema_field(WorkerKillsSerializer)
     def get_kills(self, worker: Worker) -> dict[str, int]:

@@ -255,7 +255,8 @@ def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_ev
     _workers_of(
         "tex_to_html",
         {"identity": "beating:1", "dispatched": 9, "returned": 8, "conversions": 8, "peak_rss": 432_013_312,
-         "kills": {"memory": 2, "timeout": 1}, "heartbeat_at": beat},
+         "kills": {"memory": 2, "timeout": 1}, "heartbeat_at": beat, "engine": "latexmlc",
+         "engine_version": "latexmlc (LaTeXML version 0.8.7)"},
         {"identity": "cortex:2", "dispatched": 3, "returned": 3},
     )  # fmt: skip
     rows = {row["identity"]: row for row in authed.get("/api/services/tex_to_html/workers").json()}
@@ -268,9 +269,11 @@ def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_ev
     # A worker that sends no heartbeat (an unmodified CorTeX worker): zeros, every reason, and no heartbeat.
     assert (cortex["conversions"], cortex["peak_rss_bytes"], cortex["heartbeat_at"]) == (0, 0, None)
     assert cortex["kills"] == dict.fromkeys(KILL_REASONS, 0)
+    assert (beating["engine"], beating["engine_version"]) == ("latexmlc", "latexmlc (LaTeXML version 0.8.7)")
+    assert (cortex["engine"], cortex["engine_version"]) == (None, None)
     assert set(beating) == set(cortex) == {
         "identity", "service", "dispatched", "returned", "in_flight", "first_seen", "last_seen",
-        "conversions", "peak_rss_bytes", "kills", "heartbeat_at",
+        "conversions", "peak_rss_bytes", "kills", "heartbeat_at", "engine", "engine_version",
     }  # fmt: skip
 
 
