@@ -15,6 +15,7 @@ class Action(StrEnum):
     SERVICE_REGISTER = "service.register"
     SERVICE_DELETE = "service.delete"
     SERVICE_LEASE = "service.lease"
+    SERVICE_PROFILE = "service.profile"
     CONVERSIONS_PAUSE = "conversions.pause"
     CONVERSIONS_RESUME = "conversions.resume"
     REPORTS_RERUN = "reports.rerun"

@@ -155,6 +155,29 @@ def _lease_body(values: dict[str, Any]) -> dict[str, Any]:
     return {"seconds": None if values.get("clear") else values["seconds"]}
 
 
+# A profile's on/off options (conversion.profiles.SWITCHES; ccs imports nothing of the project).
+PROFILE_SWITCHES = ("includestyles", "pmml", "cmml", "mathtex", "noinvisibletimes", "nodefaultresources")
+
+
+def _profile_body(values: dict[str, Any]) -> dict[str, Any]:
+    """The options given, over --preset: a switch given is on, one not given is the preset's."""
+    body: dict[str, Any] = {}
+    for key, name in (("preset", "preset"), ("engine", "engine"), ("timeout_seconds", "timeout_seconds"),
+                      ("memory_mb", "memory_mb")):  # fmt: skip
+        if values.get(name) is not None:
+            body[key] = values[name]
+    for key, name in (("preloads", "preload"), ("css", "css"), ("paths", "path")):
+        if values.get(name):
+            body[key] = list(values[name])
+    body.update(dict.fromkeys((switch for switch in PROFILE_SWITCHES if values.get(switch)), True))
+    return body
+
+
+def _profile_plan(values: dict[str, Any]) -> str:
+    body = _profile_body(values)
+    return f"give service {values['service']} the profile {body or {'preset': 'default'}}"
+
+
 def _scope_words(values: dict[str, Any]) -> str:
     parts = [values.get(key) for key in ("severity", "category", "what")]
     named = [part for part in parts if part]
@@ -207,13 +230,19 @@ READS: tuple[Command, ...] = (
         "/api/services",
         columns=("name", "version", "protected", "corpora", "effective_lease_seconds", "description"),
     ),
-    Command("service", "One service.", "/api/services/{service}", (SERVICE,)),
+    Command("service", "One service, with its converter profile.", "/api/services/{service}", (SERVICE,)),
+    Command(
+        "profiles",
+        "The converter profile presets a service may take by name.",
+        "/api/profiles",
+        columns=("name", "profile_hash", "description"),
+    ),
     Command(
         "workers",
         "The workers of a service: dispatched, returned, in flight, seen, kills.",
         "/api/services/{service}/workers",
         (SERVICE,),
-        columns=("identity", "dispatched", "returned", "in_flight", "conversions", "last_seen"),
+        columns=("identity", "dispatched", "returned", "in_flight", "conversions", "engine_version", "last_seen"),
     ),
     Command(
         "report",
@@ -446,9 +475,39 @@ WRITES: tuple[Command, ...] = (
             opt("lease_seconds", "its lease override in seconds", int, where=BODY),
             opt("inputformat", "tex", where=BODY),
             opt("outputformat", "html", where=BODY),
+            opt("profile", "its converter profile: a preset (ccs profiles); `ccs profile` sets options", where=BODY),
         ),
         method="POST",
         plan="register service {name}",
+    ),
+    Command(
+        "profile",
+        "Give a service a converter profile: options over --preset (default: the default preset); tasks handed"
+        " out from then on get it.",
+        "/api/services/{service}/profile",
+        (
+            SERVICE,
+            opt("preset", "the preset the options are given over (ccs profiles)", where="none"),
+            opt(
+                "engine",
+                "latexmlc, another engine's name on the workers' PATH, or a path in PROFILE_ROOTS",
+                where="none",
+            ),
+            opt(
+                "preload",
+                "a binding to preload, e.g. '[nobibtex,ids]latexml.sty' (repeat for more)",
+                list,
+                where="none",
+            ),
+            *(opt(switch, f"--{switch}", bool, where="none") for switch in PROFILE_SWITCHES),
+            opt("css", "a stylesheet: an https URL or a path in PROFILE_ROOTS (repeat for more)", list, where="none"),
+            opt("path", "a directory of bindings in PROFILE_ROOTS (repeat for more)", list, where="none"),
+            opt("timeout_seconds", "seconds a conversion may run (the workers' --timeout caps it)", int, where="none"),
+            opt("memory_mb", "memory of a conversion in MB (the workers' --memory-mb caps it)", int, where="none"),
+        ),
+        method="PUT",
+        body=_profile_body,
+        plan=_profile_plan,
     ),
     Command(
         "lease",

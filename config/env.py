@@ -80,6 +80,20 @@ def env_list(name: str, default: list[str], *, separator: str = ",") -> list[str
     return [item.strip() for item in value.split(separator) if item.strip()]
 
 
+def env_roots(name: str) -> list[Path]:
+    """Read `:`-separated absolute directories (none by default), resolved; a relative one, or `/` itself,
+    stops start-up."""
+    roots = []
+    for item in env_list(name, [], separator=":"):
+        if not item.startswith("/"):
+            raise ConfigError(f"{name} holds {item!r}, which is not an absolute path")
+        root = Path(item).resolve()
+        if root == Path("/"):
+            raise ConfigError(f"{name} cannot hold / itself")
+        roots.append(root)
+    return roots
+
+
 def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_timeout: int) -> dict:
     """Turn a postgres:// URL (host may be a socket directory given as ?host=) into Django's form."""
     parts = urlsplit(url)

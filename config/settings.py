@@ -6,7 +6,17 @@ import secrets
 from pathlib import Path
 
 from config import embedded, overrides, redis_client
-from config.env import ConfigError, database_config, env_bool, env_choice, env_int, env_list, env_str, trusted_proxies
+from config.env import (
+    ConfigError,
+    database_config,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_roots,
+    env_str,
+    trusted_proxies,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -175,6 +185,8 @@ SPECTACULAR_SETTINGS = {
 # --- Service settings (documented in README).
 CORPUS_ROOTS = [Path(p).resolve() for p in env_list("CORPUS_ROOTS", [str(VAR_DIR / "corpora")], separator=":")]
 EXPORT_ROOT = Path(env_str("EXPORT_ROOT", str(VAR_DIR / "exports"))).resolve()
+# Where a converter profile's engine, stylesheets and binding paths may lie (conversion.profiles); none by default.
+PROFILE_ROOTS = env_roots("PROFILE_ROOTS")
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 120, minimum=1)
 DISPATCHER_LEASE_SECONDS = env_int("DISPATCHER_LEASE_SECONDS", 900, minimum=1)
 DISPATCHER_BIND = env_str("DISPATCHER_BIND", "127.0.0.1")

@@ -155,6 +155,41 @@ def latexmlc_path(latexmlc: str = "latexmlc") -> str:
     return found
 
 
+_versions: dict[tuple[str, Sandbox, tuple[Path, ...]], str] = {}
+_versions_lock = threading.Lock()
+VERSION_PROBE_SECONDS = 60
+VERSION_MAX_CHARS = 200
+
+
+def engine_version(executable: str, *, sandbox: Sandbox = sandboxes.DEFAULT, read_only: Sequence[Path] = ()) -> str:
+    """What `executable --VERSION` says (latexmlc: `latexmlc (LaTeXML version 0.8.7)`), its first line, run
+    once per executable in this process (in the sandbox, as a conversion would be); an engine that says
+    nothing gives `unknown (exit code N)`."""
+    key = (executable, sandbox, tuple(read_only))
+    with _versions_lock:
+        if key in _versions:
+            return _versions[key]
+    with tempfile.TemporaryDirectory(prefix=scratch_prefix("cortex-version-")) as scratch:
+        os.chmod(scratch, 0o711)  # noqa: S103 - passable: the sandbox user reaches work/ through it
+        work = Path(scratch) / "work"
+        work.mkdir()
+        try:
+            with sandboxes.launched(sandbox, work, executable, read_only=read_only) as launch:
+                probe = subprocess.run(
+                    [*launch.argv_prefix, launch.executable, "--VERSION"], **launch.popen_options(),
+                    stdin=subprocess.DEVNULL, capture_output=True, timeout=VERSION_PROBE_SECONDS, check=False,
+                )  # fmt: skip
+            # latexmlc says it on stderr; another engine may use stdout.
+            said = (probe.stdout + b"\n" + probe.stderr).decode(errors="replace")
+            lines = [line.strip() for line in said.splitlines() if line.strip()]
+            version = lines[0][:VERSION_MAX_CHARS] if lines else f"unknown (exit code {probe.returncode})"
+        except (OSError, subprocess.SubprocessError) as exc:
+            version = f"unknown ({' '.join(str(exc).split())[:150]})"
+    with _versions_lock:
+        _versions[key] = version
+    return version
+
+
 def sandbox_check(sandbox: Sandbox) -> None:
     """Raise SandboxUnavailable, with the reason in one line, when `sandbox` cannot run a command here."""
     why = sandboxes.problem(sandbox)
@@ -172,6 +207,7 @@ def convert(
     max_processes: int = DEFAULT_MAX_PROCESSES,
     latexmlc: str = "latexmlc",
     extra_args: Sequence[str] = (),
+    read_only: Sequence[Path] = (),
     cancel: threading.Event | None = None,
     sandbox: Sandbox = sandboxes.DEFAULT,
     root: Path | None = None,
@@ -179,8 +215,11 @@ def convert(
 ) -> Conversion:
     """Convert `main_file` (relative to `source_dir`) to HTML5 in a fresh directory inside `source_dir`.
 
-    The run sees `root` (`source_dir` by default; `source_dir` must lie inside it) and nothing else;
-    paths in `extra_args` must be given as the run sees them (`root` is /work in the sandbox).
+    The run sees `root` (`source_dir` by default; `source_dir` must lie inside it), the host paths
+    `read_only` at their own places, and nothing else. `extra_args` are the options of a converter
+    profile (conversion.profiles.Invocation: paths in them are host paths in `read_only`) and go
+    between latexmlc's fixed options and the source; paths inside `root` must be given as the run sees
+    them (`root` is /work in the sandbox).
     A `watch` gets the run's resident size while it runs, and stops it when its governor asks.
     Raises EngineMissing without latexmlc, SandboxUnavailable when the sandbox cannot start,
     ConversionCancelled when `cancel` is set meanwhile."""
@@ -194,7 +233,9 @@ def convert(
     log_path.unlink(missing_ok=True)
     root = source_dir if root is None else Path(root).resolve()
     policy = imagemagick.policy_xml(memory_mb=memory_mb, disk_mb=disk_mb, timeout=timeout)
-    with sandboxes.launched(sandbox, root, executable, start=source_dir, imagemagick_policy=policy) as launch:
+    with sandboxes.launched(
+        sandbox, root, executable, start=source_dir, read_only=read_only, imagemagick_policy=policy
+    ) as launch:
         argv = [
             launch.executable,
             "--format=html5",

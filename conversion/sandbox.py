@@ -2,10 +2,12 @@
 bindings (`*.ltxml`) from the document's own directory, so a document can run arbitrary code.
 
 Inside, the run sees its working directory read-write at /work, the TeX and Perl installation
-read-only, its own /tmp (a directory on disk beside the working directory, so what it writes there is
-disk, under the conversion's disk limit, not memory), /proc and a minimal /dev; no network, no home,
-no other part of /etc or of the host. Run as root, bwrap itself runs as an unprivileged user (nobody) and the working
-directory is handed to that user for the run. Mode `none` runs latexmlc directly (no isolation).
+read-only, what its converter profile names (an engine's installation, stylesheets, binding paths)
+read-only at the same paths as outside, its own /tmp (a directory on disk beside the working
+directory, so what it writes there is disk, under the conversion's disk limit, not memory), /proc and
+a minimal /dev; no network, no home, no other part of /etc or of the host. Run as root, bwrap itself
+runs as an unprivileged user (nobody) and the working directory is handed to that user for the run.
+Mode `none` runs latexmlc directly (no isolation).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -49,6 +51,15 @@ _PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE")
 _INSTALL_HINT = "apt-get install bubblewrap"
 _PROBE_TIMEOUT_SECONDS = 20
 _CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)\s*[,}]')
+
+# Where the sandbox mounts its own: a path bound for a profile may not be one of these or lie above one.
+_OWN_MOUNTS = (
+    PurePosixPath(INSIDE_TMP),
+    INSIDE_WORK,
+    PurePosixPath("/proc"),
+    PurePosixPath("/dev"),
+    _INSIDE_ENGINE_DIR,
+)
 
 _usable: set[Sandbox] = set()  # sandboxes whose probe succeeded in this process
 _usable_lock = threading.Lock()
@@ -165,17 +176,38 @@ def _probe(sandbox: Sandbox) -> str | None:
         return f"the conversion sandbox cannot start: {why}"
 
 
+def bind_problem(path: Path) -> str | None:
+    """Why a host path cannot be bound read-only into the sandbox at its own place (it would cover one of
+    the sandbox's own mounts), or None."""
+    inside = PurePosixPath(path)
+    for own in _OWN_MOUNTS:
+        if inside == own or inside in own.parents:
+            return f"{path} would cover the sandbox's own {own}"
+    return None
+
+
 @contextlib.contextmanager
 def launched(
-    sandbox: Sandbox, work_dir: Path, executable: str, *, start: Path | None = None, imagemagick_policy: bytes = b""
+    sandbox: Sandbox,
+    work_dir: Path,
+    executable: str,
+    *,
+    start: Path | None = None,
+    read_only: Sequence[Path] = (),
+    imagemagick_policy: bytes = b"",
 ) -> Iterator[Launch]:
     """The launch settings for running `executable` on `work_dir`, in `start` (a directory inside it,
     `work_dir` itself by default), with a /tmp of its own that is removed afterwards; on exit the
-    directory is ours again.
+    directory is ours again. The host paths `read_only` are bound read-only at their own places (a
+    profile's engine installation, stylesheets and binding paths; bind_problem must have none to say).
 
     Without a sandbox the run is direct. With one, the working directory is bound at /work; as root
     it is handed to the sandbox user for the run, through a copy when that user cannot reach it; an
-    `imagemagick_policy` (conversion.imagemagick) replaces the host's ImageMagick policy for the run."""
+    `imagemagick_policy` (conversion.imagemagick) replaces the host's ImageMagick policy for the run,
+    bound after `read_only`, so that no profile path covers it."""
+    for path in read_only:
+        if (why := bind_problem(path)) is not None:
+            raise ValueError(why)
     work_dir = Path(work_dir).resolve()
     start = work_dir if start is None else Path(start).resolve()
     inside_start = INSIDE_WORK / start.relative_to(work_dir)  # ValueError when start is not inside work_dir
@@ -206,9 +238,12 @@ def launched(
         info_read, info_write = os.pipe()
         opened += [info_read, info_write]
         argv = [bwrap, *_filesystem_options(), "--bind", str(tmp), INSIDE_TMP]
-        argv += ["--bind", str(bound), str(INSIDE_WORK), "--chdir", str(inside_start)]
+        argv += ["--bind", str(bound), str(INSIDE_WORK)]
+        for path in read_only:
+            argv += ["--ro-bind", str(path), str(path)]
+        argv += ["--chdir", str(inside_start)]
         inside_executable = executable
-        if not any(_is_within(Path(executable), Path(path)) for path in _READ_ONLY):
+        if not any(_is_within(Path(executable), Path(path)) for path in (*_READ_ONLY, *read_only)):
             # A stand-in engine from elsewhere is copied in: bwrap could not reach a private directory.
             engine_fd = os.open(executable, os.O_RDONLY | os.O_CLOEXEC)
             opened.append(engine_fd)

@@ -28,3 +28,6 @@ INVALID_CATEGORY = "invalid"
 # document's, and the dispatcher tries the task again while it has attempts left.
 LIMIT_CATEGORY = "limit"
 GOVERNOR_WHAT = "governor"
+# The category of the Fatal message of a task whose service's converter profile its worker cannot run (an
+# engine it lacks, a path outside its roots): `Fatal:profile:refused`.
+PROFILE_CATEGORY = "profile"

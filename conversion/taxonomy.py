@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from conversion.severities import GOVERNOR_WHAT, INVALID_CATEGORY, LIMIT_CATEGORY, Severity
+from conversion.severities import GOVERNOR_WHAT, INVALID_CATEGORY, LIMIT_CATEGORY, PROFILE_CATEGORY, Severity
 
 __all__ = ["MISSING_FILE", "Meaning", "meaning_of"]
 
@@ -76,6 +76,8 @@ _FATAL = {
     # Written by this system's workers, not by LaTeXML.
     LIMIT_CATEGORY: ("limit", f"the conversion was stopped at one of the worker's limits (disk, processes), or by "
                      f"its memory governor ('{GOVERNOR_WHAT}', which is tried again)"),
+    PROFILE_CATEGORY: ("refused", "the worker cannot run the service's converter profile: an engine it does not have, "
+                       "or a path missing or outside its profile roots"),
 }  # fmt: skip
 
 _TAXONOMY: dict[tuple[str, str], Meaning] = {

@@ -2,6 +2,11 @@
 
 Existing CorTeX workers and dispatchers find the end of a payload by that short frame, not by the
 ZeroMQ more-flag, so the framing must hold exactly: an exact multiple gets an empty last frame.
+
+A CorTeX worker asks with one frame, `[service]`, and gets `[task_id, payload...]` (`["0", ""]`: no
+work). Our worker asks with two, `[service, PROFILE_TAG]`, and gets the service's converter profile
+(conversion.profiles, canonical JSON) in a frame of its own after the task id:
+`[task_id, profile, payload...]`, and `["0", "", ""]` when there is no work.
 """
 
 from __future__ import annotations
@@ -13,6 +18,10 @@ DEFAULT_MESSAGE_SIZE = 100_000
 # frame after it. A CorTeX request is one frame, the service name; no service is named this.
 HEARTBEAT_TAG = b"cortex-heartbeat"
 HEARTBEAT_MAX_BYTES = 64 * 1024
+# The second frame of a request that wants the service's profile with its task.
+PROFILE_TAG = b"cortex-profile"
+NO_WORK = [b"0", b""]
+NO_WORK_WITH_PROFILE = [b"0", b"", b""]
 
 
 def split_frames(data: bytes, message_size: int = DEFAULT_MESSAGE_SIZE) -> list[bytes]:

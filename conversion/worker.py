@@ -2,8 +2,18 @@
 latexmlc, push the result ZIP to the sink. Needs only Python, latexmlc and pyzmq:
 
     python -m conversion.worker --ventilator tcp://host:51695 --sink tcp://host:51696 \\
-        --service tex_to_html --concurrency 2|auto [--timeout 300] [--memory-mb 4096] [--result-max-bytes N] \\
-        [--disk-mb 2048] [--max-processes 64] [--memory-floor-mb 1024] [--sandbox bwrap|none]
+        --service tex_to_html [--service other ...] --concurrency 2|auto [--timeout 300] [--memory-mb 4096] \\
+        [--result-max-bytes N] [--disk-mb 2048] [--max-processes 64] [--memory-floor-mb 1024] \\
+        [--profile-roots /srv/profiles:...] [--sandbox bwrap|none]
+
+Each request names one service and asks for its converter profile (conversion.profiles; the request is
+`[service, PROFILE_TAG]`, conversion.wire), so one worker serves several services, each thread asking
+for them in turn. The worker checks the profile again against its own roots (`--profile-roots`,
+CONVERSION_PROFILE_ROOTS), runs the profile's engine with the profile's options, and keeps its timeout
+and memory within its own `--timeout` and `--memory-mb`: those are the ceiling on this machine. A
+profile it cannot run (an engine it lacks, a path outside its roots) gets a `Fatal:profile:refused`
+result saying why. The first use of an engine asks it for its version (`ENGINE --VERSION`, once per
+executable), which the heartbeats report.
 
 Every conversion runs in the bubblewrap sandbox (conversion.sandbox) unless `--sandbox none` (or
 CONVERSION_SANDBOX=none) is given; a worker whose sandbox cannot start refuses to run.
@@ -28,6 +38,7 @@ import argparse
 import contextlib
 import errno
 import io
+import json
 import logging
 import os
 import signal
@@ -49,11 +60,21 @@ from conversion.archive import inspect_entry
 from conversion.governor import Governor
 from conversion.machine import concurrency_auto
 from conversion.processes import scratch_prefix, scratch_sweep
+from conversion.profiles import (
+    ENGINE_DEFAULT,
+    Invocation,
+    ProfileInvalid,
+    ProfileRefused,
+    invocation,
+    profile_parse,
+    roots_check,
+)
 from conversion.sandbox import MODES, Sandbox
-from conversion.severities import INVALID_CATEGORY
+from conversion.severities import INVALID_CATEGORY, PROFILE_CATEGORY
 from conversion.wire import (
     DEFAULT_MESSAGE_SIZE,
     HEARTBEAT_TAG,
+    PROFILE_TAG,
     heartbeat_encode,
     join_frames,
     payload_complete,
@@ -211,10 +232,13 @@ def convert_task(
     disk_mb: int = engine.DEFAULT_DISK_MB,
     max_processes: int = engine.DEFAULT_MAX_PROCESSES,
     watch: engine.Watch | None = None,
+    extra_args: tuple[str, ...] = (),
+    read_only: tuple[Path, ...] = (),
 ) -> Converted:
     """The result ZIP for one task payload; an unusable payload gives a Fatal:invalid:archive result, one
     whose archive would pass `result_max_bytes` its log with a Fatal:invalid:too_large message. A `watch`
-    lets the worker's governor see the conversion and stop it."""
+    lets the worker's governor see the conversion and stop it. `extra_args` and `read_only` are a
+    profile's options and the paths they need (conversion.profiles.Invocation)."""
     with tempfile.TemporaryDirectory(prefix=scratch_prefix("cortex-task-")) as work:
         # Passable, not listable: the sandbox user (nobody, when we are root) reaches source/ through it.
         os.chmod(work, 0o711)  # noqa: S103
@@ -232,6 +256,7 @@ def convert_task(
         conversion = engine.convert(
             source / main.parent, main.name, timeout=timeout, memory_mb=memory_mb, disk_mb=disk_mb, latexmlc=latexmlc,
             cancel=cancel, sandbox=sandbox, root=source, max_processes=max_processes, watch=watch,
+            extra_args=extra_args, read_only=read_only,
         )  # fmt: skip
         try:
             result = result_archive(conversion.log, conversion.output_dir, max_bytes=result_max_bytes)
@@ -264,7 +289,7 @@ class _WorkerLoop:
         context: zmq.Context,
         ventilator: str,
         sink: str,
-        service: str,
+        services: list[str],
         identity: str,
         timeout: float,
         memory_mb: int,
@@ -278,11 +303,14 @@ class _WorkerLoop:
         max_processes: int = engine.DEFAULT_MAX_PROCESSES,
         governor: Governor | None = None,
         beat: Callable[[], None] = lambda: None,
+        profile_roots: tuple[Path, ...] = (),
+        engines: dict[str, str] | None = None,
     ) -> None:
         self.context = context
         self.ventilator_endpoint = ventilator
         self.sink_endpoint = sink
-        self.service = service.encode()
+        self.services = [service.encode() for service in services]
+        self.asking = 0  # the index of the service the next request names
         self.identity = identity.encode()
         self.timeout = timeout
         self.memory_mb = memory_mb
@@ -296,6 +324,9 @@ class _WorkerLoop:
         self.max_processes = max_processes
         self.governor = governor if governor is not None else Governor(0)
         self.beat = beat  # asks the heartbeat thread for a heartbeat now
+        self.profile_roots = profile_roots
+        # profile engine -> the version it reported: shared by the worker's threads, read by its heartbeats
+        self.engines = engines if engines is not None else {}
         self.tally = Tally()
         self.dealer: zmq.Socket | None = None
         self.sink: zmq.Socket | None = None
@@ -303,6 +334,7 @@ class _WorkerLoop:
     def run(self) -> None:
         """Ask, convert, answer, until stopped. Only a missing latexmlc ends the loop early (it raises)."""
         no_work_wait = 0.0
+        idle = 0  # requests in a row that found no work: a whole round of the services means wait
         self.sink = self._open_sink()
         self.dealer = self._open_dealer()
         try:
@@ -311,7 +343,9 @@ class _WorkerLoop:
                 if not self.governor.wait_clear(self.stop):
                     break
                 try:
-                    reply = self._ask()
+                    service = self.services[self.asking]
+                    self.asking = (self.asking + 1) % len(self.services)
+                    reply = self._ask(service)
                     if reply is None:
                         if self.stop.is_set():
                             break
@@ -324,13 +358,18 @@ class _WorkerLoop:
                         self.dealer.close(linger=0)
                         self.dealer = self._open_dealer()
                         continue
-                    task_id, payload = reply
+                    task_id, profile, payload = reply
                     if task_id == NO_WORK_TASK_ID:
-                        no_work_wait = min(NO_WORK_MAX_WAIT_SECONDS, max(NO_WORK_FIRST_WAIT_SECONDS, no_work_wait * 2))
-                        self.stop.wait(no_work_wait)
+                        idle += 1
+                        if idle >= len(self.services):
+                            idle = 0
+                            no_work_wait = min(
+                                NO_WORK_MAX_WAIT_SECONDS, max(NO_WORK_FIRST_WAIT_SECONDS, no_work_wait * 2)
+                            )
+                            self.stop.wait(no_work_wait)
                         continue
-                    no_work_wait = 0.0
-                    self._serve(task_id, payload)
+                    idle, no_work_wait = 0, 0.0
+                    self._serve(service, task_id, profile, payload)
                 except engine.EngineMissing:
                     raise
                 except Exception:
@@ -363,11 +402,12 @@ class _WorkerLoop:
         sink.connect(self.sink_endpoint)
         return sink
 
-    def _ask(self) -> tuple[bytes, bytes] | None:
-        """Send one request; return (task_id, payload), or None when no complete answer came in time."""
+    def _ask(self, service: bytes) -> tuple[bytes, bytes, bytes] | None:
+        """Send one request for work of `service`, with its profile; return (task_id, profile, payload), or
+        None when no complete answer came in time."""
         assert self.dealer is not None
         try:
-            self.dealer.send(self.service, zmq.NOBLOCK)
+            self.dealer.send_multipart([service, PROFILE_TAG], zmq.NOBLOCK)
         except zmq.Again:
             self.stop.wait(_SLICE_SECONDS)
             return None
@@ -375,11 +415,11 @@ class _WorkerLoop:
         frames: list[bytes] = []
         # The payload ends at a frame shorter than message_size; a sender that splits it over several
         # ZeroMQ messages is read on until that frame comes.
-        while len(frames) < 2 or not payload_complete(frames[1:], self.message_size):
+        while len(frames) < 3 or not payload_complete(frames[2:], self.message_size):
             if not self._wait_readable(self.dealer, deadline):
                 return None
             frames.extend(self.dealer.recv_multipart(zmq.NOBLOCK))
-        return frames[0], join_frames(frames[1:])
+        return frames[0], frames[1], join_frames(frames[2:])
 
     def _wait_readable(self, sock: zmq.Socket, deadline: float) -> bool:
         while not self.stop.is_set():
@@ -390,19 +430,24 @@ class _WorkerLoop:
                 return True
         return False
 
-    def _serve(self, task_id: bytes, payload: bytes) -> None:
+    def _serve(self, service: bytes, task_id: bytes, profile: bytes, payload: bytes) -> None:
         label = task_id.decode(errors="replace")
         self.tally.task = label
         self.beat()
         try:
-            with self.governor.watching() as watch:
-                converted = convert_task(
-                    payload, timeout=self.timeout, memory_mb=self.memory_mb, latexmlc=self.latexmlc,
-                    cancel=self.stop, sandbox=self.sandbox, result_max_bytes=self.result_max_bytes,
-                    disk_mb=self.disk_mb, max_processes=self.max_processes, watch=watch,
-                )  # fmt: skip
-            result = converted.result
-            self._count(converted)
+            run = self._invocation(profile)
+            if isinstance(run, bytes):
+                result = run
+            else:
+                with self.governor.watching() as watch:
+                    converted = convert_task(
+                        payload, timeout=run.timeout, memory_mb=run.memory_mb, latexmlc=run.executable,
+                        cancel=self.stop, sandbox=self.sandbox, result_max_bytes=self.result_max_bytes,
+                        disk_mb=self.disk_mb, max_processes=self.max_processes, watch=watch,
+                        extra_args=run.options, read_only=run.read_only,
+                    )  # fmt: skip
+                result = converted.result
+                self._count(converted)
         except engine.ConversionCancelled:
             # Stopping: no result, so the lease runs out and the task goes to another worker.
             logger.info("task %s: conversion cancelled by shutdown", label)
@@ -418,8 +463,29 @@ class _WorkerLoop:
                 result = b""  # a worker that produced nothing sends one empty data frame
         finally:
             self.tally.task = None
-        self._deliver([self.identity, self.service, task_id, *split_frames(result, self.message_size)], label)
+        self._deliver([self.identity, service, task_id, *split_frames(result, self.message_size)], label)
         self.beat()
+
+    def _invocation(self, profile: bytes) -> Invocation | bytes:
+        """How this worker runs the profile a task came with (its engine's version known from now on), or
+        the Fatal:profile:refused result of a profile it cannot run."""
+        try:
+            checked = profile_parse(json.loads(profile), roots=self.profile_roots)
+            run = invocation(
+                checked, roots=self.profile_roots, timeout=self.timeout, memory_mb=self.memory_mb,
+                latexmlc=self.latexmlc,
+            )  # fmt: skip
+        except (ValueError, ProfileInvalid, ProfileRefused) as exc:  # JSONDecodeError and UnicodeError are ValueErrors
+            why = str(exc) if isinstance(exc, ProfileInvalid | ProfileRefused) else f"not a profile: {exc}"
+            logger.warning("worker %s refuses a profile: %s", self.identity.decode(), why)
+            return fatal_result(
+                PROFILE_CATEGORY, "refused", f"the worker {self.identity.decode()} refuses the profile: {why}"
+            )
+        if checked.engine not in self.engines:
+            self.engines[checked.engine] = engine.engine_version(
+                run.executable, sandbox=self.sandbox, read_only=run.read_only
+            )
+        return run
 
     def _count(self, converted: Converted) -> None:
         self.tally.conversions += 1
@@ -452,13 +518,14 @@ class Heartbeat:
     queued is dropped, the next one says the same. Whatever comes back on the socket is read and dropped."""
 
     def __init__(
-        self, *, context: zmq.Context, ventilator: str, worker: str, service: str, loops: list[_WorkerLoop],
-        governor: Governor, interval: float = HEARTBEAT_SECONDS,
+        self, *, context: zmq.Context, ventilator: str, worker: str, services: list[str], loops: list[_WorkerLoop],
+        governor: Governor, interval: float = HEARTBEAT_SECONDS, engines: dict[str, str] | None = None,
     ) -> None:  # fmt: skip
         self.context = context
         self.ventilator = ventilator
         self.worker = worker
-        self.service = service
+        self.services = services
+        self.engines = engines if engines is not None else {}
         self.loops = loops
         self.governor = governor
         self.interval = interval
@@ -480,7 +547,10 @@ class Heartbeat:
     def message(self) -> dict:
         return {
             "worker": self.worker,
-            "service": self.service,
+            "service": self.services[0],
+            "services": list(self.services),
+            # profile engine -> what it said its version is (`latexmlc` from the start, others once used)
+            "engines": dict(self.engines),
             "interval": self.interval,
             "threads": {loop.identity.decode(): loop.tally.as_json() for loop in self.loops},
             "governor": {
@@ -526,7 +596,7 @@ def run_worker(
     *,
     ventilator: str,
     sink: str,
-    service: str,
+    service: str | list[str],
     concurrency: int = 1,
     identity: str | None = None,
     timeout: float = engine.DEFAULT_TIMEOUT_SECONDS,
@@ -541,12 +611,19 @@ def run_worker(
     max_processes: int = engine.DEFAULT_MAX_PROCESSES,
     memory_floor_mb: int = 0,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
+    profile_roots: list[str] | tuple[str, ...] = (),
 ) -> None:
-    """Serve `service` with `concurrency` threads until `stop` is set, sending heartbeats, with a memory
-    governor when `memory_floor_mb` is above 0; raises EngineMissing without latexmlc and
-    SandboxUnavailable (before serving anything) when the sandbox cannot start."""
-    engine.latexmlc_path(latexmlc)
+    """Serve `service` (a name, or several served in turn) with `concurrency` threads until `stop` is set,
+    sending heartbeats, with a memory governor when `memory_floor_mb` is above 0. Profiles' paths must lie
+    inside `profile_roots` here. Raises EngineMissing without latexmlc, SandboxUnavailable (before serving
+    anything) when the sandbox cannot start and ValueError for a root that cannot be one."""
+    services = [service] if isinstance(service, str) else list(service)
+    if not services or not all(services):
+        raise ValueError("name at least one service to serve")
+    roots = tuple(roots_check(list(profile_roots)))
+    executable = engine.latexmlc_path(latexmlc)
     engine.sandbox_check(sandbox)
+    engines = {ENGINE_DEFAULT: engine.engine_version(executable, sandbox=sandbox)}
     scratch_sweep()  # what workers killed outright left in this temp directory
     if concurrency < 1 or message_size < 1 or reply_timeout <= 0 or result_max_bytes < 1 or heartbeat_seconds <= 0:
         raise ValueError(
@@ -568,23 +645,25 @@ def run_worker(
     names = worker_identities(identity, concurrency)
     loops: list[_WorkerLoop] = []
     heartbeat = Heartbeat(
-        context=context, ventilator=ventilator, worker=worker_name(identity), service=service, loops=loops,
-        governor=governor, interval=heartbeat_seconds,
+        context=context, ventilator=ventilator, worker=worker_name(identity), services=services, loops=loops,
+        governor=governor, interval=heartbeat_seconds, engines=engines,
     )  # fmt: skip
     threads = []
     for index, name in enumerate(names):
         loop = _WorkerLoop(
-            context=context, ventilator=ventilator, sink=sink, service=service, identity=name, timeout=timeout,
+            context=context, ventilator=ventilator, sink=sink, services=services, identity=name, timeout=timeout,
             memory_mb=memory_mb, message_size=message_size, reply_timeout=reply_timeout, latexmlc=latexmlc,
             sandbox=sandbox, stop=stop, result_max_bytes=result_max_bytes, disk_mb=disk_mb,
-            max_processes=max_processes, governor=governor, beat=heartbeat.beat,
+            max_processes=max_processes, governor=governor, beat=heartbeat.beat, profile_roots=roots,
+            engines=engines,
         )  # fmt: skip
         loops.append(loop)
         threads.append(threading.Thread(target=serve, args=(loop,), name=f"cortex-worker-{index}", daemon=True))
     capped = cgroups.problem()
     logger.info(
-        "worker %s: %d thread(s) serving %s from %s, sandbox %s, memory floor %s, processes and memory %s",
-        names[0], concurrency, service, ventilator, sandbox.mode, f"{memory_floor_mb} MB" if memory_floor_mb else "off",
+        "worker %s: %d thread(s) serving %s from %s, %s, sandbox %s, memory floor %s, processes and memory %s",
+        names[0], concurrency, ", ".join(services), ventilator, engines[ENGINE_DEFAULT], sandbox.mode,
+        f"{memory_floor_mb} MB" if memory_floor_mb else "off",
         "capped by a cgroup per conversion" if capped is None else f"checked every 50 ms (no cgroup: {capped})",
     )  # fmt: skip
     governor.start()
@@ -636,7 +715,10 @@ def argument_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m conversion.worker", description=__doc__.splitlines()[0])
     parser.add_argument("--ventilator", required=True, help="e.g. tcp://dispatcher:51695")
     parser.add_argument("--sink", required=True, help="e.g. tcp://dispatcher:51696")
-    parser.add_argument("--service", required=True, help="e.g. tex_to_html")
+    parser.add_argument(
+        "--service", required=True, action="append",
+        help="e.g. tex_to_html; repeat it to serve several services, asked for in turn",
+    )  # fmt: skip
     parser.add_argument(
         "--concurrency", type=concurrency_arg, default=1,
         help="conversions at once, or auto: one per core, as many as the available memory holds at --memory-mb",
@@ -674,7 +756,16 @@ def argument_parser() -> argparse.ArgumentParser:
         help="a result archive bigger than this is sent as its log with Fatal:invalid:too_large"
         " (keep it at the dispatcher's RESULT_MAX_BYTES; default 64 MiB)",
     )  # fmt: skip
-    parser.add_argument("--latexmlc", default="latexmlc")
+    parser.add_argument(
+        "--latexmlc",
+        default="latexmlc",
+        help="the executable of the engine a profile calls latexmlc (default: on PATH)",
+    )
+    parser.add_argument(
+        "--profile-roots", default=os.environ.get("CONVERSION_PROFILE_ROOTS") or "",
+        help="absolute directories separated by ':' that a profile's engine, stylesheets and binding paths must lie"
+        " in on this machine (env CONVERSION_PROFILE_ROOTS; default none: only engines on PATH, no paths)",
+    )  # fmt: skip
     parser.add_argument(
         "--sandbox", choices=MODES, default=os.environ.get("CONVERSION_SANDBOX") or "bwrap",
         help="bwrap (default; env CONVERSION_SANDBOX) or none: run latexmlc without isolation",
@@ -701,6 +792,7 @@ def main(argv: list[str] | None = None) -> int:
             stop=stop, latexmlc=args.latexmlc, sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap),
             result_max_bytes=args.result_max_bytes, disk_mb=args.disk_mb, max_processes=args.max_processes,
             memory_floor_mb=args.memory_floor_mb,
+            profile_roots=[root for root in args.profile_roots.split(":") if root],
         )  # fmt: skip
     except (engine.EngineMissing, ValueError) as exc:
         print(exc, file=sys.stderr)

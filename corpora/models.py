@@ -215,6 +215,23 @@ class Run(models.Model):
     # snapshot taken at that moment.
     tallies = models.JSONField(null=True, blank=True)
     snapshot = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, null=True, blank=True, related_name="+")
+    # The service's converter profile when the run opened (conversion.profiles), in full and as the sha256 of
+    # its canonical JSON, and its engine; every profile hash the service had while the run was open (more than
+    # one: the profile changed mid-run); the versions the fleet's workers reported for that engine meanwhile
+    # (two when the fleet was mixed). Null and empty for a run opened before runs recorded them.
+    engine = models.CharField(max_length=1024, blank=True, default="", db_default="")
+    profile = models.JSONField(null=True, blank=True)
+    profile_hash = models.CharField(max_length=64, blank=True, default="", db_default="")
+    profile_hashes = ArrayField(
+        models.CharField(max_length=64),
+        default=list,
+        db_default=models.Value([], output_field=ArrayField(models.CharField(max_length=64))),
+    )
+    engine_versions = ArrayField(
+        models.CharField(max_length=200),
+        default=list,
+        db_default=models.Value([], output_field=ArrayField(models.CharField(max_length=200))),
+    )
 
     class Meta:
         db_table = "runs_run"

@@ -5,6 +5,11 @@ The task lifecycle (corpora.lifecycle) changes tasks and says which pairs it tou
 (activation, rerun, the dispatcher's ingestion, reaping and invalidation) closes their drained runs here,
 in the same transaction. History is append-only over the API: only the deletion of a corpus or service
 and the human `prune_history` (runs.actions.history_prune) remove runs and snapshots.
+
+A run records how its tasks were converted: the service's converter profile when it opened (in full and as
+a hash), every profile hash the service had while it was open (a change of profile is noted by the
+services action that makes it), and the versions of the profile's engine that the fleet's heartbeats
+reported meanwhile (noted by the dispatcher).
 """
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
@@ -15,8 +20,10 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import F, Func, Value
 
 from config.planner import BULK_SETTINGS
+from conversion.profiles import profile_load
 from conversion.severities import Severity
 from corpora.lifecycle import tasks_purge
 from corpora.models import MEMBERS_CHUNK, Run
@@ -24,6 +31,7 @@ from corpora.queries import pair_counts, retired_messages_exist
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS
 from corpora.telemetry import telemetry_delete, telemetry_trim
+from services.models import Service
 
 # --- runs and snapshots --------------------------------------------------------------------------
 
@@ -35,7 +43,45 @@ def run_open(*, corpus_id: int, service_id: int, owner: str, description: str = 
     with transaction.atomic(), connection.cursor() as cursor:
         run_close(corpus_id=corpus_id, service_id=service_id)
         telemetry_trim(cursor, corpus_id=corpus_id, service_id=service_id)
-        return Run.objects.create(corpus_id=corpus_id, service_id=service_id, owner=owner, description=description)
+        profile = profile_load(Service.objects.values_list("profile", flat=True).get(pk=service_id))
+        return Run.objects.create(
+            corpus_id=corpus_id, service_id=service_id, owner=owner, description=description, engine=profile.engine,
+            profile=profile.as_json(), profile_hash=profile.digest, profile_hashes=[profile.digest],
+        )  # fmt: skip
+
+
+# At most this many engine versions are kept on a run: a fleet that reports more is not one fleet.
+RUN_ENGINE_VERSIONS_MAX = 16
+
+
+def runs_profile_note(*, service_id: int, profile_hash: str) -> int:
+    """Note a new profile of a service on its open runs (their `profile_hashes`, in the order they came);
+    returns how many runs had not seen it yet."""
+    return (
+        Run.objects.filter(service_id=service_id, finished_at__isnull=True)
+        .exclude(profile_hashes__contains=[profile_hash])
+        .update(profile_hashes=Func(F("profile_hashes"), Value(profile_hash), function="array_append"))
+    )
+
+
+def runs_engine_versions_note(versions: dict[int, set[str]]) -> int:
+    """Add the engine versions workers reported for each service (service id -> versions) to the service's
+    open runs, in one statement, each run's versions kept sorted and distinct; returns the runs changed."""
+    pairs = [(service_id, version) for service_id, given in versions.items() for version in given]
+    if not pairs:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE runs_run r SET engine_versions = ARRAY("
+            "  SELECT DISTINCT v FROM unnest(r.engine_versions || n.versions) v ORDER BY v"
+            f"  LIMIT {RUN_ENGINE_VERSIONS_MAX})"
+            " FROM (SELECT s AS service_id, array_agg(DISTINCT v)::varchar(200)[] AS versions"
+            "        FROM unnest(%s::bigint[], %s::text[]) AS p(s, v) GROUP BY s) n"
+            " WHERE r.service_id = n.service_id AND r.finished_at IS NULL AND NOT r.engine_versions @> n.versions"
+            f" AND cardinality(r.engine_versions) < {RUN_ENGINE_VERSIONS_MAX}",
+            [[service_id for service_id, _ in pairs], [version for _, version in pairs]],
+        )
+        return cursor.rowcount
 
 
 def run_close(*, corpus_id: int, service_id: int) -> int:

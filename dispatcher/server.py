@@ -9,11 +9,17 @@ Either process stops the other when it ends: the sink watches for the ventilator
 ventilator exits with an error when the sink dies. Anything a peer sends that does not fit the protocol
 is counted and ignored: neither loop dies of it.
 
+Our workers ask with the tag PROFILE_TAG after the service's name (conversion.wire) and get the
+service's converter profile with each task, as the service has it when the task is handed out (the
+services, profiles included, are read again every second); a CorTeX request of one frame gets CorTeX's
+reply, unchanged.
+
 Our workers also send heartbeats to the ventilator (conversion.worker.Heartbeat): they say which task
-each worker thread converts, and carry its tallies, which are written to the worker rows. When a worker
-that sent heartbeats falls silent for `worker_silence_seconds`, the leases of the tasks it held end at
-once and the reaper gives them back (the attempt counted). A worker that never sent one (an unmodified
-CorTeX worker) keeps the plain lease timeout.
+each worker thread converts, carry its tallies and the versions its engines reported, which are written
+to the worker rows, and the versions to the open runs of the services they serve (corpora.pairs). When
+a worker that sent heartbeats falls silent for `worker_silence_seconds`, the leases of the tasks it held
+end at once and the reaper gives them back (the attempt counted). A worker that never sent one (an
+unmodified CorTeX worker) keeps the plain lease timeout.
 """
 
 from __future__ import annotations
@@ -39,8 +45,16 @@ from psycopg.types.json import Jsonb
 
 from config.live import config_sync
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
-from conversion.engine import KILL_REASONS
-from conversion.wire import HEARTBEAT_TAG, heartbeat_decode, split_frames
+from conversion.engine import KILL_REASONS, VERSION_MAX_CHARS
+from conversion.profiles import PATH_MAX_CHARS, profile_load
+from conversion.wire import (
+    HEARTBEAT_TAG,
+    NO_WORK,
+    NO_WORK_WITH_PROFILE,
+    PROFILE_TAG,
+    heartbeat_decode,
+    split_frames,
+)
 from corpora.lifecycle import (
     LeasedTask,
     grains_clear,
@@ -52,14 +66,13 @@ from corpora.lifecycle import (
     leases_reap,
     still_leased,
 )
-from corpora.pairs import runs_close_drained
+from corpora.pairs import runs_close_drained, runs_engine_versions_note
 from dispatcher.sink import SinkReport, sink_main
 from services.models import DispatcherState, Service
 from services.queries import effective_lease_seconds
 
 logger = logging.getLogger(__name__)
 
-NO_WORK = [b"0", b""]
 DRY_SECONDS = 0.25
 SINK_START_SECONDS = 30
 SINK_STOP_SECONDS = 60
@@ -77,6 +90,20 @@ class SinkFailed(RuntimeError):
 
 
 _MAX_SERVICE_NAME = 200
+# What a heartbeat may name: services served, engines with their versions.
+_MAX_BEAT_SERVICES = 32
+_MAX_BEAT_ENGINES = 16
+
+
+@dataclass(frozen=True)
+class ServiceEntry:
+    """A service as the ventilator hands out its tasks: its id, the lease its tasks get, its converter
+    profile as the wire carries it (canonical JSON) and the engine the profile names."""
+
+    id: int
+    lease_seconds: int
+    profile: bytes
+    engine: str
 
 
 @dataclass
@@ -100,6 +127,8 @@ class Beat:
     service: str = ""
     tasks: set[int] = field(default_factory=set)  # the tasks it holds, as far as the dispatcher knows
     sent: set[int] = field(default_factory=set)  # handed to it since its last heartbeat
+    services: list[str] = field(default_factory=list)  # the services it serves
+    engines: dict[str, str] = field(default_factory=dict)  # profile engine -> the version it reported
     # thread identity -> (conversions, peak resident bytes, kills by reason), when it changed since the last write
     tallies: dict[str, tuple[int, int, dict[str, int]]] = field(default_factory=dict)
     at: object = None  # wall time of the last heartbeat, for the worker rows
@@ -168,7 +197,7 @@ class Dispatcher:
     def __post_init__(self) -> None:
         self.queues: dict[str, deque[LeasedTask]] = defaultdict(deque)
         self.tallies: dict[tuple[str, int], Tally] = defaultdict(Tally)
-        self.services: dict[str, tuple[int, int]] = {}  # name -> (id, lease seconds), refreshed each second
+        self.services: dict[str, ServiceEntry] = {}  # by name, refreshed each second
         # name -> monotonic time until which the service is taken to have no TODO task: a lease that came
         # back short means the service ran dry, and idle workers asking again at once need no SQL to hear
         # "no work". New tasks (activation, rerun, resume) wait at most DRY_SECONDS for it.
@@ -180,8 +209,9 @@ class Dispatcher:
         # Payloads are packed on their own threads; a finished packing lands in `packed` and wakes the loop
         # through a pipe, and the loop sends it (ZeroMQ sockets are not shared between threads).
         self.pack_threads = ThreadPoolExecutor(max_workers=PACK_THREADS, thread_name_prefix="dispatcher-pack")
-        # (identity, service name, task, the payload or what packing raised)
-        self.packed: deque[tuple[bytes, str, LeasedTask, bytes | Exception]] = deque()
+        # (identity, service name, task, the payload or what packing raised, the profile to send with it or
+        # None for a CorTeX request)
+        self.packed: deque[tuple[bytes, str, LeasedTask, bytes | Exception, bytes | None]] = deque()
         self.packed_wake, self.packed_signal = os.pipe()
         os.set_blocking(self.packed_wake, False)
         os.set_blocking(self.packed_signal, False)
@@ -329,7 +359,7 @@ class Dispatcher:
             service = self.services.get(service_name)
             if service is None:
                 continue
-            tally = self.tallies[(identity, service[0])]
+            tally = self.tallies[(identity, service.id)]
             tally.returned += count
             tally.first_seen = min(tally.first_seen or first_seen, first_seen)
             tally.last_seen = max(tally.last_seen or last_seen, last_seen)
@@ -350,24 +380,28 @@ class Dispatcher:
         if len(request) == 2 and request[0] == HEARTBEAT_TAG:
             self._heartbeat(request[1])  # not answered: the heartbeat socket asks for nothing
             return
-        if len(request) != 1 or not request[0] or len(request[0]) > _MAX_SERVICE_NAME:
+        with_profile = len(request) == 2 and request[1] == PROFILE_TAG
+        no_work = NO_WORK_WITH_PROFILE if with_profile else NO_WORK
+        if not (len(request) == 1 or with_profile) or not request[0] or len(request[0]) > _MAX_SERVICE_NAME:
             self.counters.garbage += 1
-            self._send(identity, NO_WORK)
+            self._send(identity, no_work)
             return
         try:
             service_name = request[0].decode()
         except UnicodeDecodeError:
             self.counters.garbage += 1
-            self._send(identity, NO_WORK)
+            self._send(identity, no_work)
             return
-        self._hand_out(identity, service_name)
+        self._hand_out(identity, service_name, with_profile=with_profile)
 
-    def _hand_out(self, identity: bytes, service_name: str) -> None:
-        """Answer "no work", or lease a task and have it packed; `_take_packed` sends it once packed."""
+    def _hand_out(self, identity: bytes, service_name: str, *, with_profile: bool = False) -> None:
+        """Answer "no work", or lease a task and have it packed; `_take_packed` sends it once packed, with
+        the service's profile as it is now when the worker asked for it."""
         task = None if self.stopping else self._next_task(service_name)
         if task is None:
-            self._send(identity, NO_WORK)
+            self._send(identity, NO_WORK_WITH_PROFILE if with_profile else NO_WORK)
             return
+        profile = self.services[service_name].profile if with_profile else None
         self.in_flight += 1  # counted from now, so that packings under way keep to max_in_flight
         if task.kind == "tex" and self.config.payload_max_bytes > INLINE_PACK_BYTES:
             outcome: bytes | Exception | None
@@ -379,19 +413,21 @@ class Dispatcher:
                 outcome = None if exc.what == "too_large" else exc
             except Exception as exc:
                 outcome = exc
-            if outcome is not None:
-                self.packed.append((identity, service_name, task, outcome))  # sent once the ventilator is drained
+            if outcome is not None:  # sent once the ventilator is drained
+                self.packed.append((identity, service_name, task, outcome, profile))
                 return
         future = self.pack_threads.submit(
             pack_entry, task.path, task.kind, task.entry,
             roots=self.config.corpus_roots, max_bytes=self.config.payload_max_bytes,
         )  # fmt: skip
-        future.add_done_callback(lambda done: self._packed_put(identity, service_name, task, done))
+        future.add_done_callback(lambda done: self._packed_put(identity, service_name, task, done, profile))
 
-    def _packed_put(self, identity: bytes, service_name: str, task: LeasedTask, future: Future[bytes]) -> None:
+    def _packed_put(
+        self, identity: bytes, service_name: str, task: LeasedTask, future: Future[bytes], profile: bytes | None
+    ) -> None:
         """On a packing thread: queue the finished packing and wake the loop."""
         error = future.exception()
-        self.packed.append((identity, service_name, task, future.result() if error is None else error))
+        self.packed.append((identity, service_name, task, future.result() if error is None else error, profile))
         if not self.wake_sent:
             self.wake_sent = True
             with contextlib.suppress(BlockingIOError):  # the pipe is full: the loop is awake anyway
@@ -412,11 +448,12 @@ class Dispatcher:
         task; one that cannot be read now keeps its lease, which runs out, and the reaper retries it."""
         while self.packed:  # refused tasks' workers are handed out again, maybe packed on the loop at once
             refused: list[tuple[int, str, str]] = []
-            again: list[tuple[bytes, str]] = []
+            again: list[tuple[bytes, str, bool]] = []
             while self.packed:
-                identity, service_name, task, outcome = self.packed.popleft()
+                identity, service_name, task, outcome, profile = self.packed.popleft()
                 if isinstance(outcome, bytes):
-                    self._send(identity, [str(task.id).encode(), *split_frames(outcome, self.config.message_size)])
+                    head = [str(task.id).encode()] if profile is None else [str(task.id).encode(), profile]
+                    self._send(identity, [*head, *split_frames(outcome, self.config.message_size)])
                     self.counters.dispatched += 1
                     self._tally(identity, task.service_id).dispatched += 1
                     worker = self.beating.get(identity)
@@ -428,17 +465,17 @@ class Dispatcher:
                 if isinstance(outcome, SourceRefused):
                     logger.warning("task %s (%s) is invalid: %s: %s", task.id, task.path, outcome.what, outcome)
                     refused.append((task.id, outcome.what, str(outcome)))
-                    again.append((identity, service_name))
+                    again.append((identity, service_name, profile is not None))
                 else:  # OSError above all: the document cannot be read now
                     logger.warning("cannot pack task %s (%s): %s", task.id, task.path, outcome)
-                    self._send(identity, NO_WORK)
+                    self._send(identity, NO_WORK if profile is None else NO_WORK_WITH_PROFILE)
             if refused:
                 with transaction.atomic():
                     pairs = leases_invalidate(refused, mark=self.mark)
                     runs_close_drained(pairs)
                 grains_clear(pairs)
-                for identity, service_name in again:
-                    self._hand_out(identity, service_name)
+                for identity, service_name, with_profile in again:
+                    self._hand_out(identity, service_name, with_profile=with_profile)
 
     def _send(self, identity: bytes, frames: list[bytes]) -> None:
         try:
@@ -462,7 +499,7 @@ class Dispatcher:
             self._leases_take(service_name, wait=True)
         return queue.popleft() if queue else None
 
-    def _lease_ahead(self, service_name: str, service: tuple[int, int]) -> None:
+    def _lease_ahead(self, service_name: str, service: ServiceEntry) -> None:
         """Start a lease for the service on the leasing thread unless one is running or it ran dry."""
         if service_name in self.leasing or time.monotonic() < self.dry_until.get(service_name, 0.0):
             return
@@ -471,7 +508,7 @@ class Dispatcher:
         if limit <= 0:
             return
         future = self.lease_thread.submit(
-            lease_batch, service_id=service[0], limit=limit, mark=self.mark, lease_seconds=service[1]
+            lease_batch, service_id=service.id, limit=limit, mark=self.mark, lease_seconds=service.lease_seconds
         )
         self.leasing[service_name] = (future, limit)
 
@@ -498,6 +535,13 @@ class Dispatcher:
             worker = str(message["worker"])[:200]
             service = str(message.get("service", ""))[:200]
             threads = message["threads"]
+            served = message.get("services") or [service]
+            engines = message.get("engines") or {}
+            if not isinstance(served, list) or not isinstance(engines, dict):
+                raise TypeError("services is a list, engines an object")
+            services = [str(name)[:_MAX_SERVICE_NAME] for name in served[:_MAX_BEAT_SERVICES]]
+            versions = {str(name)[:PATH_MAX_CHARS]: str(version)[:VERSION_MAX_CHARS]
+                        for name, version in list(engines.items())[:_MAX_BEAT_ENGINES]}  # fmt: skip
             current: dict[str, tuple[int | None, int, int, dict[str, int]]] = {}
             for name, thread in threads.items():
                 task = thread.get("task")
@@ -514,6 +558,7 @@ class Dispatcher:
         if beat is None:
             beat = self.beats[worker] = Beat(last=0.0)
         beat.last, beat.service, beat.at = time.monotonic(), service, timezone.now()
+        beat.services, beat.engines = services, versions
         held = {task for task, _, _, _ in current.values() if task is not None} | beat.sent
         for task in beat.tasks - held:
             if self.holders.get(task) == worker:
@@ -572,7 +617,15 @@ class Dispatcher:
             self.queues[name] = deque(task for task in queue if task.id in still)
 
     def _refresh_services(self) -> None:
-        self.services = {s.name: (s.pk, effective_lease_seconds(s)) for s in Service.objects.all()}
+        """The services with their leases and profiles as they are now: a changed profile goes out with the
+        next task handed out (a task a worker converts keeps the profile it came with)."""
+        entries = {}
+        for service in Service.objects.all():
+            profile = profile_load(service.profile)
+            entries[service.name] = ServiceEntry(
+                service.pk, effective_lease_seconds(service), profile.canonical().encode(), profile.engine
+            )
+        self.services = entries
 
     def _tally(self, identity: bytes, service_id: int) -> Tally:
         key = (identity.decode(errors="replace")[:200], service_id)
@@ -614,29 +667,45 @@ class Dispatcher:
 
     def _flush_beats(self, cursor: CursorWrapper) -> None:
         """Write the tallies heartbeats brought since the last flush (one upsert): as the worker reported
-        them, counted since its process started."""
+        them, counted since its process started, on the row of each service it serves, with the engine of
+        that service's profile and the version the worker reported for it. The versions go to the open runs
+        of those services too (corpora.pairs.runs_engine_versions_note)."""
         rows = []
+        versions: dict[int, set[str]] = defaultdict(set)
         for beat in self.beats.values():
-            service = self.services.get(beat.service)
-            if service is not None:
-                rows += [(name, service[0], *tally, beat.at) for name, tally in beat.tallies.items()]
+            for service_name in beat.services or [beat.service]:
+                service = self.services.get(service_name)
+                if service is None:
+                    continue
+                version = beat.engines.get(service.engine)
+                if version is not None and beat.tallies:
+                    versions[service.id].add(version)
+                rows += [(name, service.id, *tally, beat.at, service.engine, version)
+                         for name, tally in beat.tallies.items()]  # fmt: skip
             beat.tallies = {}
         if not rows:
             return
-        identities, service_ids, conversions, peaks, kills, times = (list(column) for column in zip(*rows, strict=True))
+        identities, service_ids, conversions, peaks, kills, times, engines, engine_versions = (
+            list(column) for column in zip(*rows, strict=True)
+        )
         cursor.execute(
             """
             INSERT INTO services_worker (identity, service_id, conversions, peak_rss, kills, heartbeat_at,
-                                         dispatched, returned, first_seen, last_seen)
-            SELECT v.identity, v.service_id, v.conversions, v.peak_rss, v.kills, v.at, 0, 0, v.at, v.at
-              FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::jsonb[], %s::timestamptz[])
-                   AS v(identity, service_id, conversions, peak_rss, kills, at)
+                                         engine, engine_version, dispatched, returned, first_seen, last_seen)
+            SELECT v.identity, v.service_id, v.conversions, v.peak_rss, v.kills, v.at, v.engine, v.version,
+                   0, 0, v.at, v.at
+              FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::jsonb[], %s::timestamptz[],
+                          %s::text[], %s::text[])
+                   AS v(identity, service_id, conversions, peak_rss, kills, at, engine, version)
             ON CONFLICT (identity, service_id) DO UPDATE
                SET conversions = EXCLUDED.conversions, peak_rss = EXCLUDED.peak_rss, kills = EXCLUDED.kills,
-                   heartbeat_at = EXCLUDED.heartbeat_at
+                   heartbeat_at = EXCLUDED.heartbeat_at, engine = EXCLUDED.engine,
+                   engine_version = EXCLUDED.engine_version
             """,
-            [identities, service_ids, conversions, peaks, [Jsonb(value) for value in kills], times],
-        )
+            [identities, service_ids, conversions, peaks, [Jsonb(value) for value in kills], times, engines,
+             engine_versions],
+        )  # fmt: skip
+        runs_engine_versions_note(versions)
 
 
 def dispatcher_serve(config: DispatcherConfig | None = None) -> None:

@@ -15,6 +15,7 @@ from corpora.serializers import StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
 from corpora.telemetry import STAGES
 from runs.queries.eta import RATE_WINDOW
+from services.serializers import ProfileSerializer
 
 STATUS_HELP = f"one of {', '.join(DIFF_BUCKETS)}"
 CHANGE_HELP = "regressed: only transitions to a worse completed status (no_problem -> warning, error -> fatal, ...)"
@@ -25,6 +26,30 @@ class TalliesField(serializers.JSONField):
     """A run's per-status counts as stored (corpora.queries.status_counts), passed through as they are:
     a nested serializer for each run of a 500-run history page costs more than that page can spare
     (bench/README.md, runs); the schema still documents the StatusCounts shape."""
+
+
+@extend_schema_field(ProfileSerializer(allow_null=True))
+class ProfileJsonField(serializers.JSONField):
+    """A run's converter profile as stored (conversion.profiles.Profile.as_json), passed through as it is for
+    the same reason as TalliesField; null for a run opened before runs recorded it."""
+
+
+PROFILE_HASHES_HELP = "every profile hash the service had while the run was open, in order; more than one: it changed"
+ENGINE_VERSIONS_HELP = "the versions of the engine the fleet's workers reported while the run was open"
+
+
+class RunProfileSerializer(serializers.Serializer):
+    """How a run's tasks were converted: the engine, the versions the fleet reported, the profile."""
+
+    id = serializers.IntegerField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    engine = serializers.CharField(allow_blank=True, help_text="the profile's engine; empty for an older run")
+    engine_versions = serializers.ListField(child=serializers.CharField(), help_text=ENGINE_VERSIONS_HELP)
+    profile = ProfileJsonField(allow_null=True, help_text="the service's profile when the run opened")
+    profile_hash = serializers.CharField(allow_blank=True, help_text="sha256 of that profile's canonical JSON")
+    profile_hashes = serializers.ListField(child=serializers.CharField(), help_text=PROFILE_HASHES_HELP)
+    profile_changed = serializers.BooleanField(help_text="the service's profile changed while the run was open")
 
 
 class RunSerializer(serializers.Serializer):
@@ -39,6 +64,12 @@ class RunSerializer(serializers.Serializer):
     open = serializers.BooleanField()
     tallies = TalliesField(allow_null=True, help_text="frozen at the close; live while the run is open")
     snapshot_at = serializers.DateTimeField(allow_null=True, help_text="the snapshot taken when the run closed")
+    engine = serializers.CharField(allow_blank=True, help_text="the profile's engine; empty for an older run")
+    engine_versions = serializers.ListField(child=serializers.CharField(), help_text=ENGINE_VERSIONS_HELP)
+    profile = ProfileJsonField(allow_null=True, help_text="the service's profile when the run opened")
+    profile_hash = serializers.CharField(allow_blank=True, help_text="sha256 of that profile's canonical JSON")
+    profile_hashes = serializers.ListField(child=serializers.CharField(), help_text=PROFILE_HASHES_HELP)
+    profile_changed = serializers.BooleanField(help_text="the service's profile changed while the run was open")
 
 
 class EtaSerializer(serializers.Serializer):
@@ -151,6 +182,10 @@ class RunDiffSerializer(serializers.Serializer):
     changed = serializers.IntegerField()
     regressions = serializers.IntegerField()
     matrix = DiffCellSerializer(many=True, help_text="previous status x current status -> documents")
+    previous_run = RunProfileSerializer(
+        allow_null=True, help_text="the run open when the previous snapshot was taken (its close takes one)"
+    )
+    current_run = RunProfileSerializer(allow_null=True, help_text="the run open when the current snapshot was taken")
 
 
 class TaskDiffSerializer(serializers.Serializer):
@@ -181,6 +216,18 @@ class CompareCellSerializer(serializers.Serializer):
     regression = serializers.BooleanField(help_text="B's status is worse than A's")
 
 
+class CompareSideSerializer(serializers.Serializer):
+    """How one of the two services converts: its profile now, and the profile, engine and versions of its
+    latest run on the corpus (which made the statuses compared)."""
+
+    service = serializers.CharField()
+    engine = serializers.CharField(help_text="the engine of its profile now")
+    profile = ProfileSerializer(help_text="its profile now")
+    profile_hash = serializers.CharField()
+    profile_preset = serializers.CharField(allow_null=True, help_text="the preset its profile equals, or null")
+    run = RunProfileSerializer(allow_null=True, help_text="its latest run on the corpus, open or closed")
+
+
 class CompareSerializer(serializers.Serializer):
     corpus = serializers.CharField()
     service_a = serializers.CharField()
@@ -189,6 +236,8 @@ class CompareSerializer(serializers.Serializer):
     differ = serializers.IntegerField()
     regressions = serializers.IntegerField()
     matrix = CompareCellSerializer(many=True, help_text="A's status x B's status -> documents")
+    profile_a = CompareSideSerializer(help_text="how A converts")
+    profile_b = CompareSideSerializer(help_text="how B converts")
 
 
 class CompareTaskSerializer(serializers.Serializer):

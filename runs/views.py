@@ -601,6 +601,7 @@ def compare_view(request: HttpRequest, corpus: str, service_a: str, service_b: s
     tasks = _compare_url(corpus, service_a, service_b, "-tasks")
     context = {
         "compare": compare,
+        "sides": [compare["profile_a"], compare["profile_b"]],
         "heat": heat_map(compare["matrix"], "status_a", "status_b",
                          lambda a, b: tasks + _query(status_a=a, status_b=b)),
         "all_differences": tasks,

@@ -1,16 +1,19 @@
-"""Writes on services, each journaled: register, delete (with all their tasks and messages), lease override."""
+"""Writes on services, each journaled: register, delete (with all their tasks and messages), lease override,
+converter profile."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from accounts.actions import journaled
+from accounts.actions import journal_note, journaled
 from accounts.journal import Action
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
-from corpora.pairs import data_purge
+from conversion.profiles import Profile, ProfileInvalid, profile_parse
+from corpora.pairs import data_purge, runs_profile_note
 from services.models import Service
 from services.queries import service_get
 
@@ -31,13 +34,18 @@ def protected_service(name: str) -> Service:
 
 @journaled(Action.SERVICE_REGISTER, target="{name}")
 def service_register(*, name: str, actor: str, **fields: Any) -> Service:
-    """Define a service; it creates no tasks until activated on a corpus."""
+    """Define a service; it creates no tasks until activated on a corpus. Its `profile` is a preset's name
+    or an object of options (conversion.profiles), the default preset without one."""
     name_check(name)
     if fields.get("lease_seconds") is not None and fields["lease_seconds"] <= 0:
         raise BadRequest("lease_seconds must be a positive number of seconds, or null.")
+    given = fields.pop("profile", None)
+    profile = profile_checked("default" if given is None else given, field="profile")
     try:
         with transaction.atomic():
-            service = Service.objects.create(name=name, **{k: v for k, v in fields.items() if v is not None})
+            service = Service.objects.create(
+                name=name, profile=profile.as_json(), **{k: v for k, v in fields.items() if v is not None}
+            )
     except IntegrityError as exc:
         raise Conflict(f"A service named {name!r} exists already.") from exc
     return service_get(service.name)
@@ -61,4 +69,30 @@ def service_lease_set(*, name: str, seconds: int | None, actor: str) -> Service:
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int) or seconds <= 0):
         raise BadRequest("seconds must be a positive whole number of seconds, or null to clear the override.")
     Service.objects.filter(pk=service.pk).update(lease_seconds=seconds)
+    return service_get(name)
+
+
+def profile_checked(data: object, *, field: str | None = None) -> Profile:
+    """A profile from its JSON form, checked as the workers check it, against PROFILE_ROOTS; BadRequest
+    naming each bad option (under `field` when the profile is a field of the body)."""
+    try:
+        return profile_parse(data, roots=settings.PROFILE_ROOTS)
+    except ProfileInvalid as exc:
+        errors: dict[str, Any] = exc.errors if field is None else {field: exc.errors}
+        raise BadRequest(f"The profile has invalid options: {exc}", errors=errors) from None
+
+
+@journaled(Action.SERVICE_PROFILE, target="{name}")
+def service_profile_set(*, name: str, actor: str, **profile: Any) -> Service:
+    """Give a service a converter profile: the options given over their `preset` (the default preset
+    without one). Tasks are handed out with it from the dispatcher's next reading of the services (within
+    a second or two); a conversion under way keeps the profile it started with, and the service's open runs
+    note the new profile's hash."""
+    service = service_get(name)
+    if service.is_protected:
+        raise Forbidden(f"{name!r} is a protected infrastructure service: it converts nothing.")
+    checked = profile_checked(profile)
+    Service.objects.filter(pk=service.pk).update(profile=checked.as_json())
+    runs = runs_profile_note(service_id=service.pk, profile_hash=checked.digest)
+    journal_note(profile_hash=checked.digest, open_runs_noted=runs)
     return service_get(name)

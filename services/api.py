@@ -1,4 +1,4 @@
-"""API of services: list, register, detail, delete, lease override."""
+"""API of services: list, register, detail, delete, lease override, converter profile; the profile presets."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (
     LeaseUpdateRequestSerializer,
+    PresetSerializer,
+    ProfileSerializer,
     ServiceRegisterRequestSerializer,
     ServiceSerializer,
     WorkerSerializer,
     lease_request,
+    preset_records,
 )
 
 
@@ -87,11 +90,37 @@ class ServiceLeaseApi(TokenApiView):
         return Response(ServiceSerializer(updated).data)
 
 
+class ServiceProfileApi(TokenApiView):
+    @extend_schema(
+        operation_id="services_profile_update",
+        summary="Give the service a converter profile: options over a preset; tasks handed out from now on get it",
+        request=ProfileSerializer,
+        responses={200: ServiceSerializer, **problems(400, 403, 404)},
+        tags=["services"],
+    )
+    def put(self, request: Request, service: str) -> Response:
+        updated = actions.service_profile_set(
+            name=service, actor=self.actor_name(), submitted=ProfileSerializer(data=request.data)
+        )
+        return Response(ServiceSerializer(updated).data)
+
+
+class ProfilePresetsApi(TokenApiView):
+    @extend_schema(
+        operation_id="profiles_list",
+        summary="The converter profile presets a service may take by name",
+        responses={200: PresetSerializer(many=True)},
+        tags=["services"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(PresetSerializer(preset_records(), many=True).data)
+
+
 class WorkerListApi(TokenApiView):
     @extend_schema(
         operation_id="services_workers",
         summary="The workers of a service: dispatched, returned, in flight, first and last seen; from their heartbeats"
-        " conversions, peak resident size, kills by reason and the latest heartbeat",
+        " conversions, peak resident size, kills by reason, the latest heartbeat, the engine and its version",
         responses={200: WorkerSerializer(many=True), **problems(404)},
         tags=["services"],
     )

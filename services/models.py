@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from django.db import models
 
+from conversion.profiles import DEFAULT as DEFAULT_PROFILE
+
 PROTECTED_SERVICES = ("init", "import")
+
+
+def default_profile() -> dict:
+    """The default converter profile (conversion.profiles): today's latexmlc command line."""
+    return DEFAULT_PROFILE.as_json()
 
 
 class Service(models.Model):
@@ -16,6 +23,10 @@ class Service(models.Model):
     description = models.TextField(blank=True)
     # Visibility timeout override; null falls back to the global dispatcher lease.
     lease_seconds = models.PositiveIntegerField(null=True, blank=True)
+    # How its papers are converted (conversion.profiles.Profile.as_json), checked when it was written.
+    profile = models.JSONField(
+        default=default_profile, db_default=models.Value(default_profile(), output_field=models.JSONField())
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -46,6 +57,10 @@ class Worker(models.Model):
     peak_rss = models.BigIntegerField(default=0, db_default=0)
     kills = models.JSONField(default=dict, db_default=models.Value({}, output_field=models.JSONField()))
     heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # From the heartbeats too: the engine of the service's profile, and the version this worker's copy of it
+    # reported (`latexmlc (LaTeXML version 0.8.7)`); empty before the worker has run that engine.
+    engine = models.CharField(max_length=1024, null=True, blank=True)
+    engine_version = models.CharField(max_length=200, null=True, blank=True)
 
     class Meta:
         ordering = ["identity"]

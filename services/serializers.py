@@ -2,34 +2,162 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
+from config.api.fields import (
+    StrictBooleanField,
+    StrictCharField,
+    StrictChoiceField,
+    StrictIntegerField,
+    validate_plain_name,
+)
 from config.names import NAME_MAX
+from conversion import profiles
 from services.models import Service, Worker
 from services.queries import effective_lease_seconds, kills_by_reason, service_get
+
+
+class ProfileSerializer(serializers.Serializer):
+    """A converter profile (conversion.profiles). As a request, every option is optional: those given
+    replace the `preset`'s (the default preset's without one); an option the profile does not have is
+    refused. Paths lie inside PROFILE_ROOTS (links resolved)."""
+
+    preset = StrictChoiceField(
+        choices=list(profiles.PRESETS), required=False, write_only=True,
+        help_text="the preset the other options are given over (default: the default preset)",
+    )  # fmt: skip
+    engine = StrictCharField(
+        required=False, max_length=profiles.PATH_MAX_CHARS,
+        help_text="latexmlc, or another engine with latexmlc's command line: a name looked up on the worker's"
+        " PATH, or an absolute path inside the profile roots",
+    )  # fmt: skip
+    preloads = serializers.ListField(
+        child=StrictCharField(max_length=1000), required=False, max_length=profiles.PRELOADS_MAX,
+        help_text="bindings to preload, each `name` or `[option,key=value,...]name` (latexml.sty: the options it"
+        " declares)",
+    )  # fmt: skip
+    includestyles = StrictBooleanField(required=False, help_text="--includestyles: load raw .sty files")
+    pmml = StrictBooleanField(required=False, help_text="--pmml: presentation MathML")
+    cmml = StrictBooleanField(required=False, help_text="--cmml: content MathML")
+    mathtex = StrictBooleanField(required=False, help_text="--mathtex: the TeX of each formula beside it")
+    noinvisibletimes = StrictBooleanField(
+        required=False, help_text="--noinvisibletimes (LaTeXML 0.8.7 refuses it; newer engines take it)"
+    )
+    nodefaultresources = StrictBooleanField(
+        required=False, help_text="--nodefaultresources: no LaTeXML CSS or JavaScript with the HTML"
+    )
+    css = serializers.ListField(
+        child=StrictCharField(max_length=profiles.URL_MAX_CHARS), required=False, max_length=profiles.PATHS_MAX,
+        help_text="--css: stylesheets, each an https URL or a path inside the profile roots",
+    )  # fmt: skip
+    paths = serializers.ListField(
+        child=StrictCharField(max_length=profiles.PATH_MAX_CHARS), required=False, max_length=profiles.PATHS_MAX,
+        help_text="--path: directories of bindings, inside the profile roots",
+    )  # fmt: skip
+    timeout_seconds = StrictIntegerField(
+        required=False, allow_null=True, min_value=1, max_value=profiles.TIMEOUT_MAX_SECONDS,
+        help_text="seconds one conversion may run; null: the worker's --timeout, which caps it anyway",
+    )  # fmt: skip
+    memory_mb = StrictIntegerField(
+        required=False, allow_null=True, min_value=profiles.MEMORY_MIN_MB, max_value=profiles.MEMORY_MAX_MB,
+        help_text="the memory of one conversion; null: the worker's --memory-mb, which caps it anyway",
+    )  # fmt: skip
+
+    def to_internal_value(self, data: Any) -> dict[str, Any]:
+        if isinstance(data, Mapping):
+            unknown = [key for key in data if key not in self.fields]
+            if unknown:
+                raise serializers.ValidationError(
+                    {str(key)[:100]: [f"not an option of a profile; the options: {', '.join(profiles.OPTIONS)}"]
+                     for key in unknown}
+                )  # fmt: skip
+        return super().to_internal_value(data)
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        # The same checks as the worker's (conversion.profiles), against the server's roots.
+        try:
+            profiles.profile_parse(dict(attrs), roots=settings.PROFILE_ROOTS)
+        except profiles.ProfileInvalid as exc:
+            raise serializers.ValidationError(exc.errors) from None
+        return attrs
+
+
+@extend_schema_field(
+    {
+        "oneOf": [{"type": "string", "enum": list(profiles.PRESETS)}, {"$ref": "#/components/schemas/ProfileRequest"}],
+        "description": "a preset's name, or an object of options (ProfileRequest); absent: the default preset",
+    }
+)
+class ProfileField(serializers.Field):
+    """A profile in a request body: a preset's name, or an object of options (ProfileSerializer)."""
+
+    def to_internal_value(self, data: Any) -> str | dict[str, Any]:
+        if isinstance(data, str):
+            if data not in profiles.PRESETS:
+                raise serializers.ValidationError(
+                    f"no preset is named {data[:100]!r}; the presets: {', '.join(profiles.PRESETS)}"
+                )
+            return data
+        if isinstance(data, Mapping):
+            nested = ProfileSerializer(data=data)
+            if not nested.is_valid():
+                raise serializers.ValidationError(nested.errors)
+            return dict(nested.validated_data)
+        raise serializers.ValidationError("a preset's name or an object of options")
+
+    def to_representation(self, value: Any) -> Any:
+        return value
+
+
+class PresetSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    profile = ProfileSerializer()
+    profile_hash = serializers.CharField(help_text="sha256 of the profile's canonical JSON")
+
+
+def preset_records() -> list[dict[str, Any]]:
+    """GET /api/profiles: the presets, as PresetSerializer takes them."""
+    return [
+        {"name": preset.name, "description": preset.description, "profile": preset.profile.as_json(),
+         "profile_hash": preset.profile.digest}
+        for preset in profiles.PRESETS.values()
+    ]  # fmt: skip
 
 
 class ServiceSerializer(serializers.ModelSerializer):
     protected = serializers.BooleanField(source="is_protected")
     effective_lease_seconds = serializers.SerializerMethodField()
     corpora = serializers.IntegerField(source="corpus_count", help_text="corpora it is activated on")
+    profile = ProfileSerializer(help_text="how its papers are converted: engine, options, timeout and memory")
+    profile_hash = serializers.SerializerMethodField(help_text="sha256 of the profile's canonical JSON")
+    profile_preset = serializers.SerializerMethodField(help_text="the preset the profile equals, or null")
     url = serializers.SerializerMethodField()
 
     class Meta:
         model = Service
         fields = [
             "name", "version", "inputformat", "outputformat", "command", "description", "lease_seconds",
-            "effective_lease_seconds", "protected", "corpora", "created_at", "url",
+            "effective_lease_seconds", "protected", "corpora", "profile", "profile_hash", "profile_preset",
+            "created_at", "url",
         ]  # fmt: skip
         read_only_fields = fields
 
     @extend_schema_field(serializers.IntegerField())
     def get_effective_lease_seconds(self, service: Service) -> int:
         return effective_lease_seconds(service)
+
+    def get_profile_hash(self, service: Service) -> str:
+        return profiles.profile_load(service.profile).digest
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_profile_preset(self, service: Service) -> str | None:
+        return profiles.preset_of(profiles.profile_load(service.profile))
 
     def get_url(self, service: Service) -> str:
         return f"/api/services/{service.name}"
@@ -43,6 +171,7 @@ class ServiceRegisterRequestSerializer(serializers.Serializer):
     command = StrictCharField(max_length=500, required=False, allow_blank=True)
     description = StrictCharField(max_length=2000, required=False, allow_blank=True)
     lease_seconds = StrictIntegerField(min_value=1, max_value=2_000_000_000, required=False, allow_null=True)
+    profile = ProfileField(required=False)
 
 
 class LeaseUpdateRequestSerializer(serializers.Serializer):
@@ -91,6 +220,12 @@ class WorkerSerializer(serializers.Serializer):
     kills = serializers.SerializerMethodField(help_text="its conversions killed, by reason; every reason present")
     heartbeat_at = serializers.DateTimeField(
         allow_null=True, help_text="its latest heartbeat; null for a worker that sends none (an unmodified CorTeX one)"
+    )
+    engine = serializers.CharField(
+        allow_null=True, help_text="the engine of the service's profile, as of its latest heartbeat"
+    )
+    engine_version = serializers.CharField(
+        allow_null=True, help_text="what that engine said its version is on this worker (`ENGINE --VERSION`)"
     )
 
     @extend_schema_field(WorkerKillsSerializer)

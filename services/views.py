@@ -17,13 +17,16 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from config.errors import ServiceError
 from config.screens import deletion_write, error_page, form_params, screen_write
+from conversion.profiles import PRESETS, SWITCHES
 from services import actions
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (
+    ProfileSerializer,
     ServiceRegisterRequestSerializer,
     ServiceSerializer,
     WorkerSerializer,
     lease_request,
+    preset_records,
 )
 
 # Up to 18 ASCII digits: a longer number is far past the serializer's maximum and is refused as text.
@@ -37,6 +40,26 @@ def lease_body(post: QueryDict) -> dict[str, Any]:
     if raw == "":
         return {"seconds": None}
     return {"seconds": int(raw) if _WHOLE_NUMBER.fullmatch(raw) else raw}
+
+
+def profile_body(post: QueryDict) -> dict[str, Any]:
+    """The profile form as the JSON body the API takes: a preset alone (the presets form), or every option
+    (the options form, marked by its `options` field): lists one item a line, a switch on when checked,
+    empty limits null, whole numbers integers. Anything else stays text for the shared serializer to refuse."""
+    body: dict[str, Any] = {}
+    if post.get("preset", "").strip():
+        body["preset"] = post["preset"].strip()
+    if "options" not in post:
+        return body
+    body["engine"] = post.get("engine", "").strip()
+    for name in ("preloads", "css", "paths"):
+        body[name] = [line.strip() for line in post.get(name, "").splitlines() if line.strip()]
+    for name in SWITCHES:
+        body[name] = name in post
+    for name in ("timeout_seconds", "memory_mb"):
+        raw = post.get(name, "").strip()
+        body[name] = None if raw == "" else int(raw) if _WHOLE_NUMBER.fullmatch(raw) else raw
+    return body
 
 
 @login_required
@@ -64,6 +87,7 @@ def _list_page(
 ) -> HttpResponse:
     context = {
         "services": ServiceSerializer(service_list(), many=True).data,
+        "presets": list(PRESETS),
         "form": form or {},
         "error": error.detail if error else "",
         "errors": (error.errors or {}) if error else {},
@@ -71,16 +95,26 @@ def _list_page(
     return render(request, "services/list.html", context, status=error.status if error else 200)
 
 
-def _detail_page(request: HttpRequest, name: str, *, error: ServiceError | None = None) -> HttpResponse:
+def _detail_page(
+    request: HttpRequest, name: str, *, error: ServiceError | None = None, form: str = "lease"
+) -> HttpResponse:
     try:
         service = ServiceSerializer(service_get(name)).data
     except ServiceError as exc:
         return error_page(request, exc)
+    refused = error is not None
+    profile = profile_body(request.POST) if refused and form == "profile" and "options" in request.POST else None
     context = {
         "service": service,
-        "seconds": request.POST.get("seconds", "") if error else "",
-        "error": error.detail if error else "",
-        "errors": (error.errors or {}) if error else {},
+        "seconds": request.POST.get("seconds", "") if refused and form == "lease" else "",
+        "error": error.detail if refused and form == "lease" else "",
+        "errors": (error.errors or {}) if refused and form == "lease" else {},
+        "presets": preset_records(),
+        "switches": SWITCHES,
+        # The options form shows what was sent after a refusal, else the service's profile.
+        "profile_form": _profile_form(profile if profile is not None else service["profile"]),
+        "profile_error": error.detail if refused and form == "profile" else "",
+        "profile_errors": (error.errors or {}) if refused and form == "profile" else {},
     }
     return render(request, "services/detail.html", context, status=error.status if error else 200)
 
@@ -109,6 +143,35 @@ def service_lease_view(request: HttpRequest, service: str) -> HttpResponse:
         return refused
     seconds = updated.lease_seconds
     messages.success(request, f"Lease of {service}: {'cleared' if seconds is None else f'{seconds} s'}.")
+    return redirect("service", service=service)
+
+
+def _profile_form(profile: dict[str, Any]) -> dict[str, Any]:
+    """A profile's options as the options form shows them: lists one item a line, limits as text."""
+    return {
+        "engine": profile.get("engine", ""),
+        **{name: "\n".join(str(item) for item in profile.get(name) or []) for name in ("preloads", "css", "paths")},
+        "switches": [name for name in SWITCHES if profile.get(name) is True],
+        **{name: "" if profile.get(name) is None else str(profile[name]) for name in ("timeout_seconds", "memory_mb")},
+    }
+
+
+@login_required
+@require_POST
+def service_profile_view(request: HttpRequest, service: str) -> HttpResponse:
+    """Screen twin of PUT /api/services/<service>/profile: a preset, or the options of a profile."""
+    updated, refused = screen_write(
+        request,
+        lambda: actions.service_profile_set(
+            name=service, actor=request.user.username, submitted=ProfileSerializer(data=profile_body(request.POST))
+        ),
+        form=lambda exc: _detail_page(request, service, error=exc, form="profile"),
+    )
+    if refused:
+        return refused
+    dto = ServiceSerializer(updated).data
+    named = f"the preset {dto['profile_preset']}" if dto["profile_preset"] else "a profile of its own"
+    messages.success(request, f"{service} now converts with {named} ({dto['profile_hash'][:12]}).")
     return redirect("service", service=service)
 
 

@@ -36,3 +36,25 @@ def validate_plain_name(value: str) -> str:
     if not name_is_valid(value):
         raise serializers.ValidationError(f"Not a valid name: {NAME_RULE}.")
     return value
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """In a JSON body a boolean is true or false: DRF's BooleanField also takes "yes", 1 and "on". A form's
+    text (a checkbox's "on") is parsed as DRF does."""
+
+    def to_internal_value(self, data: Any) -> bool:
+        from_text = isinstance(getattr(self.root, "initial_data", None), QueryDict)
+        if not from_text and not isinstance(data, bool):
+            self.fail("invalid", input=data)
+        return super().to_internal_value(data)
+
+
+class StrictChoiceField(serializers.ChoiceField):
+    """A choice among strings that refuses anything but a string in the words of StrictCharField."""
+
+    default_error_messages = {**serializers.ChoiceField.default_error_messages, "not_a_string": "Not a valid string."}
+
+    def to_internal_value(self, data: Any) -> Any:
+        if not isinstance(data, str):
+            self.fail("not_a_string")
+        return super().to_internal_value(data)

@@ -1,5 +1,5 @@
 """Reads of the comparison of two services on one corpus: their current tasks joined on the document,
-kept nowhere."""
+kept nowhere, beside how each service converts (its profile, and its latest run's engine versions)."""
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
 from __future__ import annotations
@@ -12,11 +12,13 @@ from django.db import connection, transaction
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from config.planner import BULK_SETTINGS
+from conversion.profiles import preset_of, profile_load
 from corpora.links import document_api_url
 from corpora.models import Corpus, TaskCount
 from corpora.queries import corpus_get
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, regressed
 from runs.queries.diffs import status_filter
+from runs.queries.history import run_latest
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import service_get
 
@@ -90,6 +92,22 @@ def compare_matrix(scope: ComparePair) -> dict[str, Any]:
         "differ": sum(cell["count"] for cell in matrix if cell["status_a"] != cell["status_b"]),
         "regressions": sum(cell["count"] for cell in matrix if cell["regression"]),
         "matrix": matrix,
+        "profile_a": compare_side(scope.corpus, scope.service_a),
+        "profile_b": compare_side(scope.corpus, scope.service_b),
+    }
+
+
+def compare_side(corpus: Corpus, service: Service) -> dict[str, Any]:
+    """How a compared service converts: its profile now, and its latest run on the corpus with the profile,
+    engine and versions of that run."""
+    profile = profile_load(service.profile)
+    return {
+        "service": service.name,
+        "engine": profile.engine,
+        "profile": profile.as_json(),
+        "profile_hash": profile.digest,
+        "profile_preset": preset_of(profile),
+        "run": run_latest(corpus.pk, service.pk),
     }
 
 

@@ -17,7 +17,7 @@ from corpora.links import document_api_url
 from corpora.models import Snapshot
 from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
 from runs.models import SnapshotDiff
-from runs.queries.history import Pair, pair_known
+from runs.queries.history import Pair, pair_known, run_at
 
 
 @dataclass(frozen=True)
@@ -84,6 +84,7 @@ def run_diff(scope: DiffScope, diff_id: int | None) -> dict[str, Any]:
     """GET /api/runs/{corpus}/{service}/diff: the snapshot dates and the matrix of the chosen pair."""
     diff = SnapshotDiff.objects.filter(pk=diff_id).first() if diff_id else None
     matrix = _cells(diff.matrix) if diff else []
+    corpus_id, service_id = scope.pair.corpus.pk, scope.pair.service.pk
     return {
         "corpus": scope.pair.corpus.name,
         "service": scope.pair.service.name,
@@ -94,6 +95,9 @@ def run_diff(scope: DiffScope, diff_id: int | None) -> dict[str, Any]:
         "changed": diff.changed if diff else 0,
         "regressions": sum(cell["count"] for cell in matrix if cell["regression"]),
         "matrix": matrix,
+        # How each snapshot's tasks were converted: the run open when it was taken.
+        "previous_run": run_at(corpus_id, service_id, scope.previous.taken_at) if scope.previous else None,
+        "current_run": run_at(corpus_id, service_id, scope.current.taken_at) if scope.current else None,
     }
 
 

@@ -4,9 +4,11 @@ tallies live from the task counts, and its ETA); and the (corpus, service) pair 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 
 from config.errors import BadRequest, NotFound
 from corpora.models import Activation, Corpus, Run, Snapshot, TaskCount
@@ -53,14 +55,60 @@ def _run_record(run: dict[str, Any], live_tallies: dict[str, Any] | None = None)
         "open": end is None,
         "tallies": run["tallies"] if end is not None else live_tallies,
         "snapshot_at": run["snapshot__taken_at"],
+        **_profile_fields(run),
     }
+
+
+def _profile_fields(run: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "engine": run["engine"],
+        "engine_versions": run["engine_versions"],
+        "profile": run["profile"],
+        "profile_hash": run["profile_hash"],
+        "profile_hashes": run["profile_hashes"],
+        "profile_changed": len(run["profile_hashes"]) > 1,
+    }
+
+
+_PROFILE_FIELDS = ("id", "started_at", "finished_at", "engine", "engine_versions", "profile", "profile_hash",
+                   "profile_hashes")  # fmt: skip
+
+
+def run_profile(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A run (its _PROFILE_FIELDS) as RunProfileSerializer takes it, or None."""
+    if run is None:
+        return None
+    return {"id": run["id"], "started_at": run["started_at"], "finished_at": run["finished_at"], **_profile_fields(run)}
+
+
+def run_at(corpus_id: int, service_id: int, moment: datetime) -> dict[str, Any] | None:
+    """The run of a pair open at `moment` (a run's close takes its snapshot at its end), as run_profile."""
+    run = (
+        Run.objects.filter(corpus_id=corpus_id, service_id=service_id, started_at__lte=moment)
+        .filter(Q(finished_at__isnull=True) | Q(finished_at__gte=moment))
+        .order_by("-started_at", "-id")
+        .values(*_PROFILE_FIELDS)
+        .first()
+    )
+    return run_profile(run)
+
+
+def run_latest(corpus_id: int, service_id: int) -> dict[str, Any] | None:
+    """The pair's latest run, open or closed, as run_profile."""
+    run = (
+        Run.objects.filter(corpus_id=corpus_id, service_id=service_id)
+        .order_by("-started_at", "-id")
+        .values(*_PROFILE_FIELDS)
+        .first()
+    )
+    return run_profile(run)
 
 
 # A history page reads its runs as plain rows: model instances of each run, corpus, service and snapshot
 # made a large page markedly slower (bench/README.md, "Runs").
 _RUN_FIELDS = (
     "id", "corpus_id", "service_id", "corpus__name", "service__name", "owner", "description", "started_at",
-    "finished_at", "tallies", "snapshot__taken_at",
+    "finished_at", "tallies", "snapshot__taken_at", *_PROFILE_FIELDS[3:],
 )  # fmt: skip
 
 

@@ -67,6 +67,8 @@ COMMANDS = {
     "GET /api/services/{service}/workers": "workers",
     "GET /api/sessions": "sessions",
     "DELETE /api/sessions/{id}": "delete session",
+    "PUT /api/services/{service}/profile": "profile",
+    "GET /api/profiles": "profiles",
     "GET /api/passkeys": "passkeys",
     "PATCH /api/passkeys/{id}": "rename-passkey",
     "DELETE /api/passkeys/{id}": "delete passkey",

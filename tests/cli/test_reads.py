@@ -19,6 +19,7 @@ READS: list[tuple[str, str]] = [
     ("corpora", "/api/corpora"),
     ("corpus a", "/api/corpora/a"),
     ("services", "/api/services"),
+    ("profiles", "/api/profiles"),
     ("service tex_to_html", "/api/services/tex_to_html"),
     ("workers tex_to_html", "/api/services/tex_to_html/workers"),
     (f"report {PAIR}", "/api/reports/a/tex_to_html"),

@@ -31,6 +31,7 @@ WRITES: list[str] = [
     "extend a",
     "register s2 --version 1 --description new",
     "lease tex_to_html 60",
+    "profile tex_to_html --preset arxiv --preload [ids]latexml.sty --includestyles --timeout-seconds 600",
     "activate a s2",
     "deactivate a next",
     "delete corpus a",
@@ -103,6 +104,19 @@ def test_writes_with_yes_do_what_their_endpoints_do(ccs, pair, corpus_root):
     _ok(ccs("register", "s2", "--version", "1", "--yes"))
     assert Service.objects.filter(name="s2", version="1").exists()
     assert AuditEntry.objects.filter(actor="tester", outcome="ok").count() >= 1
+
+    answer = json.loads(_ok(ccs(
+        "profile", "s2", "--preset", "arxiv", "--preload", "[ids]latexml.sty", "--includestyles",
+        "--timeout-seconds", "600", "--yes", "--json",
+    )))  # fmt: skip
+    stored = Service.objects.get(name="s2").profile
+    assert answer["profile"] == stored and answer["profile_preset"] is None
+    assert (stored["preloads"], stored["includestyles"], stored["timeout_seconds"]) == (["[ids]latexml.sty"], True, 600)
+    assert stored["pmml"] is stored["nodefaultresources"] is True  # the preset's, under the options given
+    _ok(ccs("profile", "s2", "--preset", "default", "--yes"))
+    assert Service.objects.get(name="s2").profile == json.loads(_ok(ccs("profiles", "--json")))[0]["profile"]
+    _ok(ccs("register", "s3", "--profile", "arxiv", "--yes"))
+    assert Service.objects.get(name="s3").profile["cmml"] is True
 
     answer = json.loads(_ok(ccs("lease", "s2", "120", "--yes", "--json")))
     assert answer["lease_seconds"] == 120 == Service.objects.get(name="s2").lease_seconds

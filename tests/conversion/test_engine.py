@@ -196,3 +196,21 @@ def test_the_wait_asks_its_limit_check_as_often_as_it_is_told(tmp_path):
         process.wait()
     assert outcome == "exited"
     assert 3 <= len(calls) <= 7, len(calls)
+
+
+def test_the_engine_says_its_version_once_per_executable(tmp_path, latexmlc):
+    from conversion.engine import engine_version
+
+    assert engine_version(latexmlc) == "latexmlc (LaTeXML version 0.8.7)"
+    counter = tmp_path / "asked"
+    script = tmp_path / "stand-in-engine"
+    script.write_text(f"#!/bin/sh\necho x >> {counter}\necho 'stand-in 1.2.3'\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    unconfined = Sandbox(mode="none")
+    assert engine_version(str(script), sandbox=unconfined) == "stand-in 1.2.3"
+    assert engine_version(str(script), sandbox=unconfined) == "stand-in 1.2.3"
+    assert counter.read_text() == "x\n"  # asked once: the answer is kept for the process
+    silent = tmp_path / "silent-engine"
+    silent.write_text("#!/bin/sh\nexit 3\n")
+    silent.chmod(silent.stat().st_mode | stat.S_IXUSR)
+    assert engine_version(str(silent), sandbox=unconfined) == "unknown (exit code 3)"

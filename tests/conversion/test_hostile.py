@@ -39,8 +39,16 @@ import zmq
 
 from conversion.engine import TERMINATE_GRACE_SECONDS, convert, latexmlc_path
 from conversion.logparse import FATAL, NO_PROBLEM, ParsedLog, parse_log
+from conversion.profiles import DEFAULT
 from conversion.sandbox import Sandbox
-from conversion.wire import DEFAULT_MESSAGE_SIZE, HEARTBEAT_TAG, join_frames, payload_complete, split_frames
+from conversion.wire import (
+    DEFAULT_MESSAGE_SIZE,
+    HEARTBEAT_TAG,
+    PROFILE_TAG,
+    join_frames,
+    payload_complete,
+    split_frames,
+)
 from tests.support import PASSWD_LINE, PROJECT_DIR, wait_until
 
 HOSTILE = Path(__file__).resolve().parent.parent / "fixtures" / "hostile"
@@ -272,15 +280,16 @@ class HostileWorker:
             frames = self.ventilator.recv_multipart()
             if len(frames) == 3 and frames[1] == HEARTBEAT_TAG:
                 continue
-            routing_id, service = frames
-            assert (routing_id, service) == (IDENTITY, SERVICE)
+            routing_id, service, tag = frames
+            assert (routing_id, service, tag) == (IDENTITY, SERVICE, PROFILE_TAG)
             return routing_id
 
     def hand(self, routing_id: bytes, name: str, extra: dict[str, str] | None = None) -> bytes:
         """Answer the worker's request with the hostile document `name` (and `extra` files); the task id."""
         self.tasks += 1
         task_id = str(self.tasks).encode()
-        self.ventilator.send_multipart([routing_id, task_id, *split_frames(payload_of(name, extra or {}))])
+        profile = DEFAULT.canonical().encode()
+        self.ventilator.send_multipart([routing_id, task_id, profile, *split_frames(payload_of(name, extra or {}))])
         return task_id
 
     @contextlib.contextmanager

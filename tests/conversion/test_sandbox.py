@@ -428,3 +428,72 @@ def test_the_runs_tmp_sits_beside_its_working_directory_so_a_killed_worker_leave
         work, tmp = launch.written
         assert tmp.parent == work.parent and tmp.is_dir()
     assert not tmp.exists()
+
+
+PROFILE_BINDING = """package LaTeXML::Package::Pool;
+use strict;
+use warnings;
+use LaTeXML::Package;
+DefMacro('\\\\profilemarker', 'Bound binding path works.');
+my $wrote = open(my $fh, '>', '{bindings}/written.txt') ? 'wrote' : 'refused';
+DefMacro('\\\\writeattempt', "Writing into the binding path: $wrote.");
+1;
+"""
+
+
+def _profile_root(process_tmpdir: Path) -> Path:
+    """A profile root the sandbox user can read (nobody, when the tests run as root): a stylesheet, a binding
+    path with one binding, and a secret beside them that no profile names."""
+    root = process_tmpdir / "profiles"
+    (root / "bindings").mkdir(parents=True)
+    (root / "bindings" / "mymacros.sty.ltxml").write_text(PROFILE_BINDING.replace("{bindings}", str(root / "bindings")))
+    (root / "profile.css").write_text("body { color: #123456 }\n")
+    (root / "secret.tex").write_text("SecretBesideTheProfileFiles marker.\n")
+    for path in (root, root / "bindings"):
+        path.chmod(0o755)
+    return root
+
+
+@pytest.mark.slow
+def test_a_profiles_stylesheet_and_binding_path_are_seen_read_only_and_nothing_beside_them(
+    tmp_path, process_tmpdir, latexmlc
+):
+    from conversion.profiles import invocation, profile_parse
+
+    root = _profile_root(process_tmpdir)
+    profile = profile_parse({"css": [str(root / "profile.css")], "paths": [str(root / "bindings")]}, roots=[root])
+    run = invocation(profile, roots=[root], timeout=60, memory_mb=4096)
+    document = (
+        "\\documentclass{article}\n\\usepackage{mymacros}\n\\begin{document}\n\\profilemarker\n\\writeattempt\n"
+        f"\\input{{{root}/secret.tex}}\n\\end{{document}}\n"
+    )
+    for sandbox in (NONE, BWRAP):
+        work = process_tmpdir / f"work-{sandbox.mode}"
+        write_tex(work / "doc.tex", document)
+        conversion = convert(
+            work, "doc.tex", timeout=60, latexmlc=run.executable, extra_args=run.options, read_only=run.read_only,
+            sandbox=sandbox,
+        )  # fmt: skip
+        html = (conversion.output_dir / "doc.html").read_text()
+        assert "Bound binding path works." in html, conversion.log
+        assert '<link rel="stylesheet" href="profile.css"' in html
+        assert (conversion.output_dir / "profile.css").read_text() == "body { color: #123456 }\n"
+        # The control reads the secret and writes into the binding path; the sandbox lets it do neither.
+        assert ("SecretBesideTheProfileFiles marker." in html) == (sandbox is NONE), sandbox.mode
+        assert ("Writing into the binding path: wrote." in html) == (sandbox is NONE), sandbox.mode
+        assert (root / "bindings" / "written.txt").exists() == (sandbox is NONE)
+        (root / "bindings" / "written.txt").unlink(missing_ok=True)
+
+
+def test_a_path_over_one_of_the_sandboxs_own_mounts_is_not_bound(tmp_path):
+    from conversion.sandbox import bind_problem, launched
+
+    for own in ("/", "/tmp", "/work", "/proc", "/dev", "/run", "/run/engine"):
+        assert bind_problem(Path(own)) is not None, own
+    for fine in ("/srv/profiles", "/tmp/profiles/bindings", "/opt/latexml-oxide"):
+        assert bind_problem(Path(fine)) is None, fine
+    with (
+        pytest.raises(ValueError, match="would cover the sandbox's own /tmp"),
+        launched(BWRAP, tmp_path, "/usr/bin/true", read_only=[Path("/tmp")]),
+    ):
+        pass

@@ -26,15 +26,24 @@ from django.core.management import CommandError, call_command
 from conversion.engine import EngineMissing, latexmlc_path
 from conversion.logparse import parse_log
 from conversion.machine import concurrency_auto
+from conversion.profiles import DEFAULT, Profile
 from conversion.statuses import FATAL, INVALID
-from conversion.wire import HEARTBEAT_TAG, heartbeat_decode, join_frames, payload_complete, split_frames
+from conversion.wire import (
+    HEARTBEAT_TAG,
+    NO_WORK_WITH_PROFILE,
+    PROFILE_TAG,
+    heartbeat_decode,
+    join_frames,
+    payload_complete,
+    split_frames,
+)
 from conversion.worker import InvalidPayload, run_worker, unpack_payload, worker_identities
 from tests.support import PROJECT_DIR
 
 MESSAGE_SIZE = 1000
 SERVICE = b"tex_to_html"
 IDENTITY = "test-worker"
-NO_WORK = [b"0", b""]
+NO_WORK = NO_WORK_WITH_PROFILE
 MAIN_TEX = "\\documentclass{article}\n\\begin{document}\nThe main text.\n\\input{intro}\n\\end{document}\n"
 # Stored uncompressed and long, so the payload spans several frames of MESSAGE_SIZE.
 INTRO_TEX = "Introduction marker sentence. " + " ".join(f"word{index}" for index in range(600)) + "\n"
@@ -63,7 +72,8 @@ class FakeDispatcher:
     heartbeats: list[dict] = field(default_factory=list)
 
     def next_request(self, timeout: float = 15) -> list[bytes]:
-        """The next request for work; heartbeats that come meanwhile are kept in `heartbeats`."""
+        """The next request for work, [routing id, service] (it must ask for the service's profile);
+        heartbeats that come meanwhile are kept in `heartbeats`."""
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
@@ -72,7 +82,8 @@ class FakeDispatcher:
             if len(frames) == 3 and frames[1] == HEARTBEAT_TAG:
                 self.heartbeats.append(heartbeat_decode(frames[2]))
                 continue
-            return frames
+            assert len(frames) == 3 and frames[2] == PROFILE_TAG, frames
+            return frames[:2]
 
     def next_heartbeat(self, timeout: float = 15) -> dict:
         """The next heartbeat (requests for work that come meanwhile get no answer)."""
@@ -88,10 +99,10 @@ class FakeDispatcher:
     def hand(self, routing_id: bytes, frames: list[bytes]) -> None:
         self.ventilator.send_multipart([routing_id, *frames])
 
-    def hand_task(self, task_id: bytes, payload: bytes) -> None:
+    def hand_task(self, task_id: bytes, payload: bytes, profile: bytes = DEFAULT.canonical().encode()) -> None:
         routing_id, service = self.next_request()
         assert (routing_id, service) == (IDENTITY.encode(), SERVICE)
-        self.hand(routing_id, [task_id, *split_frames(payload, MESSAGE_SIZE)])
+        self.hand(routing_id, [task_id, profile, *split_frames(payload, MESSAGE_SIZE)])
 
     def next_result(self, timeout: float = 90) -> list[bytes]:
         assert self.sink.poll(int(timeout * 1000)), "no result reached the sink"
@@ -160,7 +171,9 @@ class RunningWorker:
         return time.monotonic() - started
 
 
-def start_worker(dispatcher: FakeDispatcher, *, timeout: float = 60, **options: Any) -> RunningWorker:
+def start_worker(
+    dispatcher: FakeDispatcher, *, timeout: float = 60, service: str | list[str] = "tex_to_html", **options: Any
+) -> RunningWorker:
     stop = threading.Event()
     errors: list[BaseException] = []
 
@@ -169,7 +182,7 @@ def start_worker(dispatcher: FakeDispatcher, *, timeout: float = 60, **options: 
             run_worker(
                 ventilator=f"tcp://127.0.0.1:{dispatcher.ventilator_port}",
                 sink=f"tcp://127.0.0.1:{dispatcher.sink_port}",
-                service=SERVICE.decode(),
+                service=service,
                 concurrency=1,
                 identity=IDENTITY,
                 timeout=timeout,
@@ -385,6 +398,8 @@ def test_the_worker_s_heartbeats_name_its_task_while_it_converts_and_count_it_af
     try:
         first = dispatcher.next_heartbeat()
         assert (first["worker"], first["service"], first["interval"]) == (IDENTITY, SERVICE.decode(), 30)
+        assert first["services"] == [SERVICE.decode()]
+        assert first["engines"] == {"latexmlc": "latexmlc (LaTeXML version 0.8.7)"}  # its own, known from the start
         assert first["threads"] == {IDENTITY: {"task": None, "conversions": 0, "peak_rss": 0, "kills": {}}}
         assert first["governor"]["floor"] == 1024 * 1024 and first["governor"]["paused"] is False
         dispatcher.hand_task(b"42", GOOD_PAYLOAD)
@@ -415,3 +430,83 @@ def test_scratch_directories_of_processes_gone_are_swept_and_others_kept(tmp_pat
     other.mkdir()
     assert scratch_sweep([str(tmp_path)]) == 1
     assert sorted(tmp_path.iterdir()) == sorted([live, other]) and not killed.exists()
+
+
+def profile_frame(**options: Any) -> bytes:
+    return Profile(**options).canonical().encode()
+
+
+def html_of(archive: zipfile.ZipFile) -> str:
+    return archive.read("main.html").decode()
+
+
+@pytest.mark.slow
+def test_each_task_is_converted_with_the_profile_it_came_with(dispatcher, worker):
+    dispatcher.hand_task(b"61", GOOD_PAYLOAD, profile=profile_frame())
+    plain = result_of(dispatcher.next_result(), b"61")
+    assert_converted(plain)
+    assert '<link rel="stylesheet" href="LaTeXML.css"' in html_of(plain) and "LaTeXML.css" in plain.namelist()
+    dispatcher.hand_task(b"62", GOOD_PAYLOAD, profile=profile_frame(nodefaultresources=True))
+    bare = result_of(dispatcher.next_result(), b"62")
+    assert_converted(bare)
+    assert "LaTeXML.css" not in html_of(bare) and "LaTeXML.css" not in bare.namelist()
+    dispatcher.hand_task(b"63", GOOD_PAYLOAD, profile=profile_frame())
+    assert "LaTeXML.css" in html_of(result_of(dispatcher.next_result(), b"63"))  # nothing carried over
+
+
+@pytest.mark.slow
+def test_a_profile_the_worker_cannot_run_is_a_refused_result_and_the_worker_keeps_serving(dispatcher, worker):
+    refusals = {
+        b"71": profile_frame(css=("/srv/profiles/ar5iv.css",)),  # the worker has no profile roots
+        b"72": profile_frame(engine="latexml-oxide-not-installed"),
+        b"73": b"{not json",
+        b"74": b'{"pmml": true, "extra_args": ["--strict"]}',
+    }
+    reasons = {
+        b"71": b"css: a stylesheet must lie inside the profile roots, and none are configured",
+        b"72": b"the engine latexml-oxide-not-installed is not", b"73": b"not a profile",
+        b"74": b"extra_args: not an option of a profile",
+    }  # fmt: skip
+    for task_id, frame in refusals.items():
+        dispatcher.hand_task(task_id, GOOD_PAYLOAD, profile=frame)
+        archive = result_of(dispatcher.next_result(), task_id)
+        log = archive.read("cortex.log")
+        assert log.startswith(f"Fatal:profile:refused the worker {IDENTITY} refuses the profile: ".encode()), log
+        assert reasons[task_id] in log and parse_log(log).status == FATAL
+        assert archive.namelist() == ["cortex.log"]
+    dispatcher.hand_task(b"75", GOOD_PAYLOAD)
+    assert_converted(result_of(dispatcher.next_result(), b"75"))
+
+
+@pytest.mark.slow
+def test_the_profiles_timeout_holds_within_the_workers_own_ceiling(dispatcher, latexmlc):
+    running = start_worker(dispatcher, timeout=4)
+    try:
+        for task_id, profile, limit in (
+            (b"81", profile_frame(timeout_seconds=1), 1),
+            (b"82", profile_frame(timeout_seconds=1200), 4),
+        ):
+            dispatcher.hand_task(task_id, zip_bytes({"loop.tex": LOOPING}), profile=profile)
+            log = result_of(dispatcher.next_result(), task_id).read("cortex.log")
+            assert f"Fatal:timeout:timedout Conversion exceeded the timeout of {limit} seconds".encode() in log, log
+    finally:
+        running.shut_down()
+
+
+@pytest.mark.slow
+def test_a_worker_of_several_services_asks_for_each_in_turn_and_answers_under_the_tasks_own(dispatcher, latexmlc):
+    running = start_worker(dispatcher, service=["first", "second"])
+    try:
+        asked = []
+        for _ in range(4):
+            routing_id, service = dispatcher.next_request()
+            asked.append(service)
+            dispatcher.hand(routing_id, NO_WORK)
+        assert asked == [b"first", b"second", b"first", b"second"]
+        routing_id, service = dispatcher.next_request()
+        dispatcher.hand(routing_id, [b"91", profile_frame(), *split_frames(GOOD_PAYLOAD, MESSAGE_SIZE)])
+        identity, returned_service, task_id, *_ = dispatcher.next_result()
+        assert (identity, returned_service, task_id) == (IDENTITY.encode(), service, b"91")
+        assert dispatcher.next_heartbeat()["services"] == ["first", "second"]
+    finally:
+        running.shut_down()

@@ -54,8 +54,13 @@ def test_command_errors_are_one_line_and_change_nothing(corpus_root, tmp_path):
         _call("set_lease", "import", "-3")
     with pytest.raises(CommandError, match="protected"):
         _call("delete_service", "import", "--confirm", "import")
+    with pytest.raises(CommandError, match="no preset is named 'ar5iv'"):
+        _call("register_service", "ar5iv", "--profile", "ar5iv")
     assert list(Corpus.objects.values_list("name", flat=True)) == ["c"]
-    assert AuditEntry.objects.filter(outcome__startswith="4").count() == 3
+    assert AuditEntry.objects.filter(outcome__startswith="4").count() == 4
+    assert not Service.objects.filter(name="ar5iv").exists()
+    _call("register_service", "ar5iv", "--profile", "arxiv")
+    assert Service.objects.get(name="ar5iv").profile["nodefaultresources"] is True
 
 
 def test_a_sandbox_is_carved_from_the_command_line_with_the_apis_checks(corpus_root):

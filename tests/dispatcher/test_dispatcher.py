@@ -350,3 +350,83 @@ def test_a_heartbeat_that_cannot_be_read_is_counted_as_garbage_and_not_answered(
     assert not dealer.poll(1000), "a heartbeat must not be answered"
     assert wait_for(lambda: worker.ask("tex_to_html"), message="a task after them")  # the loop lives on
     worker.close()
+
+
+def test_our_request_gets_the_services_profile_with_its_task_and_a_cortex_request_the_plain_reply(pair, dispatcher):
+    from conversion.profiles import DEFAULT, PRESETS, Profile, profile_load
+    from conversion.wire import NO_WORK_WITH_PROFILE, PROFILE_TAG, payload_complete
+    from services.actions import service_profile_set
+
+    service_profile_set(name="tex_to_html", actor="tester", preset="arxiv")
+    process = dispatcher()
+    worker = FakeWorker(process)
+    _state()
+    assert worker.raw_request([b"no_such_service", PROFILE_TAG]) == NO_WORK_WITH_PROFILE == [b"0", b"", b""]
+    assert worker.raw_request([b"tex_to_html", b"another-tag"]) == [b"0", b""]  # neither ours nor CorTeX's
+
+    def leased(request: list[bytes]) -> list[bytes] | None:
+        reply = worker.raw_request(request)
+        return reply if reply is not None and reply[0] != b"0" else None
+
+    task_id, profile, *payload = wait_for(lambda: leased([b"tex_to_html", PROFILE_TAG]), message="a task")
+    assert profile == PRESETS["arxiv"].profile.canonical().encode()
+    assert payload_complete(payload, 100_000) and zipfile.ZipFile(io.BytesIO(b"".join(payload))).testzip() is None
+    # A CorTeX worker asks with one frame and gets CorTeX's reply: the task id, then the payload at once.
+    plain_id, *plain_payload = wait_for(lambda: leased([b"tex_to_html"]), message="a task for a CorTeX worker")
+    assert plain_id not in (b"0", task_id) and zipfile.ZipFile(io.BytesIO(b"".join(plain_payload))).testzip() is None
+    # A change reaches the next task handed out, within a dispatcher round or two, and nothing restarts.
+    changed = service_profile_set(name="tex_to_html", actor="tester", nodefaultresources=True)
+    dispatcher_rounds(2)
+    _, profile, *_ = wait_for(lambda: leased([b"tex_to_html", PROFILE_TAG]), message="the third task")
+    assert profile == Profile(nodefaultresources=True).canonical().encode()
+    assert profile == profile_load(changed.profile).canonical().encode()
+    # Nothing left: each kind of request gets the no-work reply of its own shape.
+    assert worker.raw_request([b"tex_to_html", PROFILE_TAG]) == [b"0", b"", b""]
+    assert worker.raw_request([b"tex_to_html"]) == [b"0", b""]
+    run = Run.objects.get(corpus__name="demo", service__name="tex_to_html", finished_at__isnull=True)
+    assert run.profile_hashes == [
+        DEFAULT.digest,
+        PRESETS["arxiv"].profile.digest,
+        Profile(nodefaultresources=True).digest,
+    ]
+    assert process.alive
+    worker.close()
+
+
+def test_heartbeats_put_the_engine_version_on_the_worker_rows_and_the_services_open_runs(pair, dispatcher, corpus_root):
+    from services.actions import service_profile_set, service_register
+
+    service_register(name="oxide", actor="tester", profile={"engine": "latexml-oxide"})
+    activated("demo", "oxide")
+    process = dispatcher()
+    _state()
+    engines = {"latexmlc": "latexmlc (LaTeXML version 0.8.7)", "latexml-oxide": "latexml-oxide 0.1.0"}
+    threads = {"box:1": {"task": None, "conversions": 0, "peak_rss": 0, "kills": {}}}
+    _heartbeat(process, {"worker": "box:1", "service": "tex_to_html", "services": ["tex_to_html", "oxide"],
+                         "engines": engines, "threads": threads})  # fmt: skip
+    rows = wait_for(
+        lambda: (found := {w.service.name: w for w in Worker.objects.filter(identity="box:1")}) and len(found) == 2
+        and found, message="a worker row for each service it serves",
+    )  # fmt: skip
+    assert (rows["tex_to_html"].engine, rows["tex_to_html"].engine_version) == ("latexmlc", engines["latexmlc"])
+    assert (rows["oxide"].engine, rows["oxide"].engine_version) == ("latexml-oxide", "latexml-oxide 0.1.0")
+    # A second worker of the fleet with another version: the run lists both, each once.
+    newer = {"latexmlc": "latexmlc (LaTeXML version 0.8.8)"}
+    _heartbeat(
+        process, {"worker": "box:2", "service": "tex_to_html", "engines": newer, "threads": {"box:2": threads["box:1"]}}
+    )
+    runs = Run.objects.filter(corpus__name="demo", finished_at__isnull=True)
+    wait_for(lambda: len(runs.get(service__name="tex_to_html").engine_versions) == 2, message="the second version")
+    assert runs.get(service__name="tex_to_html").engine_versions == [
+        "latexmlc (LaTeXML version 0.8.7)", "latexmlc (LaTeXML version 0.8.8)",
+    ]  # fmt: skip
+    assert runs.get(service__name="oxide").engine_versions == ["latexml-oxide 0.1.0"]
+    # A worker that has not yet run the engine a service's profile names says nothing of its version.
+    service_profile_set(name="oxide", actor="tester", engine="latexml-oxide-2")
+    dispatcher_rounds(2)
+    _heartbeat(process, {"worker": "box:1", "service": "tex_to_html", "services": ["tex_to_html", "oxide"],
+                         "engines": engines, "threads": threads})  # fmt: skip
+    wait_for(lambda: Worker.objects.filter(identity="box:1", service__name="oxide", engine="latexml-oxide-2").exists(),
+             message="the new engine on the row")  # fmt: skip
+    assert Worker.objects.get(identity="box:1", service__name="oxide").engine_version is None
+    assert process.alive

@@ -10,6 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
+import zipfile
 from pathlib import Path
 
 import psutil
@@ -203,3 +204,76 @@ def test_a_worker_keeps_the_result_limit_so_an_oversized_result_is_invalid_with_
     for task in tasks:
         details = LogMessage.objects.get(task=task, category="invalid", what="too_large").details
         assert details.startswith(f"the result archive passes the limit of {limit} bytes"), details
+
+
+TINY = "\\documentclass{article}\n\\begin{document}\nA tiny paper, $x^2$.\n\\end{document}\n"
+LATEXMLC_VERSION = "latexmlc (LaTeXML version 0.8.7)"
+
+
+def _html(results: Path, task: Task) -> str:
+    with zipfile.ZipFile(results / str(task.corpus_id) / str(task.service_id) / f"{task.pk}.zip") as archive:
+        return archive.read("tiny.html").decode()
+
+
+def test_one_worker_converts_for_two_services_each_task_with_its_services_profile_and_follows_a_change(
+    corpus_root, tmp_path, process_tmpdir
+):
+    """One `manage.py worker` process serves `plain` (the default profile) and `bare` (no default resources):
+    each result has the profile its task came with; a profile changed meanwhile reaches the next task
+    handed out with nothing restarted; a CorTeX request still gets CorTeX's reply; the worker rows and the
+    runs say which engine and version converted, and under which profile."""
+    from conversion.profiles import DEFAULT, Profile
+    from corpora.actions import corpus_import
+    from jobs.runner import job_run
+    from reports.actions import rerun
+    from services.actions import service_profile_set, service_register
+    from tests.dispatcher.harness import FakeWorker
+
+    (corpus_root / "tiny").mkdir()
+    (corpus_root / "tiny" / "tiny.tex").write_text(TINY)
+    job_run(corpus_import(name="tiny", path=str(corpus_root / "tiny"), actor="tester", send=False).pk)
+    bare_profile = Profile(nodefaultresources=True)
+    service_register(name="plain", actor="tester")
+    service_register(name="bare", actor="tester", profile=bare_profile.as_json())
+    activated("tiny", "plain")
+    activated("tiny", "bare")
+    tasks = Task.objects.filter(corpus__name="tiny", service__name__in=["plain", "bare"])
+    results = tmp_path / "results"
+    dispatcher = DispatcherProcess(RESULTS_DIR=str(results), CORPUS_ROOTS=str(corpus_root)).start()
+    worker = worker_process(dispatcher, "--service", "bare", service="plain", scratch=process_tmpdir, concurrency=1)
+    try:
+        wait_for(lambda: tasks.filter(status__lt=0).count() == 2, timeout=240, interval=0.5, message="both tasks")
+        plain, bare = tasks.get(service__name="plain"), tasks.get(service__name="bare")
+        assert plain.status == bare.status == -1
+        assert '<link rel="stylesheet" href="LaTeXML.css"' in _html(results, plain)
+        assert "LaTeXML.css" not in _html(results, bare) and "A tiny paper" in _html(results, bare)
+        reported = Worker.objects.filter(service__name__in=["plain", "bare"], engine_version__isnull=False)
+        rows = wait_for(
+            lambda: (found := list(reported)) and len(found) == 2 and found,
+            message="the worker rows of both services with the engine's version",
+        )
+        assert {(row.service.name, row.engine, row.engine_version) for row in rows} == {
+            ("plain", "latexmlc", LATEXMLC_VERSION), ("bare", "latexmlc", LATEXMLC_VERSION),
+        }  # fmt: skip
+        assert len({row.identity for row in rows}) == 1  # one worker process, one thread
+        first_bare = Run.objects.get(corpus__name="tiny", service__name="bare")
+        assert (first_bare.profile, first_bare.profile_hash) == (bare_profile.as_json(), bare_profile.digest)
+        assert first_bare.engine_versions == [LATEXMLC_VERSION]
+
+        # The change: bare takes the default profile; its next task is converted under it, by the same worker.
+        service_profile_set(name="bare", actor="tester", preset="default")
+        dispatcher_rounds(2)
+        rerun(corpus_name="tiny", service_name="bare", actor="tester", description="default profile")
+        wait_for(lambda: tasks.filter(service__name="bare", status__lt=0).exists(), timeout=240, interval=0.5,
+                 message="the rerun")  # fmt: skip
+        assert '<link rel="stylesheet" href="LaTeXML.css"' in _html(results, tasks.get(service__name="bare"))
+        assert worker.poll() is None and dispatcher.alive  # nothing restarted
+        second_bare = Run.objects.filter(corpus__name="tiny", service__name="bare").order_by("-started_at").first()
+        assert (second_bare.profile_hash, second_bare.profile_hashes) == (DEFAULT.digest, [DEFAULT.digest])
+
+        cortex = FakeWorker(dispatcher, identity="cortex:1")
+        assert cortex.raw_request([b"plain"]) == [b"0", b""]  # a CorTeX request: CorTeX's plain no-work reply
+        cortex.close()
+    finally:
+        process_stop(worker)
+        dispatcher.stop()

@@ -578,7 +578,7 @@ def test_keda_scales_the_worker_deployment_on_its_service_backlog(trees, tree):
     target = _named(trees[tree], "Deployment", scaled["spec"]["scaleTargetRef"]["name"])
     assert "replicas" not in target["spec"], "KEDA sets the replicas; a fixed count would fight it on each apply"
     (container,) = target["spec"]["template"]["spec"]["containers"]
-    service = _worker_args(container).service
+    (service,) = _worker_args(container).service  # the one service whose backlog scales it
     (trigger,) = scaled["spec"]["triggers"]
     assert "ccs_backlog_tasks" in METRIC_NAMES
     assert trigger["metadata"]["query"] == f'max(ccs_backlog_tasks{{service="{service}"}})'

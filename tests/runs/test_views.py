@@ -132,6 +132,113 @@ def test_the_comparison_screens_render_the_same_dtos_as_the_api(client, api, his
     assert (differ["document"], differ["status_a"], differ["status_b"]) == ("doc3", "warning", "fatal")
 
 
+V087, V088, OXIDE = "latexmlc (LaTeXML version 0.8.7)", "latexmlc (LaTeXML version 0.8.8)", "latexml-oxide 0.1.0"
+
+
+@pytest.fixture
+def profiled(corpus_root) -> None:
+    """Corpus a with two closed runs of tex_to_html, the first under the default profile (one version), the
+    second under the arxiv preset on a mixed fleet (two versions); tex_to_html_next runs the engine
+    latexml-oxide. The versions are noted as the dispatcher notes its workers' heartbeats."""
+    from conversion.profiles import Profile
+    from corpora.pairs import runs_engine_versions_note
+    from reports.actions import rerun
+    from services.actions import service_profile_set, service_register
+    from services.models import Service
+    from tests.runs.helpers import FIRST, SECOND, UNDER_NEXT, finish
+
+    imported(corpus_root, "a", documents=4)
+    activated("a")
+    tex = Service.objects.get(name="tex_to_html").pk
+    runs_engine_versions_note({tex: {V087}})
+    finish(FIRST)
+    service_profile_set(name="tex_to_html", actor="tester", preset="arxiv")
+    rerun(corpus_name="a", service_name="tex_to_html", actor="tester", description="under arxiv")
+    runs_engine_versions_note({tex: {V087, V088}})
+    finish(SECOND)
+    service_register(name=NEXT, actor="tester", profile=Profile(engine="latexml-oxide").as_json())
+    activated("a", NEXT)
+    runs_engine_versions_note({Service.objects.get(name=NEXT).pk: {OXIDE}})
+    finish(UNDER_NEXT, NEXT)
+
+
+def test_runs_show_their_engine_versions_and_profile_on_screen_as_in_the_api(client, api, profiled):
+    from conversion.profiles import DEFAULT, PRESETS
+
+    arxiv = PRESETS["arxiv"].profile
+    runs = api.get(f"/api{PAIR}").json()
+    newest, oldest = runs
+    assert (newest["engine"], newest["engine_versions"], newest["profile"], newest["profile_hash"]) == (
+        "latexmlc", [V087, V088], arxiv.as_json(), arxiv.digest,
+    )  # fmt: skip
+    assert (oldest["engine_versions"], oldest["profile"], oldest["profile_hash"]) == (
+        [V087],
+        DEFAULT.as_json(),
+        DEFAULT.digest,
+    )
+    # The preset was set after the first run had closed: its profile did not change while it was open.
+    assert oldest["profile_changed"] is False and oldest["profile_hashes"] == [DEFAULT.digest]
+    screen = client.get(PAIR)
+    assert _plain(screen.context["runs"]) == runs
+    rows = dict(re.findall(r'<tr data-run="(\d+)"[^>]*>(.*?)</tr>', screen.content.decode(), re.S))
+    assert V088 in rows[str(newest["id"])] and arxiv.digest[:12] in rows[str(newest["id"])]
+    assert V088 not in rows[str(oldest["id"])] and DEFAULT.digest[:12] in rows[str(oldest["id"])]
+
+
+def test_the_diff_shows_the_run_of_each_snapshot_with_its_engine_versions_and_profile(client, api, profiled):
+    from conversion.profiles import DEFAULT, PRESETS
+
+    diff = api.get(f"/api{PAIR}/diff").json()
+    before, after = diff["previous_run"], diff["current_run"]
+    assert (before["profile_hash"], before["engine_versions"], before["profile"]) == (
+        DEFAULT.digest, [V087], DEFAULT.as_json(),
+    )  # fmt: skip
+    assert (after["profile_hash"], after["engine_versions"]) == (PRESETS["arxiv"].profile.digest, [V087, V088])
+    screen = client.get(f"{PAIR}/diff")
+    assert _plain(screen.context["diff"]) == diff
+    body = screen.content.decode()
+    panel = body.split('id="diff-runs"')[1].split("</div>\n</div>")[0]
+    assert DEFAULT.digest[:12] in panel and PRESETS["arxiv"].profile.digest[:12] in panel
+    assert "mixed fleet" in panel and V088 in panel
+
+
+def test_the_comparison_shows_both_services_engine_versions_and_profiles_on_screen_as_in_the_api(client, api, profiled):
+    from conversion.profiles import PRESETS, Profile
+
+    compare = api.get(f"/api{COMPARE}").json()
+    a, b = compare["profile_a"], compare["profile_b"]
+    assert (a["service"], a["engine"], a["profile_preset"], a["profile"]) == (
+        "tex_to_html", "latexmlc", "arxiv", PRESETS["arxiv"].profile.as_json(),
+    )  # fmt: skip
+    assert a["run"]["engine_versions"] == [V087, V088] and a["run"]["profile_hash"] == a["profile_hash"]
+    oxide = Profile(engine="latexml-oxide")
+    assert (b["service"], b["engine"], b["profile_preset"], b["profile_hash"]) == (
+        NEXT, "latexml-oxide", None, oxide.digest,
+    )  # fmt: skip
+    assert (b["run"]["engine"], b["run"]["engine_versions"], b["run"]["profile"]) == (
+        "latexml-oxide", [OXIDE], oxide.as_json(),
+    )  # fmt: skip
+    screen = client.get(COMPARE)
+    assert _plain(screen.context["compare"]) == compare
+    table = screen.content.decode().split('id="compare-profiles"')[1].split("</table>")[0]
+    for expected in (a["profile_hash"], b["profile_hash"]):
+        assert f'data-profile-hash="{expected}"' in table
+    assert V088 in table and OXIDE in table and "<code>latexml-oxide</code>" in table
+
+
+def test_a_profile_changed_while_a_run_is_open_is_said_on_its_page(client, api, corpus_root):
+    from services.actions import service_profile_set
+
+    imported(corpus_root, "a", documents=2)
+    activated("a")
+    service_profile_set(name="tex_to_html", actor="tester", nodefaultresources=True)
+    current = api.get(f"/api{PAIR}/current").json()
+    assert current["profile_changed"] is True and len(current["profile_hashes"]) == 2
+    screen = client.get(PAIR)
+    assert _plain(screen.context["current"]) == current
+    assert "changed while open: 2 profiles" in screen.content.decode().split('id="current-run"')[1]
+
+
 def test_bad_input_and_unknown_names_answer_with_the_apis_status_and_words(client, api, history):
     cases = [
         ("/runs", {"limit": "0"}),

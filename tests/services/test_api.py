@@ -113,6 +113,123 @@ def test_service_actions_called_directly_are_journaled_as_from_the_api():
     ]
 
 
+# --- converter profiles -------------------------------------------------------------------------------
+
+
+def test_a_service_takes_a_preset_or_options_when_registered_and_shows_its_profile(authed):
+    from conversion.profiles import DEFAULT, PRESETS, Profile
+
+    plain = authed.post("/api/services", {"name": "plain"}, format="json").json()
+    assert (plain["profile"], plain["profile_hash"], plain["profile_preset"]) == (
+        DEFAULT.as_json(), DEFAULT.digest, "default",
+    )  # fmt: skip
+    arxiv = authed.post("/api/services", {"name": "ar5iv", "profile": "arxiv"}, format="json").json()
+    assert (arxiv["profile"], arxiv["profile_preset"]) == (PRESETS["arxiv"].profile.as_json(), "arxiv")
+    body = {"name": "own", "profile": {"preset": "arxiv", "timeout_seconds": 600, "cmml": False}}
+    own = authed.post("/api/services", body, format="json").json()
+    expected = Profile(**{**PRESETS["arxiv"].profile.__dict__, "timeout_seconds": 600, "cmml": False})
+    assert (own["profile"], own["profile_hash"], own["profile_preset"]) == (expected.as_json(), expected.digest, None)
+    assert Service.objects.get(name="own").profile == expected.as_json()
+    assert authed.get("/api/services/own").json() == own
+
+
+def test_the_presets_are_listed_with_their_profiles_and_hashes(authed, api):
+    from conversion.profiles import PRESETS
+
+    listed = authed.get("/api/profiles").json()
+    assert [preset["name"] for preset in listed] == ["default", "arxiv"]
+    for preset in listed:
+        assert preset["profile"] == PRESETS[preset["name"]].profile.as_json()
+        assert preset["profile_hash"] == PRESETS[preset["name"]].profile.digest
+    assert "ar5iv.sty" in listed[1]["description"] and "--noinvisibletimes" in listed[1]["description"]
+    assert APIClient().get("/api/profiles").status_code == 401
+
+
+def test_a_profile_change_is_journaled_answered_with_the_service_and_noted_on_its_open_runs(authed, corpus_root):
+    from accounts.models import AuditEntry
+    from conversion.profiles import DEFAULT, PRESETS, Profile
+    from corpora.models import Run
+
+    imported(corpus_root, "alpha")
+    activated("alpha", "tex_to_html")
+    response = authed.put("/api/services/tex_to_html/profile", {"preset": "arxiv"}, format="json")
+    assert response.status_code == 200 and response.json()["profile_preset"] == "arxiv"
+    options = {"engine": "latexml-oxide", "nodefaultresources": True, "preloads": ["[ids,magnify=2]latexml.sty"]}
+    changed = authed.put("/api/services/tex_to_html/profile", options, format="json").json()
+    expected = Profile(engine="latexml-oxide", nodefaultresources=True, preloads=("[ids,magnify=2]latexml.sty",))
+    assert (changed["profile"], changed["profile_hash"], changed["profile_preset"]) == (
+        expected.as_json(), expected.digest, None,
+    )  # fmt: skip
+    run = Run.objects.get(corpus__name="alpha", service__name="tex_to_html", finished_at__isnull=True)
+    assert (run.profile, run.profile_hash, run.engine) == (DEFAULT.as_json(), DEFAULT.digest, "latexmlc")
+    assert run.profile_hashes == [DEFAULT.digest, PRESETS["arxiv"].profile.digest, expected.digest]
+    # The same profile again changes nothing on the run.
+    authed.put("/api/services/tex_to_html/profile", options, format="json")
+    assert Run.objects.get(pk=run.pk).profile_hashes == run.profile_hashes
+    entries = AuditEntry.objects.filter(action="service.profile", target="tex_to_html").order_by("id")
+    assert [entry.status_code for entry in entries] == [200, 200, 200]
+    assert entries[1].params["engine"] == "latexml-oxide" and entries[1].params["profile_hash"] == expected.digest
+    listed = authed.get("/api/runs/alpha/tex_to_html").json()[0]
+    assert listed["profile_changed"] is True and listed["profile_hashes"] == run.profile_hashes
+
+
+@pytest.mark.parametrize(
+    ("body", "option"),
+    [
+        ({"preloads": ["latexml.sty; rm -rf /"]}, "preloads"),
+        ({"preloads": ["[nobibtex,shell=$(id)]latexml.sty"]}, "preloads"),
+        ({"preloads": ["[notanoption]latexml.sty"]}, "preloads"),
+        ({"engine": "latexmlc --strict"}, "engine"),
+        ({"engine": "/usr/bin/latexmlc"}, "engine"),  # outside PROFILE_ROOTS (none are configured)
+        ({"css": ["http://example.org/plain.css"]}, "css"),
+        ({"css": ["/etc/passwd"]}, "css"),
+        ({"paths": ["/usr/share/perl5/LaTeXML"]}, "paths"),
+        ({"timeout_seconds": 0}, "timeout_seconds"),
+        ({"memory_mb": 10}, "memory_mb"),
+        ({"pmml": "yes"}, "pmml"),
+        ({"preset": "ar5iv"}, "preset"),
+        ({"extra_args": ["--shell-escape"]}, "extra_args"),
+        ({"pmml": True, "--preload": "x"}, "--preload"),
+    ],
+)
+def test_a_bad_profile_is_a_400_problem_naming_the_option_and_changes_nothing(authed, body, option):
+    authed.post("/api/services", {"name": "svc", "profile": "arxiv"}, format="json")
+    before = Service.objects.get(name="svc").profile
+    response = authed.put("/api/services/svc/profile", body, format="json")
+    assert response.status_code == 400 and response["Content-Type"] == "application/problem+json"
+    assert list(response.json()["errors"]) == [option], response.json()
+    assert Service.objects.get(name="svc").profile == before
+    registered = authed.post("/api/services", {"name": "other", "profile": body}, format="json")
+    assert registered.status_code == 400 and list(registered.json()["errors"]["profile"]) == [option]
+    assert not Service.objects.filter(name="other").exists()
+
+
+def test_profile_paths_lie_inside_profile_roots_with_links_resolved(authed, settings, tmp_path):
+    root = tmp_path / "profiles"
+    (root / "bindings").mkdir(parents=True)
+    (root / "ar5iv.css").write_text("body {}\n")
+    (tmp_path / "elsewhere").mkdir()
+    (root / "escape").symlink_to(tmp_path / "elsewhere")
+    settings.PROFILE_ROOTS = [root]
+    authed.post("/api/services", {"name": "svc"}, format="json")
+    good = {"css": [str(root / "ar5iv.css"), "https://example.org/ar5iv.css"], "paths": [str(root / "bindings")]}
+    assert authed.put("/api/services/svc/profile", good, format="json").status_code == 200
+    assert Service.objects.get(name="svc").profile["paths"] == [str(root / "bindings")]
+    escape = authed.put("/api/services/svc/profile", {"paths": [str(root / "escape")]}, format="json")
+    assert escape.status_code == 400 and "outside the profile roots" in escape.json()["errors"]["paths"][0]
+    climb = authed.put("/api/services/svc/profile", {"css": [f"{root}/../elsewhere/x.css"]}, format="json")
+    assert climb.status_code == 400 and "without . or .. parts" in climb.json()["errors"]["css"][0]
+    assert Service.objects.get(name="svc").profile["paths"] == [str(root / "bindings")]
+
+
+def test_the_profile_of_an_unknown_or_protected_service_is_not_set(authed):
+    assert authed.put("/api/services/nope/profile", {"preset": "arxiv"}, format="json").status_code == 404
+    refused = authed.put("/api/services/import/profile", {"preset": "arxiv"}, format="json")
+    assert refused.status_code == 403 and "converts nothing" in refused.json()["detail"]
+    # The body is checked first: a bad one is a 400 whatever the service.
+    assert authed.put("/api/services/nope/profile", {"pmml": 1}, format="json").status_code == 400
+
+
 # --- workers ------------------------------------------------------------------------------------------
 
 
@@ -138,7 +255,8 @@ def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_ev
     _workers_of(
         "tex_to_html",
         {"identity": "beating:1", "dispatched": 9, "returned": 8, "conversions": 8, "peak_rss": 432_013_312,
-         "kills": {"memory": 2, "timeout": 1}, "heartbeat_at": beat},
+         "kills": {"memory": 2, "timeout": 1}, "heartbeat_at": beat, "engine": "latexmlc",
+         "engine_version": "latexmlc (LaTeXML version 0.8.7)"},
         {"identity": "cortex:2", "dispatched": 3, "returned": 3},
     )  # fmt: skip
     rows = {row["identity"]: row for row in authed.get("/api/services/tex_to_html/workers").json()}
@@ -151,9 +269,11 @@ def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_ev
     # A worker that sends no heartbeat (an unmodified CorTeX worker): zeros, every reason, and no heartbeat.
     assert (cortex["conversions"], cortex["peak_rss_bytes"], cortex["heartbeat_at"]) == (0, 0, None)
     assert cortex["kills"] == dict.fromkeys(KILL_REASONS, 0)
+    assert (beating["engine"], beating["engine_version"]) == ("latexmlc", "latexmlc (LaTeXML version 0.8.7)")
+    assert (cortex["engine"], cortex["engine_version"]) == (None, None)
     assert set(beating) == set(cortex) == {
         "identity", "service", "dispatched", "returned", "in_flight", "first_seen", "last_seen",
-        "conversions", "peak_rss_bytes", "kills", "heartbeat_at",
+        "conversions", "peak_rss_bytes", "kills", "heartbeat_at", "engine", "engine_version",
     }  # fmt: skip
 
 

@@ -40,6 +40,7 @@ def test_the_services_screens_need_a_signed_in_user(client):
         ("post", "/services", {"name": "new_one"}),
         ("get", "/services/tex_to_html", {}),
         ("post", "/services/tex_to_html/lease", {"seconds": "30"}),
+        ("post", "/services/tex_to_html/profile", {"preset": "arxiv"}),
         ("get", "/services/tex_to_html/delete", {}),
         ("post", "/services/tex_to_html/delete", {"confirm": "tex_to_html"}),
     ):
@@ -47,6 +48,7 @@ def test_the_services_screens_need_a_signed_in_user(client):
         assert response.status_code == 302 and response["Location"].startswith("/login"), url
     service = Service.objects.get(name="tex_to_html")
     assert service.lease_seconds is None and not Service.objects.filter(name="new_one").exists()
+    assert service.profile["pmml"] is False
 
 
 def test_the_register_form_registers_a_journaled_service(screen_client):
@@ -73,6 +75,67 @@ def test_the_register_form_answers_with_the_apis_errors_and_status(screen_client
     assert "exists already" in taken.content.decode()
     assert not Service.objects.filter(name__in=["no/slash", "ok_name"]).exists()
     assert AuditEntry.objects.filter(action="service.register", actor="tester", status_code=400).count() == 2
+
+
+def test_the_register_form_takes_a_preset(screen_client):
+    response = screen_client.post("/services", {"name": "ar5iv", "profile": "arxiv"})
+    assert response.status_code == 302 and Service.objects.get(name="ar5iv").profile["mathtex"] is True
+    refused = screen_client.post("/services", {"name": "other", "profile": "ar5iv"})
+    assert refused.status_code == 400 and "no preset is named &#x27;ar5iv&#x27;" in refused.content.decode()
+    assert "profile" in refused.context["errors"] and not Service.objects.filter(name="other").exists()
+
+
+def test_the_profile_forms_set_a_preset_or_options_and_the_page_shows_the_apis_profile(screen_client, authed):
+    from conversion.profiles import PRESETS, Profile
+
+    service_register(name="tex_to_html", actor="tester")
+    page = screen_client.get("/services/tex_to_html").content.decode()
+    assert (
+        'id="profile-preset"' in page and 'id="profile-options"' in page and "preset <strong>default</strong>" in page
+    )
+    response = screen_client.post("/services/tex_to_html/profile", {"preset": "arxiv"}, follow=True)
+    assert "tex_to_html now converts with the preset arxiv" in response.content.decode()
+    assert Service.objects.get(name="tex_to_html").profile == PRESETS["arxiv"].profile.as_json()
+    detail = screen_client.get("/services/tex_to_html")
+    assert _plain(detail.context["service"]) == authed.get("/api/services/tex_to_html").json()
+    assert detail.context["profile_form"]["preloads"] == PRESETS["arxiv"].profile.preloads[0]
+    assert PRESETS["arxiv"].profile.digest in detail.content.decode()
+    form = {"options": "1", "engine": "latexmlc", "preloads": "[ids]latexml.sty\r\n\r\namsmath.sty", "pmml": "on",
+            "nodefaultresources": "on", "css": "", "paths": "", "timeout_seconds": "600", "memory_mb": ""}  # fmt: skip
+    response = screen_client.post("/services/tex_to_html/profile", form, follow=True)
+    expected = Profile(preloads=("[ids]latexml.sty", "amsmath.sty"), pmml=True, nodefaultresources=True,
+                       timeout_seconds=600)  # fmt: skip
+    assert f"a profile of its own ({expected.digest[:12]})" in response.content.decode()
+    assert Service.objects.get(name="tex_to_html").profile == expected.as_json()
+    entries = AuditEntry.objects.filter(action="service.profile", target="tex_to_html", actor="tester", outcome="ok")
+    assert entries.count() == 2
+
+
+@pytest.mark.parametrize(
+    ("field", "typed", "option", "message"),
+    [
+        ("preloads", "[ids]latexml.sty;rm", "preloads", "is not a binding to preload"),
+        ("css", "/etc/passwd", "css", "outside the profile roots"),
+        ("engine", "latexmlc --strict", "engine", "an engine is a program"),
+        ("timeout_seconds", "ten", "timeout_seconds", "A valid integer is required."),
+        ("memory_mb", "1", "memory_mb", "Ensure this value is greater than or equal to 64."),
+    ],
+)
+def test_the_profile_form_answers_a_bad_option_with_the_apis_400_naming_it(
+    screen_client, authed, settings, tmp_path, field, typed, option, message
+):
+    settings.PROFILE_ROOTS = [tmp_path]
+    service_register(name="tex_to_html", actor="tester", profile="arxiv")
+    form = {"options": "1", "engine": "latexmlc", "preloads": "", "css": "", "paths": "", "timeout_seconds": "",
+            "memory_mb": "", field: typed}  # fmt: skip
+    response = screen_client.post("/services/tex_to_html/profile", form)
+    assert response.status_code == 400
+    assert list(response.context["profile_errors"]) == [option] and message in response.content.decode()
+    assert response.context["profile_form"][field] == typed  # shown back in the form
+    body = {"engine": "latexmlc", field: [typed] if field in ("preloads", "css") else typed}
+    api = authed.put("/api/services/tex_to_html/profile", body, format="json")
+    assert api.status_code == 400 and list(api.json()["errors"]) == [option]
+    assert Service.objects.get(name="tex_to_html").profile["pmml"] is True  # the preset it had, unchanged
 
 
 def test_the_lease_form_sets_and_clears_the_override(screen_client):
@@ -110,6 +173,7 @@ def test_the_lease_form_refuses_what_is_not_positive_whole_seconds(screen_client
 
 def test_the_lease_form_of_an_unknown_service_is_a_404(screen_client):
     assert screen_client.post("/services/nope/lease", {"seconds": "abc"}).status_code == 404
+    assert screen_client.post("/services/nope/profile", {"preset": "arxiv"}).status_code == 404
     assert screen_client.get("/services/nope").status_code == 404
     assert screen_client.get("/services/nope/delete").status_code == 404
 

@@ -15,6 +15,7 @@ class Command(ServiceCommand):
         parser.add_argument("--command", dest="service_command", help="the converter's command line")
         parser.add_argument("--description")
         parser.add_argument("--lease-seconds", type=int)
+        parser.add_argument("--profile", help="its converter profile: a preset (default, arxiv)")
 
     def handle(self, *args: object, name: str, **options: object) -> None:
         fields = {
@@ -22,6 +23,7 @@ class Command(ServiceCommand):
             "command": options["service_command"],
             "description": options["description"],
             "lease_seconds": options["lease_seconds"],
+            "profile": options["profile"],
         }
         service = self.write_action(lambda: service_register(name=name, actor=self.actor, **fields))
         self.stdout.write(f"registered service {service.name}")

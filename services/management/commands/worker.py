@@ -17,7 +17,10 @@ class Command(BaseCommand):
     help = "Run a worker that converts tasks of a service with latexmlc, until SIGTERM or Ctrl-C."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--service", default="tex_to_html", help="the service to serve (default tex_to_html)")
+        parser.add_argument(
+            "--service", action="append", default=None,
+            help="the service to serve (default tex_to_html); repeat it to serve several, asked for in turn",
+        )  # fmt: skip
         parser.add_argument(
             "--concurrency", type=concurrency_arg, default=1,
             help="conversions run at once (default 1), or auto: one per core, as many as the available memory"
@@ -26,8 +29,9 @@ class Command(BaseCommand):
         parser.add_argument("--identity", default=None, help="the worker's name (default hostname:pid)")
 
     def handle(
-        self, *args: object, service: str, concurrency: int | str, identity: str | None, **options: object
+        self, *args: object, service: list[str] | None, concurrency: int | str, identity: str | None, **options: object
     ) -> None:
+        services = service or ["tex_to_html"]
         memory_mb = getattr(settings, "CONVERSION_MEMORY_MB", 4096)
         if concurrency == "auto":
             concurrency = concurrency_auto(memory_mb)
@@ -45,14 +49,14 @@ class Command(BaseCommand):
         # Without this a SIGTERM would end the process and leave running latexmlc groups behind.
         stop_on_signals(stop)
         self.stdout.write(
-            f"worker serving {service} from {ventilator}, results to {sink}, concurrency {concurrency},"
+            f"worker serving {', '.join(services)} from {ventilator}, results to {sink}, concurrency {concurrency},"
             f" sandbox {sandbox.mode}"
         )
         try:
             run_worker(
                 ventilator=ventilator,
                 sink=sink,
-                service=service,
+                service=services,
                 concurrency=concurrency,
                 identity=identity,
                 timeout=getattr(settings, "CONVERSION_TIMEOUT_SECONDS", 300),
@@ -64,6 +68,7 @@ class Command(BaseCommand):
                 max_processes=settings.CONVERSION_MAX_PROCESSES,
                 memory_floor_mb=settings.CONVERSION_MEMORY_FLOOR_MB,
                 sandbox=sandbox,
+                profile_roots=[str(root) for root in settings.PROFILE_ROOTS],
             )
         except EngineMissing as exc:
             raise CommandError(str(exc)) from exc
