@@ -12,7 +12,8 @@ missing packages, which ones. --json FILE keeps all of it, each paper's error an
 included, for comparing two environments.
 
 Run: .venv/bin/python bench/bench_papers.py [--corpus ../shared/corpora/real] [--parallel 2] [--timeout 300]
-     [--memory-mb 4096] [--latexmlc latexmlc] [--arg=--pmml ...] [--json out.json] [--only NAME ...]
+     [--memory-mb 4096] [--latexmlc latexmlc] [--profile default|arxiv] [--json out.json] [--only NAME ...]
+     [--from NAME] [--to NAME]
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from pathlib import Path
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(PROJECT_ROOT))
 
-from conversion import engine  # noqa: E402
+from conversion import engine, profiles  # noqa: E402
 from conversion.archive import inspect_entry, pack_entry  # noqa: E402
 from conversion.logparse import parse_log  # noqa: E402
 from conversion.statuses import COMPLETED_NAMES  # noqa: E402
@@ -92,6 +93,7 @@ def main() -> None:
     parser.add_argument("--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS)
     parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
     parser.add_argument("--latexmlc", default="latexmlc", help="the engine: a name on PATH or a path under /usr")
+    parser.add_argument("--profile", default="default", choices=sorted(profiles.PRESETS), help="a preset profile")
     parser.add_argument("--json", type=Path, help="write every paper's outcome here")
     parser.add_argument("--only", action="append", default=[], help="convert only entries with this name (repeat)")
     parser.add_argument("--from", dest="first", default="", help="convert only entries from this name on (sorted)")
@@ -103,9 +105,17 @@ def main() -> None:
     if args.only:
         entries = [p for p in entries if any(p.name.startswith(name) for name in args.only)]
     entries = [p for p in entries if p.name >= args.first and (not args.last or p.name < args.last)]
-    options = {"timeout": args.timeout, "memory_mb": args.memory_mb, "latexmlc": args.latexmlc}
+    how = profiles.invocation(
+        profiles.PRESETS[args.profile].profile, roots=[], timeout=args.timeout, memory_mb=args.memory_mb,
+        latexmlc=args.latexmlc,
+    )  # fmt: skip
+    options = {
+        "timeout": how.timeout, "memory_mb": how.memory_mb, "latexmlc": how.executable, "extra_args": how.options,
+        "read_only": how.read_only,
+    }  # fmt: skip
     version = subprocess.run([args.latexmlc, "--VERSION"], capture_output=True, text=True, check=False)
-    print(f"{len(entries)} papers from {args.corpus}, {args.parallel} at a time, timeout {args.timeout:.0f} s; "
+    print(f"{len(entries)} papers from {args.corpus}, {args.parallel} at a time, timeout {how.timeout:.0f} s, "
+          f"profile {args.profile} {' '.join(how.options)}; "
           f"{(version.stdout + version.stderr).strip()}; load {os.getloadavg()[0]:.2f}", flush=True)  # fmt: skip
     lock = threading.Lock()
     outcomes: list[dict] = []
