@@ -2,11 +2,15 @@
 run directly with the same parallelism, every per-conversion limit on (target: direct time / system
 time at least 0.95).
 
-Direct: every document of the sample, copied to a work directory, is converted by
-`latexmlc --format=html5 --dest=... --log=cortex.log --timeout=T+5 ./main.tex` (the worker's argv, see
-conversion/engine.py) in its own session under the worker's memory limit, --parallel at a time in
-import order, and killed at the same wall-clock timeout the worker applies. Timed from the first
-start to the last exit.
+Direct: every document of the corpus (--corpus: LaTeXML's test documents by default, or a directory of
+arXiv-style archives such as ../shared/corpora/real, unpacked first), in a work directory, is converted by
+`latexmlc --format=html5 --dest=... --log=cortex.log --timeout=T+5 [the profile's options] ./main.tex` (the
+worker's argv, see conversion/engine.py; --profile names the preset both sides use) in its own session
+under the worker's memory limit, --parallel at a time in import order, and killed at the same wall-clock
+timeout the worker applies. It runs on the host as it is, with the sandbox's ImageMagick policy alone
+(conversion.sandbox.host_with_policy), so that its figures read as a worker's do. Timed from the first
+start to the last exit; each document's runtime and peak resident size (its process tree, sampled every
+0.2 s) are reported at p50, p90 and max.
 
 System: the sample is imported as a corpus, `manage.py dispatcher` and one
 `manage.py worker --service tex_to_html --concurrency N` (N = --parallel) are started and idle, then
@@ -28,7 +32,7 @@ median ratio of the pairs counts: this machine's speed drifts by ±10% between m
 difference measured.
 
 Run: .venv/bin/python bench/bench_throughput.py [--parallel 2] [--timeout 120] [--system-first] [--repeat 3]
-     [--exclude complex_si] [--worker-env KEY=VALUE ...]
+     [--exclude complex_si] [--worker-env KEY=VALUE ...] [--corpus ../shared/corpora/real] [--profile arxiv]
 """
 
 from __future__ import annotations
@@ -74,28 +78,39 @@ class DirectResult:
     seconds: float
     status: int  # the task status its log gives (-4 without a status line or when killed)
     timed_out: bool
+    peak_rss: int = 0  # the largest resident size of its processes together, in bytes
 
 
-def sample_copy(target: Path, exclude: frozenset[str]) -> list[str]:
-    """A fresh copy of the sample documents but `exclude` at `target`; their entry names in import order."""
+def sample_copy(target: Path, exclude: frozenset[str], corpus: Path = SAMPLE) -> list[str]:
+    """A fresh copy of the corpus's documents but `exclude` at `target`, archives as they are; their entry
+    names in import order."""
     from corpora.scan import entry_names
 
     def left_out(directory: str, names: list[str]) -> list[str]:
-        return [name for name in names if name in exclude] if Path(directory) == SAMPLE else []
+        return [name for name in names if name in exclude] if Path(directory) == corpus else []
 
     shutil.rmtree(target, ignore_errors=True)
-    shutil.copytree(SAMPLE, target, ignore=left_out)
+    shutil.copytree(corpus, target, ignore=left_out)
     return entry_names(target)
 
 
-def main_file_of(directory: Path, entry: str) -> str:
-    """The main .tex file of an entry, chosen as the import chooses it."""
-    from conversion.archive import inspect_entry
+def unpacked_copy(target: Path, exclude: frozenset[str], corpus: Path) -> dict[str, tuple[Path, str]]:
+    """Each document of the corpus but `exclude` unpacked as a worker unpacks its payload, under `target`:
+    {entry: (its directory, its main file there)}, in import order."""
+    from conversion.archive import inspect_entry, pack_entry
+    from conversion.worker import unpack_payload
 
-    found = inspect_entry(directory / entry, entry)
-    if found.problem:
-        harness.fail(f"{entry}: {found.problem} {found.detail}")
-    return found.main_file
+    entries = sample_copy(target / ".entries", exclude, corpus)
+    unpacked = {}
+    for entry in entries:
+        found = inspect_entry(target / ".entries" / entry, entry)
+        if found.problem:
+            harness.fail(f"{entry}: {found.problem} {found.detail}")
+        directory = target / found.name
+        unpack_payload(pack_entry(target / ".entries" / entry, found.kind, entry), directory)
+        unpacked[entry] = (directory, found.main_file)
+    shutil.rmtree(target / ".entries")
+    return unpacked
 
 
 class DirectRuns:
@@ -126,24 +141,49 @@ class DirectRuns:
                     os.killpg(pid, signal.SIGKILL)
 
 
+def peak_watch(process: subprocess.Popen, done: threading.Event) -> list[int]:
+    """Sample the resident size of `process` and its descendants every 0.2 s until `done`; the largest
+    sum seen is in the returned list's one element once `done` is set."""
+    import psutil
+
+    peak = [0]
+
+    def sample() -> None:
+        with suppress(psutil.Error):
+            root = psutil.Process(process.pid)
+            while not done.wait(0.2):
+                total = 0
+                for member in (root, *root.children(recursive=True)):
+                    with suppress(psutil.Error):
+                        total += member.memory_info().rss
+                peak[0] = max(peak[0], total)
+
+    threading.Thread(target=sample, daemon=True).start()
+    return peak
+
+
 def direct_convert(
-    source: Path, main_file: str, *, timeout: float, memory_mb: int, runs: DirectRuns
+    source: Path, main_file: str, *, timeout: float, memory_mb: int, runs: DirectRuns, profile: str = "default"
 ) -> DirectResult | None:
-    """latexmlc on one document with the worker's argv, memory limit and outside wall-clock timeout;
-    None when the run is being stopped."""
-    from conversion import engine
+    """latexmlc on one document with the worker's argv for the profile, memory limit and outside wall-clock
+    timeout, with the sandbox's ImageMagick policy; None when the run is being stopped."""
+    from conversion import engine, imagemagick, profiles
+    from conversion.sandbox import host_with_policy
 
     if runs.stopping.is_set():
         return None
 
+    how = profiles.invocation(profiles.PRESETS[profile].profile, roots=[], timeout=timeout, memory_mb=memory_mb)
+    timeout, memory_mb = how.timeout, how.memory_mb
     output = source / ".direct-output"
     output.mkdir()
     argv = [
-        engine.latexmlc_path(),
+        how.executable,
         "--format=html5",
         f"--dest={output / (Path(main_file).stem + '.html')}",
         f"--log={engine.LOG_NAME}",
         f"--timeout={math.ceil(timeout) + engine.LATEXMLC_TIMEOUT_MARGIN_SECONDS}",
+        *how.options,
         f"./{Path(main_file).name}",
     ]
     limit = memory_mb * 1024 * 1024
@@ -152,13 +192,17 @@ def direct_convert(
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
     timed_out = False
-    with tempfile.TemporaryFile() as stderr:
+    policy = imagemagick.policy_xml(memory_mb=memory_mb, disk_mb=engine.DEFAULT_DISK_MB, timeout=timeout)
+    with tempfile.TemporaryFile() as stderr, host_with_policy(policy) as (prefix, descriptors):
         began = time.perf_counter()
         process = subprocess.Popen(
-            argv, cwd=source / Path(main_file).parent, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=stderr, start_new_session=True, preexec_fn=limit_memory,
+            [*prefix, *argv], cwd=source / Path(main_file).parent, stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL, stderr=stderr, start_new_session=True, preexec_fn=limit_memory,
+            pass_fds=descriptors,
         )  # fmt: skip
         runs.started(process)
+        done = threading.Event()
+        peak = peak_watch(process, done)
         try:
             process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -172,29 +216,30 @@ def direct_convert(
                     os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
         finally:
+            done.set()
             runs.ended(process)
         seconds = time.perf_counter() - began
     log_path = source / Path(main_file).parent / engine.LOG_NAME
     code = engine.status_code_of(log_path.read_bytes()) if log_path.exists() else None
     status = -4 if timed_out or code is None else TASK_STATUS.get(code, -4)
-    return DirectResult(name=source.name, seconds=seconds, status=status, timed_out=timed_out)
+    return DirectResult(name=source.name, seconds=seconds, status=status, timed_out=timed_out, peak_rss=peak[0])
 
 
 def direct_measure(
-    parallel: int, timeout: float, memory_mb: int, exclude: frozenset[str]
+    parallel: int, timeout: float, memory_mb: int, exclude: frozenset[str], corpus: Path, profile: str
 ) -> tuple[float, dict[str, DirectResult]]:
-    """Convert every sample document directly, `parallel` at a time; (seconds, result per entry)."""
-    entries = sample_copy(DIRECT_ROOT, exclude)
-    mains = {entry: main_file_of(DIRECT_ROOT, entry) for entry in entries}
+    """Convert every document of the corpus directly, `parallel` at a time; (seconds, result per entry)."""
+    shutil.rmtree(DIRECT_ROOT, ignore_errors=True)
+    unpacked = unpacked_copy(DIRECT_ROOT, exclude, corpus)
     runs = DirectRuns()
     watch = harness.CpuWatch().start()
     with harness.timed() as timer, ThreadPoolExecutor(max_workers=parallel) as pool:
         try:
             futures = [
                 pool.submit(
-                    direct_convert, DIRECT_ROOT / entry, mains[entry], timeout=timeout, memory_mb=memory_mb, runs=runs
+                    direct_convert, directory, main, timeout=timeout, memory_mb=memory_mb, runs=runs, profile=profile
                 )
-                for entry in entries
+                for directory, main in unpacked.values()
             ]
             results = [future.result() for future in futures]
         except BaseException:  # SIGTERM, Ctrl-C or a failure: leave no latexmlc running
@@ -217,18 +262,26 @@ class SystemOutcome:
 
 
 def system_measure(
-    children: harness.Children, parallel: int, timeout: float, exclude: frozenset[str], worker_env: dict[str, str]
+    children: harness.Children,
+    parallel: int,
+    timeout: float,
+    exclude: frozenset[str],
+    worker_env: dict[str, str],
+    corpus: Path = SAMPLE,
+    profile: str = "default",
 ) -> SystemOutcome:
-    """Import the sample, start the dispatcher and one worker, activate tex_to_html and wait for the end."""
+    """Import the corpus, start the dispatcher and one worker, give tex_to_html the profile, activate it and
+    wait for the end."""  # fmt: skip
     from django.db import connection
 
     from corpora.actions import _import_service_id
+    from services.actions import service_profile_set
 
     removed = harness.corpus_remove(CORPUS_NAME)
     if removed is not None:
         print(f"removed the corpus left by an earlier run in {removed:.1f} s")
     directory = harness.CORPUS_ROOT / "sample"
-    sample_copy(directory, exclude)
+    sample_copy(directory, exclude, corpus)
     corpus_id, imported = harness.corpus_import_now(CORPUS_NAME, directory)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -237,6 +290,7 @@ def system_measure(
         )
         valid = cursor.fetchone()[0]
     service_id = harness.service_ensure(SERVICE)
+    service_profile_set(name=SERVICE, actor=harness.ACTOR, preset=profile)
     settings = {"CONVERSION_TIMEOUT_SECONDS": str(int(timeout))}
     dispatcher = harness.dispatcher_start(children, **settings)
     ports = {
@@ -321,8 +375,14 @@ def cpu_breakdown(watch: harness.CpuWatch, dispatcher_pid: int, worker: harness.
 
 
 def direct_report(seconds: float, results: dict[str, DirectResult], parallel: int) -> None:
-    """Print the direct run's time, its busiest documents and its timeouts."""
+    """Print the direct run's time, its busiest documents, its timeouts, and each document's runtime and
+    peak memory at p50, p90 and max."""
     busy = sum(result.seconds for result in results.values())
+    runtimes = [result.seconds for result in results.values()]
+    peaks = [result.peak_rss / 2**20 for result in results.values()]
+    for label, values, unit in (("runtime", runtimes, "s"), ("peak memory", peaks, "MB")):
+        print(f"  per document {label}: p50 {harness.percentile(values, 0.5):.1f} {unit}, "
+              f"p90 {harness.percentile(values, 0.9):.1f} {unit}, max {max(values, default=0):.1f} {unit}")  # fmt: skip
     slowest = sorted(results.values(), key=lambda result: -result.seconds)[:3]
     print(f"direct: {len(results)} documents in {seconds:.1f} s with {parallel} parallel latexmlc")
     print(
@@ -366,6 +426,8 @@ def main() -> None:
     parser.add_argument("--system-first", action="store_true", help="run the system side before the direct one")
     parser.add_argument("--exclude", action="append", default=[], help="leave a sample document out (repeatable)")
     parser.add_argument("--repeat", type=int, default=3, help="pairs of runs, in turns; the median ratio counts")
+    parser.add_argument("--corpus", type=Path, default=SAMPLE, help="a directory of documents (archives or not)")
+    parser.add_argument("--profile", default="default", help="the preset profile both sides convert with")
     parser.add_argument(
         "--worker-env", action="append", default=[], metavar="KEY=VALUE",
         help="a setting for the system side's worker (repeatable), e.g. CONVERSION_CGROUPS=off",
@@ -380,9 +442,15 @@ def main() -> None:
     from django.conf import settings
 
     memory_mb = settings.CONVERSION_MEMORY_MB
-    documents = len(set(os.listdir(SAMPLE)) - exclude)
+    from conversion.profiles import PRESETS
+
+    if args.profile not in PRESETS:
+        parser.error(f"--profile must be one of {', '.join(sorted(PRESETS))}")
+    corpus = args.corpus.resolve()
+    documents = len(set(os.listdir(corpus)) - exclude)
     left_out = f" (left out: {', '.join(sorted(exclude))})" if exclude else ""
-    print(f"{documents} documents from {SAMPLE}{left_out}; timeout {args.timeout} s, memory {memory_mb} MB each")
+    print(f"{documents} documents from {corpus}{left_out}; timeout {args.timeout} s, memory {memory_mb} MB each;"
+          f" profile {args.profile}")  # fmt: skip
     if worker_env:
         print(f"system side's worker with {' '.join(f'{key}={value}' for key, value in sorted(worker_env.items()))}")
     ratios: list[float] = []
@@ -391,12 +459,13 @@ def main() -> None:
         # than what is measured, so each ratio compares two neighbouring runs and the median counts.
         system_first = args.system_first != (repetition % 2 == 1)
         with harness.children_owned() as children:
+            sides = (args.parallel, args.timeout)
             if system_first:
-                system = system_measure(children, args.parallel, args.timeout, exclude, worker_env)
-                direct_seconds, direct = direct_measure(args.parallel, args.timeout, memory_mb, exclude)
+                system = system_measure(children, *sides, exclude, worker_env, corpus, args.profile)
+                direct_seconds, direct = direct_measure(*sides, memory_mb, exclude, corpus, args.profile)
             else:
-                direct_seconds, direct = direct_measure(args.parallel, args.timeout, memory_mb, exclude)
-                system = system_measure(children, args.parallel, args.timeout, exclude, worker_env)
+                direct_seconds, direct = direct_measure(*sides, memory_mb, exclude, corpus, args.profile)
+                system = system_measure(children, *sides, exclude, worker_env, corpus, args.profile)
         direct_report(direct_seconds, direct, args.parallel)
         system_report(system, args.parallel)
         statuses_compare(direct, system)
