@@ -81,6 +81,13 @@ def wait_until(predicate, timeout: float, interval: float = 0.2, message: str = 
     raise AssertionError(f"timed out after {timeout}s waiting for {message}")
 
 
+def installed_latexmlc_version() -> str:
+    """What the machine's latexmlc says of its version, asked directly (no sandbox): the first line of
+    `latexmlc --VERSION`, as a worker reports it, whichever LaTeXML scripts/system-packages installed."""
+    said = subprocess.run(["latexmlc", "--VERSION"], capture_output=True, text=True, timeout=60, check=True)
+    return next(line.strip() for line in (said.stdout + "\n" + said.stderr).splitlines() if line.strip())
+
+
 TEX_DOCUMENT = "\\documentclass{article}\n\\begin{document}\nHello.\n\\end{document}\n"
 TEX_FRAGMENT = "\\section{Part}\nA fragment that is \\input by the main file.\n"
 

@@ -24,6 +24,7 @@ from runs.models import TelemetryMinute
 from services.models import Service, Worker
 from tests.corpora.helpers import activated
 from tests.dispatcher.harness import DispatcherProcess, dispatcher_rounds, process_stop, wait_for, worker_process
+from tests.support import installed_latexmlc_version
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.tcp]
 
@@ -207,7 +208,6 @@ def test_a_worker_keeps_the_result_limit_so_an_oversized_result_is_invalid_with_
 
 
 TINY = "\\documentclass{article}\n\\begin{document}\nA tiny paper, $x^2$.\n\\end{document}\n"
-LATEXMLC_VERSION = "latexmlc (LaTeXML version 0.8.7)"
 
 
 def _html(results: Path, task: Task) -> str:
@@ -252,13 +252,14 @@ def test_one_worker_converts_for_two_services_each_task_with_its_services_profil
             lambda: (found := list(reported)) and len(found) == 2 and found,
             message="the worker rows of both services with the engine's version",
         )
+        version = installed_latexmlc_version()
         assert {(row.service.name, row.engine, row.engine_version) for row in rows} == {
-            ("plain", "latexmlc", LATEXMLC_VERSION), ("bare", "latexmlc", LATEXMLC_VERSION),
+            ("plain", "latexmlc", version), ("bare", "latexmlc", version),
         }  # fmt: skip
         assert len({row.identity for row in rows}) == 1  # one worker process, one thread
         first_bare = Run.objects.get(corpus__name="tiny", service__name="bare")
         assert (first_bare.profile, first_bare.profile_hash) == (bare_profile.as_json(), bare_profile.digest)
-        assert first_bare.engine_versions == [LATEXMLC_VERSION]
+        assert first_bare.engine_versions == [version]
 
         # The change: bare takes the default profile; its next task is converted under it, by the same worker.
         service_profile_set(name="bare", actor="tester", preset="default")
