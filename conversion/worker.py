@@ -309,7 +309,9 @@ class _WorkerLoop:
         self.context = context
         self.ventilator_endpoint = ventilator
         self.sink_endpoint = sink
-        self.services = [service.encode() for service in services]
+        # The services served, shared with run_worker's caller, which may change them while the worker runs
+        # (`manage.py worker --all-services`); each round of requests reads them anew.
+        self.services = services
         self.asking = 0  # the index of the service the next request names
         self.identity = identity.encode()
         self.timeout = timeout
@@ -343,8 +345,12 @@ class _WorkerLoop:
                 if not self.governor.wait_clear(self.stop):
                     break
                 try:
-                    service = self.services[self.asking]
-                    self.asking = (self.asking + 1) % len(self.services)
+                    names = list(self.services)
+                    if not names:  # nothing to serve yet: wait as after a round without work
+                        self.stop.wait(NO_WORK_MAX_WAIT_SECONDS)
+                        continue
+                    service = names[self.asking % len(names)].encode()
+                    self.asking = (self.asking + 1) % len(names)
                     reply = self._ask(service)
                     if reply is None:
                         if self.stop.is_set():
@@ -361,7 +367,7 @@ class _WorkerLoop:
                     task_id, profile, payload = reply
                     if task_id == NO_WORK_TASK_ID:
                         idle += 1
-                        if idle >= len(self.services):
+                        if idle >= len(names):
                             idle = 0
                             no_work_wait = min(
                                 NO_WORK_MAX_WAIT_SECONDS, max(NO_WORK_FIRST_WAIT_SECONDS, no_work_wait * 2)
@@ -545,10 +551,11 @@ class Heartbeat:
         self._thread.join()
 
     def message(self) -> dict:
+        services = list(self.services)
         return {
             "worker": self.worker,
-            "service": self.services[0],
-            "services": list(self.services),
+            "service": services[0] if services else "",
+            "services": services,
             # profile engine -> what it said its version is (`latexmlc` from the start, others once used)
             "engines": dict(self.engines),
             "interval": self.interval,
@@ -612,13 +619,16 @@ def run_worker(
     memory_floor_mb: int = 0,
     heartbeat_seconds: float = HEARTBEAT_SECONDS,
     profile_roots: list[str] | tuple[str, ...] = (),
+    serve_changing: bool = False,
 ) -> None:
-    """Serve `service` (a name, or several served in turn) with `concurrency` threads until `stop` is set,
+    """Serve `service` (a name, or several served in turn; with `serve_changing`, a list its caller changes
+    while the worker runs, empty at first if need be) with `concurrency` threads until `stop` is set,
     sending heartbeats, with a memory governor when `memory_floor_mb` is above 0. Profiles' paths must lie
     inside `profile_roots` here. Raises EngineMissing without latexmlc, SandboxUnavailable (before serving
     anything) when the sandbox cannot start and ValueError for a root that cannot be one."""
-    services = [service] if isinstance(service, str) else list(service)
-    if not services or not all(services):
+    # A list given is shared, not copied: its owner may change it while the worker runs.
+    services = [service] if isinstance(service, str) else service
+    if not all(services) or (not services and not serve_changing):
         raise ValueError("name at least one service to serve")
     roots = tuple(roots_check(list(profile_roots)))
     executable = engine.latexmlc_path(latexmlc)

@@ -215,8 +215,9 @@ def dispatcher_child() -> Child:
     return Child("dispatcher", [sys.executable, "manage.py", "dispatcher"], child_env())
 
 
-def latexml_workers_child(*, concurrency: int, service: str = DEMO_SERVICE) -> Child:
-    argv = [sys.executable, "manage.py", "worker", "--service", service, "--concurrency", str(concurrency)]
+def latexml_workers_child(*, concurrency: int) -> Child:
+    """The stack's LaTeXML workers: one process serving every service that converts, registered now or later."""
+    argv = [sys.executable, "manage.py", "worker", "--all-services", "--concurrency", str(concurrency)]
     return Child("latexml-workers", argv, {**child_env(), **dispatcher_endpoint_env()})
 
 

@@ -8,11 +8,16 @@ from django.db.models import Count, QuerySet
 from config.errors import NotFound
 from conversion.engine import KILL_REASONS
 from conversion.sandbox import Sandbox
-from services.models import Service, Worker
+from services.models import PROTECTED_SERVICES, Service, Worker
 
 
 def service_list() -> QuerySet[Service]:
     return Service.objects.annotate(corpus_count=Count("activations")).order_by("name")
+
+
+def converter_names() -> list[str]:
+    """The names of every service that converts (all but the protected infrastructure ones), by name."""
+    return list(Service.objects.exclude(name__in=PROTECTED_SERVICES).order_by("name").values_list("name", flat=True))
 
 
 def service_get(name: str) -> Service:

@@ -73,7 +73,7 @@ def worker_process(
     dispatcher: DispatcherProcess,
     *extra: str,
     scratch: Path,
-    service: str = "tex_to_html",
+    service: str | None = "tex_to_html",
     concurrency: int = 2,
     **settings: str,
 ) -> subprocess.Popen:
@@ -90,7 +90,8 @@ def worker_process(
         **settings,
     )  # fmt: skip
     return subprocess.Popen(
-        [sys.executable, "manage.py", "worker", "--service", service, "--concurrency", str(concurrency), *extra],
+        [sys.executable, "manage.py", "worker", *(["--service", service] if service else []),
+         "--concurrency", str(concurrency), *extra],
         cwd=PROJECT_DIR, env=env, start_new_session=True,
     )  # fmt: skip
 

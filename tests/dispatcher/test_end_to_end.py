@@ -278,3 +278,32 @@ def test_one_worker_converts_for_two_services_each_task_with_its_services_profil
     finally:
         process_stop(worker)
         dispatcher.stop()
+
+
+def test_a_worker_serving_all_services_takes_up_a_service_registered_after_it_started(
+    corpus_root, tmp_path, process_tmpdir
+):
+    """`manage.py worker --all-services` (what `make run` starts) reads the services again while it runs: a
+    service registered and activated after it started is converted, with nothing restarted."""
+    from corpora.actions import corpus_import
+    from jobs.runner import job_run
+    from services.actions import service_register
+
+    (corpus_root / "tiny").mkdir()
+    (corpus_root / "tiny" / "tiny.tex").write_text(TINY)
+    job_run(corpus_import(name="tiny", path=str(corpus_root / "tiny"), actor="tester", send=False).pk)
+    activated("tiny")  # tex_to_html, registered before the worker starts
+    tasks = Task.objects.filter(corpus__name="tiny")
+    dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
+    worker = worker_process(dispatcher, "--all-services", service=None, scratch=process_tmpdir, concurrency=1)
+    try:
+        wait_for(lambda: tasks.filter(service__name="tex_to_html", status__lt=0).exists(), timeout=240,
+                 interval=0.5, message="the service registered before it started")  # fmt: skip
+        service_register(name="later", actor="tester", profile="arxiv")
+        activated("tiny", "later")
+        wait_for(lambda: tasks.filter(service__name="later", status__lt=0).exists(), timeout=240, interval=0.5,
+                 message="the service registered after it started")  # fmt: skip
+        assert tasks.get(service__name="later").status == -1 and worker.poll() is None
+    finally:
+        process_stop(worker)
+        dispatcher.stop()

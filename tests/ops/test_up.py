@@ -216,7 +216,7 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         children = up.descendants()
         postgres = _postmaster_pid(var_dir)
         names = " ".join(_cmdline(child) for child in children)
-        for part in ("gunicorn", "celery", "beat", "redis-server", "dispatcher", "worker --service tex_to_html"):
+        for part in ("gunicorn", "celery", "beat", "redis-server", "dispatcher", "worker --all-services"):
             assert part in names, part
         # The supervised children (they stay up) carry the marker; not redis-server, which writes its
         # process title over its environment.

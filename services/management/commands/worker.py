@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 
 from django.conf import settings
@@ -10,7 +11,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from conversion.engine import EngineMissing, latexmlc_path, sandbox_check
 from conversion.machine import concurrency_auto
 from conversion.worker import concurrency_arg, run_worker, stop_on_signals
-from services.queries import conversion_sandbox
+from services.queries import conversion_sandbox, converter_names
+
+# How often `--all-services` reads the services again: a service registered since is served from then on.
+SERVICES_REFRESH_SECONDS = 5.0
+
+logger = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -27,11 +33,19 @@ class Command(BaseCommand):
             " holds at CONVERSION_MEMORY_MB each",
         )  # fmt: skip
         parser.add_argument("--identity", default=None, help="the worker's name (default hostname:pid)")
+        parser.add_argument(
+            "--all-services", action="store_true",
+            help="serve every service that converts, as registered now and later (read again every"
+            f" {SERVICES_REFRESH_SECONDS:g} s), instead of --service",
+        )  # fmt: skip
 
     def handle(
-        self, *args: object, service: list[str] | None, concurrency: int | str, identity: str | None, **options: object
-    ) -> None:
-        services = service or ["tex_to_html"]
+        self, *args: object, service: list[str] | None, concurrency: int | str, identity: str | None,
+        all_services: bool, **options: object,
+    ) -> None:  # fmt: skip
+        if all_services and service:
+            raise CommandError("give --service or --all-services, not both")
+        services = converter_names() if all_services else service or ["tex_to_html"]
         memory_mb = getattr(settings, "CONVERSION_MEMORY_MB", 4096)
         if concurrency == "auto":
             concurrency = concurrency_auto(memory_mb)
@@ -48,8 +62,11 @@ class Command(BaseCommand):
         stop = threading.Event()
         # Without this a SIGTERM would end the process and leave running latexmlc groups behind.
         stop_on_signals(stop)
+        if all_services:
+            threading.Thread(target=_follow_services, args=(services, stop), daemon=True).start()
         self.stdout.write(
-            f"worker serving {', '.join(services)} from {ventilator}, results to {sink}, concurrency {concurrency},"
+            f"worker serving {'every service (now ' if all_services else ''}{', '.join(services)}"
+            f"{')' if all_services else ''} from {ventilator}, results to {sink}, concurrency {concurrency},"
             f" sandbox {sandbox.mode}"
         )
         try:
@@ -69,7 +86,24 @@ class Command(BaseCommand):
                 memory_floor_mb=settings.CONVERSION_MEMORY_FLOOR_MB,
                 sandbox=sandbox,
                 profile_roots=[str(root) for root in settings.PROFILE_ROOTS],
+                serve_changing=all_services,
             )
         except EngineMissing as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write("worker stopped")
+
+
+def _follow_services(services: list[str], stop: threading.Event) -> None:
+    """Keep `services` (shared with the worker's threads) equal to the services that convert, until `stop`."""
+    from django.db import close_old_connections
+
+    while not stop.wait(SERVICES_REFRESH_SECONDS):
+        try:
+            names = converter_names()
+        except Exception:  # the database is away for now: keep serving what was known, ask again later
+            logger.warning("cannot read the services; serving %s meanwhile", ", ".join(services), exc_info=True)
+            close_old_connections()
+            continue
+        if names != services:
+            logger.info("serving %s", ", ".join(names) or "nothing")
+            services[:] = names
