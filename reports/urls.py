@@ -22,6 +22,16 @@ api_urlpatterns = [
         api.DocumentReportApi.as_view(),
         name="api-document-report",
     ),
+    path(
+        "corpus/<str:corpus>/<str:service>/document/<str:name>/html",
+        api.DocumentHtmlApi.as_view(),
+        name="api-document-html",
+    ),
+    path(
+        "corpus/<str:corpus>/<str:service>/document/<str:name>/files/<path:member>",
+        api.DocumentFileApi.as_view(),
+        name="api-document-file",
+    ),
     path("services/<str:service>/runtimes", api.RuntimeReportApi.as_view(), name="api-service-runtimes"),
     path("conversions/pause", api.FleetPauseApi.as_view(), name="api-conversions-pause"),
     path("conversions/resume", api.FleetResumeApi.as_view(), name="api-conversions-resume"),

@@ -52,10 +52,6 @@ from reports.serializers import (
 from runs.queries.compare import comparable_services
 from services.models import PROTECTED_SERVICES
 
-# Served converted output can hold anything a worker wrote: no scripts, no plugins, no requests
-# elsewhere, and its own opaque origin (sandbox) so it cannot act on the operator's session.
-
-
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
 RERUN_FIELDS = ("severity", "category", "what", "description")
