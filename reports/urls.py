@@ -51,6 +51,7 @@ urlpatterns = [
     path(DOCUMENT, views.document_view, name="corpus-document"),
     path(f"{DOCUMENT}/result.zip", views.document_result_view, name="corpus-document-result"),
     path(f"{DOCUMENT}/html", views.document_html_view, name="corpus-document-html"),
+    path(f"{DOCUMENT}/read", views.document_reader_view, name="corpus-document-reader"),
     path(f"{DOCUMENT}/files/<path:member>", views.document_file_view, name="corpus-document-file"),
     path("services/<str:service>/runtimes", views.runtime_view, name="service-runtimes"),
 ]

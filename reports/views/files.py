@@ -1,5 +1,6 @@
-"""The files of a converted document: the paper (its HTML, images and CSS, members of the stored result
-ZIP, served under reports.serializers.PAPER_POLICY: they show and cannot act), and the result ZIP itself.
+"""A converted document to read: the reader screen, and the files it frames (the paper's HTML, images and
+CSS, members of the stored result ZIP, served under reports.serializers.PAPER_POLICY: they show and cannot
+act), and the result ZIP itself.
 
 Where there is no such file, these routes answer with a plain message and the status: they are opened in
 frames and new tabs, where the application's own page would stand in the paper's place."""
@@ -7,14 +8,14 @@ frames and new tabs, where the application's own page would stand in the paper's
 from __future__ import annotations
 
 from django.http import FileResponse, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from config.errors import ServiceError
-from corpora.links import document_file_url
+from config.errors import NotFound, ServiceError
+from corpora.links import document_file_url, document_url
 from corpora.results import result_member
-from reports.queries import document_paper, document_result_archive
-from reports.serializers import paper_file_response
+from reports.queries import document_paper, document_report, document_result_archive
+from reports.serializers import DocumentReportSerializer, paper_file_response
 
 
 def plain_refusal(exc: ServiceError) -> HttpResponse:
@@ -22,6 +23,21 @@ def plain_refusal(exc: ServiceError) -> HttpResponse:
     response = HttpResponse(f"{exc.detail}\n", status=exc.status, content_type="text/plain; charset=utf-8")
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+@require_GET
+def document_reader_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
+    """The converted paper as a reader sees it, its HTML whole in a sandboxed frame under the document's name
+    and links. The context DTO is that of GET /api/corpus/<c>/<s>/document/<name>; the paper in the frame is
+    that of GET /api/corpus/<c>/<s>/document/<name>/html. No HTML: 404, in words."""
+    try:
+        document = DocumentReportSerializer(document_report(corpus, service, name)).data
+        if not document["has_html"]:
+            raise NotFound(f"No HTML: {name!r} has no converted paper for {service} in {corpus}.")
+    except ServiceError as exc:
+        return plain_refusal(exc)
+    document_href = document_url(document["corpus"], document["service"], document["document"])
+    return render(request, "reports/reader.html", {"document": document, "document_href": document_href})
 
 
 @require_GET

@@ -37,6 +37,7 @@ COMMANDS = {
     "GET /api/corpus/{corpus}/{service}/document/{name}/history": "history",
     "GET /api/corpus/{corpus}/{service}/document/{name}/html": "paper",
     "GET /api/corpus/{corpus}/{service}/document/{name}/files/{member}": "paper",
+    "GET /api/corpora/{corpus}/services/{service}/documents": "documents",
     "GET /api/dashboard": "dashboard",
     "GET /api/exports": "exports",
     "GET /api/exports/{out}/{name}": "download",

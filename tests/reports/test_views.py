@@ -332,9 +332,26 @@ def test_the_html_preview_is_served_under_a_restrictive_policy(client, converted
     assert client.get("/corpus/c/tex_to_html/document/x%20y%25z/files/x.png")["Content-Type"] == "image/png"
 
 
-# --- the paper and its policy ----------------------------------------------------------------------
+# --- the reader and the paper policy ------------------------------------------------------------------
 
 DOC = "/corpus/c/tex_to_html/document/x%20y%25z"
+
+
+def test_the_reader_screen_renders_the_document_dto_of_the_api_and_frames_its_html(client, api, converted):
+    screen = client.get(f"{DOC}/read")
+    assert screen.status_code == 200
+    assert _plain(screen.context["document"]) == api.get(f"/api{DOC}").json()
+    assert screen.context["document"]["has_html"] is True
+    body = screen.content.decode()
+    assert f'<iframe class="reader" id="reader" src="{DOC}/html" sandbox title=' in body
+    assert f'href="{DOC}"' in body and f'href="{DOC}/result.zip"' in body
+    assert 'href="/corpora/c/services/tex_to_html/documents"' in body  # back to the pair's documents
+
+
+def test_the_document_screen_links_its_reader_when_there_is_html(client, converted):
+    body = client.get(DOC).content.decode()
+    assert 'id="reader-link">read the paper</a>' in body and f'href="{DOC}/read"' in body
+    assert 'id="no-html"' not in body
 
 
 @pytest.fixture
@@ -355,23 +372,29 @@ def test_a_document_whose_result_holds_no_html_says_so_and_offers_no_frame_or_re
     screen = client.get("/corpus/c/tex_to_html/document/doc5")
     assert _plain(screen.context["document"]) == document
     body = screen.content.decode()
-    assert "<iframe" not in body and "/doc5/html" not in body
+    assert "<iframe" not in body and "/doc5/read" not in body and "/doc5/html" not in body
     assert '<p class="muted" id="no-html">No HTML: the stored result holds no converted paper.</p>' in body
     assert 'id="no-html-note">no HTML in it<' in body
     assert 'href="/corpus/c/tex_to_html/document/doc5/result.zip"' in body
 
 
 @pytest.mark.parametrize("document", ["doc5", "nope"])
-@pytest.mark.parametrize("suffix", ["/html", "/files/doc.html"])
-def test_the_paper_of_a_document_without_html_is_a_plain_404(client, api, without_html, document,
+@pytest.mark.parametrize("suffix", ["/read", "/html", "/files/doc.html"])
+def test_the_reader_and_the_paper_of_a_document_without_html_are_a_plain_404(client, api, without_html, document,
                                                                              suffix):  # fmt: skip
     response = client.get(f"/corpus/c/tex_to_html/document/{document}{suffix}")
     assert response.status_code == 404 and response["Content-Type"] == "text/plain; charset=utf-8"
     assert response["X-Content-Type-Options"] == "nosniff"
     text = response.content.decode()
     assert "<" not in text and text.startswith("No ")  # words alone, no page of the application
-    twin = api.get(f"/api/corpus/c/tex_to_html/document/{document}{suffix}")
-    assert twin.status_code == 404 and twin.json()["detail"] == text.strip()
+    if suffix != "/read":
+        twin = api.get(f"/api/corpus/c/tex_to_html/document/{document}{suffix}")
+        assert twin.status_code == 404 and twin.json()["detail"] == text.strip()
+
+
+def test_the_reader_of_a_document_not_converted_yet_is_a_plain_404(client, converted):
+    response = client.get("/corpus/c/tex_to_html/document/doc5/read")
+    assert response.status_code == 404 and response.content.decode().startswith("No HTML:")
 
 
 def test_the_api_serves_the_papers_files_as_the_screens_do(client, api, converted):
