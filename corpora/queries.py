@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import QuerySet, Sum
 
 from config.api.paging import Page
@@ -137,7 +137,7 @@ def retired_messages_exist(corpus_id: int, service_id: int) -> bool:
         return cursor.fetchone()[0]
 
 
-def like_prefix(text: str) -> str:
+def _like_prefix(text: str) -> str:
     """`text` as the start of a LIKE pattern: its wildcards and the escape character taken literally."""
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
@@ -162,8 +162,11 @@ def document_list(
     if name_prefix:
         # The pattern is folded by the same lower() as the index key, so the planner makes it a range of it.
         where.append(f"{_NAME_KEY} LIKE lower(%s) || '%%'")
-        params.append(like_prefix(name_prefix))
-    with connection.cursor() as cursor:
+        params.append(_like_prefix(name_prefix))
+    with transaction.atomic(), connection.cursor() as cursor:
+        # A page walks the name index and stops at its rows: two parallel workers cost more to start than
+        # they save (bench/bench_documents.py: a rare status's first page took twice as long with them).
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         cursor.execute(
             "SELECT d.name, d.entry, t.id, t.status FROM corpora_document d"  # noqa: S608 (fixed fragments)
             f" JOIN corpora_task t ON t.document_id = d.id WHERE {' AND '.join(where)}"
