@@ -246,6 +246,30 @@ def download(
 
 
 @app.command(
+    help="A document's converted paper: its HTML, or with MEMBER another file of its result (an image, the CSS), "
+    "streamed to stdout or a file."
+)
+@handled
+def paper(
+    corpus: Annotated[str, Arg(help="the corpus's name", show_default=False)],
+    service: Annotated[str, Arg(help="the service's name", show_default=False)],
+    name: Annotated[str, Arg(help="the document's name", show_default=False)],
+    member: Annotated[Optional[str], Arg(help="a file of the result (default: its HTML)", show_default=False)] = None,  # noqa: UP045
+    output: Annotated[Optional[Path], Opt("--output", "-o", help="write to this file, not stdout")] = None,  # noqa: UP045
+) -> None:
+    document = f"/api/corpus/{segment(corpus)}/{segment(service)}/document/{segment(name)}"
+    if member is None:
+        # The HTML is a redirect to its member, whose relative references name the other members.
+        with client() as api:
+            location = api.send("GET", f"{document}/html").headers.get("Location", "")
+        if not location.startswith(f"{document}/files/"):
+            raise CliError(f"GET {document}/html did not name the paper's HTML (Location: {location!r})")
+        _stream(location, {}, output)
+    else:
+        _stream(f"{document}/files/{segment(member, True)}", {}, output)
+
+
+@app.command(
     help="Convert TeX with LaTeXML on the server (POST /convert, which stores nothing): the result on stdout, "
     "the status on stderr; with --json the API's answer (result, log, status)."
 )

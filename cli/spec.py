@@ -259,6 +259,20 @@ READS: tuple[Command, ...] = (
         ),
     ),
     Command(
+        "documents",
+        "A pair's documents by name, with their status and whether they have HTML (one page; --status and "
+        "--name-prefix narrow it).",
+        "/api/corpora/{corpus}/services/{service}/documents",
+        (
+            CORPUS,
+            SERVICE,
+            opt("status", "only this status: no_problem, warning, error, fatal, invalid, in_progress, todo, ..."),
+            opt("name_prefix", "only the documents whose name starts with this (any case)"),
+            *PAGE,
+        ),
+        columns=("document", "status", "has_html", "entry"),
+    ),
+    Command(
         "document",
         "One document's status for a service and every message behind it.",
         "/api/corpus/{corpus}/{service}/document/{name}",

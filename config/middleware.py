@@ -105,8 +105,8 @@ SCREEN_CSP = (
 
 
 class ScreenSecurityPolicyMiddleware:
-    """Give every HTML page of the screens SCREEN_CSP, unless its view set a policy of its own (the
-    converted-HTML preview has a stricter one). The API's pages (/api/docs) are left as they are."""
+    """Give every HTML page of the screens SCREEN_CSP, unless its view set a policy of its own (a converted
+    paper's files have a stricter one). The API's pages (/api/docs) are left as they are."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response

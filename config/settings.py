@@ -138,6 +138,12 @@ LOGIN_REDIRECT_URL = "/corpora"
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Django's default, stated because the screens rely on it: the session and CSRF cookies go with no request
+# that another site starts, nor with the subresources of a document without an origin of this site (a
+# converted paper, sandboxed: docs/decisions.md, "Reading converted papers"); a link followed from
+# elsewhere still arrives signed in.
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
 CSRF_FAILURE_VIEW = "config.api.errors.csrf_failure"
 AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 20, minimum=1)
 AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 600, minimum=1)

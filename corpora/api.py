@@ -1,4 +1,5 @@
-"""API of corpora: list, import, detail, delete, extend, activate and deactivate services."""
+"""API of corpora: list, import, detail, delete, extend, activate and deactivate services, and a pair's
+documents."""
 
 from __future__ import annotations
 
@@ -9,16 +10,19 @@ from rest_framework import status
 from rest_framework.request import Request
 from rest_framework.response import Response
 
-from accounts.api_base import PublicReadApiView, TokenApiView
+from accounts.api_base import PublicApiView, PublicReadApiView, TokenApiView
 from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
+from config.api.paging import page_check
 from config.api.schema import problems
 from corpora import actions
 from corpora.export.actions import dataset_export
 from corpora.export.queries import export_file, export_summaries
-from corpora.queries import corpus_detail, corpus_records
+from corpora.queries import corpus_detail, corpus_records, document_list
 from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,
+    DocumentListParamsSerializer,
+    DocumentListSerializer,
     ExportRequestSerializer,
     ExportSerializer,
     ImportRequestSerializer,
@@ -113,6 +117,26 @@ class ActivationApi(TokenApiView):
             submitted=ConfirmSerializer(data=request.query_params),
         )  # fmt: skip
         return Response(status=status.HTTP_204_NO_CONTENT, headers=result_files_headers(counts))
+
+
+class DocumentListApi(PublicApiView):
+    @extend_schema(
+        operation_id="corpora_documents",
+        summary="A pair's documents by name with their status and whether they have HTML, paginated; "
+        "narrowed to a status and to a name prefix",
+        parameters=[DocumentListParamsSerializer],
+        responses={200: DocumentListSerializer, **problems(400, 404)},
+        tags=["corpora"],
+    )
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        params = DocumentListParamsSerializer(data=request.query_params)
+        params.is_valid(raise_exception=True)
+        query = params.validated_data
+        page = page_check(query.get("offset"), query.get("page_size"))
+        documents = document_list(
+            corpus, service, status=query.get("status"), name_prefix=query.get("name_prefix"), page=page
+        )
+        return Response(DocumentListSerializer(documents).data)
 
 
 # --- dataset export -------------------------------------------------------------------------------

@@ -101,6 +101,26 @@ def document_file_url(corpus: str, service: str, name: str, member: str) -> str:
     return _route("corpus-document-file", corpus=corpus, service=service, name=name, member=member.split("/"))
 
 
+def document_reader_url(corpus: str, service: str, name: str) -> str:
+    """The reader screen of a document: its converted paper, whole, in a sandboxed frame."""
+    return _route("corpus-document-reader", corpus=corpus, service=service, name=name)
+
+
+def document_html_api_url(corpus: str, service: str, name: str) -> str:
+    """The converted HTML of a document in the API (a redirect to its member)."""
+    return _route("api-document-html", corpus=corpus, service=service, name=name)
+
+
+def document_file_api_url(corpus: str, service: str, name: str, member: str) -> str:
+    """One member of a document's result archive in the API."""
+    return _route("api-document-file", corpus=corpus, service=service, name=name, member=member.split("/"))
+
+
+def document_list_url(corpus: str, service: str) -> str:
+    """The screen of a pair's documents."""
+    return _route("corpus-documents", corpus=corpus, service=service)
+
+
 def is_report_url(path: str) -> bool:
     """Whether a local path (a form's `next`) lies under the report screens."""
     prefix = reverse("corpus-report", kwargs={"corpus": "__corpus__", "service": "__service__"}).split("__corpus__")[0]

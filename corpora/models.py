@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Collate, Lower
 
 from corpora.statuses import TODO
 
@@ -58,6 +59,12 @@ class Document(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["corpus", "name"], name="document_unique_name"),
             models.UniqueConstraint(fields=["corpus", "entry"], name="document_unique_entry"),
+        ]
+        indexes = [
+            # A corpus's document list, in the order of its names folded to lower case, and the search of
+            # a name prefix in it (LIKE 'prefix%' on a "C"-collated key is a range of this index), with
+            # the name itself breaking ties (docs/decisions.md, "Reading converted papers").
+            models.Index(F("corpus"), Collate(Lower("name"), "C"), F("name"), name="document_name_folded"),
         ]
 
     def __str__(self) -> str:

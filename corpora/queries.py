@@ -1,16 +1,20 @@
-"""Reads of corpora: lists and details with per-service status counts (from the trigger-kept counts)."""
+"""Reads of corpora: lists and details with per-service status counts (from the trigger-kept counts), and
+a pair's documents with their status."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import QuerySet, Sum
 
+from config.api.paging import Page
 from config.errors import NotFound
+from corpora.links import document_api_url, document_html_api_url
 from corpora.models import Activation, Corpus, TaskCount
-from corpora.statuses import STATUS_KEYS
+from corpora.results import result_has_html
+from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import service_get
 
@@ -49,7 +53,7 @@ def status_counts(rows: list[tuple[int, int]]) -> dict[str, Any]:
         by_bucket[bucket] += count
     counts: dict[str, Any] = {key: by_bucket.get(bucket, 0) for key, bucket in STATUS_KEYS.items()}
     counts["total"] = sum(by_bucket.values())
-    counts["in_progress"] = counts["todo"] + counts["queued"]
+    counts[IN_PROGRESS] = counts["todo"] + counts["queued"]
     return counts
 
 
@@ -131,3 +135,66 @@ def retired_messages_exist(corpus_id: int, service_id: int) -> bool:
             [corpus_id, service_id],
         )
         return cursor.fetchone()[0]
+
+
+def _like_prefix(text: str) -> str:
+    """`text` as the start of a LIKE pattern: its wildcards and the escape character taken literally."""
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+# The key of the document list's order and prefix search, as the index document_name_folded has it.
+_NAME_KEY = 'lower(d.name) COLLATE "C"'
+
+
+def document_list(
+    corpus_name: str, service_name: str, *, status: str | None, name_prefix: str | None, page: Page
+) -> dict[str, Any]:
+    """A page of a pair's documents in the order of their names folded to lower case, each with its task's
+    status and whether its result holds HTML (the results store looks). `status` (a key of STATUS_FILTERS)
+    and `name_prefix` (case-insensitive) narrow it; both are served by indexes (document_name_folded, and
+    task_pair_status_id for a rare status). `count` comes from the pair's counts; it is null with a
+    prefix, which would have to read every match to count them."""
+    corpus, service = pair_get(corpus_name, service_name)
+    where = ["d.corpus_id = %s", "t.corpus_id = %s", "t.service_id = %s"]
+    params: list[Any] = [corpus.pk, corpus.pk, service.pk]
+    if status is not None:
+        where.append(STATUS_FILTERS[status])  # fixed text: the task's is the only `status` column here
+    if name_prefix:
+        # The pattern is folded by the same lower() as the index key, so the planner makes it a range of it.
+        where.append(f"{_NAME_KEY} LIKE lower(%s) || '%%'")
+        params.append(_like_prefix(name_prefix))
+    with transaction.atomic(), connection.cursor() as cursor:
+        # A page walks the name index and stops at its rows: two parallel workers cost more to start than
+        # they save (bench/bench_documents.py: a rare status's first page took twice as long with them).
+        cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
+        cursor.execute(
+            "SELECT d.name, d.entry, t.id, t.status FROM corpora_document d"  # noqa: S608 (fixed fragments)
+            f" JOIN corpora_task t ON t.document_id = d.id WHERE {' AND '.join(where)}"
+            f" ORDER BY {_NAME_KEY}, d.name OFFSET %s LIMIT %s",
+            [*params, page.offset, page.page_size],
+        )
+        rows = cursor.fetchall()
+    documents = []
+    for name, entry, task_id, task_status in rows:
+        has_html = result_has_html(corpus.pk, service.pk, task_id)
+        documents.append(
+            {
+                "document": name,
+                "entry": entry,
+                "status": status_name(task_status),
+                "has_html": has_html,
+                "report": document_api_url(corpus.name, service.name, name),
+                "html": document_html_api_url(corpus.name, service.name, name) if has_html else None,
+            }
+        )
+    count = None if name_prefix else pair_counts(corpus.pk, service.pk)[status or "total"]
+    return {
+        "corpus": corpus.name,
+        "service": service.name,
+        "status": status,
+        "name_prefix": name_prefix or None,
+        "offset": page.offset,
+        "page_size": page.page_size,
+        "count": count,
+        "documents": documents,
+    }

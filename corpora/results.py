@@ -1,6 +1,7 @@
-"""The results store: where a task's result ZIP is kept, writing it, reading a member and the preview for
-the document screen, copying it into a dataset export, and removing the archives of deleted tasks. Every
-other module goes through these functions; the ZIP records are conversion.zips's.
+"""The results store: where a task's result ZIP is kept, writing it, reading a member and finding the
+converted paper (its HTML) for the document screens and the reader, copying it into a dataset export, and
+removing the archives of deleted tasks. Every other module goes through these functions; the ZIP records
+are conversion.zips's.
 
 Layout: RESULTS_DIR/<corpus id>/<service id>/<task id>.zip. Ingestion writes each archive whole on one
 writer thread, beside the transaction that sets its task's status (docs/decisions.md, "Result files").
@@ -111,21 +112,24 @@ def _file_writer() -> ThreadPoolExecutor:
     return _WRITER
 
 
-# --- reading: a member, the preview -----------------------------------------------------------------
+# --- reading: a member, the paper's HTML -------------------------------------------------------------
 
 
-def result_preview(archive: Path) -> str:
-    """The member the document screen previews: the archive's first .html/.xhtml member with a safe name;
-    NotFound when the archive is not a readable ZIP or holds no HTML."""
+def result_html(archive: Path) -> str | None:
+    """The converted paper in a result archive: its first .html/.xhtml member with a safe name, or None
+    when it holds none or is no readable ZIP (a fatal conversion leaves only its log)."""
     try:
         with zipfile.ZipFile(archive) as zipped:
             names = [info.filename for info in zipped.infolist() if not info.is_dir()]
-    except zipfile.BadZipFile as exc:
-        raise NotFound("The stored result is not a readable ZIP archive.") from exc
-    for name in names:
-        if name.lower().endswith((".html", ".xhtml")) and member_name_safe(name):
-            return name
-    raise NotFound("The stored result holds no HTML.")
+    except (OSError, zipfile.BadZipFile):
+        return None
+    return next((name for name in names if name.lower().endswith((".html", ".xhtml")) and member_name_safe(name)), None)
+
+
+def result_has_html(corpus_id: int, service_id: int, task_id: int) -> bool:
+    """Whether the task has a stored result holding HTML: what the document screens show and link to."""
+    archive = result_stored(corpus_id, service_id, task_id)
+    return archive is not None and result_html(archive) is not None
 
 
 def result_member(archive: Path, member: str) -> Iterator[bytes]:

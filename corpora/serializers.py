@@ -5,7 +5,9 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
+from config.api.paging import PageParamsSerializer
 from config.names import NAME_MAX
+from corpora.statuses import STATUS_FILTERS
 
 
 class ImportRequestSerializer(serializers.Serializer):
@@ -67,6 +69,44 @@ class CorpusDetailSerializer(CorpusSerializer):
 
     services = CorpusServiceSerializer(many=True)
     condition = SandboxConditionSerializer(allow_null=True, help_text="what a sandbox was carved with; null otherwise")
+
+
+# --- a pair's documents ---------------------------------------------------------------------------
+
+
+class DocumentListParamsSerializer(PageParamsSerializer):
+    """The filters of a pair's document list, and its page."""
+
+    status = serializers.ChoiceField(
+        choices=list(STATUS_FILTERS), required=False, help_text="only the documents whose task has this status"
+    )
+    name_prefix = StrictCharField(
+        max_length=255, required=False, help_text="only the documents whose name starts with this (any case)"
+    )
+
+
+class DocumentRowSerializer(serializers.Serializer):
+    document = serializers.CharField(help_text="the document's name")
+    entry = serializers.CharField(help_text="its entry in the corpus directory")
+    status = serializers.CharField(help_text="its task's status for the service")
+    has_html = serializers.BooleanField(help_text="whether its stored result holds HTML")
+    report = serializers.CharField(help_text="the document report in the API")
+    html = serializers.CharField(allow_null=True, help_text="its converted HTML in the API; null without HTML")
+
+
+class DocumentListSerializer(serializers.Serializer):
+    """A page of a pair's documents, in the order of their names (case folded)."""
+
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    status = serializers.CharField(allow_null=True)
+    name_prefix = serializers.CharField(allow_null=True)
+    offset = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    count = serializers.IntegerField(
+        allow_null=True, help_text="the documents the filters take; null with name_prefix (not counted)"
+    )
+    documents = DocumentRowSerializer(many=True)
 
 
 # --- dataset export -------------------------------------------------------------------------------

@@ -27,9 +27,9 @@ from conversion.statuses import (
 __all__ = [
     "ABSENT", "ABSENT_BUCKET", "BLOCKED", "BLOCKED_SQL", "BUCKET_NAMES", "BUSY_BUCKETS", "COMPLETED",
     "COMPLETED_NAMES", "DIFF_BUCKETS", "DIFF_BUCKET_NAMES", "DIFF_STATUSES", "ERROR", "FATAL", "INVALID",
-    "IN_PROGRESS_SQL", "LEASED_SQL", "NO_PROBLEM", "OVERVIEW_ORDER", "QUEUED_BUCKET", "SEVERITIES", "STATUS_KEYS",
-    "TODO", "WARNING", "blocked", "completed_status_name", "in_progress", "leased", "regressed", "severity_check",
-    "status_name", "task_status_of",
+    "IN_PROGRESS", "IN_PROGRESS_SQL", "LEASED_SQL", "NO_PROBLEM", "OVERVIEW_ORDER", "QUEUED_BUCKET", "SEVERITIES",
+    "STATUS_FILTERS", "STATUS_KEYS", "TODO", "WARNING", "blocked", "completed_status_name", "in_progress", "leased",
+    "regressed", "severity_check", "status_name", "task_status_of",
 ]  # fmt: skip
 
 COMPLETED: tuple[int, ...] = (NO_PROBLEM, WARNING, ERROR, FATAL, INVALID)
@@ -83,6 +83,17 @@ SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
 IN_PROGRESS_SQL = f"status >= {TODO}"
 LEASED_SQL = f"status > {TODO}"
 BLOCKED_SQL = f"status <= {BLOCKED}"
+
+# A filter of a pair's documents by their task's status: each key of the per-status counts (STATUS_KEYS
+# and in_progress, their names in a count record) and its SQL predicate on `status`.
+IN_PROGRESS = "in_progress"
+STATUS_FILTERS: dict[str, str] = {
+    **{COMPLETED_NAMES[status]: f"status = {status}" for status in COMPLETED},
+    IN_PROGRESS: IN_PROGRESS_SQL,
+    "todo": f"status = {TODO}",
+    "queued": LEASED_SQL,
+    "blocked": BLOCKED_SQL,
+}
 
 
 def in_progress(status: int) -> bool:

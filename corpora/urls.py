@@ -7,6 +7,7 @@ api_urlpatterns = [
     path("corpora/<str:name>", api.CorpusDetailApi.as_view(), name="api-corpus"),
     path("corpora/<str:name>/extend", api.CorpusExtendApi.as_view(), name="api-corpus-extend"),
     path("corpora/<str:corpus>/services/<str:service>", api.ActivationApi.as_view(), name="api-activation"),
+    path("corpora/<str:corpus>/services/<str:service>/documents", api.DocumentListApi.as_view(), name="api-documents"),
     # --- sandbox corpora ---
     path("corpora/<str:parent>/sandbox", api.SandboxApi.as_view(), name="api-corpus-sandbox"),
 ]
@@ -32,6 +33,7 @@ urlpatterns = [
     path(
         "corpora/<str:name>/services/<str:service>/deactivate", views.activation_delete_view, name="corpus-deactivate"
     ),
+    path("corpora/<str:corpus>/services/<str:service>/documents", views.document_list_view, name="corpus-documents"),
     # --- sandbox corpora ---
     path("corpora/<str:parent>/sandbox", views.corpus_sandbox_view, name="corpus-sandbox"),
 ]

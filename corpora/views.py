@@ -14,21 +14,35 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from config.api.paging import page_check
 from config.errors import ServiceError
-from config.screens import HTMX_STOP_POLLING, deletion_write, error_page, form_again, form_params, given, screen_write
+from config.screens import (
+    HTMX_STOP_POLLING,
+    deletion_write,
+    error_page,
+    form_again,
+    form_params,
+    given,
+    pager,
+    screen_write,
+    validated,
+)
 from corpora import actions
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
-from corpora.links import report_url
-from corpora.queries import corpus_detail, corpus_records
+from corpora.links import document_reader_url, document_url, report_url
+from corpora.queries import corpus_detail, corpus_records, document_list
 from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,
+    DocumentListParamsSerializer,
+    DocumentListSerializer,
     ExportRequestSerializer,
     ExportSerializer,
     ImportRequestSerializer,
     SandboxRequestSerializer,
 )
+from corpora.statuses import STATUS_FILTERS
 from services.queries import service_list
 from services.serializers import ServiceSerializer
 
@@ -158,6 +172,43 @@ def activation_delete_view(request: HttpRequest, name: str, service: str) -> Htt
         done=f"The service {service} was deactivated on {name}; its tasks and messages are gone.",
         then=reverse("corpus", kwargs={"name": name}),
     )
+
+
+@require_GET
+def document_list_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of GET /api/corpora/<c>/services/<s>/documents: a page of the pair's documents, each
+    linked to its document screen and, when it has HTML, to its reader."""
+    try:
+        query = validated(DocumentListParamsSerializer(data=given(request.GET)))
+        page = page_check(query.get("offset"), query.get("page_size"))
+        documents = DocumentListSerializer(
+            document_list(corpus, service, status=query.get("status"), name_prefix=query.get("name_prefix"), page=page)
+        ).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    corpus, service = documents["corpus"], documents["service"]
+    rows = [
+        {
+            "row": row,
+            "href": document_url(corpus, service, row["document"]),
+            "reader_href": document_reader_url(corpus, service, row["document"]) if row["has_html"] else None,
+        }
+        for row in documents["documents"]
+    ]
+    filters = {key: documents[key] for key in ("status", "name_prefix") if documents[key]}
+    context = {
+        "documents": documents,
+        "rows": rows,
+        "statuses": list(STATUS_FILTERS),
+        "pager": pager(documents["offset"], documents["page_size"], len(rows), documents["count"], filters),
+        "crumbs": [
+            {"label": "Corpora", "href": reverse("corpora")},
+            {"label": corpus, "href": reverse("corpus", kwargs={"name": corpus})},
+            {"label": f"documents of {service}", "href": None},
+        ],
+        "report_href": report_url(corpus, service),
+    }
+    return render(request, "corpora/documents.html", context)
 
 
 # --- dataset export -------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
-"""API of the reports app: overview, severity > category > what > documents, one document, every message
-of a slice as data, runtimes, rerun, refresh, and pausing and resuming conversions."""
+"""API of the reports app: overview, severity > category > what > documents, one document and its
+converted paper's files, every message of a slice as data, runtimes, rerun, refresh, and pausing and
+resuming conversions."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from django.http import StreamingHttpResponse
+from django.http import HttpResponseRedirect, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
@@ -18,10 +19,14 @@ from rest_framework.response import Response
 from accounts.api_base import PublicApiView, TokenApiView
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
+from corpora.links import document_file_api_url
+from corpora.results import result_member
 from jobs.serializers import JobAckSerializer
 from reports.actions import category_report_read, pair_refresh, reports_refresh, rerun, run_control, what_report_read
 from reports.queries import (
+    document_paper,
     document_report,
+    document_result_archive,
     entry_list,
     messages_export,
     report_path_split,
@@ -42,6 +47,7 @@ from reports.serializers import (
     ServiceOverviewSerializer,
     export_chunks,
     export_file_name,
+    paper_file_response,
 )
 
 
@@ -164,9 +170,17 @@ class DocumentReportApi(PublicApiView):
         return Response(DocumentReportSerializer(document_report(corpus, service, name)).data)
 
 
-class ExportNegotiation(BaseContentNegotiation):
-    """The export answers in the format its `format` parameter names, whatever Accept says, and its errors
-    in problem+json as everywhere; DRF's own negotiation would take ?format= for a renderer's name."""
+PAPER_FILE = OpenApiResponse(
+    OpenApiTypes.BINARY,
+    description="The member, typed by its name, under the paper policy: Content-Security-Policy "
+    "sandbox (no script, an opaque origin), X-Content-Type-Options nosniff",
+)
+
+
+class FileNegotiation(BaseContentNegotiation):
+    """A file answers in its own type (the export: the one its `format` parameter names) whatever Accept
+    says, and its errors in problem+json as everywhere; DRF's own negotiation would take ?format= for a
+    renderer's name, and refuse a browser that does not accept JSON."""
 
     def select_parser(self, request: Request, parsers: list[Any]) -> Any:
         return parsers[0] if parsers else None
@@ -175,8 +189,37 @@ class ExportNegotiation(BaseContentNegotiation):
         return renderers[0], renderers[0].media_type
 
 
+class DocumentHtmlApi(PublicApiView):
+    content_negotiation_class = FileNegotiation
+
+    @extend_schema(
+        operation_id="reports_document_html",
+        summary="A document's converted paper: a redirect to its HTML member under files/",
+        description="Its relative references (images, CSS) resolve to the other members there. 404 when the "
+        "document has no stored result or its result holds no HTML.",
+        responses={302: OpenApiResponse(description="Location: the HTML member"), **problems(404)},
+        tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, name: str) -> HttpResponseRedirect:
+        _archive, member = document_paper(corpus, service, name)
+        return HttpResponseRedirect(document_file_api_url(corpus, service, name, member))
+
+
+class DocumentFileApi(PublicApiView):
+    content_negotiation_class = FileNegotiation
+
+    @extend_schema(
+        operation_id="reports_document_file",
+        summary="One member of a document's stored result (its HTML, images, CSS) under the paper policy",
+        responses={(200, "*/*"): PAPER_FILE, **problems(404)},
+        tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, name: str, member: str) -> StreamingHttpResponse:
+        return paper_file_response(result_member(document_result_archive(corpus, service, name), member), member)
+
+
 class MessagesExportApi(PublicApiView):
-    content_negotiation_class = ExportNegotiation
+    content_negotiation_class = FileNegotiation
 
     @extend_schema(
         operation_id="reports_messages",

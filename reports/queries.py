@@ -26,7 +26,7 @@ from conversion.taxonomy import MISSING_FILE, meaning_of
 from corpora.links import document_html_url, document_result_url
 from corpora.models import Corpus, Document, Run, Task
 from corpora.queries import pair_counts, pair_get, retired_messages_exist
-from corpora.results import result_stored
+from corpora.results import result_html, result_stored
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
 from reports.models import RUNTIME_BIN_MS, LogMessage, MessageClass, ReportGrain, TaskRuntime
 from services.models import Service
@@ -217,7 +217,8 @@ def entry_list(
 
 
 def document_report(corpus_name: str, service_name: str, document_name: str) -> dict[str, Any]:
-    """One document's status for a service and every log message behind it, with its result links."""
+    """One document's status for a service and every log message behind it, with its result links: the
+    converted HTML only when the stored result holds some (a fatal conversion may leave only its log)."""
     corpus, service = pair_get(corpus_name, service_name)
     document = Document.objects.filter(corpus=corpus, name=document_name).first()
     task = Task.objects.filter(document=document, service=service).first() if document else None
@@ -227,7 +228,8 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
         LogMessage.objects.filter(task=task).order_by("position").values("severity", "category", "what", "details")
     )
     runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
-    has_result = result_stored(corpus.pk, service.pk, task.pk) is not None
+    archive = result_stored(corpus.pk, service.pk, task.pk)
+    has_html = archive is not None and result_html(archive) is not None
     return {
         "corpus": corpus.name,
         "service": service.name,
@@ -238,8 +240,9 @@ def document_report(corpus_name: str, service_name: str, document_name: str) -> 
         "attempts": task.attempts,
         "runtime_ms": runtime,
         "messages": messages,
-        "result_url": document_result_url(corpus.name, service.name, document.name) if has_result else None,
-        "html_url": document_html_url(corpus.name, service.name, document.name) if has_result else None,
+        "result_url": document_result_url(corpus.name, service.name, document.name) if archive else None,
+        "has_html": has_html,
+        "html_url": document_html_url(corpus.name, service.name, document.name) if has_html else None,
     }
 
 
@@ -601,6 +604,16 @@ def document_result_archive(corpus_name: str, service_name: str, document_name: 
         if path is not None:
             return path
     raise NotFound(f"No stored result of {document_name!r} for {service_name} in {corpus_name}.")
+
+
+def document_paper(corpus_name: str, service_name: str, document_name: str) -> tuple[Path, str]:
+    """The stored result of a document and its converted paper's HTML member, or NotFound saying which is
+    missing."""
+    archive = document_result_archive(corpus_name, service_name, document_name)
+    member = result_html(archive)
+    if member is None:
+        raise NotFound(f"No HTML: the result of {document_name!r} for {service_name} in {corpus_name} holds none.")
+    return archive, member
 
 
 def retired_messages_left() -> int:

@@ -1,15 +1,17 @@
-"""DTOs of the reports app, and the formats of the messages export."""
+"""DTOs of the reports app, the formats of the messages export, and a converted paper's files as served."""
 
 from __future__ import annotations
 
 import csv
 import io
 import json
+import mimetypes
 import re
 from collections.abc import Generator, Iterable, Iterator
 from contextlib import closing
 from typing import Any
 
+from django.http import StreamingHttpResponse
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField
@@ -135,8 +137,9 @@ class DocumentReportSerializer(serializers.Serializer):
     attempts = serializers.IntegerField()
     runtime_ms = serializers.IntegerField(allow_null=True)
     messages = MessageSerializer(many=True)
-    result_url = serializers.CharField(allow_null=True)
-    html_url = serializers.CharField(allow_null=True)
+    result_url = serializers.CharField(allow_null=True, help_text="the stored result archive; null without one")
+    has_html = serializers.BooleanField(help_text="whether the stored result holds the converted paper's HTML")
+    html_url = serializers.CharField(allow_null=True, help_text="the converted HTML; null when there is none")
 
 
 class HistogramBucketSerializer(serializers.Serializer):
@@ -354,3 +357,34 @@ def _parquet_chunks(batches: Iterable[list[ExportTask]]) -> Iterator[bytes]:
         if pending:
             writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=pending_rows)
     yield sink.take()
+
+
+# --- a converted paper's files -------------------------------------------------------------------
+
+# A paper's HTML is the author's, like its TeX: it may carry script, event handlers, forms, SVG with
+# script. It and every member are served so that they show and cannot act (docs/decisions.md, "Reading
+# converted papers"): a sandbox without allow-scripts or allow-same-origin (no script, no form, no
+# navigation of the page around it, and an opaque origin, which holds no cookie and is no origin of
+# this site), loads from this site only and of images, style and fonts only, no <base> and no form
+# target, framed by this site only; never sniffed into another type.
+PAPER_POLICY = (
+    "sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self' data:; "
+    "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+)
+PAPER_HEADERS = {
+    "Content-Security-Policy": PAPER_POLICY,
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "SAMEORIGIN",
+}
+
+
+def paper_file_response(chunks: Iterator[bytes], member: str) -> StreamingHttpResponse:
+    """One member of a result archive as the screens and the API serve it: typed by its name (HTML as
+    UTF-8, which LaTeXML writes), under PAPER_HEADERS."""
+    content_type = mimetypes.guess_type(member)[0] or "application/octet-stream"
+    if content_type == "text/html":
+        content_type += "; charset=utf-8"
+    response = StreamingHttpResponse(chunks, content_type=content_type)
+    for header, value in PAPER_HEADERS.items():
+        response[header] = value
+    return response

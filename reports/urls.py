@@ -22,6 +22,16 @@ api_urlpatterns = [
         api.DocumentReportApi.as_view(),
         name="api-document-report",
     ),
+    path(
+        "corpus/<str:corpus>/<str:service>/document/<str:name>/html",
+        api.DocumentHtmlApi.as_view(),
+        name="api-document-html",
+    ),
+    path(
+        "corpus/<str:corpus>/<str:service>/document/<str:name>/files/<path:member>",
+        api.DocumentFileApi.as_view(),
+        name="api-document-file",
+    ),
     path("services/<str:service>/runtimes", api.RuntimeReportApi.as_view(), name="api-service-runtimes"),
     path("conversions/pause", api.FleetPauseApi.as_view(), name="api-conversions-pause"),
     path("conversions/resume", api.FleetResumeApi.as_view(), name="api-conversions-resume"),
@@ -41,6 +51,7 @@ urlpatterns = [
     path(DOCUMENT, views.document_view, name="corpus-document"),
     path(f"{DOCUMENT}/result.zip", views.document_result_view, name="corpus-document-result"),
     path(f"{DOCUMENT}/html", views.document_html_view, name="corpus-document-html"),
+    path(f"{DOCUMENT}/read", views.document_reader_view, name="corpus-document-reader"),
     path(f"{DOCUMENT}/files/<path:member>", views.document_file_view, name="corpus-document-file"),
     path("services/<str:service>/runtimes", views.runtime_view, name="service-runtimes"),
 ]

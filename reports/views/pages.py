@@ -25,7 +25,14 @@ from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
 from conversion.severities import Severity
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
-from corpora.links import document_history_url, document_url, is_report_url, messages_export_url, report_url
+from corpora.links import (
+    document_history_url,
+    document_reader_url,
+    document_url,
+    is_report_url,
+    messages_export_url,
+    report_url,
+)
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.queries import (
@@ -51,10 +58,6 @@ from reports.serializers import (
 )
 from runs.queries.compare import comparable_services
 from services.models import PROTECTED_SERVICES
-
-# Served converted output can hold anything a worker wrote: no scripts, no plugins, no requests
-# elsewhere, and its own opaque origin (sandbox) so it cannot act on the operator's session.
-
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
@@ -251,10 +254,12 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
         }
         for severity in Severity.WORST_FIRST
     ]
+    names = (document["corpus"], document["service"], document["document"])
     context = {
         "document": document,
         "groups": groups,
-        "history_url": document_history_url(document["corpus"], document["service"], document["document"]),
+        "history_url": document_history_url(*names),
+        "reader_href": document_reader_url(*names) if document["has_html"] else None,
         "crumbs": _document_trail(request.GET, corpus, service, document["document"]),
     }
     return render(request, "reports/document.html", context)

@@ -179,3 +179,12 @@ def test_a_revocation_called_directly_is_journaled_as_from_the_api(token):
         actions.screen_session_revoke(987654, actor="shell")
     entry = AuditEntry.objects.get(action="session.revoke")
     assert (entry.actor, entry.target, entry.status_code) == ("shell", "987654", 404)
+
+
+def test_the_session_and_csrf_cookies_go_only_with_this_sites_own_requests(token):
+    """SameSite=Lax: another site's page, or a converted paper (sandboxed, with no origin of this site),
+    cannot make the browser send them with its requests; the session cookie is out of script's reach."""
+    browser = Client()
+    assert browser.get("/login").cookies["csrftoken"]["samesite"] == "Lax"
+    session = browser.post("/login", {"token": token}).cookies["sessionid"]
+    assert session["samesite"] == "Lax" and session["httponly"] is True

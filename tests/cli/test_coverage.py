@@ -7,6 +7,10 @@ import json
 
 import pytest
 
+from corpora.models import Task
+from corpora.results import result_file, result_file_write
+from tests.dispatcher.harness import result_zip
+
 pytestmark = pytest.mark.django_db(transaction=True)
 
 # Every operation of /api/openapi.json and the ccs command that makes it.
@@ -31,6 +35,9 @@ COMMANDS = {
     "POST /api/corpora/{parent}/sandbox": "sandbox",
     "GET /api/corpus/{corpus}/{service}/document/{name}": "document",
     "GET /api/corpus/{corpus}/{service}/document/{name}/history": "history",
+    "GET /api/corpus/{corpus}/{service}/document/{name}/html": "paper",
+    "GET /api/corpus/{corpus}/{service}/document/{name}/files/{member}": "paper",
+    "GET /api/corpora/{corpus}/services/{service}/documents": "documents",
     "GET /api/dashboard": "dashboard",
     "GET /api/exports": "exports",
     "GET /api/exports/{out}/{name}": "download",
@@ -112,6 +119,25 @@ def test_messages_stream_the_apis_bytes(ccs, http, pair, tmp_path):
     missing = ccs("download", "nothing", "manifest.json", "-o", str(tmp_path / "m.json"))
     assert missing.returncode == 1 and "Not found (404)" in missing.stderr
     assert not (tmp_path / "m.json").exists()
+
+
+@pytest.mark.slow
+def test_paper_streams_the_apis_bytes(ccs, http, pair, settings, tmp_path):
+    settings.RESULTS_DIR = tmp_path / "results"
+    task = Task.objects.get(corpus__name="a", service__name="tex_to_html", document__name="doc1")
+    files = {"paper.html": b"<!DOCTYPE html><p>read me</p>", "fig/x.png": b"\x89PNG\r\n\x1a\n"}
+    result_file_write(result_file(settings.RESULTS_DIR, task.corpus_id, task.service_id, task.pk),
+                      result_zip("Status:conversion:0\n", files))  # fmt: skip
+    base = "/api/corpus/a/tex_to_html/document/doc1"
+    html = ccs("paper", "a", "tex_to_html", "doc1")
+    assert html.returncode == 0, html.stderr
+    assert html.stdout.encode() == http.get(f"{base}/files/paper.html").content == files["paper.html"]
+    target = tmp_path / "x.png"
+    assert ccs("paper", "a", "tex_to_html", "doc1", "fig/x.png", "-o", str(target)).returncode == 0
+    assert target.read_bytes() == http.get(f"{base}/files/fig/x.png").content == files["fig/x.png"]
+    missing = ccs("paper", "a", "tex_to_html", "doc2", "-o", str(tmp_path / "none.html"))
+    assert missing.returncode == 1 and "Not found (404)" in missing.stderr and "No stored result" in missing.stderr
+    assert not (tmp_path / "none.html").exists()
 
 
 @pytest.mark.slow

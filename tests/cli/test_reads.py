@@ -26,6 +26,10 @@ READS: list[tuple[str, str]] = [
     (f"report {PAIR} warning", "/api/reports/a/tex_to_html/warning"),
     (f"report {PAIR} error undefined", "/api/reports/a/tex_to_html/error/undefined"),
     (f"report {PAIR} fatal I/O a/b.tex --page-size 1", "/api/reports/a/tex_to_html/fatal/I/O/a/b.tex?page_size=1"),
+    (
+        f"documents {PAIR} --name-prefix DOC --page-size 2",
+        "/api/corpora/a/services/tex_to_html/documents?name_prefix=DOC&page_size=2",
+    ),
     (f"document {PAIR} doc1", "/api/corpus/a/tex_to_html/document/doc1"),
     (f"history {PAIR} doc1", "/api/corpus/a/tex_to_html/document/doc1/history"),
     ("runtimes tex_to_html --page-size 2", "/api/services/tex_to_html/runtimes?page_size=2"),

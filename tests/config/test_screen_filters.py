@@ -15,6 +15,7 @@ TWINS = [
     ("/runs", "/api/runs", {"limit": "0"}),
     ("/logs", "/api/logs", {"level": "LOUD"}),
     ("/statistics", "/api/statistics", {"corpus": "x" * 101}),
+    ("/corpora/c/services/s/documents", "/api/corpora/c/services/s/documents", {"status": "done"}),
 ]
 
 

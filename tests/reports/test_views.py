@@ -20,6 +20,7 @@ from corpora.models import Document, Run, Task
 from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
 from reports.models import GrainSlice, LogMessage
+from reports.serializers import PAPER_POLICY
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 from tests.reports.messages import messages_add
@@ -329,6 +330,95 @@ def test_the_html_preview_is_served_under_a_restrictive_policy(client, converted
     css = client.get("/corpus/c/tex_to_html/document/x%20y%25z/files/LaTeXML.css")
     assert css["Content-Type"] == "text/css" and css["Content-Security-Policy"] == policy
     assert client.get("/corpus/c/tex_to_html/document/x%20y%25z/files/x.png")["Content-Type"] == "image/png"
+
+
+# --- the reader and the paper policy ------------------------------------------------------------------
+
+DOC = "/corpus/c/tex_to_html/document/x%20y%25z"
+
+
+def test_the_reader_screen_renders_the_document_dto_of_the_api_and_frames_its_html(client, api, converted):
+    screen = client.get(f"{DOC}/read")
+    assert screen.status_code == 200
+    assert _plain(screen.context["document"]) == api.get(f"/api{DOC}").json()
+    assert screen.context["document"]["has_html"] is True
+    body = screen.content.decode()
+    assert f'<iframe class="reader" id="reader" src="{DOC}/html" sandbox title=' in body
+    assert f'href="{DOC}"' in body and f'href="{DOC}/result.zip"' in body
+    assert 'href="/corpora/c/services/tex_to_html/documents"' in body  # back to the pair's documents
+
+
+def test_the_document_screen_links_its_reader_when_there_is_html(client, converted):
+    body = client.get(DOC).content.decode()
+    assert 'id="reader-link">read the paper</a>' in body and f'href="{DOC}/read"' in body
+    assert 'id="no-html"' not in body
+
+
+@pytest.fixture
+def without_html(converted, settings) -> Task:
+    """doc5 of corpus c converted fatally: its stored result holds only its log."""
+    task = converted[5]
+    Task.objects.filter(pk=task.pk).update(status=77)
+    result_ingest([RawResult("w", "tex_to_html", str(task.pk), result_zip(LOGS["fatal"], {}))],
+                  service_ids={"tex_to_html": task.service_id}, results_dir=settings.RESULTS_DIR,
+                  max_bytes=10**7)  # fmt: skip
+    return task
+
+
+def test_a_document_whose_result_holds_no_html_says_so_and_offers_no_frame_or_reader(client, api, without_html):
+    document = api.get("/api/corpus/c/tex_to_html/document/doc5").json()
+    assert (document["status"], document["has_html"], document["html_url"]) == ("fatal", False, None)
+    assert document["result_url"] == "/corpus/c/tex_to_html/document/doc5/result.zip"
+    screen = client.get("/corpus/c/tex_to_html/document/doc5")
+    assert _plain(screen.context["document"]) == document
+    body = screen.content.decode()
+    assert "<iframe" not in body and "/doc5/read" not in body and "/doc5/html" not in body
+    assert '<p class="muted" id="no-html">No HTML: the stored result holds no converted paper.</p>' in body
+    assert 'id="no-html-note">no HTML in it<' in body
+    assert 'href="/corpus/c/tex_to_html/document/doc5/result.zip"' in body
+
+
+@pytest.mark.parametrize("document", ["doc5", "nope"])
+@pytest.mark.parametrize("suffix", ["/read", "/html", "/files/doc.html"])
+def test_the_reader_and_the_paper_of_a_document_without_html_are_a_plain_404(client, api, without_html, document,
+                                                                             suffix):  # fmt: skip
+    response = client.get(f"/corpus/c/tex_to_html/document/{document}{suffix}")
+    assert response.status_code == 404 and response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    text = response.content.decode()
+    assert "<" not in text and text.startswith("No ")  # words alone, no page of the application
+    if suffix != "/read":
+        twin = api.get(f"/api/corpus/c/tex_to_html/document/{document}{suffix}")
+        assert twin.status_code == 404 and twin.json()["detail"] == text.strip()
+
+
+def test_the_reader_of_a_document_not_converted_yet_is_a_plain_404(client, converted):
+    response = client.get("/corpus/c/tex_to_html/document/doc5/read")
+    assert response.status_code == 404 and response.content.decode().startswith("No HTML:")
+
+
+def test_the_api_serves_the_papers_files_as_the_screens_do(client, api, converted):
+    assert api.get(f"/api{DOC}/html")["Location"] == f"/api{DOC}/files/doc.html"
+    for member, kind in (("doc.html", "text/html; charset=utf-8"), ("LaTeXML.css", "text/css"), ("x.png", "image/png")):
+        screen, twin = client.get(f"{DOC}/files/{member}"), api.get(f"/api{DOC}/files/{member}")
+        assert screen.status_code == twin.status_code == 200, member
+        assert b"".join(screen.streaming_content) == b"".join(twin.streaming_content) == FILES[member]
+        for header in ("Content-Type", "Content-Security-Policy", "X-Content-Type-Options", "X-Frame-Options"):
+            assert screen[header] == twin[header], (member, header)
+        assert screen["Content-Type"] == kind and screen["Content-Security-Policy"] == PAPER_POLICY, member
+    # A browser that asks for HTML first gets the file too, not a refusal of what it accepts.
+    assert api.get(f"/api{DOC}/files/x.png", HTTP_ACCEPT="text/html,*/*;q=0.8").status_code == 200
+    assert api.get(f"/api{DOC}/files/missing.png").status_code == 404
+
+
+def test_the_paper_policy_lets_nothing_run_and_nothing_load_from_elsewhere():
+    directives = {part.split()[0]: part.split()[1:] for part in PAPER_POLICY.split("; ")}
+    assert directives["sandbox"] == []  # no allow-scripts, no allow-same-origin, no allow-forms
+    assert directives["default-src"] == ["'none'"] and "script-src" not in directives
+    assert directives["img-src"] == ["'self'", "data:"] and directives["font-src"] == ["'self'", "data:"]
+    assert directives["style-src"] == ["'self'", "'unsafe-inline'"]
+    assert directives["form-action"] == ["'none'"] and directives["base-uri"] == ["'none'"]
+    assert directives["frame-ancestors"] == ["'self'"]
 
 
 def test_archive_members_outside_the_archive_or_absent_are_refused(client, converted):

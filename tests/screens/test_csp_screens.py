@@ -20,6 +20,8 @@ SCREENS = [
     "/corpora/c",
     "/reports/c/tex_to_html",
     "/reports/c/tex_to_html/error",
+    "/corpora/c/services/tex_to_html/documents",
+    "/corpus/c/tex_to_html/document/doc1/read",  # the reader: the screen's policy, the paper's in its frame
     "/runs",
     "/runs/c/tex_to_html",
     "/runs/c/tex_to_html/diff",
