@@ -111,15 +111,17 @@ PRESETS: dict[str, Preset] = {
         Preset("default", "latexmlc --format=html5 with LaTeXML's defaults, under the worker's own timeout and memory"),
         Preset(
             "arxiv",
-            "arXiv's published ar5iv options that LaTeXML 0.8.7 accepts: latexml.sty with its loop guards and"
-            " local raw styles, presentation and content MathML with TeX, no default resources; 1200 s at most"
-            " (arXiv allows 2700). Left out: --noinvisibletimes, which 0.8.7 refuses, and --preload=ar5iv.sty,"
-            " the ar5iv binding paths and remote CSS, which Debian's LaTeXML lacks.",
+            "arXiv's published ar5iv options that LaTeXML 0.8.8 accepts: latexml.sty with its loop guards and"
+            " local raw styles (and nobibtex: a shipped .bbl only, as arXiv's sources carry one), presentation"
+            " and content MathML with TeX, no invisible times, no default resources; 1200 s at most (arXiv"
+            " allows 2700). Left out: --preload=ar5iv.sty, the ar5iv binding paths and remote CSS, which"
+            " Debian's LaTeXML lacks.",
             Profile(
                 preloads=(ARXIV_PRELOAD,),
                 pmml=True,
                 cmml=True,
                 mathtex=True,
+                noinvisibletimes=True,
                 nodefaultresources=True,
                 timeout_seconds=1200,
             ),

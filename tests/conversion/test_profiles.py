@@ -35,6 +35,7 @@ ARXIV_OPTIONS = [
     "--pmml",
     "--cmml",
     "--mathtex",
+    "--noinvisibletimes",
     "--nodefaultresources",
 ]
 
@@ -66,7 +67,7 @@ def test_the_arxiv_preset_builds_arxivs_published_options_that_latexml_accepts()
     assert profile_options(arxiv) == ARXIV_OPTIONS
     assert invocation(arxiv, roots=[], timeout=3000, memory_mb=4096).options == tuple(ARXIV_OPTIONS)
     assert arxiv.preloads == (ARXIV_PRELOAD,) and arxiv.timeout_seconds == 1200
-    assert "--noinvisibletimes" not in profile_options(arxiv)  # LaTeXML 0.8.7 refuses it
+    assert "--noinvisibletimes" in profile_options(arxiv)  # LaTeXML 0.8.8, the workers' version, takes it
 
 
 def test_options_are_given_over_a_preset_and_the_preset_is_known_again():

@@ -141,7 +141,7 @@ def test_the_presets_are_listed_with_their_profiles_and_hashes(authed, api):
     for preset in listed:
         assert preset["profile"] == PRESETS[preset["name"]].profile.as_json()
         assert preset["profile_hash"] == PRESETS[preset["name"]].profile.digest
-    assert "ar5iv.sty" in listed[1]["description"] and "--noinvisibletimes" in listed[1]["description"]
+    assert "ar5iv.sty" in listed[1]["description"] and "no invisible times" in listed[1]["description"]
     assert APIClient().get("/api/profiles").status_code == 401
 
 

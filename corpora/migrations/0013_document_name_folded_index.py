@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("corpora", "0011_snapshot_arrays_uncompressed"),
+        ("corpora", "0012_run_profile"),
     ]
 
     operations = [
