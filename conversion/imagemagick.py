@@ -23,9 +23,11 @@ from __future__ import annotations
 # Where ImageMagick 6 and 7 read their policy. Each is bound over only where the host has it.
 POLICY_PATHS = ("/etc/ImageMagick-6/policy.xml", "/etc/ImageMagick-7/policy.xml")
 # Coders allowed to read: the figure formats LaTeXML meets in papers. PDF, PS and EPS go through
-# Ghostscript; the rest are ImageMagick's own decoders.
+# Ghostscript, which hands ImageMagick its pages as PNG or, for some PDFs (CMYK, with alpha), as PAM or
+# another of the PNM family; the rest are ImageMagick's own decoders.
 READ_CODERS = (
-    "PDF", "EPS", "EPI", "EPSI", "EPSF", "PS", "PS2", "PS3", "PNG", "JPEG", "JPG", "GIF", "SVG", "TIFF", "BMP"
+    "PDF", "EPS", "EPI", "EPSI", "EPSF", "PS", "PS2", "PS3", "PNG", "JPEG", "JPG", "GIF", "SVG", "TIFF", "BMP",
+    "PAM", "PNM", "PPM", "PGM", "PBM",
 )  # fmt: skip
 WRITE_CODERS = ("PNG", "JPEG", "JPG", "GIF", "SVG")
 # At most this many images (pages) in one file: a figure is a page or a few, a thousand-page PDF is not.
