@@ -54,15 +54,16 @@ def test_the_policy_allows_pdf_and_postscript_reads_and_keeps_within_the_convers
 
 @pytest.mark.slow
 def test_pdf_eps_and_png_figures_become_images_in_the_html(tmp_path, latexmlc):
-    write_tex(tmp_path / "paper.tex", FIGURES)
+    write_tex(tmp_path / "paper.tex", FIGURES.replace(" After.", r" \includegraphics{print.pdf} After."))
     (tmp_path / "plot.pdf").write_bytes(pdf_bytes())
+    (tmp_path / "print.pdf").write_bytes(pdf_bytes(cmyk=True))  # comes back from Ghostscript as a PAM page
     (tmp_path / "sketch.eps").write_bytes(eps_bytes())
     (tmp_path / "photo.png").write_bytes(png_bytes())
     conversion = convert(tmp_path, "paper.tex", timeout=120)
     html = (conversion.output_dir / "paper.html").read_text()
     assert problems(conversion.log) == [] and conversion.status_code == 0
     sources = re.findall(r'<img src="(?!data:)([^"]+)"', html)  # the footer logo is a data: URL
-    assert len(sources) == 3 and "ltx_missing" not in html
+    assert len(sources) == 4 and "ltx_missing" not in html
     for source in sources:
         image = conversion.output_dir / source
         assert image.is_file() and image.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", source
