@@ -211,7 +211,7 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         counts = _wait(demo_counts, 150, "the demo corpus to convert")
         assert counts["total"] == 6  # seven entries, one of them invalid at import
         ventilator = f"tcp://127.0.0.1:{dispatcher['DISPATCHER_VENTILATOR_PORT']}"
-        assert up.printed(f"worker serving tex_to_html from {ventilator}")
+        assert up.printed(f"worker serving every service (now tex_to_html) from {ventilator}")
 
         children = up.descendants()
         postgres = _postmaster_pid(var_dir)
