@@ -78,9 +78,7 @@ def test_the_class_diff_and_its_gained_and_lost_documents_equal_set_differences(
     # Chunk ends follow the documents' ids (hashed): ids taken from a fixed point, not from wherever the
     # tests before this one left the sequence, cut the same chunks on every run.
     with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT setval(pg_get_serial_sequence('corpora_document', 'id'), %s, false)", [DOCUMENT_IDS_FROM]
-        )
+        cursor.execute("SELECT setval(pg_get_serial_sequence('corpora_document', 'id'), %s, false)", [IDS_FROM])
     imported(corpus_root, "a", documents=12)
     activated("a")
     before, after = _random_having(rng, 12), _random_having(rng, 12)
