@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import signal
@@ -177,14 +178,33 @@ WARNING_LOG = (
 CLEAN_LOG = "Status:conversion:0\nInfo:runtime_ms:7\n"
 
 
-def wait_for(predicate, timeout: float = 20, interval: float = 0.1, message: str = "condition"):
+def wait_for(predicate, timeout: float = 20, interval: float = 0.1, message="condition"):
+    """The first true value of `predicate()` before `timeout`; else an AssertionError naming `message`
+    (a string, or a callable asked for it then, to describe the state at the time)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         value = predicate()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {message}")
+    raise AssertionError(f"timed out waiting for {message() if callable(message) else message}")
+
+
+def process_tree(pid: int) -> str:
+    """`pid` and everything below it, a line each (process id, state, CPU seconds, command), for the message
+    of a test that waited in vain for one of them."""
+    import psutil
+
+    lines = []
+    try:
+        root = psutil.Process(pid)
+        for process in [root, *root.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                cpu = sum(process.cpu_times()[:2])
+                lines.append(f"{process.pid} {process.status()} {cpu:.2f}s {' '.join(process.cmdline())[:200]}")
+    except psutil.NoSuchProcess:
+        lines.append(f"{pid} gone")
+    return "\n".join(lines)
 
 
 def dispatcher_rounds(count: int) -> None:

@@ -23,7 +23,14 @@ from reports.models import LogMessage, TaskRuntime
 from runs.models import TelemetryMinute
 from services.models import Service, Worker
 from tests.corpora.helpers import activated
-from tests.dispatcher.harness import DispatcherProcess, dispatcher_rounds, process_stop, wait_for, worker_process
+from tests.dispatcher.harness import (
+    DispatcherProcess,
+    dispatcher_rounds,
+    process_stop,
+    process_tree,
+    wait_for,
+    worker_process,
+)
 from tests.support import installed_latexmlc_version
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow, pytest.mark.tcp]
@@ -152,7 +159,9 @@ def test_a_worker_killed_mid_task_leaves_the_task_to_be_leased_again_and_complet
     try:
         wait_for(lambda: Task.objects.filter(pk=task.pk, status__gt=0).exists(), timeout=60, message="the lease")
         Service.objects.filter(name="tex_to_html").update(lease_seconds=900)  # for the leases from now on
-        wait_for(lambda: _latexmlc_converting(first.pid), timeout=60, message="latexmlc to be converting")
+        converting = "latexmlc to be converting; the worker's processes:\n{}"
+        wait_for(lambda: _latexmlc_converting(first.pid), timeout=60,
+                 message=lambda: converting.format(process_tree(first.pid)))  # fmt: skip
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its conversion, with no goodbye
         first.wait(10)
         dispatcher_rounds(2)  # it has reread the services since the update: the next lease is the long one

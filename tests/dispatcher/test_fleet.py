@@ -18,16 +18,16 @@ from jobs.runner import job_run
 from reports.models import LogMessage
 from services.models import DispatcherState, Worker
 from tests.corpora.helpers import activated
-from tests.dispatcher.harness import DispatcherProcess, process_stop, wait_for, worker_process
-from tests.dispatcher.test_end_to_end import _latexmlc_converting
+from tests.dispatcher.harness import DispatcherProcess, process_stop, process_tree, wait_for, worker_process
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 _MB = 1024 * 1024
 TEX = "\\documentclass{{article}}\n\\usepackage{{{package}}}\n\\begin{{document}}\nHi $x^2$.\n\\end{{document}}\n"
 PERL = "package LaTeXML::Package::Pool;\nuse strict;\nuse LaTeXML::Package;\n{body}\n1;\n"
-# Sleeps 8 s: long enough to be killed in the middle.
-SLOW = "sleep 8;"
+# Says it has started, in a file in its working directory (the task directory), then sleeps 8 s: long
+# enough to be killed in the middle.
+SLOW = 'open(my $started, ">", "started") or die; close($started); sleep 8;'
 # Takes memory in 50 MB steps, touching every byte, up to 1.2 GB, then waits.
 HOG = (
     "my @held;\nfor my $i (1 .. 24) { push @held, 'x' x (50 * 1048576); select(undef, undef, undef, 0.1); }\nsleep 120;"
@@ -58,7 +58,9 @@ def test_a_worker_killed_mid_conversion_gives_its_task_back_and_another_converts
     second = None
     try:
         wait_for(lambda: Task.objects.filter(pk=task.pk, status__gt=0).exists(), timeout=60, message="the lease")
-        wait_for(lambda: _latexmlc_converting(first.pid), timeout=60, message="latexmlc to be converting")
+        started = "the binding to start; the worker's processes:\n{}"
+        wait_for(lambda: list(process_tmpdir.glob("cortex-task-*/**/started")), timeout=60,
+                 message=lambda: started.format(process_tree(first.pid)))  # fmt: skip
         os.killpg(first.pid, signal.SIGKILL)  # the worker and its conversion, with no goodbye
         killed = time.monotonic()
         first.wait(10)
