@@ -273,11 +273,20 @@ class Tally:
     conversions: int = 0
     peak_rss: int = 0
     kills: dict[str, int] = field(default_factory=dict)
+    started: float = 0.0  # monotonic time the task was taken
+    timeout: float | None = None  # its conversion's timeout, once its profile is read
+
+    def take(self, task: str | None) -> None:
+        self.task, self.started, self.timeout = task, time.monotonic(), None
 
     def as_json(self) -> dict:
-        return {
+        message = {
             "task": self.task, "conversions": self.conversions, "peak_rss": self.peak_rss, "kills": dict(self.kills)
         }  # fmt: skip
+        if self.task is not None:  # how long it has converted, and its limit: the operators' in-flight list
+            message["elapsed"] = round(time.monotonic() - self.started, 1)
+            message["timeout"] = self.timeout
+        return message
 
 
 class _WorkerLoop:
@@ -438,13 +447,14 @@ class _WorkerLoop:
 
     def _serve(self, service: bytes, task_id: bytes, profile: bytes, payload: bytes) -> None:
         label = task_id.decode(errors="replace")
-        self.tally.task = label
+        self.tally.take(label)
         self.beat()
         try:
             run = self._invocation(profile)
             if isinstance(run, bytes):
                 result = run
             else:
+                self.tally.timeout = run.timeout
                 with self.governor.watching() as watch:
                     converted = convert_task(
                         payload, timeout=run.timeout, memory_mb=run.memory_mb, latexmlc=run.executable,
@@ -468,7 +478,7 @@ class _WorkerLoop:
                 logger.exception("task %s: cannot build a fatal result either", label)
                 result = b""  # a worker that produced nothing sends one empty data frame
         finally:
-            self.tally.task = None
+            self.tally.take(None)
         self._deliver([self.identity, service, task_id, *split_frames(result, self.message_size)], label)
         self.beat()
 

@@ -167,6 +167,35 @@ def leases_expire(task_ids: list[int]) -> int:
         return cursor.rowcount
 
 
+def leases_extend(task_ids: list[int], *, within_seconds: int) -> int:
+    """Renew the leases of `task_ids` (their workers' heartbeats say they convert them) that would end
+    within `within_seconds`, each by its own length from now: a conversion longer than its lease keeps it
+    while its worker lives. Returns how many were renewed."""
+    if not task_ids:
+        return 0
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE corpora_task SET leased_until = now() + make_interval(secs => lease_seconds)"
+            f" WHERE id = ANY(%s) AND {LEASED_SQL} AND lease_seconds IS NOT NULL"
+            " AND leased_until < now() + make_interval(secs => %s)",
+            [task_ids, within_seconds],
+        )
+        return cursor.rowcount
+
+
+def leases_expire_unclaimed(*, mark: int, claimed: list[int]) -> int:
+    """End now the leases an earlier dispatcher gave (another mark) that no live worker has claimed since
+    this one started (`claimed`: the tasks heartbeats named): their holders died, or the earlier
+    dispatcher never sent them. The next reap takes them back, the attempt counted."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE corpora_task SET leased_until = now() - interval '1 second'"
+            f" WHERE {LEASED_SQL} AND status <> %s AND id <> ALL(%s) AND leased_until >= now()",
+            [mark, claimed],
+        )
+        return cursor.rowcount
+
+
 def leased_count(*, mark: int) -> int:
     """How many tasks carry this lease mark."""
     with connection.cursor() as cursor:

@@ -198,3 +198,17 @@ def document_list(
         "count": count,
         "documents": documents,
     }
+
+
+def task_names(task_ids: list[int]) -> dict[int, tuple[int, str, str]]:
+    """(service id, corpus name, document name) of each of `task_ids` that exists, in one read."""
+    if not task_ids:
+        return {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT t.id, t.service_id, c.name, d.name FROM corpora_task t"
+            " JOIN corpora_corpus c ON c.id = t.corpus_id JOIN corpora_document d ON d.id = t.document_id"
+            " WHERE t.id = ANY(%s)",
+            [task_ids],
+        )
+        return {task_id: (service_id, corpus, document) for task_id, service_id, corpus, document in cursor}

@@ -34,6 +34,7 @@ import time
 from collections import defaultdict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
 
 import zmq
@@ -62,14 +63,19 @@ from corpora.lifecycle import (
     lease_release,
     leased_count,
     leases_expire,
+    leases_expire_unclaimed,
+    leases_extend,
     leases_invalidate,
     leases_reap,
     still_leased,
 )
 from corpora.pairs import runs_close_drained, runs_engine_versions_note
+from corpora.queries import task_names
 from dispatcher.sink import SinkReport, sink_main
+from reports.queries import runtime_p99s
+from services.actions import in_flight_replace
 from services.models import DispatcherState, Service
-from services.queries import effective_lease_seconds
+from services.queries import effective_lease_seconds, in_flight_held
 
 logger = logging.getLogger(__name__)
 
@@ -90,6 +96,14 @@ class SinkFailed(RuntimeError):
 
 
 _MAX_SERVICE_NAME = 200
+# After a start, the leases an earlier dispatcher gave that no live worker's heartbeat claims within this
+# time are given back: three heartbeats (conversion.worker.HEARTBEAT_SECONDS) of every live worker.
+UNCLAIMED_GRACE_SECONDS = 30.0
+# Leases held by live workers that would end within this time are renewed, checked this often.
+LEASE_RENEW_WITHIN_SECONDS = 30
+LEASE_RENEW_EVERY_SECONDS = 10.0
+# How often the services' 99th percentile runtimes are read again, for the in-flight rows.
+P99_EVERY_SECONDS = 60.0
 # What a heartbeat may name: services served, engines with their versions.
 _MAX_BEAT_SERVICES = 32
 _MAX_BEAT_ENGINES = 16
@@ -132,6 +146,20 @@ class Beat:
     # thread identity -> (conversions, peak resident bytes, kills by reason), when it changed since the last write
     tallies: dict[str, tuple[int, int, dict[str, int]]] = field(default_factory=dict)
     at: object = None  # wall time of the last heartbeat, for the worker rows
+
+
+@dataclass
+class Flying:
+    """A task a worker that sends heartbeats holds: what the in-flight table (services.models.InFlight) shows."""
+
+    worker: str
+    thread: str
+    since: object  # wall time the worker took it
+    heartbeat_at: object  # wall time of its worker's last heartbeat
+    timeout: float | None = None
+    service_id: int | None = None
+    corpus: str | None = None  # read once, at the next flush
+    document: str | None = None
 
 
 @dataclass
@@ -221,6 +249,13 @@ class Dispatcher:
         self.beats: dict[str, Beat] = {}
         self.beating: dict[bytes, str] = {}
         self.holders: dict[int, str] = {}
+        # What the heartbeat senders convert, by task, written to the in-flight table when it changed; read
+        # back at start, so that a restarted dispatcher knows whose leases are held.
+        self.flying: dict[int, Flying] = {}
+        self.flying_changed = False
+        self.p99s: dict[int, int] = {}
+        self.p99s_read = self.leases_renewed = 0.0
+        self.unclaimed_after: float | None = None  # when to give back the unclaimed leases of earlier runs
         self.sink_process: multiprocessing.process.BaseProcess | None = None
         self.sink_stopped: str | None = None  # why the sink stopped, from its last report
 
@@ -263,6 +298,7 @@ class Dispatcher:
             started_at=timezone.now(), heartbeat_at=timezone.now(), pid=os.getpid()
         )
         DispatcherState.objects.exclude(pk=self.state.pk).delete()
+        self._holders_load()
         logger.info(
             "dispatcher listening: ventilator %s:%s, sink %s:%s (process %s)",
             self.config.bind, self.config.ventilator_port, self.config.bind, self.config.sink_port,
@@ -329,6 +365,7 @@ class Dispatcher:
                 next_reap = now + self.config.reap_seconds
             if now >= next_flush:
                 self._release_silent(now)
+                self._release_unclaimed(now)
                 self._flush()
                 self._refresh_services()
                 self._prune_queues()
@@ -460,6 +497,12 @@ class Dispatcher:
                     if worker is not None:  # held from now, before its heartbeat says so
                         self.beats[worker].sent.add(task.id)
                         self.holders[task.id] = worker
+                        now = timezone.now()
+                        self.flying[task.id] = Flying(
+                            worker, identity.decode(errors="replace"), now, self.beats[worker].at or now,
+                            service_id=task.service_id,
+                        )  # fmt: skip
+                        self.flying_changed = True
                     continue
                 self.in_flight = max(self.in_flight - 1, 0)
                 if isinstance(outcome, SourceRefused):
@@ -543,8 +586,14 @@ class Dispatcher:
             versions = {str(name)[:PATH_MAX_CHARS]: str(version)[:VERSION_MAX_CHARS]
                         for name, version in list(engines.items())[:_MAX_BEAT_ENGINES]}  # fmt: skip
             current: dict[str, tuple[int | None, int, int, dict[str, int]]] = {}
+            timing: dict[str, tuple[float | None, float | None]] = {}  # thread -> (elapsed, timeout) seconds
             for name, thread in threads.items():
                 task = thread.get("task")
+                elapsed, limit = thread.get("elapsed"), thread.get("timeout")
+                timing[str(name)[:200]] = (
+                    max(0.0, float(elapsed)) if elapsed is not None else None,
+                    float(limit) if limit is not None else None,
+                )
                 kills = {reason: max(0, int(count)) for reason, count in thread.get("kills", {}).items()
                          if reason in KILL_REASONS}  # fmt: skip
                 current[str(name)[:200]] = (
@@ -563,9 +612,24 @@ class Dispatcher:
         for task in beat.tasks - held:
             if self.holders.get(task) == worker:
                 del self.holders[task]
+                self.flying.pop(task, None)
         for task in held:
             self.holders[task] = worker
         beat.tasks, beat.sent = held, set()
+        for name, (task, _, _, _) in current.items():
+            if task is None:
+                continue
+            elapsed, limit = timing[name]
+            known = self.flying.get(task)
+            since = beat.at - timedelta(seconds=elapsed) if elapsed is not None else (known.since if known else beat.at)
+            self.flying[task] = Flying(
+                worker, name, since, beat.at, limit, known.service_id if known else None,
+                known.corpus if known else None, known.document if known else None,
+            )  # fmt: skip
+        for task in held:
+            if task in self.flying:
+                self.flying[task].heartbeat_at = beat.at
+        self.flying_changed = True
         for name, (_, conversions, peak_rss, kills) in current.items():
             self.beating[name.encode()] = worker
             beat.tallies[name] = (conversions, peak_rss, kills)
@@ -582,6 +646,8 @@ class Dispatcher:
                 if self.holders.get(task) == name:
                     del self.holders[task]
                     held.append(task)
+                    self.flying.pop(task, None)
+                    self.flying_changed = True
             for identity in [identity for identity, worker in self.beating.items() if worker == name]:
                 del self.beating[identity]
         released = leases_expire(held)
@@ -592,6 +658,76 @@ class Dispatcher:
         )  # fmt: skip
         if released:
             self._reap()
+
+    def _holders_load(self) -> None:
+        """Take over what the last dispatcher knew of the leases held: each holder heard as long ago as its
+        last heartbeat, so one that died with that dispatcher falls silent on time and its leases come back.
+        Leases of earlier runs that no heartbeat claims go back after UNCLAIMED_GRACE_SECONDS."""
+        now, wall = time.monotonic(), timezone.now()
+        for row in in_flight_held():
+            beat = self.beats.get(row.worker)
+            heard = now - max((wall - row.heartbeat_at).total_seconds(), 0.0)
+            if beat is None:
+                beat = self.beats[row.worker] = Beat(last=heard, at=row.heartbeat_at)
+            beat.last = max(beat.last, heard)
+            beat.tasks.add(row.task_id)
+            self.holders[row.task_id] = row.worker
+            self.flying[row.task_id] = Flying(
+                row.worker, row.thread, row.since, row.heartbeat_at, row.timeout_seconds, row.service_id, row.corpus,
+                row.document,
+            )  # fmt: skip
+        self.unclaimed_after = now + UNCLAIMED_GRACE_SECONDS
+        if self.beats:
+            logger.info(
+                "dispatcher: %d conversion(s) in flight on %d worker(s) when the last dispatcher stopped",
+                len(self.holders), len(self.beats),
+            )  # fmt: skip
+
+    def _release_unclaimed(self, now: float) -> None:
+        """Once, UNCLAIMED_GRACE_SECONDS after the start: end the leases of earlier runs that no live worker
+        has claimed (their holders died, or the earlier dispatcher never sent them), and reap them."""
+        if self.unclaimed_after is None or now < self.unclaimed_after:
+            return
+        self.unclaimed_after = None
+        released = leases_expire_unclaimed(mark=self.mark, claimed=list(self.holders))
+        if released:
+            self.counters.released += released
+            logger.warning(
+                "%d lease(s) of an earlier dispatcher run claimed by no worker within %.0f s: given back",
+                released, UNCLAIMED_GRACE_SECONDS,
+            )  # fmt: skip
+            self._reap()
+
+    def _flush_in_flight(self) -> None:
+        """Renew the leases live workers hold (every LEASE_RENEW_EVERY_SECONDS) and write the in-flight rows
+        when they changed, with the names of new tasks and their services' 99th percentile runtimes."""
+        now = time.monotonic()
+        if now - self.leases_renewed >= LEASE_RENEW_EVERY_SECONDS:
+            self.leases_renewed = now
+            silence = self.config.worker_silence_seconds
+            live = [task for task, worker in self.holders.items()
+                    if (beat := self.beats.get(worker)) is not None and now - beat.last <= silence]  # fmt: skip
+            leases_extend(live, within_seconds=LEASE_RENEW_WITHIN_SECONDS)
+        if not self.flying_changed:
+            return
+        self.flying_changed = False
+        unnamed = [task for task, row in self.flying.items() if row.corpus is None]
+        if unnamed:
+            names = task_names(unnamed)
+            for task in unnamed:
+                if task not in names:  # deleted meanwhile: nothing to show
+                    del self.flying[task]
+                    continue
+                row = self.flying[task]
+                row.service_id, row.corpus, row.document = names[task]
+        if now - self.p99s_read >= P99_EVERY_SECONDS:
+            self.p99s_read = now
+            self.p99s = runtime_p99s(sorted({row.service_id for row in self.flying.values()}))
+        in_flight_replace([
+            (task, row.service_id, row.corpus, row.document, row.worker, row.thread, row.since, row.heartbeat_at,
+             row.timeout, self.p99s.get(row.service_id))
+            for task, row in self.flying.items()
+        ])  # fmt: skip
 
     # --- timers ----------------------------------------------------------------------------------
 
@@ -658,6 +794,7 @@ class Dispatcher:
                     ],
                 )  # fmt: skip
             self._flush_beats(cursor)
+        self._flush_in_flight()
         c = self.counters
         DispatcherState.objects.filter(pk=self.state.pk).update(
             heartbeat_at=timezone.now(), leased=c.leased, dispatched=c.dispatched, ingested=c.ingested,

@@ -621,3 +621,22 @@ def retired_messages_left() -> int:
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM reports_stalemessages")
         return cursor.fetchone()[0]
+
+
+def runtime_p99s(service_ids: list[int]) -> dict[int, int]:
+    """The 99th percentile runtime (ms, exact) of each of these services over every corpus, those with at
+    least one runtime: read from the runtime bins and counts as `runtime_report` reads them."""
+    found = {}
+    with connection.cursor() as cursor:
+        for service_id in service_ids:
+            cursor.execute(
+                "SELECT coalesce(sum(count), 0)::bigint FROM reports_runtimebin WHERE service_id = %s AND count > 0",
+                [service_id],
+            )
+            count = cursor.fetchone()[0]
+            if count:
+                cursor.execute(_RUNTIME_PERCENTILES, {"service": service_id, "ranks": [math.ceil(0.99 * count)]})
+                value = cursor.fetchone()[0]
+                if value is not None:
+                    found[service_id] = value
+    return found

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from accounts.actions import journal_note, journaled
 from accounts.journal import Action
@@ -96,3 +96,27 @@ def service_profile_set(*, name: str, actor: str, **profile: Any) -> Service:
     runs = runs_profile_note(service_id=service.pk, profile_hash=checked.digest)
     journal_note(profile_hash=checked.digest, open_runs_noted=runs)
     return service_get(name)
+
+
+def in_flight_replace(rows: list[tuple]) -> None:
+    """Make the in-flight table what the dispatcher holds now (`rows`: task id, service id, corpus, document,
+    worker, thread, since, heartbeat time, timeout seconds, p99 ms), in two statements: the rows of tasks no
+    longer held go, the others are written."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(10)]
+        cursor.execute("DELETE FROM services_inflight WHERE task_id <> ALL(%s::bigint[])", [columns[0]])
+        if not rows:
+            return
+        cursor.execute(
+            """
+            INSERT INTO services_inflight (task_id, service_id, corpus, document, worker, thread, since,
+                                           heartbeat_at, timeout_seconds, p99_ms)
+            SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[],
+                                 %s::timestamptz[], %s::timestamptz[], %s::float8[], %s::int[])
+            ON CONFLICT (task_id) DO UPDATE
+               SET worker = EXCLUDED.worker, thread = EXCLUDED.thread, since = EXCLUDED.since,
+                   heartbeat_at = EXCLUDED.heartbeat_at, timeout_seconds = EXCLUDED.timeout_seconds,
+                   p99_ms = EXCLUDED.p99_ms
+            """,
+            columns,
+        )

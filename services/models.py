@@ -94,3 +94,31 @@ class DispatcherState(models.Model):
 
     def __str__(self) -> str:
         return f"dispatcher pid {self.pid}"
+
+
+class InFlight(models.Model):
+    """A task a worker converts now, as the dispatcher last heard it (written by the dispatcher once a second
+    when it changed). It outlives a dispatcher restart: the next dispatcher knows whose leases are held and
+    since when each holder was last heard, so the leases of a worker that died with it come back."""
+
+    # The task's id: no database-level foreign key, like the tasks' own (corpora.models.Task).
+    task_id = models.BigIntegerField(primary_key=True)
+    service = models.ForeignKey(Service, on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    # The task's corpus and document by name, as the dispatcher read them when the worker took it: the
+    # screens of this app show them without reading the corpora's tables.
+    corpus = models.CharField(max_length=200)
+    document = models.TextField()
+    worker = models.CharField(max_length=200)  # the worker process, as its heartbeats name it
+    thread = models.CharField(max_length=200)  # the worker thread (Worker.identity) converting it
+    since = models.DateTimeField()  # when the worker took the task
+    heartbeat_at = models.DateTimeField()  # the worker's last heartbeat
+    timeout_seconds = models.FloatField(null=True)  # its conversion's timeout, as the worker reported it
+    # The service's 99th percentile runtime when the dispatcher last looked (reports.queries): a conversion
+    # running longer is flagged on the screens.
+    p99_ms = models.IntegerField(null=True)
+
+    class Meta:
+        ordering = ["since"]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} on {self.thread}"

@@ -8,7 +8,7 @@ from django.db.models import Count, QuerySet
 from config.errors import NotFound
 from conversion.engine import KILL_REASONS
 from conversion.sandbox import Sandbox
-from services.models import PROTECTED_SERVICES, Service, Worker
+from services.models import PROTECTED_SERVICES, InFlight, Service, Worker
 
 
 def service_list() -> QuerySet[Service]:
@@ -53,3 +53,16 @@ def kills_by_reason(kills: object) -> dict[str, int]:
         value = given.get(reason)
         counts[reason] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
     return counts
+
+
+def in_flight_held() -> list[InFlight]:
+    """Every conversion in flight as the dispatcher last wrote it: what a dispatcher starting again holds."""
+    return list(InFlight.objects.all())
+
+
+def in_flight_list(service_name: str | None = None) -> list[InFlight]:
+    """The conversions in flight (of one service, or all), longest running first."""
+    rows = InFlight.objects.order_by("since", "task_id")
+    if service_name is not None:
+        rows = rows.filter(service=service_get(service_name))
+    return list(rows)
