@@ -14,9 +14,9 @@ from config.errors import NotFound
 from corpora.links import document_api_url, document_html_api_url
 from corpora.models import Activation, Corpus, TaskCount
 from corpora.results import result_has_html
-from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
+from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, TODO, status_name
 from services.models import PROTECTED_SERVICES, Service
-from services.queries import service_get
+from services.queries import served_service_ids, service_get
 
 
 def corpus_list() -> QuerySet[Corpus]:
@@ -65,6 +65,7 @@ def corpus_services(corpus: Corpus) -> list[dict[str, Any]]:
         per_service[service_id].append((bucket, count))
     activations = {a.service_id: a for a in Activation.objects.filter(corpus=corpus).select_related("service")}
     services = {s.pk: s for s in Service.objects.filter(pk__in=set(per_service) | set(activations))}
+    served = served_service_ids()
     entries = []
     for service in sorted(services.values(), key=lambda s: (s.name not in PROTECTED_SERVICES, s.name)):
         activation = activations.get(service.pk)
@@ -75,6 +76,7 @@ def corpus_services(corpus: Corpus) -> list[dict[str, Any]]:
                 "activated_at": activation.created_at if activation else None,
                 "activated_by": activation.actor if activation else "",
                 "counts": status_counts(per_service.get(service.pk, [])),
+                "served": service.is_protected or service.pk in served,
             }
         )
     return entries
@@ -212,3 +214,22 @@ def task_names(task_ids: list[int]) -> dict[int, tuple[int, str, str]]:
             [task_ids],
         )
         return {task_id: (service_id, corpus, document) for task_id, service_id, corpus, document in cursor}
+
+
+def services_stranded() -> list[dict[str, Any]]:
+    """The converting services with tasks waiting (TODO) and no live worker (services.queries.served_service_ids):
+    name, tasks waiting and the corpora they wait in, by name. One read of the trigger-kept counts."""
+    served = served_service_ids()
+    rows = (
+        TaskCount.objects.filter(bucket=TODO, count__gt=0)
+        .exclude(service__name__in=PROTECTED_SERVICES)
+        .exclude(service_id__in=served)
+        .values_list("service__name", "corpus__name", "count")
+        .order_by("service__name", "corpus__name")
+    )
+    stranded: dict[str, dict[str, Any]] = {}
+    for service, corpus, count in rows:
+        entry = stranded.setdefault(service, {"service": service, "waiting": 0, "corpora": []})
+        entry["waiting"] += count
+        entry["corpora"].append(corpus)
+    return list(stranded.values())

@@ -34,6 +34,9 @@ class CorpusServiceSerializer(serializers.Serializer):
     protected = serializers.BooleanField()
     activated_at = serializers.DateTimeField(allow_null=True)
     counts = StatusCountsSerializer()
+    served = serializers.BooleanField(
+        help_text="a live worker serves it (always true for the infrastructure services, which need none)"
+    )
 
 
 class CorpusSerializer(serializers.Serializer):

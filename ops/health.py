@@ -21,19 +21,18 @@ from django.utils import timezone
 from config.redis_client import redis_client
 from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
+from corpora.queries import services_stranded
 from corpora.statuses import TODO
 from jobs.choices import ACTIVE_STATES, JobState
 from jobs.models import Job
 from services.models import DispatcherState, Worker
-from services.queries import conversion_sandbox
+from services.queries import WORKER_SEEN_MINUTES, conversion_sandbox, in_flight_list
 
 OK, WARNING, PROBLEM = "ok", "warning", "problem"
 RANK = {OK: 0, WARNING: 1, PROBLEM: 2}
 
 # The dispatcher writes its heartbeat once a second; a few missed rounds mean it is gone or hung.
 DISPATCHER_STALE_SECONDS = 15
-# A worker asks for work at least this often while it is alive.
-WORKER_SEEN_MINUTES = 5
 PORT_TIMEOUT_SECONDS = 0.5
 REDIS_TIMEOUT_SECONDS = 1.0
 # Free space under this on a corpus root, the results directory or the export root is a warning.
@@ -173,6 +172,53 @@ def workers_check() -> dict:
             **details,
         )
     return _check("workers", OK, f"{len(seen)} worker(s) seen in the last {WORKER_SEEN_MINUTES} minutes", **details)
+
+
+def served_check() -> dict:
+    """Every converting service with waiting tasks has a live worker (services.queries.worker_live_since)."""
+    stranded = services_stranded()
+    details = {"stranded": stranded}
+    if stranded:
+        names = ", ".join(f"{entry['service']} ({entry['waiting']} waiting)" for entry in stranded)
+        first = stranded[0]["service"]
+        return _check(
+            "served",
+            PROBLEM,
+            f"tasks wait and no live worker serves {names}",
+            f"Start workers for them (`manage.py worker --service {first}`, or `--all-services`; `manage.py up "
+            "--workers N` starts local ones) pointed at the dispatcher's ports; or deactivate the service on its "
+            "corpora if nothing should convert it.",
+            **details,
+        )
+    return _check("served", OK, "every service with waiting tasks has a live worker", **details)
+
+
+# The in-flight check lists this many conversions at most, the longest running first.
+IN_FLIGHT_LISTED = 20
+
+
+def in_flight_check() -> dict:
+    """The conversions in flight now; a warning for those running past their service's 99th percentile."""
+    flying = in_flight_list()
+    past = [row for row in flying if row["past_p99"]]
+    listed = [
+        {key: row[key] for key in ("service", "corpus", "document", "worker", "elapsed_seconds", "timeout_share",
+                                   "p99_ms", "past_p99")}
+        for row in (past or flying)[:IN_FLIGHT_LISTED]
+    ]  # fmt: skip
+    details = {"in_flight": len(flying), "past_p99": len(past), "conversions": listed}
+    if past:
+        row = past[0]
+        return _check(
+            "in_flight",
+            WARNING,
+            f"{len(past)} of {len(flying)} conversion(s) in flight run past their service's 99th percentile; the "
+            f"longest: {row['document']} of {row['corpus']} on {row['worker']}, {row['elapsed_seconds']:.0f} s",
+            "A conversion past its service's usual runtime may be stuck: its worker ends it at the timeout. Look at "
+            "the document (the workers screen of its service lists it) and at the worker's machine.",
+            **details,
+        )
+    return _check("in_flight", OK, f"{len(flying)} conversion(s) in flight, none past its service's p99", **details)
 
 
 def _free_bytes(path: Path) -> int | None:
@@ -345,6 +391,8 @@ CHECKS: tuple[Callable[[], dict], ...] = (
     redis_check,
     dispatcher_check,
     workers_check,
+    served_check,
+    in_flight_check,
     corpus_roots_check,
     results_dir_check,
     export_root_check,
@@ -358,6 +406,8 @@ CHECK_NAMES = [
     "redis",
     "dispatcher",
     "workers",
+    "served",
+    "in_flight",
     "corpus_roots",
     "results_dir",
     "export_root",

@@ -11,7 +11,9 @@ from its heartbeats: ccs_worker_conversions_total{service,worker}, ccs_worker_pe
 and ccs_worker_kills_total{service,worker,reason} (every reason, 0 included); and the counters of the
 dispatcher's row (services.models.DispatcherState), counted since its process started, as
 ccs_dispatcher_<counter>_total: leased, dispatched, ingested, discarded, garbage, reaped, failed_for_retries,
-released and retried.
+released and retried. From the in-flight table and the worker rows: ccs_in_flight_conversions{service},
+ccs_in_flight_past_p99{service} (conversions running past their service's 99th percentile runtime) and
+ccs_service_waiting_unserved_tasks{service} (tasks waiting for a service no live worker serves).
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ from django.utils import timezone
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from corpora.queries import services_stranded
 from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS, TODO
 from dispatcher.metrics import ingest_read
+from services.queries import in_flight_list
 
 logger = logging.getLogger(__name__)
 
@@ -52,6 +56,7 @@ METRIC_NAMES: tuple[str, ...] = (
     "ccs_tasks", "ccs_backlog_tasks", "ccs_leases_in_flight", "ccs_leases_expired", "ccs_jobs", "ccs_jobs_health",
     "ccs_db_pool_in_use", "ccs_db_pool_waiting", "ccs_results_ingested_total", "ccs_ingest_batch_seconds",
     "ccs_worker_conversions_total", "ccs_worker_peak_rss_bytes", "ccs_worker_kills_total",
+    "ccs_in_flight_conversions", "ccs_in_flight_past_p99", "ccs_service_waiting_unserved_tasks",
     *(f"ccs_dispatcher_{name}_total" for name in DISPATCHER_COUNTERS),
 )  # fmt: skip
 
@@ -165,6 +170,25 @@ class DomainCollector(Collector):
             for reason, count in by_reason.items():
                 kills.add_metric([service, identity, reason], count)
         yield from (conversions, peak, kills)
+
+        flying = GaugeMetricFamily("ccs_in_flight_conversions", "Conversions in flight", labels=["service"])
+        past = GaugeMetricFamily(
+            "ccs_in_flight_past_p99", "Conversions in flight past their service's p99 runtime", labels=["service"]
+        )
+        per_service: dict[str, list[int]] = {}
+        for row in in_flight_list():
+            counts = per_service.setdefault(row["service"], [0, 0])
+            counts[0] += 1
+            counts[1] += row["past_p99"]
+        for service, (count, past_count) in sorted(per_service.items()):
+            flying.add_metric([service], count)
+            past.add_metric([service], past_count)
+        unserved = GaugeMetricFamily(
+            "ccs_service_waiting_unserved_tasks", "Tasks waiting, no live worker serving them", labels=["service"]
+        )
+        for entry in services_stranded():
+            unserved.add_metric([entry["service"]], entry["waiting"])
+        yield from (flying, past, unserved)
 
         counters = dispatcher_counters()
         if counters is not None:

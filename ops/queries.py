@@ -20,7 +20,7 @@ from jobs.queries import jobs_in_trouble
 from ops.health import health
 from runs.queries.history import open_runs, run_history
 from services.models import PROTECTED_SERVICES, Worker
-from services.queries import service_get
+from services.queries import in_flight_list, service_get
 
 logger = logging.getLogger(__name__)
 
@@ -80,6 +80,8 @@ def system_status() -> dict:
     }
 
 
+# The dashboard lists this many conversions in flight, the longest running first.
+DASHBOARD_IN_FLIGHT = 10
 # The dashboard lists the jobs that failed within this window.
 FAILED_JOBS_WINDOW = timedelta(hours=24)
 
@@ -99,6 +101,7 @@ def dashboard() -> dict:
         .order_by("service__name")
     )
     checks = health()
+    flying = in_flight_list()
     return {
         **system_status(),
         "open_runs": open_runs(),
@@ -114,6 +117,9 @@ def dashboard() -> dict:
             "status": checks["status"],
             "problems": [{"name": c["name"], "status": c["status"]} for c in checks["checks"] if c["status"] != "ok"],
         },
+        "in_flight": len(flying),
+        "in_flight_past_p99": sum(row["past_p99"] for row in flying),
+        "in_flight_longest": flying[:DASHBOARD_IN_FLIGHT],
     }  # fmt: skip
 
 

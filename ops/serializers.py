@@ -8,6 +8,7 @@ from jobs.choices import FAILED_STATES, JobHealth, JobState
 from jobs.models import Job
 from ops.health import CHECK_NAMES
 from runs.serializers import CurrentRunSerializer, RunSerializer, TalliesField
+from services.serializers import ServiceInFlightSerializer
 
 
 class DatabaseReachSerializer(serializers.Serializer):
@@ -79,6 +80,11 @@ class DashboardSerializer(StatusSerializer):
     jobs = DashboardJobSerializer(many=True, help_text="stalled jobs and jobs failed within failed_jobs_hours")
     failed_jobs_hours = serializers.IntegerField()
     health = DashboardHealthSerializer()
+    in_flight = serializers.IntegerField(help_text="conversions in flight now, from the workers' heartbeats")
+    in_flight_past_p99 = serializers.IntegerField(help_text="of them, those past their service's p99 runtime")
+    in_flight_longest = ServiceInFlightSerializer(
+        many=True, help_text="the longest running conversions in flight (at most 10), longest first"
+    )
 
 
 class TrendPointSerializer(serializers.Serializer):

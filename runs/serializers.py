@@ -81,6 +81,9 @@ class EtaSerializer(serializers.Serializer):
     recent_completed = serializers.IntegerField(help_text="results applied in the rate's window")
     eta_seconds = serializers.FloatField(allow_null=True, help_text="remaining / rate; 0 when nothing is left")
     finishes_at = serializers.DateTimeField(allow_null=True)
+    stalled = serializers.CharField(
+        allow_null=True, help_text="why it cannot finish as things are (no live worker serves the service), or null"
+    )
 
 
 class CurrentRunSerializer(RunSerializer):

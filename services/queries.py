@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
 from django.conf import settings
-from django.db.models import Count, QuerySet
+from django.db.models import Count, Q, QuerySet
+from django.utils import timezone
 
 from config.errors import NotFound
 from conversion.engine import KILL_REASONS
 from conversion.sandbox import Sandbox
 from services.models import PROTECTED_SERVICES, InFlight, Service, Worker
+
+# A worker that sends no heartbeat counts as live this long after it was last handed a task or returned one.
+WORKER_SEEN_MINUTES = 5
 
 
 def service_list() -> QuerySet[Service]:
@@ -39,9 +47,35 @@ def conversion_sandbox() -> Sandbox:
 
 def worker_list(service_name: str) -> list:
     """The workers that have asked for work of a service, most recently seen first, with their service in the
-    same query (what the records show of it)."""
+    same query (what the records show of it), each with `converting`: its conversions in flight
+    (`in_flight_record`s), in one more read."""
     service = service_get(service_name)
-    return list(Worker.objects.filter(service=service).select_related("service").order_by("-last_seen", "identity"))
+    workers = list(Worker.objects.filter(service=service).select_related("service").order_by("-last_seen", "identity"))
+    flying: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    now = timezone.now()
+    for row in InFlight.objects.filter(service=service).order_by("since", "task_id"):
+        flying[row.thread].append(in_flight_record(row, now))
+    for worker in workers:
+        worker.converting = flying.get(worker.identity, [])
+    return workers
+
+
+def worker_live_since(now: datetime | None = None) -> tuple[datetime, datetime]:
+    """A worker is live when its last heartbeat is newer than the first time (two silences: the dispatcher
+    gives a silent worker's leases back after one), or, sending none (a CorTeX worker), it was last handed
+    a task or returned one after the second."""
+    now = now or timezone.now()
+    return (
+        now - timedelta(seconds=2 * settings.DISPATCHER_WORKER_SILENCE_SECONDS),
+        now - timedelta(minutes=WORKER_SEEN_MINUTES),
+    )
+
+
+def served_service_ids(now: datetime | None = None) -> set[int]:
+    """The services at least one live worker serves (`worker_live_since`)."""
+    heard, seen = worker_live_since(now)
+    live = Worker.objects.filter(Q(heartbeat_at__gte=heard) | Q(heartbeat_at__isnull=True, last_seen__gte=seen))
+    return set(live.values_list("service_id", flat=True).distinct())
 
 
 def kills_by_reason(kills: object) -> dict[str, int]:
@@ -60,9 +94,31 @@ def in_flight_held() -> list[InFlight]:
     return list(InFlight.objects.all())
 
 
-def in_flight_list(service_name: str | None = None) -> list[InFlight]:
-    """The conversions in flight (of one service, or all), longest running first."""
+def in_flight_record(row: InFlight, now: datetime) -> dict[str, Any]:
+    """One conversion in flight as the screens and the API show it: its document, worker, how long it has
+    run, the share of its timeout that is, and whether it runs past its service's 99th percentile."""
+    elapsed = max((now - row.since).total_seconds(), 0.0)
+    return {
+        "task": row.task_id,
+        "corpus": row.corpus,
+        "document": row.document,
+        "service_id": row.service_id,
+        "worker": row.thread,
+        "since": row.since,
+        "heartbeat_at": row.heartbeat_at,
+        "elapsed_seconds": round(elapsed, 1),
+        "timeout_seconds": row.timeout_seconds,
+        "timeout_share": round(elapsed / row.timeout_seconds, 3) if row.timeout_seconds else None,
+        "p99_ms": row.p99_ms,
+        "past_p99": row.p99_ms is not None and elapsed * 1000 > row.p99_ms,
+    }
+
+
+def in_flight_list(service_name: str | None = None) -> list[dict[str, Any]]:
+    """The conversions in flight (of one service, or all), longest running first, with their service's name."""
     rows = InFlight.objects.order_by("since", "task_id")
     if service_name is not None:
         rows = rows.filter(service=service_get(service_name))
-    return list(rows)
+    names = dict(Service.objects.values_list("id", "name"))
+    now = timezone.now()
+    return [{**in_flight_record(row, now), "service": names.get(row.service_id, "")} for row in rows]

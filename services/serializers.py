@@ -204,6 +204,26 @@ class WorkerKillsSerializer(serializers.Serializer):
     governor = serializers.IntegerField(help_text="stopped by the worker's memory governor: its machine ran low")
 
 
+class InFlightSerializer(serializers.Serializer):
+    """A conversion in flight (services.queries.in_flight_record), as the dispatcher last heard of it."""
+
+    task = serializers.IntegerField()
+    corpus = serializers.CharField()
+    document = serializers.CharField()
+    worker = serializers.CharField(help_text="the worker thread converting it (a worker's identity)")
+    since = serializers.DateTimeField(help_text="when the worker took it")
+    heartbeat_at = serializers.DateTimeField(help_text="the worker's last heartbeat")
+    elapsed_seconds = serializers.FloatField()
+    timeout_seconds = serializers.FloatField(allow_null=True, help_text="its conversion's timeout; null until known")
+    timeout_share = serializers.FloatField(allow_null=True, help_text="elapsed / timeout")
+    p99_ms = serializers.IntegerField(allow_null=True, help_text="its service's 99th percentile runtime")
+    past_p99 = serializers.BooleanField(help_text="it has run longer than that: it may be stuck")
+
+
+class ServiceInFlightSerializer(InFlightSerializer):
+    service = serializers.CharField()
+
+
 class WorkerSerializer(serializers.Serializer):
     identity = serializers.CharField()
     service = serializers.CharField(source="service.name")
@@ -226,6 +246,9 @@ class WorkerSerializer(serializers.Serializer):
     )
     engine_version = serializers.CharField(
         allow_null=True, help_text="what that engine said its version is on this worker (`ENGINE --VERSION`)"
+    )
+    converting = InFlightSerializer(
+        many=True, help_text="its conversions in flight of this service, from the heartbeats (none without them)"
     )
 
     @extend_schema_field(WorkerKillsSerializer)

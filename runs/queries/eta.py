@@ -1,7 +1,8 @@
 """The ETA of open runs: what is left (TODO and leased tasks, from the trigger-kept counts) divided by the
 recent rate, the results applied (runs.models.TelemetryMinute) in the current minute and the
 RECENT_MINUTES before it, no earlier than the run's start, per second since the start of that window.
-Null while no result was applied in that window; 0 when nothing is left."""
+Null while no result was applied in that window; 0 when nothing is left. A run with tasks left whose
+service no live worker serves is `stalled`, whatever its rate says."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from django.utils import timezone
 from corpora.models import TaskCount
 from corpora.statuses import QUEUED_BUCKET, TODO
 from runs.models import TelemetryMinute
+from services.queries import served_service_ids
 
 RECENT_MINUTES = 10
 RATE_WINDOW = (
@@ -56,6 +58,7 @@ def run_etas(runs: list[dict[str, Any]], now: datetime | None = None) -> dict[in
         if minute >= starts[run_id]:
             recent[run_id] += count
     remaining = pair_remaining({(run["corpus_id"], run["service_id"]) for run in runs})
+    served = served_service_ids(now)
     etas = {}
     for run in runs:
         since = _window_start(run["started_at"], now)
@@ -71,5 +74,6 @@ def run_etas(runs: list[dict[str, Any]], now: datetime | None = None) -> dict[in
             "recent_completed": done,
             "eta_seconds": round(eta, 1) if eta is not None else None,
             "finishes_at": now + timedelta(seconds=eta) if eta is not None else None,
+            "stalled": "no live worker serves its service" if left and run["service_id"] not in served else None,
         }
     return etas

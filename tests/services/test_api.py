@@ -273,8 +273,35 @@ def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_ev
     assert (cortex["engine"], cortex["engine_version"]) == (None, None)
     assert set(beating) == set(cortex) == {
         "identity", "service", "dispatched", "returned", "in_flight", "first_seen", "last_seen",
-        "conversions", "peak_rss_bytes", "kills", "heartbeat_at", "engine", "engine_version",
+        "conversions", "peak_rss_bytes", "kills", "heartbeat_at", "engine", "engine_version", "converting",
     }  # fmt: skip
+    assert beating["converting"] == cortex["converting"] == []
+
+
+def test_workers_list_their_conversions_in_flight_with_elapsed_time_timeout_share_and_p99_flag(authed):
+    """The in-flight rows the dispatcher wrote show on their worker's row: the document, since when, the share
+    of its timeout, and a flag when it runs past the service's 99th percentile."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from services.models import InFlight
+
+    _workers_of("tex_to_html", {"identity": "vm:1:0"}, {"identity": "vm:1:1"})
+    service = Service.objects.get(name="tex_to_html")
+    now = timezone.now()
+    common = {"service": service, "corpus": "arxiv", "worker": "vm:1", "heartbeat_at": now, "timeout_seconds": 300.0}
+    InFlight.objects.create(task_id=7, document="stuck", thread="vm:1:0", since=now - timedelta(seconds=150),
+                            p99_ms=60_000, **common)  # fmt: skip
+    InFlight.objects.create(task_id=8, document="quick", thread="vm:1:1", since=now - timedelta(seconds=3),
+                            p99_ms=60_000, **common)  # fmt: skip
+    rows = {row["identity"]: row for row in authed.get("/api/services/tex_to_html/workers").json()}
+    (stuck,) = rows["vm:1:0"]["converting"]
+    (quick,) = rows["vm:1:1"]["converting"]
+    assert (stuck["task"], stuck["corpus"], stuck["document"], stuck["worker"]) == (7, "arxiv", "stuck", "vm:1:0")
+    assert 150 <= stuck["elapsed_seconds"] < 200 and 0.5 <= stuck["timeout_share"] < 0.67
+    assert (stuck["past_p99"], quick["past_p99"]) == (True, False)
+    assert quick["elapsed_seconds"] < 60 and quick["document"] == "quick"
 
 
 def test_kill_counts_keep_only_the_known_reasons_as_whole_numbers():
@@ -302,4 +329,4 @@ def test_the_worker_list_takes_the_same_queries_for_one_worker_as_for_many():
             records = WorkerSerializer(worker_list(service), many=True).data
         assert all(record["service"] == service for record in records)
         counts.append(len(queries))
-    assert counts[0] == counts[1] == 2, counts  # the service, then its workers with it: no query per worker
+    assert counts[0] == counts[1] == 3, counts  # the service, its workers with it, their conversions in flight
