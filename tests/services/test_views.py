@@ -230,4 +230,4 @@ def test_the_workers_screen_shows_the_heartbeat_fields_of_the_api_records(screen
         assert "5 412.0 MB disk 1 · governor 3" in beating, beating  # conversions, peak, kills in their order
         assert "no heartbeat" not in beating and "timeout" not in beating
         cortex = " ".join(re.sub(r"<[^>]+>", " ", rows["cortex:2"]).split())
-        assert cortex.endswith("no heartbeat –") and "MB" not in cortex and "bytes" not in cortex, cortex
+        assert cortex.endswith("no heartbeat \N{EN DASH}") and "MB" not in cortex and "bytes" not in cortex, cortex
