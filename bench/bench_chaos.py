@@ -135,16 +135,13 @@ def postmaster_pid() -> int:
 
 
 def corpus_make(name: str, documents: list[Path]) -> None:
-    from corpora.actions import corpus_import
+    from corpora.actions import corpus_import, service_activate
     from jobs.runner import job_run
-    from services.actions import service_activate
 
     directory = ROOT / "corpora" / name
     directory.mkdir()
     for source in documents:
-        target = directory / source.stem
-        target.mkdir()
-        shutil.copy(source, target / source.name)
+        shutil.copytree(source, directory / source.name)
     job_run(corpus_import(name=name, path=str(directory), actor="bench", send=False).pk)
     job_run(service_activate(corpus_name=name, service_name="tex_to_html", actor="bench", send=False).pk)
 
@@ -181,7 +178,7 @@ def once_checks(name: str, quiet: dict[str, int]) -> list[str]:
     twice = (
         LogMessage.objects.filter(task_id__in=tasks)
         .values("task_id", "severity", "category", "what", "details")
-        .annotate(n=Count("id"))
+        .annotate(n=Count("task_id"))
         .filter(n__gt=1)
         .count()
     )
@@ -230,17 +227,19 @@ def main() -> None:
     unknown = set(faults) - set(FAULTS)
     if unknown:
         raise SystemExit(f"unknown fault(s): {', '.join(sorted(unknown))}; known: {', '.join(FAULTS)}")
-    documents = sorted(SAMPLE_CORPUS.rglob("*.tex"))[: args.documents]
+    documents = sorted(path for path in SAMPLE_CORPUS.iterdir() if path.is_dir())[: args.documents]
     if not documents:
-        raise SystemExit(f"no .tex documents under {SAMPLE_CORPUS}")
+        raise SystemExit(f"no documents under {SAMPLE_CORPUS}")
 
     prepare(args.results_mb)
     env = environment(free_port())
     os.environ.update({k: env[k] for k in ("VAR_DIR", "RESULTS_DIR", "CORPUS_ROOTS", "TMPDIR")})
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("REDIS_URL", None)
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))  # runs `finally`
     up = up_start(env, args.workers)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    quiet_seconds = 0.0
     try:
         wait(lambda: (ROOT / "var" / "pgdata" / "postmaster.pid").exists() and find(up, "dispatcher"), 180, "up")
         sys.path.insert(0, str(PROJECT_ROOT))
