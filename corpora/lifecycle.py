@@ -167,6 +167,23 @@ def leases_expire(task_ids: list[int]) -> int:
         return cursor.rowcount
 
 
+def leases_hold(*, seconds: int) -> int:
+    """Keep every running lease for at least `seconds` more (those with less left get twice that): while the
+    sink cannot take results, a task whose result waits in a worker must not go back for want of it. Each
+    lease grows by what it gains, so its start (leased_until - lease_seconds, which the telemetry reads)
+    stays. Leases already ended (a silent worker's) are left to the reaper. Returns how many were lengthened."""
+    gain = "ceil(date_part('epoch', now() + make_interval(secs => 2 * %(hold)s) - leased_until))"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE corpora_task SET lease_seconds = lease_seconds + {gain}::int,"
+            f" leased_until = leased_until + make_interval(secs => {gain})"
+            f" WHERE {LEASED_SQL} AND leased_until >= now()"
+            " AND leased_until < now() + make_interval(secs => %(hold)s)",
+            {"hold": seconds},
+        )
+        return cursor.rowcount
+
+
 def leased_count(*, mark: int) -> int:
     """How many tasks carry this lease mark."""
     with connection.cursor() as cursor:
