@@ -51,6 +51,7 @@ KEYS = {
         _int("conversion.max_processes", "CONVERSION_MAX_PROCESSES", False, 4, 100_000),
         _int("conversion.memory_floor_mb", "CONVERSION_MEMORY_FLOOR_MB", False, 0, 1024 * 1024),
         _int("results.max_bytes", "RESULT_MAX_BYTES", False, 1024, 2**40),
+        _int("results.min_free_mb", "RESULTS_MIN_FREE_MB", True, 0, 2**30),
         _int("reports.page_size_max", "MAX_REPORT_PAGE_SIZE", True, 1, 100_000),
         _int("reports.offset_max", "MAX_REPORT_OFFSET", True, 0, 100_000_000),
         _int("jobs.stall_seconds", "JOB_STALL_SECONDS", True, 1, 7 * 86400),

@@ -209,6 +209,9 @@ DISPATCHER_REAP_SECONDS = env_int("DISPATCHER_REAP_SECONDS", 5, minimum=1)
 DISPATCHER_WORKER_SILENCE_SECONDS = env_int("DISPATCHER_WORKER_SILENCE_SECONDS", 60, minimum=5)
 RESULTS_DIR = Path(env_str("RESULTS_DIR", str(VAR_DIR / "results"))).resolve()
 RESULT_MAX_BYTES = env_int("RESULT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
+# Below this much free space on the results volume the sink takes no result: the workers keep theirs
+# until there is room again (dispatcher.sink); 0 leaves only a write that fails for want of space.
+RESULTS_MIN_FREE_MB = env_int("RESULTS_MIN_FREE_MB", 1024, minimum=0)
 # A deletion removes up to this many result archives itself; more are removed by a background job.
 RESULTS_REMOVE_INLINE = env_int("RESULTS_REMOVE_INLINE", 1000, minimum=0)
 PAYLOAD_MAX_BYTES = env_int("PAYLOAD_MAX_BYTES", 512 * 1024 * 1024, minimum=1024)

@@ -169,16 +169,19 @@ def leases_expire(task_ids: list[int]) -> int:
 
 def leases_extend(task_ids: list[int], *, within_seconds: int) -> int:
     """Renew the leases of `task_ids` (their workers' heartbeats say they convert them) that would end
-    within `within_seconds`, each by its own length from now: a conversion longer than its lease keeps it
-    while its worker lives. Returns how many were renewed."""
+    within `within_seconds`, to twice that from now: a conversion longer than its lease keeps it while its
+    worker lives. Each lease grows by what it gains, so its start (leased_until - lease_seconds, which the
+    telemetry reads) stays, as in `leases_hold`. Returns how many were renewed."""
     if not task_ids:
         return 0
+    gain = "ceil(date_part('epoch', now() + make_interval(secs => 2 * %(within)s) - leased_until))"
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE corpora_task SET leased_until = now() + make_interval(secs => lease_seconds)"
-            f" WHERE id = ANY(%s) AND {LEASED_SQL} AND lease_seconds IS NOT NULL"
-            " AND leased_until < now() + make_interval(secs => %s)",
-            [task_ids, within_seconds],
+            f"UPDATE corpora_task SET lease_seconds = lease_seconds + {gain}::int,"
+            f" leased_until = leased_until + make_interval(secs => {gain})"
+            f" WHERE id = ANY(%(ids)s) AND {LEASED_SQL} AND lease_seconds IS NOT NULL"
+            " AND leased_until < now() + make_interval(secs => %(within)s)",
+            {"ids": task_ids, "within": within_seconds},
         )
         return cursor.rowcount
 
@@ -192,6 +195,23 @@ def leases_expire_unclaimed(*, mark: int, claimed: list[int]) -> int:
             "UPDATE corpora_task SET leased_until = now() - interval '1 second'"
             f" WHERE {LEASED_SQL} AND status <> %s AND id <> ALL(%s) AND leased_until >= now()",
             [mark, claimed],
+        )
+        return cursor.rowcount
+
+
+def leases_hold(*, seconds: int) -> int:
+    """Keep every running lease for at least `seconds` more (those with less left get twice that): while the
+    sink cannot take results, a task whose result waits in a worker must not go back for want of it. Each
+    lease grows by what it gains, so its start (leased_until - lease_seconds, which the telemetry reads)
+    stays. Leases already ended (a silent worker's) are left to the reaper. Returns how many were lengthened."""
+    gain = "ceil(date_part('epoch', now() + make_interval(secs => 2 * %(hold)s) - leased_until))"
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE corpora_task SET lease_seconds = lease_seconds + {gain}::int,"
+            f" leased_until = leased_until + make_interval(secs => {gain})"
+            f" WHERE {LEASED_SQL} AND leased_until >= now()"
+            " AND leased_until < now() + make_interval(secs => %(hold)s)",
+            {"hold": seconds},
         )
         return cursor.rowcount
 

@@ -59,11 +59,12 @@ def result_stored(corpus_id: int, service_id: int, task_id: int) -> Path | None:
 # --- writing -----------------------------------------------------------------------------------------
 
 
-def result_file_write(path: str, archive: bytes) -> None:
+def result_file_write(path: str, archive: bytes) -> bool:
     """Write a result file where the document report and export look, with plain os calls (a third of
     pathlib's time). A first result is created in place; one that replaces an earlier result (a rerun) is
     written beside it and renamed over it, so a reader sees the old archive or the new one, never half of
-    either. The directory is made when missing; a file that could not be written whole is removed."""
+    either. The directory is made when missing; a file that could not be written whole (a full disk) is
+    removed. Returns whether the file was created (False: it replaced an earlier one)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
     replaces = None
     try:
@@ -87,6 +88,7 @@ def result_file_write(path: str, archive: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(path)
         raise
+    return replaces is None
 
 
 def result_files_write(results_dir: str | Path, results: list[tuple[int, int, int, bytes]]) -> Future[None]:
@@ -97,8 +99,19 @@ def result_files_write(results_dir: str | Path, results: list[tuple[int, int, in
 
 
 def _files_write(results_dir: str | Path, results: list[tuple[int, int, int, bytes]]) -> None:
-    for corpus_id, service_id, task_id, archive in results:
-        result_file_write(result_file(results_dir, corpus_id, service_id, task_id), archive)
+    created: list[str] = []
+    try:
+        for corpus_id, service_id, task_id, archive in results:
+            path = result_file(results_dir, corpus_id, service_id, task_id)
+            if result_file_write(path, archive):
+                created.append(path)
+    except BaseException:
+        # The batch's transaction rolls back (its tasks stay leased): the archives it created go too, so no
+        # archive stands beside a task that has no result, and a full disk gets their space back.
+        for path in created:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        raise
 
 
 _TEMPORARY_SEQUENCE = itertools.count()
@@ -110,6 +123,46 @@ def _file_writer() -> ThreadPoolExecutor:
     if _WRITER is None:
         _WRITER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="result-files")
     return _WRITER
+
+
+# --- room on the results volume ----------------------------------------------------------------------
+
+_MB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class ResultsSpace:
+    """The free space of the volume that holds RESULTS_DIR, against RESULTS_MIN_FREE_MB: below it the sink
+    takes no result (docs/decisions.md, "A full results disk")."""
+
+    directory: Path
+    free_bytes: int | None  # None when the volume cannot be read
+    min_free_bytes: int
+
+    @property
+    def short(self) -> bool:
+        return self.free_bytes is not None and self.free_bytes < self.min_free_bytes
+
+    def describe(self) -> str:
+        """The reading in words: "3 MB free under /srv/results, below RESULTS_MIN_FREE_MB (1024)"."""
+        free = "unknown" if self.free_bytes is None else f"{self.free_bytes // _MB} MB"
+        below = "below" if self.short else "above"
+        return f"{free} free under {self.directory}, {below} RESULTS_MIN_FREE_MB ({self.min_free_bytes // _MB})"
+
+
+def results_space(results_dir: str | Path | None = None) -> ResultsSpace:
+    """Free space (statvfs: what an unprivileged writer may use) of the volume of `results_dir` (RESULTS_DIR
+    by default; its nearest existing ancestor before the first result made it)."""
+    directory = Path(results_dir if results_dir is not None else settings.RESULTS_DIR)
+    probe = directory
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        stats = os.statvfs(probe)
+        free: int | None = stats.f_bavail * stats.f_frsize
+    except OSError:
+        free = None
+    return ResultsSpace(directory, free, settings.RESULTS_MIN_FREE_MB * _MB)
 
 
 # --- reading: a member, the paper's HTML -------------------------------------------------------------

@@ -165,8 +165,10 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
         outcome.retried = len(retry)
         if rows:
             # The files are written (system calls, without the GIL) beside the statements and are complete
-            # before the commit: a status never commits ahead of its file. Should the transaction fail,
-            # the files written stay; the tasks are still leased, and their next result replaces them.
+            # before the commit: a status never commits ahead of its file. Should a file fail (a full disk),
+            # the files this batch created are removed and the OSError rolls the transaction back; should the
+            # transaction fail, the files written stay; the tasks are still leased, and their next result
+            # replaces them.
             writing = result_files_write(results_dir, writes)
             outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
             try:

@@ -1,9 +1,11 @@
 """The ingestion counters the dispatcher's sink keeps in Redis (results ingested, the batch latency
 histogram), written here and read by the web's GET /metrics (ops.metrics): the sink is another process,
-so an in-process counter would never reach the web's /metrics."""
+so an in-process counter would never reach the web's /metrics. Beside them, while the sink takes no result
+for want of room on the results disk, its record of that (since when, why), which health reads."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 
@@ -19,6 +21,10 @@ INGESTED_KEY = "ccs:metrics:results_ingested"
 LATENCY_KEY = "ccs:metrics:ingest_batch_seconds"
 LATENCY_BUCKETS: tuple[float, ...] = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 _INF = "+Inf"
+# The sink's record of holding results back: written again every second while it holds them, so that it
+# lapses on its own when the sink is gone.
+HELD_KEY = "ccs:sink:results_held"
+HELD_TTL_SECONDS = 10
 
 _client: redis.Redis | None = None
 _client_lock = threading.Lock()
@@ -63,3 +69,28 @@ def ingest_read() -> tuple[int, list[tuple[str, int]], float]:
         total += int(fields.get(bound, 0))
         buckets.append((bound, total))
     return int(ingested or 0), buckets, float(fields.get("sum", 0.0))
+
+
+def results_held_record(*, since: float, reason: str, free_bytes: int | None) -> None:
+    """In the sink, every second while it takes no result: since when (Unix time) and why. A Redis that does
+    not answer costs the record, never the sink (logged)."""
+    record = json.dumps({"since": since, "reason": reason, "free_bytes": free_bytes})
+    try:
+        _redis().set(HELD_KEY, record, ex=HELD_TTL_SECONDS)
+    except redis.RedisError as exc:
+        logger.warning("the sink's hold not recorded: %s", exc)
+
+
+def results_held_clear() -> None:
+    """In the sink, when it takes results again (or stops)."""
+    try:
+        _redis().delete(HELD_KEY)
+    except redis.RedisError as exc:
+        logger.warning("the sink's hold not cleared: %s", exc)
+
+
+def results_held_read() -> dict | None:
+    """The sink's record while it holds results back ({"since", "reason", "free_bytes"}), else None; raises
+    RedisError when Redis does not answer."""
+    raw = _redis().get(HELD_KEY)
+    return json.loads(raw) if raw else None

@@ -101,7 +101,7 @@ _MAX_SERVICE_NAME = 200
 UNCLAIMED_GRACE_SECONDS = 30.0
 # Leases held by live workers that would end within this time are renewed, checked this often.
 LEASE_RENEW_WITHIN_SECONDS = 30
-LEASE_RENEW_EVERY_SECONDS = 10.0
+LEASE_RENEW_EVERY_SECONDS = 1.0
 # How often the services' 99th percentile runtimes are read again, for the in-flight rows.
 P99_EVERY_SECONDS = 60.0
 # What a heartbeat may name: services served, engines with their versions.
@@ -258,6 +258,7 @@ class Dispatcher:
         self.unclaimed_after: float | None = None  # when to give back the unclaimed leases of earlier runs
         self.sink_process: multiprocessing.process.BaseProcess | None = None
         self.sink_stopped: str | None = None  # why the sink stopped, from its last report
+        self.results_held = False  # the sink holds results back (a full results disk): no work is handed out
 
     # --- sockets and the loop ------------------------------------------------------------------
 
@@ -387,6 +388,8 @@ class Dispatcher:
 
     def _apply(self, report: SinkReport) -> None:
         self.sink_stopped = report.stopped or self.sink_stopped
+        if report.held is not None:
+            self.results_held = report.held
         self.in_flight = max(self.in_flight - report.received, 0)
         self.counters.ingested += report.ingested
         self.counters.discarded += report.discarded
@@ -434,7 +437,7 @@ class Dispatcher:
     def _hand_out(self, identity: bytes, service_name: str, *, with_profile: bool = False) -> None:
         """Answer "no work", or lease a task and have it packed; `_take_packed` sends it once packed, with
         the service's profile as it is now when the worker asked for it."""
-        task = None if self.stopping else self._next_task(service_name)
+        task = None if self.stopping or self.results_held else self._next_task(service_name)
         if task is None:
             self._send(identity, NO_WORK_WITH_PROFILE if with_profile else NO_WORK)
             return

@@ -8,10 +8,19 @@ After every drain it sends the ventilator a `SinkReport` through a pipe: how man
 ventilator's in-flight count), what the ingestion did, and the per-worker "returned" tallies. The
 ventilator owns the counters row and the worker tallies and writes both, so the numbers a reader sees
 come from one writer.
+
+A full results disk loses nothing (docs/decisions.md, "A full results disk"). Every second the sink reads
+the free space of RESULTS_DIR; below RESULTS_MIN_FREE_MB, or once writing an archive failed for want of
+space, it holds: it stops reading its socket, so results wait in its small receive queue and behind it in
+the workers (ZeroMQ's backpressure: a worker's send waits, it never drops), keeps a batch that could not be
+written in memory, keeps the leases of the tasks out running (`leases_hold`), records the hold in Redis for
+health and tells the ventilator, which hands out no work meanwhile. It takes results again, the kept
+batches first, within a second of there being room.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import queue
@@ -30,7 +39,8 @@ from django.utils import timezone
 
 from config.live import config_sync
 from conversion.processes import die_with_parent
-from corpora.lifecycle import grains_clear
+from corpora.lifecycle import grains_clear, leases_hold
+from corpora.results import results_space
 from dispatcher.ingest import (
     IngestOutcome,
     PreparedBatch,
@@ -38,13 +48,23 @@ from dispatcher.ingest import (
     results_apply,
     results_prepare,
 )
-from dispatcher.metrics import ingest_record
+from dispatcher.metrics import ingest_record, results_held_clear, results_held_record
 
 logger = logging.getLogger(__name__)
 
 _INGEST_EVERY_SECONDS = 0.2
 # The writer thread wakes on PostgreSQL's answers and must not wait the default 5 ms for the GIL each time.
 _SWITCH_INTERVAL_SECONDS = 0.0005
+# Results queued in the sink per worker connection: a worker thread has one result out at a time, so this
+# never slows one, and a sink that holds results back keeps few of them; the rest wait in the workers.
+RECEIVE_HWM = 64
+# How often the free space of the results disk is read; while the sink holds results back, how often it
+# looks whether it may take them again.
+SPACE_CHECK_SECONDS = 1.0
+# While the sink holds results back, every running lease is kept at least this long (corpora.lifecycle
+# .leases_hold), so the results waiting in workers arrive, once it takes them again, before a lease ends.
+LEASE_HOLD_SECONDS = 60
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
 
 
 class WriterFailed(RuntimeError):
@@ -66,6 +86,9 @@ class SinkReport:
     ready: bool = False
     error: str | None = None
     stopped: str | None = None  # in the last report: why the sink stopped
+    # When it changed: True once the sink holds results back (the results disk is full), False once it takes
+    # them again. The ventilator hands out no work while they are held.
+    held: bool | None = None
 
     def __bool__(self) -> bool:
         return bool(
@@ -77,7 +100,21 @@ class SinkReport:
             or self.ready
             or self.error
             or self.stopped
+            or self.held is not None
         )
+
+
+@dataclass
+class Unwritten:
+    """A batch the writer could not apply for want of space on the results disk: its transaction rolled back
+    and the archives it created were removed; the sink keeps it and applies it again once there is room."""
+
+    batch: PreparedBatch
+    error: str
+
+    @property
+    def bytes(self) -> int:
+        return sum(len(prepared.decoded.archive or b"") for prepared in self.batch.results)
 
 
 @dataclass
@@ -95,7 +132,10 @@ class Sink:
         self.report = SinkReport()
         self.services: dict[str, int] = {}
         self.batches: queue.Queue[PreparedBatch | None] = queue.Queue(maxsize=1)
-        self.outcomes: queue.SimpleQueue[IngestOutcome] = queue.SimpleQueue()
+        self.outcomes: queue.SimpleQueue[IngestOutcome | Unwritten] = queue.SimpleQueue()
+        self.held_since: float | None = None  # Unix time since when the sink holds results back
+        self.held_reason = ""
+        self.unwritten: list[Unwritten] = []  # oldest first
         self.failure: BaseException | None = None
         self.writer = threading.Thread(target=self._write, name="sink-writer", daemon=True)
 
@@ -103,19 +143,26 @@ class Sink:
         self.context = zmq.Context()
         self.socket = self.context.socket(zmq.PULL)
         self.socket.setsockopt(zmq.LINGER, 0)
-        self.socket.setsockopt(zmq.RCVHWM, 100_000)
+        self.socket.setsockopt(zmq.RCVHWM, RECEIVE_HWM)
         self.socket.bind(f"tcp://{self.bind}:{self.port}")
         self.writer.start()
 
     def run(self) -> None:
-        next_ingest = next_refresh = time.monotonic()
+        next_ingest = next_refresh = next_space = time.monotonic()
         self._refresh_services()
         while not self.stopping:
-            if self.socket.poll(100):
+            if time.monotonic() >= next_space:
+                self._space_check()
+                next_space = time.monotonic() + SPACE_CHECK_SECONDS
+            if self.held_since is not None:
+                # The socket is not read: what workers send waits in them (and in its short receive queue).
+                time.sleep(0.1)
+            elif self.socket.poll(100):
                 self._drain()
                 self._send_report()  # before ingesting, which may wait for the writer
             now = time.monotonic()
-            if len(self.results) >= self.result_batch or (self.results and now >= next_ingest):
+            held = self.held_since is not None
+            if not held and (len(self.results) >= self.result_batch or (self.results and now >= next_ingest)):
                 self._ingest()
                 next_ingest = now + _INGEST_EVERY_SECONDS
             if now >= next_refresh:
@@ -130,15 +177,57 @@ class Sink:
             self._send_report()
 
     def close(self) -> None:
-        """Apply what is held, stop the writer, send the last report."""
-        if self.failure is None:
+        """Apply what is held, stop the writer, send the last report. Results held back for want of room
+        are dropped: their leases run out and their tasks are converted again."""
+        if self.failure is None and self.held_since is None:
             self._ingest()
         self.batches.put(None)
         self.writer.join()
+        self._take_outcomes()
+        if self.held_since is not None:
+            dropped = len(self.results) + sum(len(unwritten.batch.results) for unwritten in self.unwritten)
+            logger.warning("the sink stops while it holds results back (%s): %d dropped", self.held_reason, dropped)
+            results_held_clear()
         self.report.stopped = self.stop_reason or "it stopped"
         self._send_report()
         self.socket.close(0)
         self.context.term()
+
+    def _space_check(self) -> None:
+        """Hold results back while the results disk is below RESULTS_MIN_FREE_MB, or has less room than the
+        batches a full disk left unwritten; take them again, those batches first, once it has the room."""
+        space = results_space()
+        waiting = sum(unwritten.bytes for unwritten in self.unwritten)
+        if space.short:
+            reason = f"results disk full: {space.describe()}"
+        elif self.unwritten and space.free_bytes is not None and space.free_bytes < space.min_free_bytes + waiting:
+            reason = self.held_reason
+        else:
+            self._resume(space.describe())
+            return
+        self._hold(reason)
+        held = leases_hold(seconds=LEASE_HOLD_SECONDS)
+        if held:
+            logger.info("%d lease(s) kept for another %d s while results are held back", held, LEASE_HOLD_SECONDS)
+        results_held_record(since=self.held_since, reason=reason, free_bytes=space.free_bytes)
+
+    def _hold(self, reason: str) -> None:
+        if self.held_since is None:
+            self.held_since = time.time()
+            self.report.held = True
+            logger.warning("the sink stops taking results: %s", reason)
+        self.held_reason = reason
+
+    def _resume(self, space: str) -> None:
+        if self.held_since is None:
+            return
+        logger.warning("the sink takes results again: %s", space)
+        self.held_since = None
+        self.report.held = False
+        results_held_clear()
+        unwritten, self.unwritten = self.unwritten, []
+        for kept in unwritten:
+            self._submit(kept.batch)
 
     def _drain(self) -> None:
         """Receive at most one batch of results; the loop then ingests them and reports at once, since the
@@ -173,7 +262,9 @@ class Sink:
         if not self.results:
             return
         results, self.results = self.results, []
-        batch = results_prepare(results, service_ids=self.services, max_bytes=settings.RESULT_MAX_BYTES)
+        self._submit(results_prepare(results, service_ids=self.services, max_bytes=settings.RESULT_MAX_BYTES))
+
+    def _submit(self, batch: PreparedBatch) -> None:
         while True:
             if self.failure is not None:
                 return
@@ -197,6 +288,14 @@ class Sink:
                             "discarded %d result(s): not leased, unknown service or unreadable", outcome.discarded
                         )
                     grains_clear(outcome.pairs)
+                except OSError as exc:
+                    if exc.errno not in _NO_SPACE:
+                        logger.exception("the sink could not apply a batch of %d result(s)", len(batch.results))
+                        self.failure = exc
+                        continue
+                    logger.warning("a batch of %d result(s) could not be written: %s", len(batch.results), exc)
+                    self.outcomes.put(Unwritten(batch, f"writing a result archive failed: {exc.strerror}"))
+                    continue
                 except Exception as exc:
                     logger.exception("the sink could not apply a batch of %d result(s)", len(batch.results))
                     self.failure = exc
@@ -212,15 +311,24 @@ class Sink:
         self.services = dict(Service.objects.values_list("name", "pk"))
         config_sync()  # DISPATCHER_MAX_ATTEMPTS, which decides whether a governor's stop is tried again
 
-    def _send_report(self) -> None:
+    def _take_outcomes(self) -> None:
+        """Count the writer's outcomes; a batch it could not write for want of space is kept, and the sink
+        holds results back from now on."""
         while True:
             try:
                 outcome = self.outcomes.get_nowait()
             except queue.Empty:
-                break
+                return
+            if isinstance(outcome, Unwritten):
+                self.unwritten.append(outcome)
+                self._hold(outcome.error)
+                continue
             self.report.ingested += outcome.ingested
             self.report.discarded += outcome.discarded
             self.report.retried += outcome.retried
+
+    def _send_report(self) -> None:
+        self._take_outcomes()
         if self.report:
             self.reports.send(self.report)
             self.report = SinkReport()

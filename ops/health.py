@@ -9,9 +9,10 @@ import shutil
 import socket
 import tempfile
 from collections.abc import Callable
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import redis
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, F, Q
@@ -22,7 +23,9 @@ from config.redis_client import redis_client
 from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
 from corpora.queries import services_stranded
+from corpora.results import results_space
 from corpora.statuses import TODO
+from dispatcher.metrics import results_held_read
 from jobs.choices import ACTIVE_STATES, JobState
 from jobs.models import Job
 from services.models import DispatcherState, Worker
@@ -307,7 +310,39 @@ def _directory_check(name: str, setting: str, path: Path) -> dict:
 
 
 def results_dir_check() -> dict:
-    return _directory_check("results_dir", "RESULTS_DIR", settings.RESULTS_DIR)
+    """The directory check, and the disk: below RESULTS_MIN_FREE_MB free, or while the sink says it holds
+    results back (a write failed for want of space), a problem; below twice that, a warning."""
+    check = _directory_check("results_dir", "RESULTS_DIR", settings.RESULTS_DIR)
+    if check["status"] == PROBLEM:
+        return check
+    space = results_space()
+    try:
+        held = results_held_read()
+    except redis.RedisError:  # the redis check says so
+        held = None
+    since = None if held is None else datetime.fromtimestamp(held["since"], UTC).isoformat()
+    details = {**check["details"], "min_free_bytes": space.min_free_bytes, "held_since": since}
+    if space.short or held is not None:
+        why = f"results disk full: {space.describe()}" if space.short else held["reason"]
+        sink = "the sink has stopped taking results" if held is not None else "the sink takes no result meanwhile"
+        return _check(
+            "results_dir",
+            PROBLEM,
+            f"{why}; {sink} (workers keep theirs and no work is handed out)",
+            f"Free space under {space.directory} or grow its volume; or lower RESULTS_MIN_FREE_MB (PUT /api/config "
+            "results.min_free_mb). The sink takes results again within a second of there being room, and the "
+            "workers send theirs.",
+            **details,
+        )
+    if space.free_bytes is not None and space.free_bytes < 2 * space.min_free_bytes:
+        return _check(
+            "results_dir",
+            WARNING,
+            f"{space.describe()}: the sink stops taking results below it",
+            f"Free space under {space.directory} or grow its volume before it runs full.",
+            **details,
+        )
+    return {**check, "details": details}
 
 
 def export_root_check() -> dict:

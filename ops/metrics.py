@@ -6,7 +6,8 @@ reach the web's /metrics).
 
 Metric names: ccs_tasks{service,status}, ccs_backlog_tasks{service}, ccs_leases_in_flight{service},
 ccs_leases_expired, ccs_jobs{state}, ccs_jobs_health{health}, ccs_db_pool_in_use, ccs_db_pool_waiting,
-ccs_results_ingested_total, ccs_ingest_batch_seconds (histogram); per worker row (services.models.Worker),
+ccs_results_ingested_total, ccs_ingest_batch_seconds (histogram), ccs_results_disk_free_bytes and
+ccs_results_disk_full (1 while the sink takes no result for want of room); per worker row (services.models.Worker),
 from its heartbeats: ccs_worker_conversions_total{service,worker}, ccs_worker_peak_rss_bytes{service,worker}
 and ccs_worker_kills_total{service,worker,reason} (every reason, 0 included); and the counters of the
 dispatcher's row (services.models.DispatcherState), counted since its process started, as
@@ -33,8 +34,9 @@ from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFam
 from prometheus_client.registry import Collector
 
 from corpora.queries import services_stranded
+from corpora.results import results_space
 from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS, TODO
-from dispatcher.metrics import ingest_read
+from dispatcher.metrics import ingest_read, results_held_read
 from services.queries import in_flight_list
 
 logger = logging.getLogger(__name__)
@@ -55,6 +57,7 @@ DISPATCHER_COUNTERS: dict[str, str] = {
 METRIC_NAMES: tuple[str, ...] = (
     "ccs_tasks", "ccs_backlog_tasks", "ccs_leases_in_flight", "ccs_leases_expired", "ccs_jobs", "ccs_jobs_health",
     "ccs_db_pool_in_use", "ccs_db_pool_waiting", "ccs_results_ingested_total", "ccs_ingest_batch_seconds",
+    "ccs_results_disk_free_bytes", "ccs_results_disk_full",
     "ccs_worker_conversions_total", "ccs_worker_peak_rss_bytes", "ccs_worker_kills_total",
     "ccs_in_flight_conversions", "ccs_in_flight_past_p99", "ccs_service_waiting_unserved_tasks",
     *(f"ccs_dispatcher_{name}_total" for name in DISPATCHER_COUNTERS),
@@ -199,6 +202,21 @@ class DomainCollector(Collector):
         if pool is not None:
             yield GaugeMetricFamily("ccs_db_pool_in_use", "Database pool connections in use", value=pool[0])
             yield GaugeMetricFamily("ccs_db_pool_waiting", "Requests waiting for a pool connection", value=pool[1])
+
+        space = results_space()
+        if space.free_bytes is not None:
+            yield GaugeMetricFamily(
+                "ccs_results_disk_free_bytes", "Free bytes on the volume of RESULTS_DIR", value=space.free_bytes
+            )
+        try:
+            held = results_held_read() is not None
+        except redis.RedisError:
+            held = False  # logged below, where the ingestion counters cannot be read either
+        yield GaugeMetricFamily(
+            "ccs_results_disk_full",
+            "1 while the results disk is below RESULTS_MIN_FREE_MB or the sink holds results back for want of room",
+            value=int(space.short or held),
+        )
 
         try:
             ingested, buckets, seconds = ingest_read()

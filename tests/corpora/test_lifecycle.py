@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.db import connection
 
 from corpora.models import Activation, Corpus, Document, Run, Task, TaskCount
 from jobs.runner import job_run
@@ -229,3 +232,30 @@ def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, set
     assert not RuntimeCount.objects.filter(service_id=ids["other"]).exists()
     assert Task.objects.filter(service__name="tex_to_html").count() == 3  # corpus c only
     assert LogMessage.objects.count() == 3 * 3
+
+
+def test_holding_leases_keeps_each_running_one_with_its_start_and_leaves_ended_ones_to_the_reaper(corpus_root):
+    """While the sink holds results back (a full results disk), no running lease ends; the telemetry's lease
+    start (leased_until - lease_seconds) stays where it was."""
+    from corpora.lifecycle import lease_batch, leases_expire, leases_hold, leases_reap
+
+    imported(corpus_root, "held", documents=3)
+    activated("held")
+    service = Service.objects.get(name="tex_to_html")
+    *_, ended = (task.id for task in lease_batch(service_id=service.pk, limit=3, mark=4242, lease_seconds=5))
+    leases_expire([ended])  # its worker went silent
+    tasks = Task.objects.filter(corpus__name="held", service=service)
+    before = {pk: until - timedelta(seconds=seconds) for pk, until, seconds in tasks.values_list(
+        "pk", "leased_until", "lease_seconds")}  # fmt: skip
+
+    assert leases_hold(seconds=60) == 2
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT now()")
+        now = cursor.fetchone()[0]
+    for pk, until, seconds in tasks.exclude(pk=ended).values_list("pk", "leased_until", "lease_seconds"):
+        assert until >= now + timedelta(seconds=60) and until - timedelta(seconds=seconds) == before[pk], pk
+    assert leases_hold(seconds=60) == 0  # each has more than that left
+    assert leases_reap(max_attempts=3).returned == 1
+    assert list(tasks.filter(status__gt=0).order_by("pk").values_list("pk", flat=True)) == sorted(
+        pk for pk in before if pk != ended
+    )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import socket
 from collections.abc import Iterator
 from datetime import timedelta
@@ -19,6 +21,7 @@ from tests.corpora.helpers import activated, imported
 from tests.support import free_port
 
 pytestmark = [pytest.mark.django_db, pytest.mark.tcp]
+MB = 1024 * 1024
 
 
 def _checks(body: dict) -> dict[str, dict]:
@@ -137,6 +140,28 @@ def test_a_writable_results_directory_and_export_root_are_ok_and_left_clean(auth
     assert checks["export_root"]["status"] == "ok" and checks["export_root"]["details"]["exists"] is False
     assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
     assert list(settings.RESULTS_DIR.iterdir()) == []
+
+
+def test_a_results_disk_below_its_minimum_is_a_problem_that_says_to_free_space_and_near_it_a_warning(
+    authed, settings, tmp_path: Path
+):
+    settings.RESULTS_DIR = tmp_path
+    free = shutil.disk_usage(tmp_path).free // MB  # a real reading (other processes write to the disk too)
+    settings.RESULTS_MIN_FREE_MB = free + 1024
+    check = _checks(_health(authed))["results_dir"]
+    assert check["status"] == "problem", check
+    assert re.match(rf"results disk full: \d+ MB free under {tmp_path}, below RESULTS_MIN_FREE_MB \({free + 1024}\)",
+                    check["summary"]), check  # fmt: skip
+    assert "the sink takes no result" in check["summary"]
+    assert check["remediation"].startswith(f"Free space under {tmp_path}")
+    assert "RESULTS_MIN_FREE_MB" in check["remediation"]
+    assert check["details"]["min_free_bytes"] == settings.RESULTS_MIN_FREE_MB * MB
+
+    settings.RESULTS_MIN_FREE_MB = free * 2 // 3  # free is half as much again
+    check = _checks(_health(authed))["results_dir"]
+    assert check["status"] == "warning" and "the sink stops taking results below it" in check["summary"]
+    settings.RESULTS_MIN_FREE_MB = 0
+    assert _checks(_health(authed))["results_dir"]["details"]["held_since"] is None
 
 
 def test_an_unreadable_corpus_root_is_a_problem(authed, settings, tmp_path: Path):

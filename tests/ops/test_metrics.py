@@ -178,6 +178,17 @@ def test_the_dispatcher_counters_are_exported_with_released_and_retried_beside_t
     assert {name: samples[f"ccs_dispatcher_{name}_total"][()] for name in counters} == counters
 
 
+def test_the_results_disk_is_exported_with_its_free_bytes_and_whether_it_is_full(api, token, settings, tmp_path):
+    settings.RESULTS_DIR = tmp_path
+    settings.RESULTS_MIN_FREE_MB = 0
+    samples = _scrape(api, token)
+    assert samples["ccs_results_disk_full"][()] == 0
+    free = samples["ccs_results_disk_free_bytes"][()]
+    assert free > 0
+    settings.RESULTS_MIN_FREE_MB = int(free) // (1024 * 1024) + 1024  # above what the disk has free
+    assert _scrape(api, token)["ccs_results_disk_full"][()] == 1
+
+
 def test_the_worker_series_take_one_query_for_any_number_of_workers() -> None:
     from django.test.utils import CaptureQueriesContext
 
