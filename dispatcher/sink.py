@@ -29,6 +29,7 @@ from django.db import connections
 from django.utils import timezone
 
 from config.live import config_sync
+from config.transient import transient_retry
 from conversion.processes import die_with_parent
 from corpora.lifecycle import grains_clear
 from dispatcher.ingest import (
@@ -45,11 +46,18 @@ logger = logging.getLogger(__name__)
 _INGEST_EVERY_SECONDS = 0.2
 # The writer thread wakes on PostgreSQL's answers and must not wait the default 5 ms for the GIL each time.
 _SWITCH_INTERVAL_SECONDS = 0.0005
+# A batch whose transaction meets a transient database error is applied again: a deadlock or a
+# serialization failure a bounded number of times (config.transient.ATTEMPTS), a lost connection for this
+# long, so that a PostgreSQL restart does not stop the sink; the backoff between tries grows to at most
+# _APPLY_BACKOFF_MAX_SECONDS.
+_APPLY_LOST_FOR_SECONDS = 60.0
+_APPLY_BACKOFF_MAX_SECONDS = 5.0
 
 
 class WriterFailed(RuntimeError):
-    """The writer thread could not apply a batch (the database went away): the sink stops, the dispatcher
-    with it, and the results not applied come back when their leases run out."""
+    """The writer thread could not apply a batch (an error that is not transient, or the database gone
+    for longer than the retries last): the sink stops, the dispatcher with it, and the results not applied
+    come back when their leases run out."""
 
 
 @dataclass
@@ -191,12 +199,7 @@ class Sink:
                     continue
                 started = time.monotonic()
                 try:
-                    outcome = results_apply(batch, results_dir=settings.RESULTS_DIR)
-                    if outcome.discarded:
-                        logger.warning(
-                            "discarded %d result(s): not leased, unknown service or unreadable", outcome.discarded
-                        )
-                    grains_clear(outcome.pairs)
+                    outcome = self._apply(batch)
                 except Exception as exc:
                     logger.exception("the sink could not apply a batch of %d result(s)", len(batch.results))
                     self.failure = exc
@@ -205,6 +208,26 @@ class Sink:
                 self.outcomes.put(outcome)
         finally:
             connections.close_all()
+
+    def _apply(self, batch: PreparedBatch) -> IngestOutcome:
+        """Apply a batch, again after a transient error. Applying twice is harmless: a result whose task
+        is no longer leased is discarded, so if a lost connection took the answer to a commit that did
+        happen, the second apply discards the batch rather than writing it again."""
+        outcome = transient_retry(
+            lambda: results_apply(batch, results_dir=settings.RESULTS_DIR),
+            what=f"applying a batch of {len(batch.results)} result(s)",
+            longest=_APPLY_BACKOFF_MAX_SECONDS,
+            lost_for=_APPLY_LOST_FOR_SECONDS,
+        )
+        if outcome.discarded:
+            logger.warning("discarded %d result(s): not leased, unknown service or unreadable", outcome.discarded)
+        transient_retry(
+            lambda: grains_clear(outcome.pairs),
+            what="clearing the report slices of the pairs a batch touched",
+            longest=_APPLY_BACKOFF_MAX_SECONDS,
+            lost_for=_APPLY_LOST_FOR_SECONDS,
+        )
+        return outcome
 
     def _refresh_services(self) -> None:
         from services.models import Service
