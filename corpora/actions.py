@@ -16,10 +16,11 @@ from accounts.journal import Action
 from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from config.planner import BULK_SETTINGS
+from config.transient import transient_note, transient_retry
 from conversion.archive import Entry
 from corpora import scan
 from corpora.lifecycle import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
-from corpora.models import Activation, Corpus, CorpusState
+from corpora.models import Activation, Corpus, CorpusState, Run
 from corpora.pairs import data_purge, run_open, runs_close_drained
 from corpora.queries import corpus_get, pair_get, retired_messages_exist
 from corpora.statuses import SEVERITIES, severity_check
@@ -34,6 +35,11 @@ logger = logging.getLogger(__name__)
 
 Progress = Callable[..., None]
 Log = Callable[[str], None]
+
+
+def _retry_logged(log: Log) -> Callable[[BaseException, int, float], None]:
+    """transient_retry's on_retry for a job's transaction: the retry shows in the job's log."""
+    return lambda exc, attempt, wait: log(transient_note(exc, attempt, wait))
 
 
 def _import_service_id() -> int:
@@ -107,17 +113,35 @@ def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: boo
     progress(0, len(names), "inspecting entries")
     entries = _unique_names(scan.scan(directory, names, lambda done, total: progress(done, total)))
     progress(len(names), len(names), "writing documents")
-    with transaction.atomic():
-        if extend and any(not e.problem for e in entries):
-            # Before the new TODO tasks, so that each open run is frozen with the statuses it produced.
-            for service_id in Activation.objects.filter(corpus=corpus).values_list("service_id", flat=True):
-                run_open(corpus_id=corpus.pk, service_id=service_id, owner=actor, description="extend")
-        written = _write_documents(corpus, entries, extend=extend)
-        if not extend:
-            Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.READY, imported_at=timezone.now())
+    attempts = 0
+
+    def write() -> dict[str, int]:
+        nonlocal attempts
+        attempts += 1
+        # After an attempt whose commit was lost with its connection, what it wrote may be there: only the
+        # entries not in the corpus are written again.
+        pending = entries if attempts == 1 else _entries_not_written(corpus, entries)
+        with transaction.atomic():
+            if extend and any(not e.problem for e in pending):
+                # Before the new TODO tasks, so that each open run is frozen with the statuses it produced.
+                for service_id in Activation.objects.filter(corpus=corpus).values_list("service_id", flat=True):
+                    run_open(corpus_id=corpus.pk, service_id=service_id, owner=actor, description="extend")
+            written = _write_documents(corpus, pending, extend=extend)
+            if not extend:
+                Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.READY, imported_at=timezone.now())
+        return written
+
+    # The scan is not repeated: only the transaction that writes what it found is tried again.
+    written = transient_retry(write, what=f"writing the documents of corpus {corpus.pk}", on_retry=_retry_logged(log))
     invalid = sum(1 for e in entries if e.problem)
     log(f"recorded {written['documents']} documents ({invalid} invalid)")
     return {**written, "invalid": invalid, "entries_seen": len(names)}
+
+
+def _entries_not_written(corpus: Corpus, entries: list[Entry]) -> list[Entry]:
+    """The entries that have no document in the corpus."""
+    written = set(corpus.documents.filter(entry__in=[e.entry for e in entries]).values_list("entry", flat=True))
+    return [e for e in entries if e.entry not in written]
 
 
 def _unique_names(entries: object) -> list[Entry]:
@@ -220,14 +244,23 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
     if activation is None:
         raise JobFailed("The activation was withdrawn before its job ran.")
     progress(0, 1, "creating tasks")
-    try:
+
+    def create() -> tuple[int, Run]:
         with transaction.atomic():
+            # Tasks that exist are left as they are, so an attempt after one whose commit was lost creates
+            # none, and finds that attempt's run open rather than opening another.
             created = activation_tasks_create(
                 corpus_id=activation.corpus_id,
                 service_id=activation.service_id,
                 import_service_id=_import_service_id(),
             )
-            run = run_open(corpus_id=activation.corpus_id, service_id=activation.service_id, owner=activation.actor)
+            pair = {"corpus_id": activation.corpus_id, "service_id": activation.service_id}
+            opened = Run.objects.filter(**pair, finished_at__isnull=True, started_at__gte=activation.created_at)
+            run = opened.first() or run_open(**pair, owner=activation.actor)
+        return created, run
+
+    try:
+        created, run = transient_retry(create, what=f"activation {activation_id}", on_retry=_retry_logged(log))
     except Exception:
         Activation.objects.filter(pk=activation_id).delete()  # nothing was created: withdraw the activation
         raise
@@ -335,6 +368,23 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
     service = service_get(condition["service"])
     progress(0, 2, "selecting documents")
     select, params = _sandbox_selection(parent_id=corpus.parent_id, service_id=service.pk, condition=condition)
+    attempts = 0
+
+    def carve() -> int:
+        nonlocal attempts
+        attempts += 1
+        if attempts > 1 and Corpus.objects.filter(pk=corpus.pk, state=CorpusState.READY).exists():
+            return corpus.documents.count()  # the attempt whose commit was lost with its connection committed
+        return _sandbox_write(corpus, select, params, progress=progress, log=log)
+
+    documents = transient_retry(carve, what=f"carving sandbox {corpus.pk}", on_retry=_retry_logged(log))
+    progress(2, 2, f"carved {documents} documents")
+    log(f"recorded {documents} documents referencing the entries of {corpus.parent.name}")
+    return {"documents": documents}
+
+
+def _sandbox_write(corpus: Corpus, select: str, params: list[Any], *, progress: Progress, log: Log) -> int:
+    """The carve's one transaction: the picked documents, their import tasks, the sandbox ready."""
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in BULK_SETTINGS:
             cursor.execute(statement)
@@ -352,9 +402,7 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
         documents = cursor.rowcount
         sandbox_tasks_create(cursor, corpus_id=corpus.pk, import_service_id=_import_service_id())
         Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.READY, imported_at=timezone.now())
-    progress(2, 2, f"carved {documents} documents")
-    log(f"recorded {documents} documents referencing the entries of {corpus.parent.name}")
-    return {"documents": documents}
+    return documents
 
 
 # Hashes are uniform over the bigints, so of a class of n tasks about k * 2^64 / n fall below

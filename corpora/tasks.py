@@ -1,4 +1,9 @@
-"""Job kinds of the corpora app: import, extend, activation. Each is one action call."""
+"""Job kinds of the corpora app: import, extend, activation. Each is one action call.
+
+Import, sandbox and activation are not run again whole after a transient database error: on a failure
+they remove what they half made (the corpus, the activation). They, and extend, which shares the import's
+scan, retry the transaction that writes instead (corpora/actions.py). Removing files and writing an export
+(which keeps the archives already whole) are safe to run again whole."""
 
 from __future__ import annotations
 
@@ -29,7 +34,7 @@ def service_activate_job(ctx: JobContext, *, activation_id: int, **_: Any) -> di
     return actions.service_activate_run(activation_id=activation_id, progress=ctx.progress, log=ctx.log)
 
 
-@job_kind(JobKinds.RESULTS_REMOVE)
+@job_kind(JobKinds.RESULTS_REMOVE, rerun=True)
 def results_remove_job(ctx: JobContext, *, names: list[str], **_: Any) -> dict[str, Any]:
     """Remove the result archives of a deleted corpus, service or pair (moved aside at the deletion)."""
     return {"files_removed": results.discarded_remove(names=names, progress=ctx.progress)}
@@ -38,7 +43,7 @@ def results_remove_job(ctx: JobContext, *, names: list[str], **_: Any) -> dict[s
 # --- dataset export -------------------------------------------------------------------------------
 
 
-@job_kind(JobKinds.DATASET_EXPORT)
+@job_kind(JobKinds.DATASET_EXPORT, rerun=True)
 def dataset_export_job(
     ctx: JobContext, *, corpus: str, service: str, corpus_id: int, service_id: int, group_by: str,
     severities: list[str], out: str, **_: Any,

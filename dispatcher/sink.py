@@ -38,6 +38,7 @@ from django.db import connections
 from django.utils import timezone
 
 from config.live import config_sync
+from config.transient import transient_retry
 from conversion.processes import die_with_parent
 from corpora.lifecycle import grains_clear, leases_hold
 from corpora.results import results_space
@@ -65,11 +66,18 @@ SPACE_CHECK_SECONDS = 1.0
 # .leases_hold), so the results waiting in workers arrive, once it takes them again, before a lease ends.
 LEASE_HOLD_SECONDS = 60
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)
+# A batch whose transaction meets a transient database error is applied again: a deadlock or a
+# serialization failure a bounded number of times (config.transient.ATTEMPTS), a lost connection for this
+# long, so that a PostgreSQL restart does not stop the sink; the backoff between tries grows to at most
+# _APPLY_BACKOFF_MAX_SECONDS.
+_APPLY_LOST_FOR_SECONDS = 60.0
+_APPLY_BACKOFF_MAX_SECONDS = 5.0
 
 
 class WriterFailed(RuntimeError):
-    """The writer thread could not apply a batch (the database went away): the sink stops, the dispatcher
-    with it, and the results not applied come back when their leases run out."""
+    """The writer thread could not apply a batch (an error that is not transient, or the database gone
+    for longer than the retries last): the sink stops, the dispatcher with it, and the results not applied
+    come back when their leases run out."""
 
 
 @dataclass
@@ -282,12 +290,7 @@ class Sink:
                     continue
                 started = time.monotonic()
                 try:
-                    outcome = results_apply(batch, results_dir=settings.RESULTS_DIR)
-                    if outcome.discarded:
-                        logger.warning(
-                            "discarded %d result(s): not leased, unknown service or unreadable", outcome.discarded
-                        )
-                    grains_clear(outcome.pairs)
+                    outcome = self._apply(batch)
                 except OSError as exc:
                     if exc.errno not in _NO_SPACE:
                         logger.exception("the sink could not apply a batch of %d result(s)", len(batch.results))
@@ -304,6 +307,26 @@ class Sink:
                 self.outcomes.put(outcome)
         finally:
             connections.close_all()
+
+    def _apply(self, batch: PreparedBatch) -> IngestOutcome:
+        """Apply a batch, again after a transient error. Applying twice is harmless: a result whose task
+        is no longer leased is discarded, so if a lost connection took the answer to a commit that did
+        happen, the second apply discards the batch rather than writing it again."""
+        outcome = transient_retry(
+            lambda: results_apply(batch, results_dir=settings.RESULTS_DIR),
+            what=f"applying a batch of {len(batch.results)} result(s)",
+            longest=_APPLY_BACKOFF_MAX_SECONDS,
+            lost_for=_APPLY_LOST_FOR_SECONDS,
+        )
+        if outcome.discarded:
+            logger.warning("discarded %d result(s): not leased, unknown service or unreadable", outcome.discarded)
+        transient_retry(
+            lambda: grains_clear(outcome.pairs),
+            what="clearing the report slices of the pairs a batch touched",
+            longest=_APPLY_BACKOFF_MAX_SECONDS,
+            lost_for=_APPLY_LOST_FOR_SECONDS,
+        )
+        return outcome
 
     def _refresh_services(self) -> None:
         from services.models import Service

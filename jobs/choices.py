@@ -43,3 +43,11 @@ class JobKinds:
     MESSAGES_PURGE = "messages_purge"
     MAINTENANCE_REINDEX = "maintenance_reindex"
     MAINTENANCE_ANALYZE = "maintenance_analyze"
+
+
+class JobLanes:
+    """Lanes: the kinds of one lane run one at a time (`jobs.registry.job_kind(..., lane=...)`)."""
+
+    # Work that takes table-level locks on the busiest tables (REINDEX CONCURRENTLY, ANALYZE, VACUUM):
+    # two at once wait for each other's locks and snapshots and deadlock.
+    MAINTENANCE = "maintenance"

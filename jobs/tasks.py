@@ -8,7 +8,7 @@ from celery import shared_task
 from celery.signals import task_prerun, worker_ready
 
 from jobs import actions
-from jobs.choices import JobKinds
+from jobs.choices import JobKinds, JobLanes
 from jobs.registry import job_kind
 from jobs.runner import JobContext, job_run
 
@@ -38,13 +38,14 @@ def _sweep_at_worker_start(**_: Any) -> None:
     actions.jobs_sweep()
 
 
-@job_kind(JobKinds.MAINTENANCE_REINDEX, debounced=True)
+# Each table is one statement of its own: run again, the tables done are done again, which is harmless.
+@job_kind(JobKinds.MAINTENANCE_REINDEX, debounced=True, rerun=True, lane=JobLanes.MAINTENANCE)
 def maintenance_reindex(ctx: JobContext) -> dict[str, Any]:
     """Rebuild the indexes of the high-churn tables online, table by table."""
     return actions.tables_reindex(progress=ctx.progress, log=ctx.log)
 
 
-@job_kind(JobKinds.MAINTENANCE_ANALYZE, debounced=True)
+@job_kind(JobKinds.MAINTENANCE_ANALYZE, debounced=True, rerun=True, lane=JobLanes.MAINTENANCE)
 def maintenance_analyze(ctx: JobContext) -> dict[str, Any]:
     """Refresh planner statistics of the high-churn tables."""
     return actions.tables_analyze(progress=ctx.progress, log=ctx.log)

@@ -7,19 +7,20 @@ from typing import Any
 from celery import shared_task
 
 from jobs.actions import job_enqueue
-from jobs.choices import JobKinds
+from jobs.choices import JobKinds, JobLanes
 from jobs.registry import job_kind
 from jobs.runner import JobContext
 from reports import actions, queries
 
 
-@job_kind(JobKinds.REPORTS_REFRESH, debounced=True)
+# Rebuilding a slice replaces it: every kind here is safe to run again whole.
+@job_kind(JobKinds.REPORTS_REFRESH, debounced=True, rerun=True)
 def reports_refresh(ctx: JobContext) -> dict[str, Any]:
     """Rebuild the report rollup behind every report page."""
     return actions.reports_rebuild_all(progress=ctx.progress, log=ctx.log)
 
 
-@job_kind(JobKinds.REPORT_SLICE_BUILD)
+@job_kind(JobKinds.REPORT_SLICE_BUILD, rerun=True)
 def report_slice_build(ctx: JobContext, *, corpus_id: int, service_id: int, severity: str) -> dict[str, Any]:
     """Build one (corpus, service, severity) slice that did not fit a page's time budget."""
     ctx.progress(0, 1, f"building the {severity} slice")
@@ -27,7 +28,8 @@ def report_slice_build(ctx: JobContext, *, corpus_id: int, service_id: int, seve
     return {"rows": rows}
 
 
-@job_kind(JobKinds.MESSAGES_PURGE, debounced=True)
+# Its VACUUM takes the lock that ANALYZE and REINDEX take, so it runs in their lane.
+@job_kind(JobKinds.MESSAGES_PURGE, debounced=True, rerun=True, lane=JobLanes.MAINTENANCE)
 def messages_purge(ctx: JobContext) -> dict[str, Any]:
     """Delete the rows of the messages that reruns retired, in batches."""
     return actions.retired_messages_purge(progress=ctx.progress, log=ctx.log)
