@@ -157,12 +157,23 @@ def final_count(name: str) -> int:
     return sum(1 for status in statuses(name).values() if status < 0)
 
 
-def once_checks(name: str, quiet: dict[str, int]) -> list[str]:
-    """What breaks 'every task final exactly once, with the quiet run's status'."""
+def message_counts(name: str) -> dict[str, int]:
+    """Messages per document of a corpus: a result applied twice would show as more than the quiet run's."""
     from django.db.models import Count
 
-    from corpora.models import Corpus, Task
     from reports.models import LogMessage
+
+    rows = (
+        LogMessage.objects.filter(corpus__name=name, service__name="tex_to_html")
+        .values_list("task__document__name")
+        .annotate(n=Count("task_id"))
+    )
+    return dict(rows)
+
+
+def once_checks(name: str, quiet: dict[str, int]) -> list[str]:
+    """What breaks 'every task final exactly once, with the quiet run's status'."""
+    from corpora.models import Corpus, Task
 
     problems = []
     now = statuses(name)
@@ -175,15 +186,11 @@ def once_checks(name: str, quiet: dict[str, int]) -> list[str]:
     names = sorted(p.name for p in archives)
     if names != sorted(f"{task}.zip" for task in tasks):
         problems.append(f"archives {len(names)} for {len(tasks)} tasks (or not one each): {names[:5]}")
-    twice = (
-        LogMessage.objects.filter(task_id__in=tasks)
-        .values("task_id", "severity", "category", "what", "details")
-        .annotate(n=Count("task_id"))
-        .filter(n__gt=1)
-        .count()
-    )
-    if twice:
-        problems.append(f"{twice} message(s) written more than once")
+    counts = message_counts(name)
+    quiet_counts = message_counts("quiet")
+    doubled = {doc: (quiet_counts.get(doc, 0), n) for doc, n in counts.items() if n != quiet_counts.get(doc, 0)}
+    if doubled:
+        problems.append(f"messages per document differ from the quiet run's (quiet, now): {doubled}")
     return problems
 
 
