@@ -52,6 +52,8 @@ def environment(web_port: int) -> dict[str, str]:
         CORPUS_ROOTS=str(ROOT / "corpora"), PYTHONUNBUFFERED="1", LOG_LEVEL="WARNING",
         DISPATCHER_VENTILATOR_PORT=str(free_port()), DISPATCHER_SINK_PORT=str(free_port()),
         WEB_PORT=str(web_port),
+        # The sink holds results back below this much free space: the tmpfs is small, and the disk fault fills it.
+        RESULTS_MIN_FREE_MB="32",
     )  # fmt: skip
     return env
 
