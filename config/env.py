@@ -113,6 +113,8 @@ def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_
         "PORT": str(parts.port or ""),
         "OPTIONS": options,
         "CONN_MAX_AGE": 0,
-        "CONN_HEALTH_CHECKS": not pool,
+        # With a pool, the pool checks each connection as it is handed out (a round trip), so one that a
+        # restarted or killed server ended is replaced rather than failing the request that got it.
+        "CONN_HEALTH_CHECKS": True,
         "TEST": {"NAME": f"test_{unquote(parts.path.lstrip('/')) or 'postgres'}"},
     }

@@ -45,6 +45,8 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from config.live import config_sync
+from config.outage import database_down
+from config.transient import connections_reset, transient_reason
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
 from conversion.engine import KILL_REASONS, VERSION_MAX_CHARS
 from conversion.profiles import PATH_MAX_CHARS, profile_load
@@ -89,6 +91,10 @@ PACK_THREADS = 2
 # and a small compression, where a hand-over to a packing thread costs the loop more than the packing.
 # A bigger one goes to a packing thread (the part read is read again there).
 INLINE_PACK_BYTES = 256 * 1024
+# While the database is away, the loop asks whether it answers again after these waits (doubling), and
+# answers "no work" meanwhile.
+OUTAGE_FIRST_WAIT_SECONDS = 0.5
+OUTAGE_MAX_WAIT_SECONDS = 5.0
 
 
 class SinkFailed(RuntimeError):
@@ -259,6 +265,11 @@ class Dispatcher:
         self.sink_process: multiprocessing.process.BaseProcess | None = None
         self.sink_stopped: str | None = None  # why the sink stopped, from its last report
         self.results_held = False  # the sink holds results back (a full results disk): no work is handed out
+        # A database outage: when it began (monotonic; None while the database answers), the next time to ask
+        # whether it is back, and the wait before the time after.
+        self.outage_since: float | None = None
+        self.outage_retry_at = 0.0
+        self.outage_wait = OUTAGE_FIRST_WAIT_SECONDS
 
     # --- sockets and the loop ------------------------------------------------------------------
 
@@ -349,7 +360,12 @@ class Dispatcher:
         poller.register(self.sink_reports.fileno(), zmq.POLLIN)
         poller.register(self.packed_wake, zmq.POLLIN)
         next_flush = next_reap = time.monotonic()
-        self._refresh_services()
+        try:
+            self._refresh_services()
+        except Exception as exc:
+            if transient_reason(exc) is None:
+                raise
+            self._database_lost(exc)
         while not self.stopping and (until is None or time.monotonic() < until):
             events = dict(poller.poll(100))
             if self.sink_reports.fileno() in events:
@@ -361,23 +377,58 @@ class Dispatcher:
             if self.packed:  # packed on a thread, or on the loop while it answered
                 self._take_packed()
             now = time.monotonic()
-            if now >= next_reap:
-                self._reap()
-                next_reap = now + self.config.reap_seconds
-            if now >= next_flush:
-                self._release_silent(now)
-                self._release_unclaimed(now)
-                self._flush()
-                self._refresh_services()
-                self._prune_queues()
-                if self.config.live and config_sync():
-                    self.config.follow_settings()
-                next_flush = now + 1.0
-                # Told to stop (a group's SIGTERM reaches the sink too), its exit is part of the stop.
-                if not self.stopping and not self.sink_process.is_alive():
-                    self._take_sink_reports()
-                    why = f"; {self.sink_stopped}" if self.sink_stopped else ""
-                    raise SinkFailed(f"the sink process died (exit code {self.sink_process.exitcode}{why})")
+            # While the database is away, the timers wait for it and workers are answered "no work" (`_next_task`).
+            database = self.outage_since is None or (now >= self.outage_retry_at and self._database_back())
+            try:
+                if database and now >= next_reap:
+                    self._reap()
+                    next_reap = now + self.config.reap_seconds
+                if database and now >= next_flush:
+                    self._release_silent(now)
+                    self._release_unclaimed(now)
+                    self._flush()
+                    self._refresh_services()
+                    self._prune_queues()
+                    if self.config.live and config_sync():
+                        self.config.follow_settings()
+                    next_flush = now + 1.0
+            except Exception as exc:
+                if transient_reason(exc) is None:
+                    raise
+                self._database_lost(exc)
+            # Told to stop (a group's SIGTERM reaches the sink too), its exit is part of the stop.
+            if not self.stopping and not self.sink_process.is_alive():
+                self._take_sink_reports()
+                why = f"; {self.sink_stopped}" if self.sink_stopped else ""
+                raise SinkFailed(f"the sink process died (exit code {self.sink_process.exitcode}{why})")
+
+    def _database_lost(self, exc: Exception) -> None:
+        """A transient database error (the server went away, a connection was ended): drop this thread's and
+        the leasing thread's connections, stop leasing and ask again after a growing wait. Said once an outage."""
+        now = time.monotonic()
+        if self.outage_since is None:
+            self.outage_since, self.outage_wait = now, OUTAGE_FIRST_WAIT_SECONDS
+            logger.warning("the database is away (%s); workers get no work until it answers", transient_reason(exc))
+        else:
+            self.outage_wait = min(self.outage_wait * 2, OUTAGE_MAX_WAIT_SECONDS)
+        self.outage_retry_at = now + self.outage_wait
+        connections_reset()
+        self.lease_thread.submit(connections_reset)  # connections are per thread: the leasing thread's own
+
+    def _database_back(self) -> bool:
+        """Whether the database answers again (a probe of its own, which does not wait for a pool); if not, the
+        wait before the next question grows."""
+        if database_down() is not None:
+            self.outage_wait = min(self.outage_wait * 2, OUTAGE_MAX_WAIT_SECONDS)
+            self.outage_retry_at = time.monotonic() + self.outage_wait
+            return False
+        for conn in connections.all(initialized_only=True):
+            if getattr(conn, "pool", None) is not None:
+                # A pool that failed to reconnect for a while waits long between its tries: start a new one.
+                conn.close_pool()
+        logger.warning("the database answers again after %.1f s", time.monotonic() - self.outage_since)
+        self.outage_since = None
+        return True
 
     def _take_sink_reports(self) -> None:
         try:
@@ -530,7 +581,7 @@ class Dispatcher:
             logger.debug("could not answer %r: %s", identity, exc)
 
     def _next_task(self, service_name: str) -> LeasedTask | None:
-        if self.in_flight >= self.config.max_in_flight:
+        if self.in_flight >= self.config.max_in_flight or self.outage_since is not None:
             return None
         service = self.services.get(service_name)
         if service is None:
@@ -566,7 +617,13 @@ class Dispatcher:
                 continue
             del self.leasing[name]
             future, limit = running
-            batch = future.result()  # a database error stops the dispatcher, as it did on this thread
+            try:
+                batch = future.result()
+            except Exception as exc:  # a transient error waits for the database (a lease it made comes back reaped)
+                if transient_reason(exc) is None:
+                    raise
+                self._database_lost(exc)
+                continue
             self.counters.leased += len(batch)
             self.queues[name].extend(batch)
             if len(batch) < limit:

@@ -38,7 +38,7 @@ from django.db import connections
 from django.utils import timezone
 
 from config.live import config_sync
-from config.transient import transient_retry
+from config.transient import connections_reset, transient_reason, transient_retry
 from conversion.processes import die_with_parent
 from corpora.lifecycle import grains_clear, leases_hold
 from corpora.results import results_space
@@ -134,6 +134,7 @@ class Sink:
     parent_pid: int
     stopping: bool = False
     stop_reason: str | None = None
+    database_away: bool = False
 
     def __post_init__(self) -> None:
         self.results: list[RawResult] = []
@@ -329,10 +330,23 @@ class Sink:
         return outcome
 
     def _refresh_services(self) -> None:
+        """The services' ids by name; while the database is away, the last ones read (said once an outage)."""
         from services.models import Service
 
-        self.services = dict(Service.objects.values_list("name", "pk"))
-        config_sync()  # DISPATCHER_MAX_ATTEMPTS, which decides whether a governor's stop is tried again
+        try:
+            self.services = dict(Service.objects.values_list("name", "pk"))
+            config_sync()  # DISPATCHER_MAX_ATTEMPTS, which decides whether a governor's stop is tried again
+        except Exception as exc:
+            if transient_reason(exc) is None:
+                raise
+            connections_reset()  # this thread's: the writer keeps its own
+            if not self.database_away:
+                logger.warning(
+                    "the database is away (%s); the services read last are kept until it answers", transient_reason(exc)
+                )
+            self.database_away = True
+            return
+        self.database_away = False
 
     def _take_outcomes(self) -> None:
         """Count the writer's outcomes; a batch it could not write for want of space is kept, and the sink

@@ -16,6 +16,7 @@ from django.conf import settings
 
 from config import embedded
 from config.env import env_str
+from config.outage import database_down, redis_down
 from config.redis_client import RedisUrlError, redis_client
 from ops.supervisor import Child, Supervisor
 
@@ -135,7 +136,49 @@ def redis_child() -> Child | None:
         return None
     socket_path = embedded.redis_socket(settings.VAR_DIR)
     socket_path.unlink(missing_ok=True)
-    return Child("redis", embedded.redis_server_command(settings.VAR_DIR), child_env())
+    return Child("redis", embedded.redis_server_command(settings.VAR_DIR), child_env(), needs_servers=False)
+
+
+def servers_down() -> str | None:
+    """Which server does not answer now (PostgreSQL, then Redis), in one line; None when both answer."""
+    return database_down() or redis_down()
+
+
+class EmbeddedDatabaseKeeper:
+    """The supervisor's tick for the embedded PostgreSQL: start it again when its postmaster is gone (killed,
+    crashed), logging it; a failed start is tried again after a growing wait."""
+
+    FIRST_WAIT_SECONDS = 1.0
+    MAX_WAIT_SECONDS = 30.0
+
+    def __init__(self, var_dir: Path) -> None:
+        self.var_dir = var_dir
+        self.wait = self.FIRST_WAIT_SECONDS
+        self.next_try = 0.0
+
+    def __call__(self) -> None:
+        if time.monotonic() < self.next_try or embedded.database_running(self.var_dir):
+            return
+        pid = embedded.postmaster_pid(self.var_dir)
+        logger.warning("the embedded PostgreSQL (process %s) is not running; starting it again", pid)
+        started = time.monotonic()
+        try:
+            embedded.database_restart(self.var_dir)
+        except Exception as exc:
+            logger.error("the embedded PostgreSQL did not start (%s); trying again in %.0f s", exc, self.wait)
+            self.next_try, self.wait = time.monotonic() + self.wait, min(self.wait * 2, self.MAX_WAIT_SECONDS)
+            return
+        self.wait, self.next_try = self.FIRST_WAIT_SECONDS, 0.0
+        logger.warning(
+            "the embedded PostgreSQL runs again (process %s, started in %.1f s)",
+            embedded.postmaster_pid(self.var_dir), time.monotonic() - started,
+        )  # fmt: skip
+
+
+def database_keeper() -> EmbeddedDatabaseKeeper | None:
+    """The keeper of the embedded PostgreSQL, unless DATABASE_URL names an external one (which `up` cannot start:
+    its processes wait for it)."""
+    return None if env_str("DATABASE_URL") else EmbeddedDatabaseKeeper(settings.VAR_DIR)
 
 
 def check_database() -> None:

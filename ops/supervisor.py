@@ -27,6 +27,8 @@ class Child:
     argv: list[str]
     env: dict[str, str]
     restart: bool = True
+    # Needs the database and Redis: one that exits while either does not answer is restarted once both do.
+    needs_servers: bool = True
     process: subprocess.Popen | None = None
     restarts: list[float] = field(default_factory=list)
 
@@ -61,12 +63,34 @@ class Supervisor:
         signal.signal(signal.SIGTERM, request_stop)
         signal.signal(signal.SIGHUP, request_stop)
 
-    def watch(self, tick: Callable[[], None] | None = None) -> None:
-        """Block until asked to stop, restarting children that exit (with a limit on flapping)."""
+    def watch(
+        self, tick: Callable[[], None] | None = None, servers_down: Callable[[], str | None] | None = None
+    ) -> None:
+        """Block until asked to stop, restarting children that exit (with a limit on flapping).
+
+        A child that needs the servers and exits while `servers_down()` names one that does not answer (the
+        database or Redis away) waits for it, and that restart is not counted: dying of an outage is not
+        flapping, and an outage longer than the limit would otherwise stop everything."""
+        waiting: set[str] = set()  # children held until the servers answer
         while not self.stopping:
+            down: str | None = None
+            asked = False
             for child in self.children:
                 code = child.process.poll() if child.process else None
                 if code is None or self.stopping:
+                    continue
+                if servers_down is not None and child.needs_servers and child.restart:
+                    if not asked:
+                        down, asked = servers_down(), True
+                    if down is not None:
+                        if child.name not in waiting:
+                            logger.warning("%s exited with %s; %s: restarting it once it does", child.name, code, down)
+                            waiting.add(child.name)
+                        continue
+                if child.name in waiting:
+                    waiting.discard(child.name)
+                    logger.warning("restarting %s: the servers answer again", child.name)
+                    self.start(child)
                     continue
                 now = time.monotonic()
                 child.restarts = [t for t in child.restarts if now - t < 60]

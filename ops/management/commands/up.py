@@ -45,7 +45,7 @@ class Command(BaseCommand):
             stack.ports_check(stack.ports_wanted(web_host=options["host"], web_port=options["port"]))
             stack.check_web_threads(options["web_threads"])
             self._start(supervisor, options)
-            supervisor.watch()
+            supervisor.watch(tick=stack.database_keeper(), servers_down=stack.servers_down)
         except stack.PrerequisiteMissing as exc:
             raise CommandError(str(exc)) from exc
         finally:
