@@ -1,4 +1,4 @@
-"""Settings for the corpus conversion service, all taken from the environment (see README)."""
+"""Settings for the corpus conversion service, all taken from the environment (see docs/configuration.md)."""
 
 from __future__ import annotations
 
@@ -188,7 +188,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {"JobStateEnum": "jobs.choices.JobState.choices"},
 }
 
-# --- Service settings (documented in README).
+# --- Service settings (documented in docs/configuration.md).
 CORPUS_ROOTS = [Path(p).resolve() for p in env_list("CORPUS_ROOTS", [str(VAR_DIR / "corpora")], separator=":")]
 EXPORT_ROOT = Path(env_str("EXPORT_ROOT", str(VAR_DIR / "exports"))).resolve()
 # Where a converter profile's engine, stylesheets and binding paths may lie (conversion.profiles); none by default.

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def session() -> Iterator[psycopg.Connection]:
-    """A second session on the test database, in a transaction of its own (rolled back at the end)."""
+    """A second connection to the test database, in a transaction of its own (rolled back at the end)."""
     with psycopg.connect(database_url()) as other:
         yield other
         other.rollback()
@@ -160,7 +160,7 @@ def test_a_progress_write_on_a_lost_connection_does_not_fail_the_job():
 
 
 def test_reindex_and_analyze_started_together_run_one_after_the_other(session):
-    # The reindex waits at its first table for this session's transaction (REINDEX CONCURRENTLY waits for
+    # The reindex waits at its first table for this connection's transaction (REINDEX CONCURRENTLY waits for
     # every transaction that may write the table), so the analyze starts while the reindex holds the lane.
     session.execute("LOCK TABLE corpora_task IN ROW EXCLUSIVE MODE")
     reindex, analyze = JobFactory(kind="maintenance_reindex"), JobFactory(kind="maintenance_analyze")
