@@ -21,6 +21,7 @@ import psycopg
 import pytest
 
 from conversion.logparse import parse_log
+from tests.dispatcher.harness import wait_for
 from tests.ops.test_up import Up, _embedded_env, _get, _own_processes, _ports, _postmaster_pid
 from tests.support import PROJECT_DIR
 
@@ -65,18 +66,16 @@ def _tasks(var_dir: Path) -> list[tuple[int, int, int, int]] | None:
         return None
 
 
-def _wait(predicate, timeout: float, message):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.5)
-    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {message() if callable(message) else message}")
-
-
 def _final(tasks: list[tuple[int, int, int, int]] | None) -> int:
     return sum(1 for *_, status in tasks or [] if status < 0)
+
+
+def _every_task_final(stack: Stack, at: float) -> None:
+    """Every task final within RECOVERY_SECONDS of the fault at monotonic time `at`."""
+    wait_for(
+        lambda: _final(_tasks(stack.var_dir)) == DOCUMENTS, RECOVERY_SECONDS - (time.monotonic() - at), interval=0.5,
+        message=lambda: f"every task final; tasks: {_tasks(stack.var_dir)}\n" + "\n".join(stack.output(60)),
+    )  # fmt: skip
 
 
 def _assert_every_task_final_once(var_dir: Path) -> None:
@@ -132,7 +131,7 @@ class Stack:
 
     def in_the_middle(self) -> None:
         """Wait until some results are in and most tasks are still to come."""
-        _wait(lambda: 1 <= _final(_tasks(self.var_dir)) <= DOCUMENTS // 2, 120, "the first results")
+        wait_for(lambda: 1 <= _final(_tasks(self.var_dir)) <= DOCUMENTS // 2, 120, 0.5, "the first results")
 
     def child(self, part: str) -> psutil.Process | None:
         for process in psutil.Process(self.up.process.pid).children():
@@ -185,14 +184,10 @@ def test_up_starts_a_killed_embedded_postgresql_again_and_the_run_ends_with_ever
         pid = _postmaster_pid(stack.var_dir)
         return pid not in (None, killed) and psutil.pid_exists(pid) and _tasks(stack.var_dir) is not None
 
-    _wait(restarted, 30, lambda: "up to start PostgreSQL again:\n" + "\n".join(stack.output(40)))
+    wait_for(restarted, 30, 0.5, lambda: "up to start PostgreSQL again:\n" + "\n".join(stack.output(40)))
     back = time.monotonic() - at
     assert stack.logged("the embedded PostgreSQL runs again")
-    _wait(
-        lambda: _final(_tasks(stack.var_dir)) == DOCUMENTS,
-        RECOVERY_SECONDS - (time.monotonic() - at),
-        lambda: f"every task final; tasks: {_tasks(stack.var_dir)}\n" + "\n".join(stack.output(60)),
-    )
+    _every_task_final(stack, at)
     print(
         f"PostgreSQL answered again {back:.1f} s after the kill; the run ended {time.monotonic() - at:.1f} s after it"
     )
@@ -215,13 +210,9 @@ def test_up_starts_a_killed_embedded_redis_again_and_jobs_run_after_it(stack):
             return False
         return stack.health()["redis"] == "ok"
 
-    _wait(redis_back, 30, lambda: "Redis to answer again:\n" + "\n".join(stack.output(40)))
+    wait_for(redis_back, 30, 0.5, lambda: "Redis to answer again:\n" + "\n".join(stack.output(40)))
     back = time.monotonic() - at
-    _wait(
-        lambda: _final(_tasks(stack.var_dir)) == DOCUMENTS,
-        RECOVERY_SECONDS - (time.monotonic() - at),
-        lambda: f"every task final; tasks: {_tasks(stack.var_dir)}\n" + "\n".join(stack.output(60)),
-    )
+    _every_task_final(stack, at)
     _assert_every_task_final_once(stack.var_dir)
 
     # A job sent once Redis is back runs on the Celery worker (the embedded Redis came back empty).
@@ -236,7 +227,7 @@ def test_up_starts_a_killed_embedded_redis_again_and_jobs_run_after_it(stack):
         state = _get(f"{stack.base}/api/jobs/{job['uuid']}", stack.token)[1].get("state")
         return state if state in ("succeeded", "failed", "interrupted") else None
 
-    assert _wait(job_state, 60, lambda: f"the job to end: {job}\n" + "\n".join(stack.output(60))) == "succeeded"
+    assert wait_for(job_state, 60, 0.5, lambda: f"the job to end: {job}\n" + "\n".join(stack.output(60))) == "succeeded"
     print(
         f"Redis answered again {back:.1f} s after the kill; a job sent after it ran in {time.monotonic() - sent:.1f} s"
     )
