@@ -20,7 +20,7 @@ class CliError(Exception):
 
 
 class ApiError(CliError):
-    """The server answered with an error: its problem+json title and detail (docs/decisions.md)."""
+    """The server answered with an error: its problem+json title and detail (docs/decisions/errors.md)."""
 
     def __init__(self, status: int, title: str, detail: str, errors: Any = None) -> None:
         self.status, self.title, self.detail, self.errors = status, title, detail, errors

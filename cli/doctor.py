@@ -146,7 +146,7 @@ def sandbox_check() -> Check:
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
-        return Check("sandbox", PROBLEM, f"bwrap cannot start: {exc}", "See docs/decisions.md on the sandbox.")
+        return Check("sandbox", PROBLEM, f"bwrap cannot start: {exc}", "See docs/decisions/conversion-sandbox.md.")
     if result.returncode != 0:
         why = (result.stderr.strip().splitlines() or [f"exit {result.returncode}"])[-1]
         return Check(

@@ -140,7 +140,7 @@ SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # Django's default, stated because the screens rely on it: the session and CSRF cookies go with no request
 # that another site starts, nor with the subresources of a document without an origin of this site (a
-# converted paper, sandboxed: docs/decisions.md, "Reading converted papers"); a link followed from
+# converted paper, sandboxed: docs/decisions/reading-converted-papers.md); a link followed from
 # elsewhere still arrives signed in.
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

@@ -1,15 +1,14 @@
 """The task lifecycle: every set-based statement that changes tasks and their log messages.
 
 Task creation (import, extend, activation), lease, release, reap, invalidation of refused entries,
-applying results, pause, resume, rerun and purge live here, beside the Task model, with the one
-message writer (`messages_write`) and deleter (`messages_delete`), which keep a task's row of messages,
-its (task, class) rows and the tallies together (docs/decisions.md, "Message storage at arXiv's
-scale"). The dispatcher keeps sockets, processes and batching; corpora, services and reports keep
-validation, jobs and journaling; all of them call this module. Statuses come from `corpora.statuses`;
-none is spelled here as a number.
+applying results, pause, resume, rerun and purge live here, beside the Task model, with the one message
+writer (`messages_write`) and deleter (`messages_delete`), which keep a task's row of messages, its (task,
+class) rows and the tallies together (docs/decisions/message-storage.md). The dispatcher keeps sockets,
+processes and batching; corpora, services and reports keep validation, jobs and journaling; all of them
+call this module. Statuses come from `corpora.statuses`; none is spelled here as a number.
 
 The statements are tuned (index probes, statement order for locks, WAL compression of the rerun;
-docs/decisions.md, "Task lifecycle", "Dispatcher and workers" and "Reports"): change them with a benchmark.
+docs/decisions/task-lifecycle.md, dispatcher-ingestion.md and rerun.md): change them with a benchmark.
 """
 
 # ruff: noqa: S608  (every statement here is built of fixed text and vocabulary constants; values are parameters)
@@ -600,8 +599,8 @@ def messages_retire(cursor: CursorWrapper, *, scope: str) -> int:
     transaction, which must set those tasks in progress: the tallies stop counting them and the reports
     stop showing them at once, while their rows stay until messages_purge_retired deletes them (or
     messages_delete, when a task's next result comes). A rerun of 100,000 tasks spread over millions
-    would otherwise change a page of every table for each of them before it returns (docs/decisions.md,
-    "Reports", rerun). Returns how many messages were retired."""
+    would otherwise change a page of every table for each of them before it returns
+    (docs/decisions/rerun.md). Returns how many messages were retired."""
     cursor.execute(_GONE_TABLE)
     cursor.execute(
         "WITH retired AS (INSERT INTO reports_stalemessages (task_id, corpus_id, service_id)"

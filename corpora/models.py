@@ -3,7 +3,7 @@ snapshots.
 
 A run is one conversion campaign of a service over a corpus; at most one is open per pair. A snapshot
 freezes the status of every task of a pair at one moment, as two parallel arrays ordered by document
-(docs/decisions.md, "Runs and snapshots"). The pair owns both: activating, extending, rerunning,
+(docs/decisions/snapshots.md). The pair owns both: activating, extending, rerunning,
 draining, deactivating and deleting open, close and remove them (corpora.pairs). Their tables keep the
 names they were created with (runs_run, runs_snapshot).
 
@@ -63,7 +63,7 @@ class Document(models.Model):
         indexes = [
             # A corpus's document list, in the order of its names folded to lower case, and the search of
             # a name prefix in it (LIKE 'prefix%' on a "C"-collated key is a range of this index), with
-            # the name itself breaking ties (docs/decisions.md, "Reading converted papers").
+            # the name itself breaking ties (docs/decisions/reading-converted-papers.md).
             models.Index(F("corpus"), Collate(Lower("name"), "C"), F("name"), name="document_name_folded"),
         ]
 
@@ -193,7 +193,7 @@ class SnapshotMembers(models.Model):
     chunks: each row an ascending array of document ids from `lo` to `hi`. Chunk ends are chosen by the
     documents' hashes (content-defined), so where two snapshots' members of a class agree their chunks are
     equal and are passed over when the documents that gained or lost the class are listed: a page costs
-    what changed before it, not the class's size (docs/decisions.md, "Message classes in snapshots")."""
+    what changed before it, not the class's size (docs/decisions/message-classes-in-snapshots.md)."""
 
     pk = models.CompositePrimaryKey("snapshot_id", "message_class_id", "lo")
     snapshot_id = models.BigIntegerField()

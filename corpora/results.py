@@ -4,7 +4,7 @@ removing the archives of deleted tasks. Every other module goes through these fu
 are conversion.zips's.
 
 Layout: RESULTS_DIR/<corpus id>/<service id>/<task id>.zip. Ingestion writes each archive whole on one
-writer thread, beside the transaction that sets its task's status (docs/decisions.md, "Result files").
+writer thread, beside the transaction that sets its task's status (docs/decisions/result-files.md).
 Ids are never reused, so a directory left behind could never be mistaken for a new corpus's, but it would
 fill the disk: deleting a corpus, a service or a (corpus, service) pair removes its directories after the
 database commit. The directories are counted, renamed into RESULTS_DIR/.discarded once the deletion
@@ -133,7 +133,7 @@ _MB = 1024 * 1024
 @dataclass(frozen=True)
 class ResultsSpace:
     """The free space of the volume that holds RESULTS_DIR, against RESULTS_MIN_FREE_MB: below it the sink
-    takes no result (docs/decisions.md, "A full results disk")."""
+    takes no result (docs/decisions/full-results-disk.md)."""
 
     directory: Path
     free_bytes: int | None  # None when the volume cannot be read

@@ -9,7 +9,7 @@ ventilator's in-flight count), what the ingestion did, and the per-worker "retur
 ventilator owns the counters row and the worker tallies and writes both, so the numbers a reader sees
 come from one writer.
 
-A full results disk loses nothing (docs/decisions.md, "A full results disk"). Every second the sink reads
+A full results disk loses nothing (docs/decisions/full-results-disk.md). Every second the sink reads
 the free space of RESULTS_DIR; below RESULTS_MIN_FREE_MB, or once writing an archive failed for want of
 space, it holds: it stops reading its socket, so results wait in its small receive queue and behind it in
 the workers (ZeroMQ's backpressure: a worker's send waits, it never drops), keeps a batch that could not be

@@ -39,7 +39,7 @@ class MessageClass(models.Model):
 
 
 class TaskMessages(models.Model):
-    """Every log message of one task, in one row (docs/decisions.md, "Message storage at arXiv's scale").
+    """Every log message of one task, in one row (docs/decisions/message-storage.md).
 
     `classes` holds the task's distinct message classes in the order they first appear and `counts` the
     messages of each; `rollups` and `rollup_counts` the same for its (severity, category) and severity
@@ -95,7 +95,7 @@ class StaleMessages(models.Model):
     """A task whose messages a rerun retired: its task row and (task, class) rows are still there, but
     the tallies no longer count them and no report shows them; the purge deletes them later, in batches,
     and the message deleter deletes them first when the task's next result comes. Only tasks in
-    progress (TODO, leased or blocked) have retired messages (docs/decisions.md, "Reports", rerun)."""
+    progress (TODO, leased or blocked) have retired messages (docs/decisions/rerun.md)."""
 
     task_id = models.BigIntegerField(primary_key=True)
     corpus_id = models.IntegerField()

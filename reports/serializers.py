@@ -361,12 +361,12 @@ def _parquet_chunks(batches: Iterable[list[ExportTask]]) -> Iterator[bytes]:
 
 # --- a converted paper's files -------------------------------------------------------------------
 
-# A paper's HTML is the author's, like its TeX: it may carry script, event handlers, forms, SVG with
-# script. It and every member are served so that they show and cannot act (docs/decisions.md, "Reading
-# converted papers"): a sandbox without allow-scripts or allow-same-origin (no script, no form, no
-# navigation of the page around it, and an opaque origin, which holds no cookie and is no origin of
-# this site), loads from this site only and of images, style and fonts only, no <base> and no form
-# target, framed by this site only; never sniffed into another type.
+# A paper's HTML is the author's, like its TeX: it may carry script, event handlers, forms, SVG with script.
+# It and every member are served so that they show and cannot act
+# (docs/decisions/reading-converted-papers.md): a sandbox without allow-scripts or allow-same-origin (no
+# script, no form, no navigation of the page around it, and an opaque origin, which holds no cookie and is
+# no origin of this site), loads from this site only and of images, style and fonts only, no <base> and no
+# form target, framed by this site only; never sniffed into another type.
 PAPER_POLICY = (
     "sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; font-src 'self' data:; "
     "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"

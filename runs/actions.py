@@ -54,7 +54,7 @@ def _pairs_statement(same_documents: bool) -> str:
         # The usual case (no extend in between): the arrays paired position by position. Set-returning
         # functions in the select list run in step and stream their rows; unnest(a, b, c) in FROM first
         # copies every element of each array into a tuplestore, several times as slow
-        # (docs/decisions.md, "Runs and snapshots").
+        # (docs/decisions/snapshot-diffs.md).
         return (
             "SELECT unnest(p.document_ids) AS document_id, unnest(p.statuses) AS previous_status,"
             " unnest(c.statuses) AS current_status FROM runs_snapshot p, runs_snapshot c"

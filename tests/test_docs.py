@@ -1,5 +1,5 @@
-"""The project's documents say what is: every module path they cite exists, and they cite no document
-the repository does not hold."""
+"""The project's documents say what is: every module path they cite exists, they cite no document the
+repository does not hold, they stay within their sizes, and they tell no history."""
 
 from __future__ import annotations
 
@@ -9,10 +9,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-DOCUMENTS = ["README.md", *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").glob("*.md")),
+DECISIONS = sorted((ROOT / "docs" / "decisions").glob("*.md"))
+DOCUMENTS = ["README.md", *sorted(path.relative_to(ROOT).as_posix() for path in (ROOT / "docs").rglob("*.md")),
              "bench/README.md"]  # fmt: skip
 # The README is the front door: what the service is, the two commands, what `up` starts, a map of docs/.
 README_MAX_BYTES = 12_000
+# A decision file says what holds and why, briefly; the longest is about 5.5 KB.
+DECISION_MAX_BYTES = 6_000
+# bench/README.md says how to run each benchmark and holds one table of current figures; their history is
+# in git.
+BENCH_README_MAX_BYTES = 20_000
+# Words that tell how things came to be rather than what they are (docs/development.md).
+HISTORY_WORDS = ("used to", "no longer", "previously", "first session", "moved to", "as before")
+# The domain terms a newcomer meets, each defined in docs/glossary.md.
+GLOSSARY_TERMS = ("pair", "grain", "slice", "tally", "class", "what", "run", "snapshot", "lease", "mark",
+                  "sink", "ventilator", "rerun", "profile", "severity")  # fmt: skip
 # `corpora/lifecycle.py`, `config/api/requests.py`: a path of the tree ending in .py, not part of a longer one.
 MODULE_PATH = re.compile(r"(?<![\w./-])((?:[a-z_][a-z0-9_]*/)+[a-z_][a-z0-9_]*\.py)\b")
 
@@ -24,8 +35,8 @@ def test_every_module_a_document_cites_exists(document):
 
 
 def test_the_pattern_reads_the_modules_the_documents_cite():
-    for document in ("docs/architecture.md", "docs/decisions.md", "bench/README.md"):
-        assert MODULE_PATH.findall((ROOT / document).read_text()), f"{document}: the pattern no longer reads it"
+    for document in ("docs/architecture.md", "docs/decisions/task-lifecycle.md", "bench/README.md"):
+        assert MODULE_PATH.findall((ROOT / document).read_text()), f"{document}: the pattern does not read it"
 
 
 def test_the_readme_stays_a_front_door():
@@ -50,3 +61,63 @@ def test_no_file_cites_a_design_document_the_repository_does_not_hold():
         if re.search(r"\bDESIGN(?:\.md)?\b", path.read_text(errors="replace")) and path != Path(__file__):
             offenders.append(relative)
     assert offenders == []
+
+
+def test_there_are_decisions_to_check():
+    assert len(DECISIONS) >= 40
+
+
+def test_the_decisions_index_links_every_decision_and_only_those():
+    linked = set(re.findall(r"\]\(decisions/([^)#]+\.md)\)", (ROOT / "docs" / "decisions.md").read_text()))
+    assert sorted(path.name for path in DECISIONS if path.name not in linked) == []
+    assert sorted(name for name in linked if not (ROOT / "docs" / "decisions" / name).is_file()) == []
+
+
+@pytest.mark.parametrize("decision", DECISIONS, ids=lambda path: path.name)
+def test_a_decision_stays_short(decision):
+    assert decision.stat().st_size <= DECISION_MAX_BYTES
+
+
+@pytest.mark.parametrize("decision", DECISIONS, ids=lambda path: path.name)
+def test_a_decision_has_a_title_and_says_why(decision):
+    text = decision.read_text()
+    assert text.startswith("# ") and len(text.splitlines()) > 2
+
+
+def test_every_citation_of_a_decision_names_its_file():
+    """A citation names the decision's file (docs/decisions/rerun.md), never a section of the index."""
+    offenders = []
+    for path in ROOT.rglob("*"):
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.split("/")[0] in {".venv", ".git", "var", "static"} or not path.is_file():
+            continue
+        if path.suffix not in {".py", ".md", ".html", ".yaml", ".yml", ""} or path == Path(__file__):
+            continue
+        text = path.read_text(errors="replace")
+        offenders += [f"{relative}: {cited}" for cited in re.findall(r"decisions\.md[,:]?\s+(?:#\s+)?\"[^\"]+\"", text)]
+        for cited in re.findall(r"docs/decisions/([a-z0-9-]+\.md)", text):
+            if not (ROOT / "docs" / "decisions" / cited).is_file():
+                offenders.append(f"{relative}: {cited}")
+    assert offenders == []
+
+
+@pytest.mark.parametrize("document", DOCUMENTS)
+def test_a_document_tells_what_is_not_how_it_came_to_be(document):
+    text = " ".join((ROOT / document).read_text().lower().split())
+    assert [word for word in HISTORY_WORDS if word in text] == []
+
+
+def test_the_bench_readme_stays_a_guide_and_a_table():
+    assert (ROOT / "bench" / "README.md").stat().st_size <= BENCH_README_MAX_BYTES
+
+
+def test_every_benchmark_script_has_a_way_to_run_it():
+    text = (ROOT / "bench" / "README.md").read_text()
+    scripts = sorted(path.name for path in (ROOT / "bench").glob("bench_*.py"))
+    assert [name for name in scripts if f"bench/{name}" not in text] == []
+
+
+def test_the_glossary_defines_each_term():
+    text = (ROOT / "docs" / "glossary.md").read_text()
+    defined = {match.lower() for match in re.findall(r"^\*\*([^*]+)\*\*", text, flags=re.MULTILINE)}
+    assert [term for term in GLOSSARY_TERMS if not any(term in entry.split(", ") for entry in defined)] == []

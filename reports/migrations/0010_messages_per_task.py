@@ -1,6 +1,6 @@
 # ruff: noqa: S608  (the SQL here is assembled from this module's own constants only)
-"""Log messages move from a row each to a row per task (docs/decisions.md, "Message storage at arXiv's
-scale"): a dictionary of message classes and their rollups, a row per task with its classes and its
+"""Log messages move from a row each to a row per task (docs/decisions/message-storage.md): a dictionary of
+message classes and their rollups, a row per task with its classes and its
 messages in log order, a row per (task, class) under the report index, and tallies per (pair, status,
 class). The old table's name becomes a view that unfolds the task rows into messages, with the old
 columns (a message's place in its task's log replaces its id).

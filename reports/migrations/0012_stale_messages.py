@@ -1,6 +1,6 @@
 # ruff: noqa: S608  (the SQL here is this module's own constants)
 """A rerun retires its tasks' messages instead of deleting their rows in its transaction
-(docs/decisions.md, "Reports", rerun): the retired tasks are listed here until a purge deletes their rows,
+(docs/decisions/rerun.md): the retired tasks are listed here until a purge deletes their rows,
 and the messages view leaves them out meanwhile. The reverse deletes the rows of retired messages first,
 so the view and the tallies agree again without the list."""
 

@@ -1,7 +1,7 @@
 # ruff: noqa: S608  (the SQL here is this module's own constants)
 """(task, class) rows carry their task's document, and the report index carries it too (INCLUDE), so a
 snapshot reads the documents of each warning, error or fatal class from that index alone, without
-joining millions of (task, class) rows to the tasks (docs/decisions.md, "Message classes in snapshots").
+joining millions of (task, class) rows to the tasks (docs/decisions/message-classes-in-snapshots.md).
 
 The table is copied once with the documents joined in, rather than updated row by row in place: one
 sequential write instead of a second version of every row."""
