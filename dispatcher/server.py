@@ -22,6 +22,8 @@ end at once and the reaper gives them back (the attempt counted). A worker that 
 unmodified CorTeX worker) keeps the plain lease timeout.
 """
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
 import contextlib
@@ -58,9 +60,11 @@ from conversion.wire import (
     heartbeat_decode,
     split_frames,
 )
-from corpora.lifecycle import (
+from corpora.grains import grains_clear
+from corpora.pairs import runs_close_drained, runs_engine_versions_note
+from corpora.queries import task_names
+from corpora.task_changes import (
     LeasedTask,
-    grains_clear,
     lease_batch,
     lease_release,
     leased_count,
@@ -71,13 +75,13 @@ from corpora.lifecycle import (
     leases_reap,
     still_leased,
 )
-from corpora.pairs import runs_close_drained, runs_engine_versions_note
-from corpora.queries import task_names
 from dispatcher.sink import SinkReport, sink_main
 from reports.queries import runtime_p99s
 from services.actions import in_flight_replace
-from services.models import DispatcherState, Service
+from services.models import DispatcherState, Service, Worker
 from services.queries import effective_lease_seconds, in_flight_held
+
+WORKER_TABLE = Worker._meta.db_table
 
 logger = logging.getLogger(__name__)
 
@@ -838,14 +842,14 @@ class Dispatcher:
             if tallies:
                 keys = list(tallies)
                 cursor.execute(
-                    """
-                    INSERT INTO services_worker (identity, service_id, dispatched, returned, first_seen, last_seen)
+                    f"""
+                    INSERT INTO {WORKER_TABLE} (identity, service_id, dispatched, returned, first_seen, last_seen)
                     SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[],
                                          %s::timestamptz[], %s::timestamptz[])
                     ON CONFLICT (identity, service_id) DO UPDATE
-                       SET dispatched = services_worker.dispatched + EXCLUDED.dispatched,
-                           returned = services_worker.returned + EXCLUDED.returned,
-                           last_seen = GREATEST(services_worker.last_seen, EXCLUDED.last_seen)
+                       SET dispatched = {WORKER_TABLE}.dispatched + EXCLUDED.dispatched,
+                           returned = {WORKER_TABLE}.returned + EXCLUDED.returned,
+                           last_seen = GREATEST({WORKER_TABLE}.last_seen, EXCLUDED.last_seen)
                     """,
                     [
                         [k[0] for k in keys], [k[1] for k in keys],
@@ -886,8 +890,8 @@ class Dispatcher:
             list(column) for column in zip(*rows, strict=True)
         )
         cursor.execute(
-            """
-            INSERT INTO services_worker (identity, service_id, conversions, peak_rss, kills, heartbeat_at,
+            f"""
+            INSERT INTO {WORKER_TABLE} (identity, service_id, conversions, peak_rss, kills, heartbeat_at,
                                          engine, engine_version, dispatched, returned, first_seen, last_seen)
             SELECT v.identity, v.service_id, v.conversions, v.peak_rss, v.kills, v.at, v.engine, v.version,
                    0, 0, v.at, v.at

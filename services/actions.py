@@ -1,6 +1,8 @@
 """Writes on services, each journaled: register, delete (with all their tasks and messages), lease override,
 converter profile."""
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,8 +16,10 @@ from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse
 from corpora.pairs import data_purge, runs_profile_note
-from services.models import Service
+from services.models import InFlight, Service, Worker
 from services.queries import service_get
+
+IN_FLIGHT_TABLE = InFlight._meta.db_table
 
 PROTECTED_DESCRIPTIONS = {
     "init": "Infrastructure: the initial state of every document.",
@@ -59,7 +63,13 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
         raise Forbidden(f"{name!r} is a protected infrastructure service and cannot be deleted.")
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
-    return data_purge(service_id=service.pk, actor=actor)
+    with transaction.atomic():
+        counts = data_purge(service_id=service.pk, actor=actor)
+        # The service's own rows go last, once nothing of corpora points at it.
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {Worker._meta.db_table} WHERE service_id = %s", [service.pk])
+            cursor.execute(f"DELETE FROM {Service._meta.db_table} WHERE id = %s", [service.pk])
+    return counts
 
 
 @journaled(Action.SERVICE_LEASE, target="{name}")
@@ -104,12 +114,12 @@ def in_flight_replace(rows: list[tuple]) -> None:
     longer held go, the others are written."""
     with transaction.atomic(), connection.cursor() as cursor:
         columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(10)]
-        cursor.execute("DELETE FROM services_inflight WHERE task_id <> ALL(%s::bigint[])", [columns[0]])
+        cursor.execute(f"DELETE FROM {IN_FLIGHT_TABLE} WHERE task_id <> ALL(%s::bigint[])", [columns[0]])
         if not rows:
             return
         cursor.execute(
-            """
-            INSERT INTO services_inflight (task_id, service_id, corpus, document, worker, thread, since,
+            f"""
+            INSERT INTO {IN_FLIGHT_TABLE} (task_id, service_id, corpus, document, worker, thread, since,
                                            heartbeat_at, timeout_seconds, p99_ms)
             SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[],
                                  %s::timestamptz[], %s::timestamptz[], %s::float8[], %s::int[])

@@ -12,9 +12,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from corpora.models import TaskCount
+from corpora.models import TaskCount, TelemetryMinute
 from corpora.statuses import QUEUED_BUCKET, TODO
-from runs.models import TelemetryMinute
 from services.queries import served_service_ids
 
 RECENT_MINUTES = 10

@@ -14,7 +14,7 @@ STATUS_MODULES = {Path("conversion/statuses.py"), Path("corpora/statuses.py")}
 
 # A statement that writes the task table or a message table, or such a table's name given on its own (a
 # loop over tables) other than as a model's own table name.
-_TABLES = r"(?:corpora_task|reports_taskmessages|reports_taskclass|reports_messagetally|reports_messageclass)"
+_TABLES = r"(?:corpora_task|corpora_taskmessages|corpora_taskclass|corpora_messagetally|corpora_messageclass)"
 _WRITES = re.compile(
     rf"\b(?:UPDATE|DELETE\s+FROM|INSERT\s+INTO|COPY)\s+{_TABLES}\b|(?<!db_table = )[\"']{_TABLES}[\"']",
     re.IGNORECASE,
@@ -69,14 +69,14 @@ def test_no_module_but_the_status_modules_spells_a_status_number():
 
 def test_the_write_pattern_finds_writes_of_every_message_table():
     for spelled in [
-        "COPY reports_taskmessages (task_id) FROM STDIN",
-        "DELETE FROM reports_taskclass p WHERE",
-        "INSERT INTO reports_messagetally (corpus_id)",
-        "INSERT INTO reports_messageclass (level)",
-        'for table in ("reports_taskclass", "corpora_task"):',
+        "COPY corpora_taskmessages (task_id) FROM STDIN",
+        "DELETE FROM corpora_taskclass p WHERE",
+        "INSERT INTO corpora_messagetally (corpus_id)",
+        "INSERT INTO corpora_messageclass (level)",
+        'for table in ("corpora_taskclass", "corpora_task"):',
     ]:
         assert _WRITES.search(spelled), spelled
-    for fine in ['db_table = "reports_taskmessages"', "SELECT x.details FROM reports_taskmessages x"]:
+    for fine in ['db_table = "corpora_taskmessages"', "SELECT x.details FROM corpora_taskmessages x"]:
         assert not _WRITES.search(fine), fine
 
 
