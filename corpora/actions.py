@@ -502,7 +502,7 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
         # carry their task's status).
         narrow = "".join(f" AND c.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
         narrow_params = [condition[key] for key in ("category", "what") if condition.get(key) is not None]
-        classes = f"c.level = 0 AND c.severity = %s{narrow}"
+        classes = f"c.level = {MessageClass.CLASS} AND c.severity = %s{narrow}"
         class_params = [SEVERITIES[severity][1], *narrow_params]
         entry_rows = entry_sql.format("p.task_id") if entry else ""
         if retired_messages_exist(parent_id, service_id):  # rows a rerun retired wait for the purge

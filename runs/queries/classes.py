@@ -180,7 +180,8 @@ def class_known(severity: str, category: str, what: str) -> ClassRef:
         )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id FROM {MESSAGE_CLASS_TABLE} WHERE level = 0 AND severity = %s AND category = %s AND what = %s",
+            f"SELECT id FROM {MESSAGE_CLASS_TABLE} WHERE level = {MessageClass.CLASS} AND severity = %s"
+            " AND category = %s AND what = %s",
             [severity, category, what],
         )
         row = cursor.fetchone()
@@ -198,7 +199,7 @@ def class_split(severity: str, rest: str) -> tuple[str, str]:
     positions = [index for index, char in enumerate(rest) if char == "/"]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT category, what FROM {MESSAGE_CLASS_TABLE} WHERE level = 0 AND severity = %s"
+            f"SELECT category, what FROM {MESSAGE_CLASS_TABLE} WHERE level = {MessageClass.CLASS} AND severity = %s"
             " AND (category, what) IN"
             " (SELECT left(%s, p - 1), substr(%s, p + 1) FROM unnest(%s::int[]) AS p) ORDER BY length(category)",
             [severity, rest, rest, [index + 1 for index in positions]],
