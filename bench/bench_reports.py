@@ -121,7 +121,7 @@ def pair_get() -> Pair:
 
 def cold_builds(pair: Pair) -> dict[str, tuple[float, int]]:
     """Clear the pair's grains, then build each severity's slice from nothing: seconds and rows."""
-    from reports.actions import grain_slice_rebuild, grains_clear
+    from corpora.grains import grain_slice_rebuild, grains_clear
     from reports.queries import SEVERITIES
 
     grains_clear([(pair.corpus_id, pair.service_id)])
@@ -376,7 +376,7 @@ def explain_runtime(pair: Pair) -> None:
 def explain_slice_build(pair: Pair, severity: str) -> None:
     """EXPLAIN of a slice build's own statements (the build itself runs for real first: it only rebuilds
     the slice)."""
-    from reports.actions import grain_slice_rebuild
+    from corpora.grains import grain_slice_rebuild
 
     explain_calls(
         f"grain_slice_rebuild {severity}", partial(grain_slice_rebuild, pair.corpus_id, pair.service_id, severity)

@@ -22,7 +22,7 @@ Measured, each step once no other `bench_` process runs and the hypervisor leave
   (/api/runs, filtered by corpus, the pair's runs, its open run), `status` (/api/status, /api/statistics
   and the pair's overview /api/reports/C/S); `p50_ms` likewise;
 - `seconds`, per operation: `cold_slice_build_info` (the pair's grains cleared, then
-  reports.actions.grain_slice_rebuild of the worst severity, info; the others are printed), `global_refresh`
+  corpora.grains.grain_slice_rebuild of the worst severity, info; the others are printed), `global_refresh`
   (reports.actions.reports_rebuild_all), `rerun` (reports.actions.rerun of the what-class of `--rerun-tasks`
   error tasks, 100,000; afterwards its tasks get back their messages, runtimes and status, so the data set
   is reused), `snapshot` (corpora.pairs.snapshot_take of every task of the pair), `diff_matrix`
@@ -241,8 +241,7 @@ def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int
 
 def cold_builds(pair: tuple[int, int]) -> dict[str, float]:
     """Clear the pair's grains, then build each severity's slice from nothing: seconds each."""
-    from corpora.grains import grains_clear
-    from reports.actions import grain_slice_rebuild
+    from corpora.grains import grain_slice_rebuild, grains_clear
     from reports.queries import SEVERITIES
 
     grains_clear([pair])

@@ -169,7 +169,7 @@ class Snapshot(models.Model):
 
 
 class SnapshotClass(models.Model):
-    """Per snapshot and message class (reports.models.MessageClass, level 0) the pair then had: how many
+    """Per snapshot and message class (MessageClass, level 0) the pair then had: how many
     tasks had messages of the class and how many messages they were, summed over statuses from the
     reports' tallies."""
 
@@ -310,7 +310,7 @@ class TaskClass(models.Model):
     """That a task has messages of a class (level 0): one row per (task, class). The key is the report
     index: the tasks of one status with one class are one range of it, in task order (entry lists, rerun
     and sandbox scopes). The task's document is in the row and, included, in the key's index: a snapshot
-    reads each class's documents from the index alone (migration 0013 adds the INCLUDE, which the model
+    reads each class's documents from the index alone (reports migration 0013 adds the INCLUDE, which the model
     cannot state). The task index finds a task's rows when its messages are deleted."""
 
     pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id", "task_id")
@@ -364,7 +364,7 @@ class MessageTally(models.Model):
 
 class LogMessage(models.Model):
     """One log message, read only: a row of the view `corpora_logmessage`, which unfolds the task rows
-    (TaskMessages) into their messages in log order (migration 0010). For reads that want messages one
+    (TaskMessages) into their messages in log order (reports migration 0010). For reads that want messages one
     by one; every write goes through corpora.message_store's message writer."""
 
     pk = models.CompositePrimaryKey("task_id", "position")
@@ -408,8 +408,8 @@ class TaskRuntime(models.Model):
 class RuntimeCount(models.Model):
     """How many tasks of a service took each runtime (ms), over all corpora: the runtime report's count,
     mean, maximum, histogram and percentiles come from these few rows, not from a million runtimes.
-    Kept exact by statement-level triggers on `corpora_taskruntime` (migration 0007), as task counts
-    are; rows that fall to zero stay and are skipped."""
+    Kept exact by statement-level triggers on the runtimes (reports migration 0007; corpora 0014 names
+    their tables), as task counts are; rows that fall to zero stay and are skipped."""
 
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     runtime_ms = models.IntegerField()
@@ -422,7 +422,7 @@ class RuntimeCount(models.Model):
         return f"{self.service_id}/{self.runtime_ms} ms: {self.count}"
 
 
-# The width of a runtime bin (migration 0011 freezes it in its triggers). Every bound of the runtime
+# The width of a runtime bin (reports migration 0011 freezes it in its triggers). Every bound of the runtime
 # report's histogram is a multiple of it, so each bin lies in one bucket.
 RUNTIME_BIN_MS = 50
 
@@ -431,7 +431,7 @@ class RuntimeBin(models.Model):
     """How many tasks of a service took a runtime in [bin * RUNTIME_BIN_MS, (bin + 1) * RUNTIME_BIN_MS),
     and their summed runtimes: the runtime report's count, mean and histogram are summed from these few
     thousand rows, and each percentile is found in one bin before that bin's RuntimeCount rows are read.
-    Kept exact by the triggers that keep RuntimeCount (migration 0011); rows that fall to zero stay."""
+    Kept exact by the triggers that keep RuntimeCount (reports migration 0011); rows that fall to zero stay."""
 
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     bin = models.IntegerField()
@@ -508,11 +508,11 @@ class TaskDiff(models.Model):
     """A document whose status differs between the two snapshots of a diff. Statuses are count buckets
     (corpora.statuses), ABSENT_BUCKET where the document is missing from that snapshot; the key orders
     a diff's rows by transition, then document, so that a page is a few index ranges. The table is
-    UNLOGGED (migration 0002): it is derived data, written again after a crash empties it."""
+    UNLOGGED (runs migration 0002): it is derived data, written again after a crash empties it."""
 
     pk = models.CompositePrimaryKey("diff", "previous_status", "current_status", "document_id")
     # No foreign-key constraint: checking it on a million rows doubled the write (bench/README.md, runs);
-    # a diff's rows go with it (runs_delete_for, history_prune).
+    # a diff's rows go with it (corpora.pairs: data_purge, history_remove).
     diff = models.ForeignKey(
         SnapshotDiff, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
     )

@@ -258,7 +258,7 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
 
 
 def _history_delete(cursor: Any, column: str, value: int) -> None:
-    """The runs, snapshots (with their classes) and snapshot diffs (runs.models, derived from the snapshots)
+    """The runs, snapshots (with their classes) and snapshot diffs (corpora.models, derived from the snapshots)
     of a corpus or a service that is itself being deleted (both snapshots of a diff belong to the same pair)."""
     diffs = (
         f"SELECT d.id FROM {SNAPSHOT_DIFF_TABLE} d JOIN {SNAPSHOT_TABLE} s ON s.id = d.previous_id"

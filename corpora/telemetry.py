@@ -7,7 +7,7 @@ Stages, from the times the dispatcher already sees:
 - ingestion: from the arrival until the result was applied (when the applying transaction records it);
 - end to end: from TODO until applied, the three above of the attempt whose result was applied.
 
-The counts go to the tables of `runs.models` (`TelemetryBin`, `TelemetryMinute`), written here by name in
+The counts go to `TelemetryBin` and `TelemetryMinute` (corpora.models), written here in
 the statement that leases a batch (`corpora.task_changes.lease_batch`) and in the transaction that applies
 one (`results_record`, from the times `corpora.task_changes.results_lock` reads): a row per (run, stage,
 bin) and per (run, minute) of a batch, never a row per task. A bin holds the durations in

@@ -1,5 +1,6 @@
-"""Writes of the reports app: pause and resume (per pair or fleet-wide), report grain slices (build,
-ensure, clear, refresh) and rerun; the operator's ones are journaled."""
+"""Actions of the reports app: pause and resume (per pair or fleet-wide), report grain slices (ensure,
+clear, refresh, rebuild) and rerun; the operator's ones are journaled. The reports app writes no table of
+its own: the statements are corpora's (corpora.task_changes, corpora.grains, corpora.message_store)."""
 
 # ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
 
@@ -69,7 +70,7 @@ def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, in
     return {"corpus_id": corpus.pk, "service_id": service.pk}
 
 
-# --- grains: build, ensure, clear ------------------------------------------------------------------------
+# --- grains: ensure, clear, rebuild ------------------------------------------------------------------------
 
 
 def slice_ensure(*, corpus_name: str, service_name: str, severity: str) -> bool:

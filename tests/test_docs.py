@@ -13,7 +13,7 @@ DOCUMENTS = ["README.md", *sorted(path.relative_to(ROOT).as_posix() for path in 
              "bench/README.md"]  # fmt: skip
 # The README is the front door: what the service is, the two commands, what `up` starts, a map of docs/.
 README_MAX_BYTES = 12_000
-# `corpora/lifecycle.py`, `config/api/requests.py`: a path of the tree ending in .py, not part of a longer one.
+# `corpora/task_changes.py`, `config/api/requests.py`: a path of the tree ending in .py, not part of a longer one.
 MODULE_PATH = re.compile(r"(?<![\w./-])((?:[a-z_][a-z0-9_]*/)+[a-z_][a-z0-9_]*\.py)\b")
 
 

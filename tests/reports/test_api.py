@@ -459,7 +459,7 @@ def test_the_info_entry_list_merges_every_status_in_task_order(api, corpus_root,
 def test_every_slice_equals_its_definition_as_one_plain_rollup(api, corpus_root, tmp_path):
     """A slice adds per-status rollups; its rows must equal one GROUP BY ROLLUP over the messages joined
     with their tasks (tasks counted once however many messages they have), for every severity."""
-    from reports.actions import grain_slice_rebuild
+    from corpora.grains import grain_slice_rebuild
     from reports.queries import SEVERITIES
 
     imported(corpus_root, "c", documents=8)
