@@ -516,11 +516,11 @@ def tasks_purge(*, corpus_id: int | None = None, service_id: int | None = None) 
         tables[1:1] = [RUNTIME_COUNT_TABLE, RUNTIME_BIN_TABLE]
     with transaction.atomic(savepoint=False), connection.cursor() as cursor:
         counts["messages"] = messages_purge(cursor, scope, params)
-        grains_purge(cursor, scope, params)
         for table in tables:
             cursor.execute(f"DELETE FROM {table} WHERE {scope}", params)
             if table == TASK_TABLE:
                 counts["tasks"] = cursor.rowcount
+        grains_purge(cursor, scope, params)
     return counts
 
 
