@@ -165,7 +165,7 @@ def message_counts(name: str) -> dict[str, int]:
     """Messages per document of a corpus: a result applied twice would show as more than the quiet run's."""
     from django.db.models import Count
 
-    from reports.models import LogMessage
+    from corpora.models import LogMessage
 
     rows = (
         LogMessage.objects.filter(corpus__name=name, service__name="tex_to_html")

@@ -7,7 +7,7 @@ a class (GET /api/runs/{c}/{s}/classes/{severity}/{category}/{what}/tasks) p95 <
 
 The data are bench/reports_data.py's (1M tasks, 10 messages each, Zipf-like classes), generated into a
 database of this script's own and reused. The scenario: a snapshot; then a "new converter" changes
-messages through the one message writer (corpora.lifecycle): the 100,000 tasks of the rerun what-class
+messages through the one message writer (corpora.message_store): the 100,000 tasks of the rerun what-class
 lose it (the fixed failure), 20,000 others, spread over the corpus, gain a new error class, and each of
 those tasks loses its first warning (many warning classes lose a few documents each); a second
 snapshot; the class diff; gained and lost pages of the classes that changed most, at several offsets.
@@ -86,8 +86,8 @@ def changed_tasks(corpus_id: int, service_id: int) -> list[int]:
 
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT DISTINCT p.task_id FROM reports_taskclass p"
-            " JOIN reports_messageclass k ON k.id = p.message_class_id WHERE p.corpus_id = %s AND p.service_id = %s"
+            "SELECT DISTINCT p.task_id FROM corpora_taskclass p"
+            " JOIN corpora_messageclass k ON k.id = p.message_class_id WHERE p.corpus_id = %s AND p.service_id = %s"
             " AND k.level = 0 AND k.category = %s AND k.what = %s",
             [corpus_id, service_id, reports_data.SPECIAL_CATEGORY, reports_data.SPECIAL_WHAT],
         )
@@ -108,7 +108,7 @@ def messages_of(task_ids: list[int]) -> dict[int, tuple[int, int, int, list[tupl
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT m.task_id, m.corpus_id, m.service_id, m.task_status, m.severity, m.category, m.what, m.details"
-            " FROM reports_logmessage m WHERE m.task_id = ANY(%s) ORDER BY m.task_id, m.position",
+            " FROM corpora_logmessage m WHERE m.task_id = ANY(%s) ORDER BY m.task_id, m.position",
             [task_ids],
         )
         for task_id, corpus_id, service_id, status, *message in cursor.fetchall():
@@ -120,7 +120,7 @@ def messages_rewrite(rows: dict[int, tuple[int, int, int, list[tuple[str, str, s
     """Replace the tasks' messages through the message writer, WRITE_BATCH tasks per transaction."""
     from django.db import connection, transaction
 
-    from corpora.lifecycle import messages_delete, messages_write
+    from corpora.message_store import messages_delete, messages_write
 
     task_ids = sorted(rows)
     for start in range(0, len(task_ids), WRITE_BATCH):
@@ -160,11 +160,11 @@ def marker(on: bool) -> None:
 
 
 def snapshots_delete(cursor: Any, condition: str, params: list[Any]) -> None:
-    """Delete the snapshots `condition` (on runs_snapshot) names, with their classes."""
-    snapshots = f"SELECT id FROM runs_snapshot WHERE {condition}"
-    for table in ("runs_snapshotmembers", "runs_snapshotclass"):
+    """Delete the snapshots `condition` (on corpora_snapshot) names, with their classes."""
+    snapshots = f"SELECT id FROM corpora_snapshot WHERE {condition}"
+    for table in ("corpora_snapshotmembers", "corpora_snapshotclass"):
         cursor.execute(f"DELETE FROM {table} WHERE snapshot_id IN ({snapshots})", params)
-    cursor.execute(f"DELETE FROM runs_snapshot WHERE {condition}", params)
+    cursor.execute(f"DELETE FROM corpora_snapshot WHERE {condition}", params)
 
 
 def history_clear(corpus_id: int, service_id: int) -> None:
@@ -173,10 +173,12 @@ def history_clear(corpus_id: int, service_id: int) -> None:
 
     pair = "corpus_id = %s AND service_id = %s"
     with transaction.atomic(), connection.cursor() as cursor:
-        diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{pair}"
-        cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [corpus_id, service_id])
-        cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [corpus_id, service_id])
-        cursor.execute(f"UPDATE runs_run SET snapshot_id = NULL WHERE {pair}", [corpus_id, service_id])
+        diffs = (
+            f"SELECT d.id FROM corpora_snapshotdiff d JOIN corpora_snapshot s ON s.id = d.previous_id WHERE s.{pair}"
+        )
+        cursor.execute(f"DELETE FROM corpora_taskdiff WHERE diff_id IN ({diffs})", [corpus_id, service_id])
+        cursor.execute(f"DELETE FROM corpora_snapshotdiff WHERE id IN ({diffs})", [corpus_id, service_id])
+        cursor.execute(f"UPDATE corpora_run SET snapshot_id = NULL WHERE {pair}", [corpus_id, service_id])
         snapshots_delete(cursor, pair, [corpus_id, service_id])
 
 
@@ -244,7 +246,7 @@ def main() -> None:
     service_id = Service.objects.get(name=reports_data.SERVICE).pk
     history_clear(corpus_id, service_id)
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM (ANALYZE) reports_taskclass, reports_messagetally, corpora_task")
+        cursor.execute("VACUUM (ANALYZE) corpora_taskclass, corpora_messagetally, corpora_task")
     print(harness.load_line())
 
     # Snapshots of the unchanged data: the first is kept as `previous`, the others deleted again.
@@ -252,11 +254,11 @@ def main() -> None:
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*), coalesce(sum(cardinality(document_ids)), 0),"
-            " coalesce(sum(pg_column_size(document_ids)), 0) FROM runs_snapshotmembers WHERE snapshot_id = %s",
+            " coalesce(sum(pg_column_size(document_ids)), 0) FROM corpora_snapshotmembers WHERE snapshot_id = %s",
             [previous.snapshot_id],
         )
         member_rows, members, member_bytes = cursor.fetchone()
-        cursor.execute("SELECT count(*) FROM runs_snapshotclass WHERE snapshot_id = %s", [previous.snapshot_id])
+        cursor.execute("SELECT count(*) FROM corpora_snapshotclass WHERE snapshot_id = %s", [previous.snapshot_id])
         class_rows = cursor.fetchone()[0]
     print(f"snapshot (statuses, {class_rows:,} class tallies, {members:,} memberships in {member_rows:,} chunks,"
           f" {member_bytes / 1e6:.1f} MB stored): {', '.join(f'{s:.2f}' for s in before)} s;"
@@ -270,11 +272,11 @@ def main() -> None:
     messages_rewrite(changed(original))
     print(f"change: {len(tasks):,} tasks' messages rewritten in {time.perf_counter() - began:.1f} s (not measured)")
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM (ANALYZE) reports_taskclass, reports_messagetally")
+        cursor.execute("VACUUM (ANALYZE) corpora_taskclass, corpora_messagetally")
     after, current = snapshots_timed("snapshot after", corpus_id, service_id, args.rounds, args.wait)
     print(f"snapshot after the change: {', '.join(f'{s:.2f}' for s in after)} s; best {min(after):.2f} s")
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM (ANALYZE) runs_snapshotmembers, runs_snapshotclass, runs_snapshot")
+        cursor.execute("VACUUM (ANALYZE) corpora_snapshotmembers, corpora_snapshotclass, corpora_snapshot")
 
     pair = f"/api/runs/{quote(reports_data.CORPUS)}/{quote(reports_data.SERVICE)}"
     dates = {"previous": previous.taken_at.isoformat(), "current": current.taken_at.isoformat()}

@@ -15,8 +15,8 @@ messages and the runtime to PostgreSQL.
   database (queue `bench-dispatch`). This process leases the tasks with the dispatcher's own lease statement,
   packs each payload and sends one Celery task per document; each Celery task makes the canned result,
   decodes it with the dispatcher's own result_decode and applies it in one transaction of its own:
-  delete its old messages (corpora.lifecycle's message deleter) and runtime (ORM), update the status
-  (ORM), write its messages with the message writer (corpora.lifecycle: the task row, its (task, class)
+  delete its old messages (corpora.message_store's message deleter) and runtime (ORM), update the status
+  (ORM), write its messages with the message writer (corpora.message_store: the task row, its (task, class)
   rows and its additions to the pair's tallies; no other code may write those tables), then insert the
   runtime (ORM).
   Timed from the first lease until every task has a final status. Celery's Django fix-up would close
@@ -151,17 +151,16 @@ def celery_noop_convert(task_id: int, corpus_id: int, service_id: int, payload: 
 
 def celery_result_apply(task_id: int, corpus_id: int, service_id: int, result: bytes) -> None:
     """Apply one result in a transaction of its own, as a plain Celery design would: the ORM for the
-    status and the runtime, and for the messages the message deleter and writer of corpora.lifecycle,
+    status and the runtime, and for the messages the message deleter and writer of corpora.message_store,
     the only code that writes the message tables (a task row, its (task, class) rows and the pair's
     tallies, which every task of the pair adds to)."""
     harness.django_ready()
     from django.conf import settings
     from django.db import connection, transaction
 
-    from corpora.lifecycle import messages_delete, messages_write
-    from corpora.models import Task
+    from corpora.message_store import messages_delete, messages_write
+    from corpora.models import Task, TaskRuntime
     from dispatcher.ingest import result_decode
-    from reports.models import TaskRuntime
 
     decoded = result_decode(result, max_bytes=settings.RESULT_MAX_BYTES)
     with transaction.atomic(), connection.cursor() as cursor:
@@ -311,8 +310,8 @@ def tables_vacuum() -> None:
 
     with harness.timed() as timer, connection.cursor() as cursor:
         cursor.execute(
-            "VACUUM (ANALYZE) corpora_task, corpora_document, corpora_taskcount, reports_messageclass,"
-            " reports_taskmessages, reports_taskclass, reports_messagetally, reports_taskruntime"
+            "VACUUM (ANALYZE) corpora_task, corpora_document, corpora_taskcount, corpora_messageclass,"
+            " corpora_taskmessages, corpora_taskclass, corpora_messagetally, corpora_taskruntime"
         )
     with harness.timed() as checkpoint, connection.cursor() as cursor:
         # Whatever ran before (another benchmark's bulk writes) is flushed now rather than by a checkpoint
@@ -340,13 +339,13 @@ def pair_check(corpus_id: int, service_id: int, documents: int, label: str) -> N
         )
         statuses = dict(cursor.fetchall())
         cursor.execute(
-            "SELECT coalesce(sum(cardinality(sequence)), 0) FROM reports_taskmessages"
+            "SELECT coalesce(sum(cardinality(sequence)), 0) FROM corpora_taskmessages"
             " WHERE corpus_id = %s AND service_id = %s",
             [corpus_id, service_id],
         )
         messages = cursor.fetchone()[0]
         cursor.execute(
-            "SELECT count(*) FROM reports_taskruntime WHERE corpus_id = %s AND service_id = %s", [corpus_id, service_id]
+            "SELECT count(*) FROM corpora_taskruntime WHERE corpus_id = %s AND service_id = %s", [corpus_id, service_id]
         )
         runtimes = cursor.fetchone()[0]
     if statuses != {WARNING_STATUS: documents} or messages != documents * MESSAGES_PER_RESULT or runtimes != documents:
@@ -489,7 +488,9 @@ def spy_report(path: Path, rate: int, ventilator_pid: int) -> None:
             frames.append((function, filename, int(number) if number.isdigit() else 0))
         label = "outside the loop (start-up, shutdown)"
         for function, filename, number in reversed(frames):
-            if not filename.startswith(("dispatcher/", "corpora/lifecycle.py", "conversion/")):
+            if not filename.startswith(
+                ("dispatcher/", "corpora/task_changes.py", "corpora/message_store.py", "conversion/")
+            ):
                 continue
             method = function.rpartition(".")[2]  # py-spy names methods Class.method
             found = next((text for name, text in _PHASES if name == method), None)
@@ -551,7 +552,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
 
     from conversion.archive import pack_entry
     from corpora import results
-    from corpora.lifecycle import lease_batch
+    from corpora.task_changes import lease_batch
     from dispatcher import ingest
 
     service_id = harness.service_ensure(STEPS_SERVICE)
@@ -645,7 +646,7 @@ def steps_measure(corpus_name: str, *, batches: int, batch: int, vacuum: bool) -
 def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_id: int, service_id: int) -> float:
     """Run a Celery worker, lease and send one Celery task per document; tasks per second."""
     from conversion.archive import pack_entry
-    from corpora.lifecycle import lease_batch
+    from corpora.task_changes import lease_batch
 
     broker = redis_client(harness.REDIS_URL)
     broker.delete(CELERY_QUEUE, PING_KEY)  # a queue left by an interrupted run would be worked off too
@@ -701,7 +702,7 @@ def celery_measure(children: harness.Children, args: argparse.Namespace, corpus_
     )
     print(
         f"  settings: celery worker --concurrency {args.celery_concurrency} (prefork), Redis broker, "
-        "default prefetch; messages written by corpora.lifecycle's writer, "
+        "default prefetch; messages written by corpora.message_store's writer, "
         + (
             f"database connection kept for {args.celery_db_reuse} tasks (CELERY_DB_REUSE_MAX)"
             if args.celery_db_reuse

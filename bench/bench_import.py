@@ -201,8 +201,7 @@ def corpus_generate(directory: Path, layout: Layout | ArxivLayout) -> float | No
 
 def counts_check(corpus_name: str, layout: Layout | ArxivLayout, result: dict) -> None:
     """The import must have recorded every entry, and exactly the generated invalid ones as invalid."""
-    from corpora.models import Corpus, Document, Task
-    from reports.models import LogMessage
+    from corpora.models import Corpus, Document, LogMessage, Task
 
     corpus = Corpus.objects.get(name=corpus_name)
     documents = Document.objects.filter(corpus=corpus).count()

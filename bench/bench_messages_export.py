@@ -137,7 +137,7 @@ def main() -> None:
         print(f"data: generated in {time.perf_counter() - began:.1f} s")
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT coalesce(sum(cardinality(x.sequence)), 0) FROM reports_taskmessages x"
+            "SELECT coalesce(sum(cardinality(x.sequence)), 0) FROM corpora_taskmessages x"
             " JOIN corpora_corpus c ON c.id = x.corpus_id JOIN services_service s ON s.id = x.service_id"
             " WHERE c.name = %s AND s.name = %s",
             [reports_data.CORPUS, reports_data.SERVICE],

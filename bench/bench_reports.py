@@ -3,7 +3,7 @@
 Targets: category and what pages (from grains) p95 <= 50 ms, entry list p95 <= 100 ms, document
 report <= 50 ms, runtime report <= 200 ms, one cold slice build <= 5 s, the global refresh <= 60 s, a
 rerun of a what-class of 100,000 tasks <= 10 s. For comparison the category report is also computed
-live with a plain GROUP BY over the task rows of messages (reports_taskmessages: each task's classes and
+live with a plain GROUP BY over the task rows of messages (corpora_taskmessages: each task's classes and
 their counts, unnested; neither tallies nor rollups), and the ratio live / grains is printed.
 
 Data are generated in SQL by bench/reports_data.py into the dedicated database ccs_reports_bench and
@@ -121,7 +121,7 @@ def pair_get() -> Pair:
 
 def cold_builds(pair: Pair) -> dict[str, tuple[float, int]]:
     """Clear the pair's grains, then build each severity's slice from nothing: seconds and rows."""
-    from reports.actions import grain_slice_rebuild, grains_clear
+    from corpora.grains import grain_slice_rebuild, grains_clear
     from reports.queries import SEVERITIES
 
     grains_clear([(pair.corpus_id, pair.service_id)])
@@ -162,7 +162,7 @@ def page_sets(pair: Pair, tasks: int, requests: int) -> list[harness.PageSet]:
     """The URLs of every measured page, chosen from the data (grains, frame) so each answers 200."""
     from django.db import connection
 
-    from reports.models import ReportGrain
+    from corpora.models import ReportGrain
     from reports.queries import SEVERITIES
 
     grains = ReportGrain.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id)
@@ -237,9 +237,9 @@ def page_sets(pair: Pair, tasks: int, requests: int) -> list[harness.PageSet]:
 # Every task row of the statuses, its classes and their message counts unnested: what the grains save.
 LIVE_CATEGORY_SQL = """
 SELECT c.category, count(DISTINCT x.task_id) AS tasks, sum(u.messages) AS messages
-  FROM reports_taskmessages x
+  FROM corpora_taskmessages x
  CROSS JOIN LATERAL unnest(x.classes, x.counts) AS u(class_id, messages)
-  JOIN reports_messageclass c ON c.id = u.class_id
+  JOIN corpora_messageclass c ON c.id = u.class_id
  WHERE x.corpus_id = %s AND x.service_id = %s AND x.task_status = ANY(%s) AND c.severity = %s
  GROUP BY c.category
  ORDER BY tasks DESC, c.category
@@ -376,7 +376,7 @@ def explain_runtime(pair: Pair) -> None:
 def explain_slice_build(pair: Pair, severity: str) -> None:
     """EXPLAIN of a slice build's own statements (the build itself runs for real first: it only rebuilds
     the slice)."""
-    from reports.actions import grain_slice_rebuild
+    from corpora.grains import grain_slice_rebuild
 
     explain_calls(
         f"grain_slice_rebuild {severity}", partial(grain_slice_rebuild, pair.corpus_id, pair.service_id, severity)
@@ -385,7 +385,7 @@ def explain_slice_build(pair: Pair, severity: str) -> None:
 
 def explain_grain_page(pair: Pair) -> None:
     explain(
-        "SELECT * FROM reports_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = 'error'"
+        "SELECT * FROM corpora_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = 'error'"
         " AND category = 'undefined' AND what IS NOT NULL ORDER BY task_count DESC, what LIMIT 100",
         [pair.corpus_id, pair.service_id],
         title="what_report rows (error/undefined)",
@@ -453,13 +453,13 @@ def main() -> None:
         began = time.perf_counter()
         with connection.cursor() as cursor:
             cursor.execute(
-                f"VACUUM (ANALYZE) corpora_task, {reports_data.MESSAGE_TABLES_SQL}, reports_taskruntime,"
-                " reports_reportgrain, reports_grainslice, reports_runtimecount, reports_runtimebin, corpora_taskcount"
+                f"VACUUM (ANALYZE) corpora_task, {reports_data.MESSAGE_TABLES_SQL}, corpora_taskruntime,"
+                " corpora_reportgrain, corpora_grainslice, corpora_runtimecount, corpora_runtimebin, corpora_taskcount"
             )
         print(f"data: VACUUM (ANALYZE) {time.perf_counter() - began:.1f} s (not measured)")
     pair = pair_get()
     with connection.cursor() as cursor:
-        # The messages are the four tables of reports migration 0010 (reports_logmessage is a view of them).
+        # The messages are the four tables of reports migration 0010 (corpora_logmessage is a view of them).
         cursor.execute(
             "SELECT t.name, pg_size_pretty(pg_total_relation_size(t.name::regclass))"
             " FROM unnest(%s::text[]) WITH ORDINALITY AS t(name, o) ORDER BY t.o",
@@ -508,7 +508,7 @@ def main() -> None:
             print(f"    entries {label:<16} x{len(values):4d}: p50 {percentile(values, 0.5):7.1f} ms"
                   f"  p95 {percentile(values, 0.95):7.1f} ms  max {max(values):7.1f} ms")  # fmt: skip
 
-    print("\ncategory report live (plain GROUP BY over reports_taskmessages) vs from grains (category_report):")
+    print("\ncategory report live (plain GROUP BY over corpora_taskmessages) vs from grains (category_report):")
     severities = ["error", "warning", "fatal", "info"]
     live = quietly("live GROUP BY", lambda: live_compare(pair, severities, args.live_runs), wait=args.wait)
     category_p50 = percentile(next(s for s in sets if s.kind == "category").timings, 0.5)
@@ -587,7 +587,7 @@ def main() -> None:
     if not args.skip_rerun and (args.explain or (rerun_result or 0) > RERUN_TARGET_S):
         explain_rerun(pair)
         with connection.cursor() as cursor:
-            cursor.execute(f"VACUUM {reports_data.MESSAGE_TABLES_SQL}, reports_taskruntime, corpora_task")
+            cursor.execute(f"VACUUM {reports_data.MESSAGE_TABLES_SQL}, corpora_taskruntime, corpora_task")
 
 
 def _unquoted(url: str) -> str:

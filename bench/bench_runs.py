@@ -101,7 +101,7 @@ def snapshots_measure(ids: Ids, api: Api, documents: int, wait: float) -> dict[s
     from corpora.pairs import run_close, run_open, snapshot_take
 
     with connection.cursor() as cursor:
-        size_before = table_size(cursor, "runs_snapshot")
+        size_before = table_size(cursor, "corpora_snapshot")
     takes: list[float] = []
     taken: list[int] = []
     for number in range(1, SNAPSHOTS_TAKEN + 1):
@@ -145,17 +145,17 @@ def snapshots_measure(ids: Ids, api: Api, documents: int, wait: float) -> dict[s
     close_seconds = quietly("run close", close, wait=wait)
 
     with connection.cursor() as cursor:
-        size_after = table_size(cursor, "runs_snapshot")
+        size_after = table_size(cursor, "corpora_snapshot")
         cursor.execute(
             "SELECT count(*), sum(tasks), min(pg_column_size(document_ids)), max(pg_column_size(document_ids)),"
-            " min(pg_column_size(statuses)), max(pg_column_size(statuses)) FROM runs_snapshot"
+            " min(pg_column_size(statuses)), max(pg_column_size(statuses)) FROM corpora_snapshot"
             " WHERE corpus_id = %s AND service_id = %s",
             [ids.corpus, ids.service_a],
         )
         count, rows, ids_min, ids_max, statuses_min, statuses_max = cursor.fetchone()
         cursor.execute(
-            "SELECT pg_relation_size('runs_snapshot'), pg_total_relation_size(reltoastrelid)"
-            " FROM pg_class WHERE relname = 'runs_snapshot'"
+            "SELECT pg_relation_size('corpora_snapshot'), pg_total_relation_size(reltoastrelid)"
+            " FROM pg_class WHERE relname = 'corpora_snapshot'"
         )
         heap, toast = cursor.fetchone()
     per_snapshot = (size_after - size_before) / count
@@ -163,7 +163,7 @@ def snapshots_measure(ids: Ids, api: Api, documents: int, wait: float) -> dict[s
     print(
         f"  sizes: document_ids {ids_min / 1e6:.2f}-{ids_max / 1e6:.2f} MB, statuses {statuses_min / 1e6:.2f}-"
         f"{statuses_max / 1e6:.2f} MB per snapshot (pg_column_size; {raw / 1e6:.1f} MB uncompressed);"
-        f" runs_snapshot grew {(size_after - size_before) / 1e6:.1f} MB for {count} snapshots"
+        f" corpora_snapshot grew {(size_after - size_before) / 1e6:.1f} MB for {count} snapshots"
         f" ({per_snapshot / 1e6:.2f} MB each; heap {heap / 1e3:.0f} kB, TOAST {toast / 1e6:.1f} MB)"
     )
     scale = 1_000_000 / documents
@@ -215,7 +215,7 @@ def diff_measure(case: DiffCase, base_id: int, documents: int, api: Api, repeats
     from django.db import connection
 
     with connection.cursor() as cursor:
-        size_before = table_size(cursor, "runs_taskdiff")
+        size_before = table_size(cursor, "corpora_taskdiff")
     watch = harness.CpuWatch().start()
     with harness.phases_recorded([]) as log:
         first, body = api.call("get", url)
@@ -226,15 +226,15 @@ def diff_measure(case: DiffCase, base_id: int, documents: int, api: Api, repeats
     case.first.append(first / 1000)
     again = [api.call("get", url)[0] for _ in range(repeats)]
     case.repeated = again
-    # The first task list of the diff writes its changed documents' rows (runs.actions.diff_rows_ensure).
+    # The first task list of the diff writes its changed documents' rows (corpora.diffs.diff_rows_ensure).
     rows_first, _ = api.call("get", diff_url(case.dates, "tasks"))
     case.rows_first = rows_first / 1000
     with connection.cursor() as cursor:
-        case.stored_mb = (table_size(cursor, "runs_taskdiff") - size_before) / 1e6
+        case.stored_mb = (table_size(cursor, "corpora_taskdiff") - size_before) / 1e6
     print(
         f"  {case.label:<44} first {first / 1000:6.2f} s   repeated p50 {statistics.median(again):6.1f} ms"
         f" max {max(again):6.1f} ms   ({body['changed']:,} changed, {len(body['matrix'])} cells;"
-        f" first task list {case.rows_first:.2f} s; runs_taskdiff grew {case.stored_mb:.1f} MB)"
+        f" first task list {case.rows_first:.2f} s; corpora_taskdiff grew {case.stored_mb:.1f} MB)"
     )
     for seconds, sql in case.statements:
         print(f"    {seconds:8.3f} s  {sql[:110]}")

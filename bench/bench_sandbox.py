@@ -84,7 +84,7 @@ def class_check(name: str, condition: dict[str, Any]) -> tuple[int, int, int]:
         cursor.execute(
             f"""
             WITH classes AS (SELECT DISTINCT c.category, c.what, t.document_id
-                               FROM reports_taskclass p JOIN reports_messageclass c ON c.id = p.message_class_id
+                               FROM corpora_taskclass p JOIN corpora_messageclass c ON c.id = p.message_class_id
                                JOIN corpora_task t ON t.id = p.task_id
                               WHERE {" AND ".join(where)}),
                  mine AS (SELECT p.id FROM corpora_document d

@@ -10,8 +10,8 @@ against an estimate of the data set (scale_data.estimate_bytes); `--drop` drops 
 Measured, each step once no other `bench_` process runs and the hypervisor leaves the VM its CPUs
 (harness.quietly), the figures in the JSON object that `--json` prints on the last line:
 
-- sizes: `message_bytes`, every table and index holding messages or message classes (reports_messageclass,
-  reports_taskmessages, reports_taskclass, reports_messagetally; pg_total_relation_size, so TOAST and
+- sizes: `message_bytes`, every table and index holding messages or message classes (corpora_messageclass,
+  corpora_taskmessages, corpora_taskclass, corpora_messagetally; pg_total_relation_size, so TOAST and
   indexes included), `bytes_per_message` (message_bytes / messages), `database_bytes` (pg_database_size);
 - `p95_ms`, per page, p95 over `--requests` GETs through Django's whole request stack (django.test.Client,
   the API views and the project's query functions behind them; one warming pass first, which also builds
@@ -22,11 +22,11 @@ Measured, each step once no other `bench_` process runs and the hypervisor leave
   (/api/runs, filtered by corpus, the pair's runs, its open run), `status` (/api/status, /api/statistics
   and the pair's overview /api/reports/C/S); `p50_ms` likewise;
 - `seconds`, per operation: `cold_slice_build_info` (the pair's grains cleared, then
-  reports.actions.grain_slice_rebuild of the worst severity, info; the others are printed), `global_refresh`
+  corpora.grains.grain_slice_rebuild of the worst severity, info; the others are printed), `global_refresh`
   (reports.actions.reports_rebuild_all), `rerun` (reports.actions.rerun of the what-class of `--rerun-tasks`
   error tasks, 100,000; afterwards its tasks get back their messages, runtimes and status, so the data set
   is reused), `snapshot` (corpora.pairs.snapshot_take of every task of the pair), `diff_matrix`
-  (runs.actions.diff_ensure of the snapshot before and one after the rerun: the first computation),
+  (corpora.diffs.diff_ensure of the snapshot before and one after the rerun: the first computation),
   `sandbox_carve_info` and `sandbox_carve_error` (corpora.actions.corpus_sandbox with per_class_limit=5 and
   its job; the sandbox is deleted afterwards), `activation` (a second service activated on every document:
   corpora.actions.service_activate and its job; its tasks and runs are removed afterwards);
@@ -161,7 +161,7 @@ def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int
     """The URLs of every measured page, chosen from the data (grains, frame) so each answers 200."""
     from django.db import connection
 
-    from reports.models import ReportGrain
+    from corpora.models import ReportGrain
     from reports.queries import SEVERITIES
 
     corpus, service = scale_data.CORPUS, scale_data.SERVICE
@@ -241,8 +241,7 @@ def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int
 
 def cold_builds(pair: tuple[int, int]) -> dict[str, float]:
     """Clear the pair's grains, then build each severity's slice from nothing: seconds each."""
-    from corpora.lifecycle import grains_clear
-    from reports.actions import grain_slice_rebuild
+    from corpora.grains import grain_slice_rebuild, grains_clear
     from reports.queries import SEVERITIES
 
     grains_clear([pair])
@@ -316,8 +315,8 @@ def restore(pair: tuple[int, int]) -> None:
 
 
 def diff_once(previous_id: int, current_id: int, expected: int) -> float:
-    from runs.actions import diff_ensure
-    from runs.models import SnapshotDiff
+    from corpora.diffs import diff_ensure
+    from corpora.models import SnapshotDiff
 
     began = time.perf_counter()
     diff_id = diff_ensure(previous_id=previous_id, current_id=current_id)
@@ -330,7 +329,7 @@ def diff_once(previous_id: int, current_id: int, expected: int) -> float:
 
 
 def diff_forget(previous_id: int, current_id: int) -> None:
-    from runs.models import SnapshotDiff
+    from corpora.models import SnapshotDiff
 
     SnapshotDiff.objects.filter(previous_id=previous_id, current_id=current_id).delete()
 
@@ -375,7 +374,7 @@ def _classes_of(severity: str) -> int:
     corpus_id, service_id = scale_data.pair_ids()
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT count(DISTINCT c.id) FROM reports_messagetally t JOIN reports_messageclass c"
+            "SELECT count(DISTINCT c.id) FROM corpora_messagetally t JOIN corpora_messageclass c"
             " ON c.id = t.message_class_id AND c.level = 0 AND c.severity = %s"
             " WHERE t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND t.tasks > 0",
             [message_severity, corpus_id, service_id, list(statuses)],
@@ -507,8 +506,8 @@ def main() -> None:
         began = time.perf_counter()
         with connection.cursor() as cursor:
             cursor.execute(
-                "VACUUM (ANALYZE) corpora_task, corpora_taskcount, reports_taskmessages, reports_taskclass,"
-                " reports_messagetally, reports_taskruntime, reports_reportgrain, reports_grainslice"
+                "VACUUM (ANALYZE) corpora_task, corpora_taskcount, corpora_taskmessages, corpora_taskclass,"
+                " corpora_messagetally, corpora_taskruntime, corpora_reportgrain, corpora_grainslice"
             )
         say(f"data: VACUUM (ANALYZE) {time.perf_counter() - began:.1f} s (not measured)")
     check = args.check or args.tasks <= CHECK_UP_TO

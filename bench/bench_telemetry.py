@@ -1,8 +1,8 @@
 """What the run telemetry adds to the dispatcher's statements, timed in one process with the two versions
 alternated batch by batch, so that a machine shared with other work slows both alike: the lease statement
 without the telemetry (its text before issue #26, kept here as the reference) against
-`corpora.lifecycle.lease_batch`; the results lock without the open run and the times against
-`corpora.lifecycle.results_lock`; and `corpora.telemetry.results_record` (nothing before it).
+`corpora.task_changes.lease_batch`; the results lock without the open run and the times against
+`corpora.task_changes.results_lock`; and `corpora.telemetry.results_record` (nothing before it).
 
 Each round leases a batch of --lease-batch tasks of an open run's pair each way, then leases a batch of
 --result-batch tasks, locks it each way (rolled back) and records the times of such a batch (rolled back).
@@ -58,8 +58,8 @@ def main() -> None:
     harness.setup()
     from django.db import connection, transaction
 
-    from corpora.lifecycle import lease_batch, results_lock
     from corpora.models import Run
+    from corpora.task_changes import lease_batch, results_lock
     from corpora.telemetry import results_record
 
     documents = args.rounds * (2 * args.lease_batch + args.result_batch)

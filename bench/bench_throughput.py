@@ -328,14 +328,14 @@ def system_measure(
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT d.name, t.status, r.runtime_ms FROM corpora_task t JOIN corpora_document d ON d.id = t.document_id"
-            " LEFT JOIN reports_taskruntime r ON r.task_id = t.id WHERE t.corpus_id = %s AND t.service_id = %s",
+            " LEFT JOIN corpora_taskruntime r ON r.task_id = t.id WHERE t.corpus_id = %s AND t.service_id = %s",
             [corpus_id, service_id],
         )
         rows = cursor.fetchall()
         # The tasks with a message of category timeout (any severity): their (task, class) rows.
         cursor.execute(
-            "SELECT DISTINCT d.name FROM reports_taskclass p"
-            " JOIN reports_messageclass c ON c.id = p.message_class_id AND c.level = 0 AND c.category = 'timeout'"
+            "SELECT DISTINCT d.name FROM corpora_taskclass p"
+            " JOIN corpora_messageclass c ON c.id = p.message_class_id AND c.level = 0 AND c.category = 'timeout'"
             " JOIN corpora_task t ON t.id = p.task_id JOIN corpora_document d ON d.id = t.document_id"
             " WHERE p.corpus_id = %s AND p.service_id = %s ORDER BY 1",
             [corpus_id, service_id],

@@ -22,11 +22,11 @@ and the messages of any set of tasks can be regenerated exactly (the rerun's res
 A task's messages are in log order info, warning, error, fatal, each severity's in draw order.
 Runtimes: one row per tex_to_html task, log-normal around 2.5 s (sigma 1.1), clamped to 20 ms..1 h.
 
-The messages are stored as the message writer (corpora.lifecycle.messages_write) stores them: the class
-dictionary (reports_messageclass: every drawn (severity, category, what) and its category and severity
-rollups), a row per task (reports_taskmessages: classes in order of first appearance, counts, rollups
+The messages are stored as the message writer (corpora.message_store.messages_write) stores them: the class
+dictionary (corpora_messageclass: every drawn (severity, category, what) and its category and severity
+rollups), a row per task (corpora_taskmessages: classes in order of first appearance, counts, rollups
 and their counts, the log as indexes into the classes, details), a row per (task, class)
-(reports_taskclass) and the tallies per (pair, status, class or rollup) (reports_messagetally). Each
+(corpora_taskclass) and the tallies per (pair, status, class or rollup) (corpora_messagetally). Each
 task row is folded from that task's generated messages in one pass over the frame (a lateral subquery
 per task, no per-row Python and no sort of all the messages); the (task, class) rows and the tallies are
 then unnested and counted from the task rows, as migration 0010 does. `messages_select` is the same
@@ -212,7 +212,7 @@ def _branches() -> str:
 def messages_select(frame_filter: str) -> str:
     """The messages of the frame rows that `frame_filter` (a JOIN/WHERE fragment) keeps, one row each:
     task_id, status, position, severity, category, what, details. What the old message table held; the
-    definition the task rows are checked against (reports_logmessage, the view, must give the same)."""
+    definition the task rows are checked against (corpora_logmessage, the view, must give the same)."""
     return (
         f"SELECT f.task_id, f.status, m.position, m.severity, m.category, m.what, {DETAILS} AS details"
         f" FROM bench_reports_frame f {frame_filter} CROSS JOIN LATERAL ({_branches()}) AS m"
@@ -233,13 +233,13 @@ def classes_sql() -> str:
     keys.append(f"SELECT 'error', {_quoted(SPECIAL_CATEGORY)}, {_quoted(SPECIAL_WHAT)}")
     match = "c.level = w.level AND c.severity = w.severity AND c.category = w.category AND c.what = w.what"
     return (
-        "INSERT INTO reports_messageclass (level, severity, category, what)"
+        "INSERT INTO corpora_messageclass (level, severity, category, what)"
         " SELECT w.level, w.severity, w.category, w.what FROM ("
         " SELECT CASE WHEN grouping(v.category) = 1 THEN 2 WHEN grouping(v.what) = 1 THEN 1 ELSE 0 END AS level,"
         " v.severity, coalesce(v.category, '') AS category, coalesce(v.what, '') AS what"
         f" FROM ({' UNION ALL '.join(keys)}) AS v"
         " GROUP BY GROUPING SETS ((v.severity, v.category, v.what), (v.severity, v.category), (v.severity))) w"
-        f" WHERE NOT EXISTS (SELECT FROM reports_messageclass c WHERE {match})"
+        f" WHERE NOT EXISTS (SELECT FROM corpora_messageclass c WHERE {match})"
         " ORDER BY 1, 2, 3, 4 ON CONFLICT DO NOTHING"
     )
 
@@ -247,8 +247,8 @@ def classes_sql() -> str:
 # The dictionary's unused rows, once every task row and tally of the data set is written: a class the
 # vocabularies allow but no task drew (or its rollup), which the writer would never have added.
 CLASSES_UNUSED_SQL = (
-    "DELETE FROM reports_messageclass c"
-    " WHERE NOT EXISTS (SELECT FROM reports_messagetally t WHERE t.message_class_id = c.id)"
+    "DELETE FROM corpora_messageclass c"
+    " WHERE NOT EXISTS (SELECT FROM corpora_messagetally t WHERE t.message_class_id = c.id)"
 )
 
 # Each level-0 class with its two rollups, to look the generated messages up by (severity, category, what).
@@ -256,23 +256,23 @@ CLASS_MAP_SQL = (
     "CREATE TEMP TABLE bench_reports_class ON COMMIT DROP AS"
     " SELECT c.severity::text AS severity, c.category::text AS category, c.what::text AS what,"
     " c.id AS class_id, r.id AS category_id, s.id AS severity_id"
-    " FROM reports_messageclass c"
-    " JOIN reports_messageclass r ON r.level = 1 AND r.severity = c.severity AND r.category = c.category"
+    " FROM corpora_messageclass c"
+    " JOIN corpora_messageclass r ON r.level = 1 AND r.severity = c.severity AND r.category = c.category"
     " AND r.what = ''"
-    " JOIN reports_messageclass s ON s.level = 2 AND s.severity = c.severity AND s.category = '' AND s.what = ''"
+    " JOIN corpora_messageclass s ON s.level = 2 AND s.severity = c.severity AND s.category = '' AND s.what = ''"
     " WHERE c.level = 0"
 )
 
 
 def task_rows_sql(frame_filter: str) -> str:
-    """INSERT of the task rows (reports_taskmessages) of the frame rows `frame_filter` keeps, folded per
+    """INSERT of the task rows (corpora_taskmessages) of the frame rows `frame_filter` keeps, folded per
     task as the message writer folds a task's messages; parameters: corpus id, service id. Needs
     CLASS_MAP_SQL's table. `a`: the task's messages in log order as class and rollup ids and details;
     `k`: its distinct classes in order of first appearance with their counts; `q`: each message as its
     class's 1-based place in `k`; `r`: its category and severity rollups in order of first appearance
     (a class's category rollup before its severity rollup, as the writer adds them) with their counts."""
     return (
-        f"INSERT INTO reports_taskmessages ({TASK_ROW_COLUMNS})"
+        f"INSERT INTO corpora_taskmessages ({TASK_ROW_COLUMNS})"
         " SELECT f.task_id, %s, %s, f.status, k.classes, k.counts, r.rollups, r.counts, q.sequence, a.details"
         f" FROM bench_reports_frame f {frame_filter}"
         " CROSS JOIN LATERAL (SELECT array_agg(c.class_id ORDER BY m.position) AS seq,"
@@ -301,9 +301,9 @@ def task_rows_sql(frame_filter: str) -> str:
 def task_classes_sql(scope: str) -> str:
     """INSERT of the (task, class) rows of the task rows `scope` (a JOIN/WHERE fragment on `x`) keeps."""
     return (
-        "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
+        "INSERT INTO corpora_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
         " SELECT x.task_id, x.corpus_id, x.service_id, u.class_id, x.task_status, t.document_id"
-        " FROM reports_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
+        " FROM corpora_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
         f" CROSS JOIN LATERAL unnest(x.classes) AS u(class_id) {scope}"
     )
 
@@ -312,20 +312,20 @@ def tallies_sql(scope: str) -> str:
     """Add to the tallies the tasks and messages of the task rows `scope` (a JOIN/WHERE fragment on `x`)
     keeps, per (corpus, service, status, class or rollup): the recount of those rows, added in key order."""
     return (
-        "INSERT INTO reports_messagetally (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
+        "INSERT INTO corpora_messagetally (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
         " SELECT x.corpus_id, x.service_id, x.task_status, u.class_id, count(*), sum(u.n)"
-        " FROM reports_taskmessages x"
+        " FROM corpora_taskmessages x"
         " CROSS JOIN LATERAL unnest(x.classes || x.rollups, x.counts || x.rollup_counts) AS u(class_id, n)"
         f" {scope}"
         " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4"
         " ON CONFLICT (corpus_id, service_id, task_status, message_class_id) DO UPDATE"
-        " SET tasks = reports_messagetally.tasks + EXCLUDED.tasks,"
-        " messages = reports_messagetally.messages + EXCLUDED.messages"
+        " SET tasks = corpora_messagetally.tasks + EXCLUDED.tasks,"
+        " messages = corpora_messagetally.messages + EXCLUDED.messages"
     )
 
 
 # The message tables, for VACUUM (ANALYZE) lists and sizes.
-MESSAGE_TABLES = ("reports_messageclass", "reports_taskmessages", "reports_taskclass", "reports_messagetally")
+MESSAGE_TABLES = ("corpora_messageclass", "corpora_taskmessages", "corpora_taskclass", "corpora_messagetally")
 MESSAGE_TABLES_SQL = ", ".join(MESSAGE_TABLES)
 
 
@@ -333,7 +333,7 @@ def runtimes_sql(frame_filter: str) -> str:
     """INSERT of log-normal runtimes for the frame rows `frame_filter` keeps; params: corpus, service."""
     normal = "sqrt(-2 * ln(1 - bench_u(f.i, 11))) * cos(2 * pi() * bench_u(f.i, 12))"
     return (
-        "INSERT INTO reports_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
+        "INSERT INTO corpora_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
         f" SELECT f.task_id, %s, %s, least(greatest(round(exp(ln(2500) + 1.1 * {normal})), 20), 3600000)::int"
         f" FROM bench_reports_frame f {frame_filter}"
     )
@@ -358,18 +358,18 @@ def _task_class_indexes(cursor: Any) -> tuple[list[str], list[str]]:
     with the same definitions."""
     cursor.execute(
         "SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint"
-        " WHERE conrelid = 'reports_taskclass'::regclass AND contype IN ('p', 'u') ORDER BY conname"
+        " WHERE conrelid = 'corpora_taskclass'::regclass AND contype IN ('p', 'u') ORDER BY conname"
     )
     constraints = cursor.fetchall()
     cursor.execute(
         "SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = current_schema()"
-        " AND tablename = 'reports_taskclass' AND indexname <> ALL(%s) ORDER BY indexname",
+        " AND tablename = 'corpora_taskclass' AND indexname <> ALL(%s) ORDER BY indexname",
         [[name for name, _ in constraints]],
     )
     indexes = cursor.fetchall()
-    drops = [f'ALTER TABLE reports_taskclass DROP CONSTRAINT "{name}"' for name, _ in constraints]
+    drops = [f'ALTER TABLE corpora_taskclass DROP CONSTRAINT "{name}"' for name, _ in constraints]
     drops += [f'DROP INDEX "{name}"' for name, _ in indexes]
-    builds = [f'ALTER TABLE reports_taskclass ADD CONSTRAINT "{name}" {definition}' for name, definition in constraints]
+    builds = [f'ALTER TABLE corpora_taskclass ADD CONSTRAINT "{name}" {definition}' for name, definition in constraints]
     builds += [definition for _, definition in indexes]
     return drops, builds
 
@@ -457,7 +457,7 @@ def data_generate(tasks: int, actor: str) -> Generation:
         cursor.execute("ANALYZE bench_reports_class")
         cursor.execute(task_rows_sql(""), [corpus_id, service.pk])
         cursor.execute(
-            "SELECT coalesce(sum(cardinality(x.sequence)), 0) FROM reports_taskmessages x " + pair,
+            "SELECT coalesce(sum(cardinality(x.sequence)), 0) FROM corpora_taskmessages x " + pair,
             [corpus_id, service.pk],
         )
         messages = int(cursor.fetchone()[0])
@@ -490,7 +490,7 @@ def data_generate(tasks: int, actor: str) -> Generation:
         # A settled database: autovacuum would have done this soon after real imports and runs.
         cursor.execute(
             f"VACUUM (ANALYZE) corpora_document, corpora_task, corpora_taskcount, {MESSAGE_TABLES_SQL},"
-            " reports_taskruntime"
+            " corpora_taskruntime"
         )
     step("vacuum analyze", began)
     with connection.cursor() as cursor:
@@ -550,19 +550,19 @@ def data_restore() -> dict[str, float]:
         )
         cursor.execute("ALTER TABLE bench_reports_restore ADD PRIMARY KEY (task_id)")
         cursor.execute("ANALYZE bench_reports_restore")
-        cursor.execute("DELETE FROM reports_taskmessages x USING bench_reports_restore b WHERE x.task_id = b.task_id")
+        cursor.execute("DELETE FROM corpora_taskmessages x USING bench_reports_restore b WHERE x.task_id = b.task_id")
         leftovers = cursor.rowcount
-        cursor.execute("DELETE FROM reports_taskclass p USING bench_reports_restore b WHERE p.task_id = b.task_id")
-        cursor.execute("DELETE FROM reports_taskruntime x USING bench_reports_restore b WHERE x.task_id = b.task_id")
+        cursor.execute("DELETE FROM corpora_taskclass p USING bench_reports_restore b WHERE p.task_id = b.task_id")
+        cursor.execute("DELETE FROM corpora_taskruntime x USING bench_reports_restore b WHERE x.task_id = b.task_id")
         if leftovers:
             # Their share is still in the tallies: the pair's tallies are counted again, without them.
             cursor.execute(
-                "DELETE FROM reports_messagetally WHERE corpus_id = %s AND service_id = %s", [corpus_id, service_id]
+                "DELETE FROM corpora_messagetally WHERE corpus_id = %s AND service_id = %s", [corpus_id, service_id]
             )
             cursor.execute(tallies_sql("WHERE x.corpus_id = %s AND x.service_id = %s"), [corpus_id, service_id])
     with connection.cursor() as cursor:
         # Frees the rerun's deleted rows first, so the regenerated ones refill those pages.
-        cursor.execute("VACUUM reports_taskmessages, reports_taskclass, reports_messagetally, reports_taskruntime")
+        cursor.execute("VACUUM corpora_taskmessages, corpora_taskclass, corpora_messagetally, corpora_taskruntime")
     steps["delete leftovers, vacuum"] = time.perf_counter() - began
     began = time.perf_counter()
     restored = "JOIN bench_reports_restore b ON b.task_id = f.task_id"
@@ -584,6 +584,6 @@ def data_restore() -> dict[str, float]:
     steps["regenerate messages, runtimes, status"] = time.perf_counter() - began
     began = time.perf_counter()
     with connection.cursor() as cursor:
-        cursor.execute(f"VACUUM (ANALYZE) corpora_task, corpora_taskcount, {MESSAGE_TABLES_SQL}, reports_taskruntime")
+        cursor.execute(f"VACUUM (ANALYZE) corpora_task, corpora_taskcount, {MESSAGE_TABLES_SQL}, corpora_taskruntime")
     steps["vacuum analyze"] = time.perf_counter() - began
     return steps

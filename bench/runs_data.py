@@ -141,7 +141,7 @@ def runs_truncate() -> None:
     from django.db import connection
 
     with connection.cursor() as cursor:
-        cursor.execute("TRUNCATE runs_taskdiff, runs_snapshotdiff, runs_run, runs_snapshot")
+        cursor.execute("TRUNCATE corpora_taskdiff, corpora_snapshotdiff, corpora_run, corpora_snapshot")
 
 
 def snapshot_derived(base_id: int, *, changed_percent: int, keep: int | None = None) -> tuple[int, object]:
@@ -153,11 +153,11 @@ def snapshot_derived(base_id: int, *, changed_percent: int, keep: int | None = N
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute("SET LOCAL work_mem = '256MB'")
         cursor.execute(
-            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
+            "INSERT INTO corpora_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
             " SELECT b.corpus_id, b.service_id, clock_timestamp(), n.n, b.document_ids[1:n.n],"
             "  (SELECT array_agg(CASE WHEN mod(u.k * %s, 100) < %s THEN " + moved + " ELSE u.s END::smallint"
             "    ORDER BY u.k) FROM unnest(b.statuses[1:n.n]) WITH ORDINALITY AS u(s, k))"
-            " FROM runs_snapshot b, LATERAL (SELECT coalesce(%s, b.tasks) AS n) n WHERE b.id = %s"
+            " FROM corpora_snapshot b, LATERAL (SELECT coalesce(%s, b.tasks) AS n) n WHERE b.id = %s"
             " RETURNING id, taken_at",
             [CHANGE_MULTIPLIER, changed_percent, keep, base_id],
         )
@@ -207,7 +207,7 @@ def history_generate(runs: int, service_ids: tuple[int, int], actor: str) -> dic
             [HISTORY_OPEN],
         )
         cursor.execute(
-            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
+            "INSERT INTO corpora_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses)"
             " SELECT corpus_id, service_id, started_at + interval '30 minutes', 10,"
             "  ARRAY(SELECT g * 10 + k FROM generate_series(0, 9) k)::bigint[],"
             "  ARRAY(SELECT (-1 - mod(g + k, 5))::smallint FROM generate_series(0, 9) k)"
@@ -215,11 +215,11 @@ def history_generate(runs: int, service_ids: tuple[int, int], actor: str) -> dic
         )
         snapshots = cursor.rowcount
         cursor.execute(
-            "INSERT INTO runs_run (corpus_id, service_id, owner, description, started_at, finished_at, tallies,"
+            "INSERT INTO corpora_run (corpus_id, service_id, owner, description, started_at, finished_at, tallies,"
             "  snapshot_id)"
             " SELECT p.corpus_id, p.service_id, %s, 'history run ' || p.g, p.started_at, s.taken_at,"
             f"  CASE WHEN p.open THEN NULL ELSE {tallies} END, s.id"
-            " FROM bench_runs_plan p LEFT JOIN runs_snapshot s ON NOT p.open AND s.corpus_id = p.corpus_id"
+            " FROM bench_runs_plan p LEFT JOIN corpora_snapshot s ON NOT p.open AND s.corpus_id = p.corpus_id"
             "  AND s.service_id = p.service_id AND s.taken_at = p.started_at + interval '30 minutes'",
             [actor],
         )
@@ -227,7 +227,7 @@ def history_generate(runs: int, service_ids: tuple[int, int], actor: str) -> dic
         cursor.execute("SELECT count(*) FROM bench_runs_plan WHERE open")
         opened = cursor.fetchone()[0]
     with connection.cursor() as cursor:
-        cursor.execute("ANALYZE runs_run, runs_snapshot, corpora_corpus")
+        cursor.execute("ANALYZE corpora_run, corpora_snapshot, corpora_corpus")
     return {"runs": made, "snapshots": snapshots, "open": opened}
 
 

@@ -10,7 +10,7 @@ multiple of the sample's documents, so each document is the model of as many tem
 mix by tasks is the sample's) and SPECIAL_POOL
 special ones: error templates with one more message, (error, SPECIAL_CATEGORY, SPECIAL_WHAT), the
 what-class the rerun takes. Each template is turned into a task row exactly as the message writer
-(corpora.lifecycle.messages_write) would (classes in first-appearance order with their counts, rollups,
+(corpora.message_store.messages_write) would (classes in first-appearance order with their counts, rollups,
 the log order as indexes into the classes, the details), its classes added to the dictionary by the
 writer's own `message_classes`, and the pool is copied into the table scale_template.
 
@@ -18,8 +18,8 @@ Tasks. One ready corpus with `tasks` documents (p00000000 ...), one no_problem i
 tex_to_html task each. Document i takes the template scale_template_of(i): exactly `rerun_tasks` of
 them (i a multiple of tasks // rerun_tasks) a special template, every other one a template of the pool
 by a hash of i. The task's status is its template's. Then, each one statement over all tasks: the task
-rows of messages (reports_taskmessages), the (task, class) rows (reports_taskclass, its indexes built
-after the rows), the tallies (reports_messagetally, summed per template and multiplied out), the
+rows of messages (corpora_taskmessages), the (task, class) rows (corpora_taskclass, its indexes built
+after the rows), the tallies (corpora_messagetally, summed per template and multiplied out), the
 runtimes (log-normal around 2.5 s, their count triggers firing), and one closed run with its snapshot.
 The count triggers of corpora_task fill corpora_taskcount as on a real import.
 
@@ -60,7 +60,7 @@ MESSAGE_BYTES = 40
 FIXED_BYTES = 4 << 30
 
 WORK_MEM = "SET LOCAL work_mem = '256MB'"
-MESSAGE_TABLES = ("reports_messageclass", "reports_taskmessages", "reports_taskclass", "reports_messagetally")
+MESSAGE_TABLES = ("corpora_messageclass", "corpora_taskmessages", "corpora_taskclass", "corpora_messagetally")
 META = (
     "CREATE TABLE IF NOT EXISTS scale_made (key text PRIMARY KEY, options jsonb NOT NULL, complete boolean NOT NULL,"
     " tasks bigint, messages bigint, steps jsonb, last_run bigint, last_snapshot bigint)"
@@ -127,7 +127,7 @@ def special_templates(shape: message_shape.Shape, per_task: float, pool: int) ->
 
 @dataclass
 class TemplateRow:
-    """One template as the message writer lays out a task row (corpora.lifecycle.messages_write)."""
+    """One template as the message writer lays out a task row (corpora.message_store.messages_write)."""
 
     status: int
     classes: list[tuple[int, str, str, str]]
@@ -142,7 +142,7 @@ def template_row(status: int, messages: Sequence[Message]) -> TemplateRow:
     """The writer's layout of one task's messages: classes in the order they first appear, rollups in the
     order the writer meets them, the log order, the details (message_shape caps the fields as the log
     parser does)."""
-    from corpora.lifecycle import CATEGORY, CLASS, SEVERITY
+    from corpora.message_store import CATEGORY, CLASS, SEVERITY
 
     place: dict[tuple[int, str, str, str], int] = {}
     counts: list[int] = []
@@ -274,7 +274,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     from django.db import connection, transaction
 
     from corpora.actions import _import_service_id
-    from corpora.lifecycle import message_classes
+    from corpora.message_store import message_classes
     from corpora.models import Run
     from corpora.pairs import run_close
     from services.actions import service_register
@@ -379,7 +379,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
         # index with a lookup of each template, the plan; a sort would have to spill the rows to disk).
         cursor.execute(WORK_MEM)
         cursor.execute(
-            "INSERT INTO reports_taskmessages (task_id, corpus_id, service_id, task_status, classes, counts, rollups,"
+            "INSERT INTO corpora_taskmessages (task_id, corpus_id, service_id, task_status, classes, counts, rollups,"
             " rollup_counts, sequence, details)"
             " SELECT f.task_id, %s, %s, p.status, p.classes, p.counts, p.rollups, p.rollup_counts, p.sequence,"
             " p.details FROM scale_frame f JOIN scale_template p ON p.id = f.template ORDER BY f.task_id",
@@ -390,14 +390,14 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     # The (task, class) rows without their indexes, which are built after: a sort each, not 40 million probes.
     began = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
-        keys, indexes = _indexes_of(cursor, "reports_taskclass")
+        keys, indexes = _indexes_of(cursor, "corpora_taskclass")
         for name, _ in keys:
-            cursor.execute(f'ALTER TABLE reports_taskclass DROP CONSTRAINT "{name}"')
+            cursor.execute(f'ALTER TABLE corpora_taskclass DROP CONSTRAINT "{name}"')
         for name, _ in indexes:
             cursor.execute(f'DROP INDEX "{name}"')
         cursor.execute(WORK_MEM)
         cursor.execute(
-            "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
+            "INSERT INTO corpora_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
             " SELECT f.task_id, %s, %s, u.class_id, p.status, t.document_id FROM scale_frame f"
             " JOIN corpora_task t ON t.id = f.task_id"
             " JOIN scale_template p ON p.id = f.template, unnest(p.classes) AS u(class_id) ORDER BY f.task_id",
@@ -409,7 +409,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     with connection.cursor() as cursor:
         cursor.execute("SET maintenance_work_mem = '1GB'")
         for name, definition in keys:
-            cursor.execute(f'ALTER TABLE reports_taskclass ADD CONSTRAINT "{name}" {definition}')
+            cursor.execute(f'ALTER TABLE corpora_taskclass ADD CONSTRAINT "{name}" {definition}')
         for _, definition in indexes:
             cursor.execute(definition)
         cursor.execute("RESET maintenance_work_mem")
@@ -419,7 +419,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     with transaction.atomic(), connection.cursor() as cursor:
         # Per template: its tasks times its counts, so the sum is over a few thousand rows.
         cursor.execute(
-            "INSERT INTO reports_messagetally (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
+            "INSERT INTO corpora_messagetally (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
             " SELECT %s, %s, p.status, u.class_id, sum(n.tasks), sum(n.tasks * u.messages)"
             " FROM (SELECT template, count(*) AS tasks FROM scale_frame GROUP BY template) n"
             " JOIN scale_template p ON p.id = n.template,"
@@ -428,7 +428,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
             pair,
         )
         cursor.execute(
-            "SELECT coalesce(sum(t.messages), 0) FROM reports_messagetally t JOIN reports_messageclass c"
+            "SELECT coalesce(sum(t.messages), 0) FROM corpora_messagetally t JOIN corpora_messageclass c"
             " ON c.id = t.message_class_id AND c.level = 2 WHERE t.corpus_id = %s AND t.service_id = %s",
             pair,
         )
@@ -439,7 +439,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     began = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO reports_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
+            "INSERT INTO corpora_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
             f" SELECT f.task_id, %s, %s, {RUNTIME_SQL} FROM scale_frame f ORDER BY f.task_id",
             pair,
         )
@@ -454,9 +454,9 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     with connection.cursor() as cursor:
         # A settled database: autovacuum would have done this soon after real imports and conversions.
         cursor.execute(
-            "VACUUM (ANALYZE) corpora_document, corpora_task, corpora_taskcount, reports_taskmessages,"
-            " reports_taskclass, reports_messagetally, reports_messageclass, reports_taskruntime,"
-            " reports_runtimecount, reports_runtimebin, runs_snapshot"
+            "VACUUM (ANALYZE) corpora_document, corpora_task, corpora_taskcount, corpora_taskmessages,"
+            " corpora_taskclass, corpora_messagetally, corpora_messageclass, corpora_taskruntime,"
+            " corpora_runtimecount, corpora_runtimebin, corpora_snapshot"
         )
         cursor.execute("CHECKPOINT")
     step("vacuum analyze, checkpoint", began)
@@ -464,7 +464,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     # A list of pairs: jsonb would sort the keys of an object.
     steps = json.dumps({"steps": list(generation.steps.items()), "messages_seconds": generation.messages_seconds})
     with connection.cursor() as cursor:
-        cursor.execute("SELECT max(id) FROM runs_snapshot")
+        cursor.execute("SELECT max(id) FROM corpora_snapshot")
         last_snapshot = cursor.fetchone()[0]
         cursor.execute(
             "UPDATE scale_made SET complete = true, tasks = %s, messages = %s, steps = %s::jsonb, last_run = %s,"
@@ -484,7 +484,7 @@ def data_restore(corpus_id: int, service_id: int) -> dict[str, float]:
     pages and the data set keeps its size. Seconds per step; empty when nothing had changed."""
     from django.db import connection, transaction
 
-    from corpora.lifecycle import messages_delete
+    from corpora.message_store import messages_delete
     from corpora.pairs import run_close
 
     steps: dict[str, float] = {}
@@ -500,42 +500,42 @@ def data_restore(corpus_id: int, service_id: int) -> dict[str, float]:
         if cursor.rowcount == 0:
             return steps
         messages_delete(cursor, scope="scale_restore")  # none after a whole rerun; an interrupted one may leave some
-        cursor.execute("DELETE FROM reports_taskruntime r USING scale_restore s WHERE r.task_id = s.id")
+        cursor.execute("DELETE FROM corpora_taskruntime r USING scale_restore s WHERE r.task_id = s.id")
     with connection.cursor() as cursor:
-        cursor.execute("VACUUM reports_taskmessages, reports_taskclass, reports_taskruntime, corpora_task")
+        cursor.execute("VACUUM corpora_taskmessages, corpora_taskclass, corpora_taskruntime, corpora_task")
     steps["vacuum the rerun's rows"] = time.perf_counter() - began
     began = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"CREATE TEMP TABLE scale_restore ON COMMIT DROP AS {scope}")
         cursor.execute("ANALYZE scale_restore")
         cursor.execute(
-            "INSERT INTO reports_taskmessages (task_id, corpus_id, service_id, task_status, classes, counts, rollups,"
+            "INSERT INTO corpora_taskmessages (task_id, corpus_id, service_id, task_status, classes, counts, rollups,"
             " rollup_counts, sequence, details)"
             " SELECT s.id, %s, %s, p.status, p.classes, p.counts, p.rollups, p.rollup_counts, p.sequence, p.details"
             " FROM scale_restore s JOIN scale_template p ON p.id = s.template ORDER BY s.id",
             pair,
         )
         cursor.execute(
-            "INSERT INTO reports_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
+            "INSERT INTO corpora_taskclass (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
             " SELECT s.id, %s, %s, u.class_id, p.status, t.document_id FROM scale_restore s"
             " JOIN corpora_task t ON t.id = s.id"
             " JOIN scale_template p ON p.id = s.template, unnest(p.classes) AS u(class_id) ORDER BY s.id",
             pair,
         )
         cursor.execute(
-            "INSERT INTO reports_messagetally (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
+            "INSERT INTO corpora_messagetally (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
             " SELECT %s, %s, p.status, u.class_id, sum(n.tasks), sum(n.tasks * u.messages)"
             " FROM (SELECT template, count(*) AS tasks FROM scale_restore GROUP BY template) n"
             " JOIN scale_template p ON p.id = n.template,"
             " unnest(p.classes || p.rollups, p.counts || p.rollup_counts) AS u(class_id, messages)"
             " GROUP BY p.status, u.class_id ORDER BY 3, 4"
             " ON CONFLICT (corpus_id, service_id, task_status, message_class_id) DO UPDATE"
-            " SET tasks = reports_messagetally.tasks + EXCLUDED.tasks,"
-            " messages = reports_messagetally.messages + EXCLUDED.messages",
+            " SET tasks = corpora_messagetally.tasks + EXCLUDED.tasks,"
+            " messages = corpora_messagetally.messages + EXCLUDED.messages",
             pair,
         )
         cursor.execute(
-            "INSERT INTO reports_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
+            "INSERT INTO corpora_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
             f" SELECT f.id, %s, %s, {RUNTIME_SQL} FROM scale_restore f ORDER BY f.id",
             pair,
         )
@@ -549,8 +549,8 @@ def data_restore(corpus_id: int, service_id: int) -> dict[str, float]:
     began = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute(
-            "VACUUM (ANALYZE) corpora_task, corpora_taskcount, reports_taskmessages, reports_taskclass,"
-            " reports_messagetally, reports_taskruntime, reports_runtimecount, reports_runtimebin"
+            "VACUUM (ANALYZE) corpora_task, corpora_taskcount, corpora_taskmessages, corpora_taskclass,"
+            " corpora_messagetally, corpora_taskruntime, corpora_runtimecount, corpora_runtimebin"
         )
     steps["vacuum analyze"] = time.perf_counter() - began
     return steps
@@ -562,14 +562,16 @@ def history_trim(corpus_id: int, service_id: int, last_run: int, last_snapshot: 
     from django.db import connection, transaction
 
     with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute("DELETE FROM runs_run WHERE corpus_id = %s AND service_id = %s AND id > %s",
+        cursor.execute("DELETE FROM corpora_run WHERE corpus_id = %s AND service_id = %s AND id > %s",
                        [corpus_id, service_id, last_run])  # fmt: skip
-        snapshots = "SELECT id FROM runs_snapshot WHERE corpus_id = %s AND service_id = %s AND id > %s"
-        diffs = f"SELECT id FROM runs_snapshotdiff WHERE previous_id IN ({snapshots}) OR current_id IN ({snapshots})"
+        snapshots = "SELECT id FROM corpora_snapshot WHERE corpus_id = %s AND service_id = %s AND id > %s"
+        diffs = f"SELECT id FROM corpora_snapshotdiff WHERE previous_id IN ({snapshots}) OR current_id IN ({snapshots})"
         params = [corpus_id, service_id, last_snapshot] * 2
-        cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", params)
-        cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", params)
-        cursor.execute(f"DELETE FROM runs_snapshot WHERE id IN ({snapshots})", [corpus_id, service_id, last_snapshot])
+        cursor.execute(f"DELETE FROM corpora_taskdiff WHERE diff_id IN ({diffs})", params)
+        cursor.execute(f"DELETE FROM corpora_snapshotdiff WHERE id IN ({diffs})", params)
+        cursor.execute(
+            f"DELETE FROM corpora_snapshot WHERE id IN ({snapshots})", [corpus_id, service_id, last_snapshot]
+        )
         return cursor.rowcount
 
 
@@ -579,7 +581,7 @@ def history_trim(corpus_id: int, service_id: int, last_run: int, last_snapshot: 
 def consistency_problems(corpus_id: int, service_id: int, shape: message_shape.Shape, per_task: float) -> list[str]:
     """Whole-table checks (for small data sets): the tallies equal a recount from the task rows, the (task,
     class) rows equal the task rows' classes, each task row is well formed and carries its task's status,
-    the task counts equal a count, and some tasks read back through the view reports_logmessage as the
+    the task counts equal a count, and some tasks read back through the view corpora_logmessage as the
     messages of their template."""
     from django.db import connection
 
@@ -588,9 +590,9 @@ def consistency_problems(corpus_id: int, service_id: int, shape: message_shape.S
         (
             "tallies differ from the recount of the task rows",
             "SELECT count(*) FROM (SELECT x.corpus_id, x.service_id, x.task_status, u.class_id, count(*) AS tasks,"
-            " sum(u.n) AS messages FROM reports_taskmessages x,"
+            " sum(u.n) AS messages FROM corpora_taskmessages x,"
             " unnest(x.classes || x.rollups, x.counts || x.rollup_counts) AS u(class_id, n) GROUP BY 1, 2, 3, 4) r"
-            " FULL JOIN (SELECT * FROM reports_messagetally WHERE tasks <> 0 OR messages <> 0) t"
+            " FULL JOIN (SELECT * FROM corpora_messagetally WHERE tasks <> 0 OR messages <> 0) t"
             " ON t.corpus_id = r.corpus_id AND t.service_id = r.service_id AND t.task_status = r.task_status"
             " AND t.message_class_id = r.class_id"
             " WHERE r.tasks IS DISTINCT FROM t.tasks OR r.messages IS DISTINCT FROM t.messages",
@@ -598,15 +600,15 @@ def consistency_problems(corpus_id: int, service_id: int, shape: message_shape.S
         (
             "(task, class) rows differ from unnest(classes)",
             "SELECT count(*) FROM ((SELECT x.task_id, x.corpus_id, x.service_id, u.class_id, x.task_status"
-            " FROM reports_taskmessages x, unnest(x.classes) AS u(class_id)"
-            " EXCEPT ALL SELECT task_id, corpus_id, service_id, message_class_id, task_status FROM reports_taskclass)"
-            " UNION ALL (SELECT task_id, corpus_id, service_id, message_class_id, task_status FROM reports_taskclass"
+            " FROM corpora_taskmessages x, unnest(x.classes) AS u(class_id)"
+            " EXCEPT ALL SELECT task_id, corpus_id, service_id, message_class_id, task_status FROM corpora_taskclass)"
+            " UNION ALL (SELECT task_id, corpus_id, service_id, message_class_id, task_status FROM corpora_taskclass"
             " EXCEPT ALL SELECT x.task_id, x.corpus_id, x.service_id, u.class_id, x.task_status"
-            " FROM reports_taskmessages x, unnest(x.classes) AS u(class_id))) d",
+            " FROM corpora_taskmessages x, unnest(x.classes) AS u(class_id))) d",
         ),
         (
             "task rows malformed (counts, sequence, details, classes, rollups)",
-            "SELECT count(*) FROM reports_taskmessages x WHERE cardinality(x.sequence) <> cardinality(x.details)"
+            "SELECT count(*) FROM corpora_taskmessages x WHERE cardinality(x.sequence) <> cardinality(x.details)"
             " OR cardinality(x.classes) <> cardinality(x.counts)"
             " OR cardinality(x.rollups) <> cardinality(x.rollup_counts)"
             " OR (SELECT sum(c) FROM unnest(x.counts) c) <> cardinality(x.sequence)"
@@ -616,12 +618,12 @@ def consistency_problems(corpus_id: int, service_id: int, shape: message_shape.S
         ),
         (
             "task rows whose status is not their task's",
-            "SELECT count(*) FROM reports_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
+            "SELECT count(*) FROM corpora_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
             " WHERE t.status <> x.task_status OR t.corpus_id <> x.corpus_id OR t.service_id <> x.service_id",
         ),
         (
             "completed tasks of the pair without a task row",
-            "SELECT count(*) FROM corpora_task t LEFT JOIN reports_taskmessages x ON x.task_id = t.id"
+            "SELECT count(*) FROM corpora_task t LEFT JOIN corpora_taskmessages x ON x.task_id = t.id"
             f" WHERE t.corpus_id = {int(corpus_id)} AND t.service_id = {int(service_id)} AND t.status < 0"
             " AND x.task_id IS NULL",
         ),
@@ -650,7 +652,7 @@ def consistency_problems(corpus_id: int, service_id: int, shape: message_shape.S
     for task_id, template in sample:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT severity, category, what, details FROM reports_logmessage WHERE task_id = %s ORDER BY position",
+                "SELECT severity, category, what, details FROM corpora_logmessage WHERE task_id = %s ORDER BY position",
                 [task_id],
             )
             read = [tuple(row) for row in cursor.fetchall()]

@@ -1,6 +1,8 @@
 """Writes on corpora: import, extend, delete, activate and deactivate services, each journaled. Bulk work
 is COPY and set-based SQL inside one transaction, so a failure leaves nothing half-written."""
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
 import logging
@@ -19,17 +21,35 @@ from config.planner import BULK_SETTINGS
 from config.transient import transient_note, transient_retry
 from conversion.archive import Entry
 from corpora import scan
-from corpora.lifecycle import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
-from corpora.models import Activation, Corpus, CorpusState, Run
+from corpora.models import (
+    Activation,
+    Corpus,
+    CorpusState,
+    Document,
+    MessageClass,
+    MessageTally,
+    Run,
+    StaleMessages,
+    Task,
+    TaskClass,
+)
 from corpora.pairs import data_purge, run_open, runs_close_drained
 from corpora.queries import corpus_get, pair_get, retired_messages_exist
 from corpora.statuses import SEVERITIES, severity_check
+from corpora.task_changes import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
 from jobs.actions import job_enqueue
 from jobs.choices import JobKinds
 from jobs.models import Job
 from jobs.runner import JobFailed
 from services.actions import protected_service
 from services.queries import service_get
+
+DOCUMENT_TABLE = Document._meta.db_table
+MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
+MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
+STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
+TASK_TABLE = Task._meta.db_table
+TASK_CLASS_TABLE = TaskClass._meta.db_table
 
 logger = logging.getLogger(__name__)
 
@@ -175,18 +195,18 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> d
         cursor.execute("ANALYZE import_entries")
         # A short name already used by an older document of the corpus: fall back to the entry name.
         cursor.execute(
-            "UPDATE import_entries e SET name = e.entry FROM corpora_document d"
+            f"UPDATE import_entries e SET name = e.entry FROM {DOCUMENT_TABLE} d"
             " WHERE d.corpus_id = %s AND d.name = e.name",
             [corpus.pk],
         )
         cursor.execute(
-            "INSERT INTO corpora_document (corpus_id, name, entry, kind, main_file, created_at)"
+            f"INSERT INTO {DOCUMENT_TABLE} (corpus_id, name, entry, kind, main_file, created_at)"
             " SELECT %s, name, entry, kind, main_file, now() FROM import_entries",
             [corpus.pk],
         )
         documents = cursor.rowcount
         cursor.execute(
-            "UPDATE import_entries e SET document_id = d.id FROM corpora_document d"
+            f"UPDATE import_entries e SET document_id = d.id FROM {DOCUMENT_TABLE} d"
             " WHERE d.corpus_id = %s AND d.entry = e.entry",
             [corpus.pk],
         )
@@ -394,9 +414,9 @@ def _sandbox_write(corpus: Corpus, select: str, params: list[Any], *, progress: 
         log(f"{picked} documents of {corpus.parent.name} match")
         progress(1, 2, "writing documents")
         cursor.execute(
-            "INSERT INTO corpora_document (corpus_id, name, entry, kind, main_file, created_at)"
+            f"INSERT INTO {DOCUMENT_TABLE} (corpus_id, name, entry, kind, main_file, created_at)"
             " SELECT %s, d.name, d.entry, d.kind, d.main_file, now()"
-            " FROM sandbox_pick p JOIN corpora_document d ON d.id = p.document_id ORDER BY d.id",
+            f" FROM sandbox_pick p JOIN {DOCUMENT_TABLE} d ON d.id = p.document_id ORDER BY d.id",
             [corpus.pk],
         )
         documents = cursor.rowcount
@@ -424,7 +444,7 @@ def _per_class_sample(
     entry_sql, entry_params = entry
     kept = 4 * limit + _SAMPLE_KEPT
     rows = (
-        "SELECT p.task_id, hashint8extended(p.task_id, %s) AS hash FROM reports_taskclass p"  # noqa: S608
+        f"SELECT p.task_id, hashint8extended(p.task_id, %s) AS hash FROM {TASK_CLASS_TABLE} p"
         " WHERE p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s)"
         f" AND p.message_class_id = {{0}}.message_class_id{entry_sql}"
     )
@@ -434,7 +454,7 @@ def _per_class_sample(
                SELECT t.message_class_id,
                       CASE WHEN sum(t.tasks) > %s THEN (-9223372036854775808
                            + floor(18446744073709551615::numeric * %s / sum(t.tasks)))::bigint END AS bound
-                 FROM reports_messageclass c JOIN reports_messagetally t ON t.corpus_id = %s AND t.service_id = %s
+                 FROM {MESSAGE_CLASS_TABLE} c JOIN {MESSAGE_TALLY_TABLE} t ON t.corpus_id = %s AND t.service_id = %s
                   AND t.task_status = ANY(%s) AND t.message_class_id = c.id
                 WHERE {where} AND t.tasks > 0 GROUP BY 1),
              kept AS MATERIALIZED (
@@ -450,7 +470,7 @@ def _per_class_sample(
                SELECT s.message_class_id, r.task_id, r.hash FROM short s CROSS JOIN LATERAL ({rows.format("s")}) r)
         SELECT DISTINCT w.task_id FROM (SELECT task_id, row_number() OVER (PARTITION BY message_class_id
                ORDER BY hash, task_id) AS n FROM pool) w WHERE w.n <= %s
-    """  # noqa: S608  (fixed fragments; every value is a parameter)
+    """
     params = [kept, kept, *pair, statuses, *class_params, *rows_params, limit, *rows_params, limit]
     return statement, params
 
@@ -466,13 +486,13 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
     # The tasks of the pair whose entry holds the substring (a filter before any sample is drawn).
     entry = condition.get("entry_contains")
     entry_sql = (
-        " AND {0} IN (SELECT e.id FROM corpora_task e JOIN corpora_document d ON d.id = e.document_id"
+        f" AND {{0}} IN (SELECT e.id FROM {TASK_TABLE} e JOIN {DOCUMENT_TABLE} d ON d.id = e.document_id"
         " WHERE e.corpus_id = %s AND e.service_id = %s AND strpos(d.entry, %s) > 0)"
     )
     entry_params = [*pair, entry] if entry else []
     if severity is None:
         where = "t.corpus_id = %s AND t.service_id = %s" + (" AND t.status = ANY(%s)" if statuses else "")
-        candidates = f"SELECT t.id AS task_id FROM corpora_task t WHERE {where}"  # noqa: S608
+        candidates = f"SELECT t.id AS task_id FROM {TASK_TABLE} t WHERE {where}"
         params: list[Any] = [*pair, *([statuses] if statuses else [])]
         if entry:
             candidates += entry_sql.format("t.id")
@@ -482,11 +502,11 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
         # carry their task's status).
         narrow = "".join(f" AND c.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
         narrow_params = [condition[key] for key in ("category", "what") if condition.get(key) is not None]
-        classes = f"c.level = 0 AND c.severity = %s{narrow}"
+        classes = f"c.level = {MessageClass.CLASS} AND c.severity = %s{narrow}"
         class_params = [SEVERITIES[severity][1], *narrow_params]
         entry_rows = entry_sql.format("p.task_id") if entry else ""
         if retired_messages_exist(parent_id, service_id):  # rows a rerun retired wait for the purge
-            entry_rows += " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
+            entry_rows += f" AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = p.task_id)"
         if condition.get("per_class_limit"):
             candidates, params = _per_class_sample(
                 pair=pair, statuses=statuses, classes=(classes, class_params), entry=(entry_rows, entry_params),
@@ -494,15 +514,14 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
             )  # fmt: skip
         else:
             candidates = (
-                "SELECT DISTINCT p.task_id FROM reports_messageclass c JOIN reports_taskclass p"  # noqa: S608
+                f"SELECT DISTINCT p.task_id FROM {MESSAGE_CLASS_TABLE} c JOIN {TASK_CLASS_TABLE} p"
                 " ON p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s) AND p.message_class_id = c.id"
                 f" WHERE {classes}{entry_rows}"
             )
             params = [*pair, statuses, *class_params, *entry_params]
     if condition.get("limit"):
         candidates = (
-            f"SELECT p.task_id FROM ({candidates}) p"  # noqa: S608
-            " ORDER BY hashint8extended(p.task_id, %s), p.task_id LIMIT %s"
+            f"SELECT p.task_id FROM ({candidates}) p ORDER BY hashint8extended(p.task_id, %s), p.task_id LIMIT %s"
         )
         params += [seed, condition["limit"]]
-    return f"SELECT t.document_id FROM ({candidates}) q JOIN corpora_task t ON t.id = q.task_id", params  # noqa: S608
+    return f"SELECT t.document_id FROM ({candidates}) q JOIN {TASK_TABLE} t ON t.id = q.task_id", params

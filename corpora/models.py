@@ -1,11 +1,12 @@
-"""Corpora (incl. sandboxes), their documents, activations of services, tasks, and each pair's runs and
-snapshots.
+"""Corpora (incl. sandboxes), their documents, activations of services, tasks, each pair's runs and
+snapshots, the tasks' log messages and runtimes with their tallies and counts, the report rollup
+(grains), the runs' telemetry and the diffs of snapshots: every table that corpora's modules write
+(docs/architecture.md, "Each table sits with its writer").
 
 A run is one conversion campaign of a service over a corpus; at most one is open per pair. A snapshot
 freezes the status of every task of a pair at one moment, as two parallel arrays ordered by document
 (docs/decisions/snapshots.md). The pair owns both: activating, extending, rerunning,
-draining, deactivating and deleting open, close and remove them (corpora.pairs). Their tables keep the
-names they were created with (runs_run, runs_snapshot).
+draining, deactivating and deleting open, close and remove them (corpora.pairs).
 
 Tasks and their log messages reach millions of rows, so bulk work on them is raw set-based SQL and
 their foreign keys do not cascade through Django (a Python cascade would load every row).
@@ -18,7 +19,11 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Collate, Lower
 
+from conversion.logparse import CATEGORY_MAX, DETAILS_MAX, WHAT_MAX
+from conversion.severities import Severity
 from corpora.statuses import TODO
+
+SEVERITY_CHOICES = [(severity, severity.title()) for severity in Severity.ALL]
 
 
 class CorpusState(models.TextChoices):
@@ -154,7 +159,6 @@ class Snapshot(models.Model):
     with_classes = models.BooleanField(default=False, db_default=False)
 
     class Meta:
-        db_table = "runs_snapshot"
         ordering = ["-taken_at"]
         constraints = [
             models.UniqueConstraint(fields=["corpus", "service", "taken_at"], name="snapshot_unique_pair_time")
@@ -165,7 +169,7 @@ class Snapshot(models.Model):
 
 
 class SnapshotClass(models.Model):
-    """Per snapshot and message class (reports.models.MessageClass, level 0) the pair then had: how many
+    """Per snapshot and message class (MessageClass, level 0) the pair then had: how many
     tasks had messages of the class and how many messages they were, summed over statuses from the
     reports' tallies."""
 
@@ -174,9 +178,6 @@ class SnapshotClass(models.Model):
     message_class_id = models.IntegerField()
     tasks = models.BigIntegerField()
     messages = models.BigIntegerField()
-
-    class Meta:
-        db_table = "runs_snapshotclass"
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id}, class {self.message_class_id}: {self.tasks} tasks"
@@ -203,7 +204,6 @@ class SnapshotMembers(models.Model):
     document_ids = ArrayField(models.BigIntegerField())
 
     class Meta:
-        db_table = "runs_snapshotmembers"
         # A document's classes in the snapshots of its pair (its history): the chunks that may hold it.
         indexes = [models.Index(fields=["snapshot_id", "hi"], include=["lo"], name="snapshotmembers_hi")]
 
@@ -241,7 +241,6 @@ class Run(models.Model):
     )
 
     class Meta:
-        db_table = "runs_run"
         ordering = ["-started_at"]
         constraints = [
             models.UniqueConstraint(
@@ -255,3 +254,301 @@ class Run(models.Model):
 
     def __str__(self) -> str:
         return f"run {self.pk} of {self.service_id} on {self.corpus_id}"
+
+
+class MessageClass(models.Model):
+    """The dictionary of message classes: a (severity, category, what) of log messages (level 0), and the
+    rollups the reports count, a (severity, category) (level 1, what '') and a severity (level 2, category
+    and what ''). Append only: rows are never changed or deleted, so an id always names the same class."""
+
+    CLASS, CATEGORY, SEVERITY = 0, 1, 2
+
+    id = models.AutoField(primary_key=True)
+    level = models.SmallIntegerField()
+    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
+    category = models.CharField(max_length=CATEGORY_MAX)
+    what = models.CharField(max_length=WHAT_MAX)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["level", "severity", "category", "what"], name="messageclass_unique_key")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.severity}:{self.category}:{self.what}"
+
+
+class TaskMessages(models.Model):
+    """Every log message of one task, in one row (docs/decisions/message-storage.md).
+
+    `classes` holds the task's distinct message classes in the order they first appear and `counts` the
+    messages of each; `rollups` and `rollup_counts` the same for its (severity, category) and severity
+    rollup classes. The messages in log order are `sequence` (a 1-based index into `classes`) and
+    `details` (one per message, '' when none). Like message rows before, the row carries its task's
+    final status, is written in the same transaction as that status and deleted before it changes
+    (corpora.message_store); corpus and service are kept so that no report joins through the tasks.
+    Written only by corpora.message_store's message writer, with the task's pair rows and tallies."""
+
+    task = models.OneToOneField(
+        Task, on_delete=models.DO_NOTHING, primary_key=True, db_constraint=False, related_name="+"
+    )
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+    classes = ArrayField(models.IntegerField())
+    counts = ArrayField(models.IntegerField())
+    rollups = ArrayField(models.IntegerField())
+    rollup_counts = ArrayField(models.IntegerField())
+    sequence = ArrayField(models.IntegerField())
+    details = ArrayField(models.TextField())
+
+    def __str__(self) -> str:
+        return f"messages of task {self.task_id}"
+
+
+class TaskClass(models.Model):
+    """That a task has messages of a class (level 0): one row per (task, class). The key is the report
+    index: the tasks of one status with one class are one range of it, in task order (entry lists, rerun
+    and sandbox scopes). The task's document is in the row and, included, in the key's index: a snapshot
+    reads each class's documents from the index alone (reports migration 0013 adds the INCLUDE, which the model
+    cannot state). The task index finds a task's rows when its messages are deleted."""
+
+    pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id", "task_id")
+    task_id = models.BigIntegerField()
+    document_id = models.BigIntegerField()
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    message_class_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["task_id"], name="taskclass_task")]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} has class {self.message_class_id}"
+
+
+class StaleMessages(models.Model):
+    """A task whose messages a rerun retired: its task row and (task, class) rows are still there, but
+    the tallies no longer count them and no report shows them; the purge deletes them later, in batches,
+    and the message deleter deletes them first when the task's next result comes. Only tasks in
+    progress (TODO, leased or blocked) have retired messages (docs/decisions/rerun.md)."""
+
+    task_id = models.BigIntegerField(primary_key=True)
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["corpus_id", "service_id"], name="stalemessages_pair")]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id}'s messages are retired"
+
+
+class MessageTally(models.Model):
+    """Per (corpus, service, task status, class or rollup): how many tasks have such messages and how many
+    messages they are. Kept exact by the message writer and deleter (corpora.message_store), so report slices
+    are built from these rows, never from the messages. Rows that fall to zero stay and are skipped."""
+
+    pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id")
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+    message_class_id = models.IntegerField()
+    tasks = models.BigIntegerField()
+    messages = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}/{self.service_id}/{self.task_status}/{self.message_class_id}: {self.tasks}"
+
+
+class LogMessage(models.Model):
+    """One log message, read only: a row of the view `corpora_logmessage`, which unfolds the task rows
+    (TaskMessages) into their messages in log order (reports migration 0010). For reads that want messages one
+    by one; every write goes through corpora.message_store's message writer."""
+
+    pk = models.CompositePrimaryKey("task_id", "position")
+    task = models.ForeignKey(Task, on_delete=models.DO_NOTHING, db_constraint=False)
+    position = models.IntegerField()
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_constraint=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_constraint=False)
+    task_status = models.SmallIntegerField()
+    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
+    category = models.CharField(max_length=CATEGORY_MAX)
+    what = models.CharField(max_length=WHAT_MAX)
+    details = models.CharField(max_length=DETAILS_MAX, blank=True)
+
+    class Meta:
+        managed = False
+
+    def __str__(self) -> str:
+        return f"{self.severity}:{self.category}:{self.what}"
+
+
+class TaskRuntime(models.Model):
+    """The conversion runtime of a task (from its Info:runtime_ms line), narrow for the runtime report."""
+
+    task = models.OneToOneField(Task, on_delete=models.DO_NOTHING, primary_key=True, db_constraint=False)
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    runtime_ms = models.IntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["corpus", "service", "-runtime_ms"], name="runtime_pair_slowest"),
+            # The runtime report (one service, all corpora) reads its percentiles, the slowest page and,
+            # index-only, its aggregates from this one, in runtime order.
+            models.Index(fields=["service", "-runtime_ms", "task"], name="runtime_service_slowest"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.task_id}: {self.runtime_ms} ms"
+
+
+class RuntimeCount(models.Model):
+    """How many tasks of a service took each runtime (ms), over all corpora: the runtime report's count,
+    mean, maximum, histogram and percentiles come from these few rows, not from a million runtimes.
+    Kept exact by statement-level triggers on the runtimes (reports migration 0007; corpora 0014 names
+    their tables), as task counts are; rows that fall to zero stay and are skipped."""
+
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    runtime_ms = models.IntegerField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["service", "runtime_ms"], name="runtimecount_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.service_id}/{self.runtime_ms} ms: {self.count}"
+
+
+# The width of a runtime bin (reports migration 0011 freezes it in its triggers). Every bound of the runtime
+# report's histogram is a multiple of it, so each bin lies in one bucket.
+RUNTIME_BIN_MS = 50
+
+
+class RuntimeBin(models.Model):
+    """How many tasks of a service took a runtime in [bin * RUNTIME_BIN_MS, (bin + 1) * RUNTIME_BIN_MS),
+    and their summed runtimes: the runtime report's count, mean and histogram are summed from these few
+    thousand rows, and each percentile is found in one bin before that bin's RuntimeCount rows are read.
+    Kept exact by the triggers that keep RuntimeCount (reports migration 0011); rows that fall to zero stay."""
+
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    bin = models.IntegerField()
+    count = models.BigIntegerField(default=0)
+    total_ms = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["service", "bin"], name="runtimebin_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.service_id}/{self.bin * RUNTIME_BIN_MS} ms: {self.count}"
+
+
+class ReportGrain(models.Model):
+    """Rollup of messages for one (corpus, service, severity) slice: one row per (category, what),
+    one per category (what null) and the slice total (both null). Built with GROUP BY ROLLUP."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
+    severity = models.CharField(max_length=12)
+    category = models.CharField(max_length=CATEGORY_MAX, null=True)
+    what = models.CharField(max_length=WHAT_MAX, null=True)
+    task_count = models.BigIntegerField()
+    message_count = models.BigIntegerField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["corpus", "service", "severity", "category", "-task_count"], name="grain_slice_by_tasks"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.severity}:{self.category}:{self.what} {self.task_count}/{self.message_count}"
+
+
+class GrainSlice(models.Model):
+    """That a (corpus, service, severity) slice of grains is built, and when; absent means stale."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False)
+    service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False)
+    severity = models.CharField(max_length=12)
+    built_at = models.DateTimeField(auto_now_add=True)
+    build_ms = models.IntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["corpus", "service", "severity"], name="grainslice_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}/{self.service_id}/{self.severity}"
+
+
+class SnapshotDiff(models.Model):
+    """The comparison of two snapshots of one pair, computed on first use; its TaskDiff rows, written
+    when a task list first needs them, list the documents whose status changed."""
+
+    previous = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, related_name="+")
+    current = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, related_name="+")
+    # [[previous status, current status, count], ...] over every document of either snapshot.
+    matrix = models.JSONField()
+    changed = models.IntegerField()
+    # True once the TaskDiff rows are written (corpora.diffs.diff_rows_ensure).
+    rows_ready = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["previous", "current"], name="snapshotdiff_unique_pair")]
+
+    def __str__(self) -> str:
+        return f"diff {self.previous_id} -> {self.current_id}"
+
+
+class TaskDiff(models.Model):
+    """A document whose status differs between the two snapshots of a diff. Statuses are count buckets
+    (corpora.statuses), ABSENT_BUCKET where the document is missing from that snapshot; the key orders
+    a diff's rows by transition, then document, so that a page is a few index ranges. The table is
+    UNLOGGED (runs migration 0002): it is derived data, written again after a crash empties it."""
+
+    pk = models.CompositePrimaryKey("diff", "previous_status", "current_status", "document_id")
+    # No foreign-key constraint: checking it on a million rows doubled the write (bench/README.md, runs);
+    # a diff's rows go with it (corpora.pairs: data_purge, history_remove).
+    diff = models.ForeignKey(
+        SnapshotDiff, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False
+    )
+    previous_status = models.SmallIntegerField()
+    current_status = models.SmallIntegerField()
+    document_id = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.document_id}: {self.previous_status} -> {self.current_status}"
+
+
+class TelemetryBin(models.Model):
+    """How many tasks of a run spent a duration in log-scale bin `bin` (corpora.telemetry.bin_bounds) in
+    one stage (corpora.telemetry.STAGES). Written by the dispatcher's lease and ingestion statements
+    (corpora.telemetry), an upsert per (run, stage, bin) of each batch; kept for a pair's open run and its
+    latest closed one (corpora.telemetry.telemetry_trim). No foreign-key constraint: the rows go with
+    their run wherever a run is deleted."""
+
+    pk = models.CompositePrimaryKey("run", "stage", "bin")
+    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False)
+    stage = models.SmallIntegerField()
+    bin = models.SmallIntegerField()
+    count = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} stage {self.stage} bin {self.bin}: {self.count}"
+
+
+class TelemetryMinute(models.Model):
+    """How many results of a run were applied in the minute starting at `minute`: the run's throughput
+    and the rate of its ETA. Written and kept as TelemetryBin."""
+
+    pk = models.CompositePrimaryKey("run", "minute")
+    run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False)
+    minute = models.DateTimeField()
+    count = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} {self.minute}: {self.count}"

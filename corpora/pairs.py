@@ -1,7 +1,7 @@
 """A pair (a service activated on a corpus) and its runs: open and close runs, take snapshots, close
 the runs that have drained, and the one deletion cascade of a corpus, a service or a pair.
 
-The task lifecycle (corpora.lifecycle) changes tasks and says which pairs it touched; whoever drives it
+The task status changes (corpora.task_changes) change tasks and says which pairs it touched; whoever drives it
 (activation, rerun, the dispatcher's ingestion, reaping and invalidation) closes their drained runs here,
 in the same transaction. History is append-only over the API: only the deletion of a corpus or service
 and the human `prune_history` (runs.actions.history_prune) remove runs and snapshots.
@@ -25,13 +25,50 @@ from django.db.models import F, Func, Value
 from config.planner import BULK_SETTINGS
 from conversion.profiles import profile_load
 from conversion.severities import Severity
-from corpora.lifecycle import tasks_purge
-from corpora.models import MEMBERS_CHUNK, Run
-from corpora.queries import pair_counts, retired_messages_exist
+from corpora.models import (
+    MEMBERS_CHUNK,
+    Activation,
+    Corpus,
+    Document,
+    MessageClass,
+    MessageTally,
+    Run,
+    Snapshot,
+    SnapshotClass,
+    SnapshotDiff,
+    SnapshotMembers,
+    StaleMessages,
+    Task,
+    TaskClass,
+    TaskCount,
+    TaskDiff,
+    TelemetryBin,
+    TelemetryMinute,
+)
+from corpora.queries import pair_counts, retired_messages_exist, taskdiff_share
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS
+from corpora.task_changes import tasks_purge
 from corpora.telemetry import telemetry_delete, telemetry_trim
 from services.models import Service
+
+ACTIVATION_TABLE = Activation._meta.db_table
+CORPUS_TABLE = Corpus._meta.db_table
+DOCUMENT_TABLE = Document._meta.db_table
+MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
+MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
+RUN_TABLE = Run._meta.db_table
+SNAPSHOT_TABLE = Snapshot._meta.db_table
+SNAPSHOT_CLASS_TABLE = SnapshotClass._meta.db_table
+SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
+SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
+STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
+TASK_TABLE = Task._meta.db_table
+TASK_CLASS_TABLE = TaskClass._meta.db_table
+TASK_COUNT_TABLE = TaskCount._meta.db_table
+TASK_DIFF_TABLE = TaskDiff._meta.db_table
+TELEMETRY_BIN_TABLE = TelemetryBin._meta.db_table
+TELEMETRY_MINUTE_TABLE = TelemetryMinute._meta.db_table
 
 # --- runs and snapshots --------------------------------------------------------------------------
 
@@ -72,7 +109,7 @@ def runs_engine_versions_note(versions: dict[int, set[str]]) -> int:
         return 0
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE runs_run r SET engine_versions = ARRAY("
+            f"UPDATE {RUN_TABLE} r SET engine_versions = ARRAY("
             "  SELECT DISTINCT v FROM unnest(r.engine_versions || n.versions) v ORDER BY v"
             f"  LIMIT {RUN_ENGINE_VERSIONS_MAX})"
             " FROM (SELECT s AS service_id, array_agg(DISTINCT v)::varchar(200)[] AS versions"
@@ -112,7 +149,7 @@ def runs_close_drained(pairs: set[tuple[int, int]]) -> int:
         return 0
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount"
+            f"SELECT DISTINCT corpus_id, service_id FROM {TASK_COUNT_TABLE}"
             " JOIN unnest(%s::bigint[], %s::bigint[]) AS p(c, s) ON corpus_id = p.c AND service_id = p.s"
             f" WHERE bucket IN ({', '.join(map(str, BUSY_BUCKETS))}) AND count > 0",
             [[c for c, _ in pairs], [s for _, s in pairs]],
@@ -141,36 +178,38 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
         for statement in BULK_SETTINGS:
             cursor.execute(statement)
         cursor.execute(
-            "INSERT INTO runs_snapshot (corpus_id, service_id, taken_at, tasks, document_ids, statuses, with_classes)"
+            f"INSERT INTO {SNAPSHOT_TABLE}"
+            " (corpus_id, service_id, taken_at, tasks, document_ids, statuses, with_classes)"
             " SELECT %s, %s, clock_timestamp(), count(*),"
             "  coalesce(array_agg(document_id ORDER BY document_id), '{}'),"
             "  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{}'), true"
-            " FROM corpora_task WHERE corpus_id = %s AND service_id = %s"
+            f" FROM {TASK_TABLE} WHERE corpus_id = %s AND service_id = %s"
             " RETURNING id, taken_at, tasks",
             [corpus_id, service_id, corpus_id, service_id],
         )
         snapshot_id, taken_at, rows = cursor.fetchone()
         cursor.execute(
-            "INSERT INTO runs_snapshotclass (snapshot_id, message_class_id, tasks, messages)"
-            " SELECT %s, t.message_class_id, sum(t.tasks), sum(t.messages) FROM reports_messagetally t"
-            " JOIN reports_messageclass c ON c.id = t.message_class_id AND c.level = 0"
+            f"INSERT INTO {SNAPSHOT_CLASS_TABLE} (snapshot_id, message_class_id, tasks, messages)"
+            f" SELECT %s, t.message_class_id, sum(t.tasks), sum(t.messages) FROM {MESSAGE_TALLY_TABLE} t"
+            f" JOIN {MESSAGE_CLASS_TABLE} c ON c.id = t.message_class_id AND c.level = {MessageClass.CLASS}"
             " WHERE t.corpus_id = %s AND t.service_id = %s GROUP BY t.message_class_id HAVING sum(t.tasks) > 0",
             [snapshot_id, corpus_id, service_id],
         )
         retired = ""
         if retired_messages_exist(corpus_id, service_id):
-            retired = " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
+            retired = f" AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = p.task_id)"
         # Each class's documents in one ascending array, cut after every member whose hash is 0 modulo
         # MEMBERS_CHUNK (and after the last): each piece is a row from its first document to its last.
         # The documents come from the report index alone (it includes them), one range per (status,
         # class) that the tallies count: no join of the (task, class) rows to the tasks.
         cursor.execute(
-            "INSERT INTO runs_snapshotmembers (snapshot_id, message_class_id, lo, hi, document_ids)"
+            f"INSERT INTO {SNAPSHOT_MEMBERS_TABLE} (snapshot_id, message_class_id, lo, hi, document_ids)"
             " WITH m AS MATERIALIZED ("
             "  SELECT p.message_class_id AS c, array_agg(p.document_id ORDER BY p.document_id) AS a"
-            "  FROM reports_messagetally x"
-            "  JOIN reports_messageclass k ON k.id = x.message_class_id AND k.level = 0 AND k.severity = ANY(%s)"
-            "  JOIN reports_taskclass p ON p.corpus_id = x.corpus_id AND p.service_id = x.service_id"
+            f"  FROM {MESSAGE_TALLY_TABLE} x"
+            f"  JOIN {MESSAGE_CLASS_TABLE} k ON k.id = x.message_class_id AND k.level = {MessageClass.CLASS}"
+            " AND k.severity = ANY(%s)"
+            f"  JOIN {TASK_CLASS_TABLE} p ON p.corpus_id = x.corpus_id AND p.service_id = x.service_id"
             "   AND p.task_status = x.task_status AND p.message_class_id = x.message_class_id"
             f"  WHERE x.corpus_id = %s AND x.service_id = %s AND x.tasks > 0{retired} GROUP BY 1)"
             " SELECT %s, m.c, m.a[s.hi - s.size + 1], m.a[s.hi], m.a[s.hi - s.size + 1 : s.hi] FROM m,"
@@ -193,7 +232,8 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
       their messages, runtimes, counts and report grains, and its activation;
     - a corpus: the same for every service on it, its runs, snapshots and their diffs, its documents and
       the corpus itself;
-    - a service: the same in every corpus, its workers and the service itself.
+    - a service: the same in every corpus; its workers and the service itself are its caller's to delete
+      (services.actions.service_delete), in the same transaction.
     Returns {"tasks", "messages", "result_files"[, "result_files_job"][, "documents"]}. A caller checks
     what may be deleted first; a foreign key that still points here (a sandbox carved meanwhile from a
     corpus) raises IntegrityError and nothing is deleted."""
@@ -207,28 +247,106 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
         if len(scope) == 2:
             run_close(corpus_id=corpus_id, service_id=service_id)  # frozen with its snapshot before the purge
         counts = tasks_purge(corpus_id=corpus_id, service_id=service_id)
-        cursor.execute(f"DELETE FROM corpora_activation WHERE {where}", params)
+        cursor.execute(f"DELETE FROM {ACTIVATION_TABLE} WHERE {where}", params)
         if len(scope) == 1:
             _history_delete(cursor, *scope[0])
         if corpus_id is not None and service_id is None:
-            cursor.execute("DELETE FROM corpora_document WHERE corpus_id = %s", [corpus_id])
+            cursor.execute(f"DELETE FROM {DOCUMENT_TABLE} WHERE corpus_id = %s", [corpus_id])
             counts["documents"] = cursor.rowcount
-            cursor.execute("DELETE FROM corpora_corpus WHERE id = %s", [corpus_id])
-        elif service_id is not None and corpus_id is None:
-            cursor.execute("DELETE FROM services_worker WHERE service_id = %s", [service_id])
-            cursor.execute("DELETE FROM services_service WHERE id = %s", [service_id])
+            cursor.execute(f"DELETE FROM {CORPUS_TABLE} WHERE id = %s", [corpus_id])
     return {**counts, **results_discard(corpus_id=corpus_id, service_id=service_id, actor=actor).counts()}
 
 
 def _history_delete(cursor: Any, column: str, value: int) -> None:
-    """The runs, snapshots (with their classes) and snapshot diffs (runs.models, derived from the snapshots)
+    """The runs, snapshots (with their classes) and snapshot diffs (corpora.models, derived from the snapshots)
     of a corpus or a service that is itself being deleted (both snapshots of a diff belong to the same pair)."""
-    diffs = f"SELECT d.id FROM runs_snapshotdiff d JOIN runs_snapshot s ON s.id = d.previous_id WHERE s.{column} = %s"
-    cursor.execute(f"DELETE FROM runs_taskdiff WHERE diff_id IN ({diffs})", [value])
-    cursor.execute(f"DELETE FROM runs_snapshotdiff WHERE id IN ({diffs})", [value])
-    telemetry_delete(cursor, f"SELECT id FROM runs_run WHERE {column} = %s", [value])
-    cursor.execute(f"DELETE FROM runs_run WHERE {column} = %s", [value])
-    snapshots = f"SELECT id FROM runs_snapshot WHERE {column} = %s"
-    cursor.execute(f"DELETE FROM runs_snapshotmembers WHERE snapshot_id IN ({snapshots})", [value])
-    cursor.execute(f"DELETE FROM runs_snapshotclass WHERE snapshot_id IN ({snapshots})", [value])
-    cursor.execute(f"DELETE FROM runs_snapshot WHERE {column} = %s", [value])
+    diffs = (
+        f"SELECT d.id FROM {SNAPSHOT_DIFF_TABLE} d JOIN {SNAPSHOT_TABLE} s ON s.id = d.previous_id"
+        f" WHERE s.{column} = %s"
+    )
+    cursor.execute(f"DELETE FROM {TASK_DIFF_TABLE} WHERE diff_id IN ({diffs})", [value])
+    cursor.execute(f"DELETE FROM {SNAPSHOT_DIFF_TABLE} WHERE id IN ({diffs})", [value])
+    telemetry_delete(cursor, f"SELECT id FROM {RUN_TABLE} WHERE {column} = %s", [value])
+    cursor.execute(f"DELETE FROM {RUN_TABLE} WHERE {column} = %s", [value])
+    snapshots = f"SELECT id FROM {SNAPSHOT_TABLE} WHERE {column} = %s"
+    cursor.execute(f"DELETE FROM {SNAPSHOT_MEMBERS_TABLE} WHERE snapshot_id IN ({snapshots})", [value])
+    cursor.execute(f"DELETE FROM {SNAPSHOT_CLASS_TABLE} WHERE snapshot_id IN ({snapshots})", [value])
+    cursor.execute(f"DELETE FROM {SNAPSHOT_TABLE} WHERE {column} = %s", [value])
+
+
+# --- history pruning -----------------------------------------------------------------------------
+
+
+def history_remove(
+    *, snapshots: tuple[str, list[Any]], runs: tuple[str, list[Any]]
+) -> tuple[dict[tuple[int, int], dict[str, int]], tuple[int, int]]:
+    """Remove, in one transaction, the snapshots `snapshots` selects (a statement of their ids and its
+    parameters) with their diffs (and diff rows), members and classes, and the runs `runs` selects (a WHERE
+    on `r` and its parameters) with their telemetry; a kept run that pointed at a removed snapshot loses
+    its link. Returns what went per (corpus, service) pair (runs, snapshots, diffs, diff_rows, bytes; as
+    history_tally counts them) and the diff rows' table size and row count read before the delete
+    (corpora.queries.taskdiff_share)."""
+    snapshots, snapshot_params = snapshots
+    runs, run_params = runs
+    pairs: dict[tuple[int, int], dict[str, int]] = {}
+    with transaction.atomic(), connection.cursor() as cursor:
+        # Locked first: a diff being computed on one of them waits for this prune, then finds it gone.
+        cursor.execute(f"{snapshots} FOR UPDATE OF s", snapshot_params)
+        snapshot_ids = [row[0] for row in cursor.fetchall()]
+        cursor.execute(
+            f"SELECT id FROM {SNAPSHOT_DIFF_TABLE} WHERE previous_id = ANY(%s) OR current_id = ANY(%s)",
+            [snapshot_ids, snapshot_ids],
+        )
+        diff_ids = [row[0] for row in cursor.fetchall()]
+        share = taskdiff_share()  # before the delete, as the preview reads it
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM {TASK_DIFF_TABLE} WHERE diff_id = ANY(%s) RETURNING diff_id)"
+            " SELECT p.corpus_id, p.service_id, count(*) FROM gone"
+            f" JOIN {SNAPSHOT_DIFF_TABLE} d ON d.id = gone.diff_id JOIN {SNAPSHOT_TABLE} p ON p.id = d.previous_id"
+            " GROUP BY 1, 2",
+            [diff_ids],
+        )
+        history_tally(pairs, cursor.fetchall(), "diff_rows")
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM {SNAPSHOT_DIFF_TABLE} WHERE id = ANY(%s)"
+            "  RETURNING previous_id, pg_column_size(matrix) AS bytes)"
+            " SELECT p.corpus_id, p.service_id, count(*), sum(gone.bytes) FROM gone"
+            f" JOIN {SNAPSHOT_TABLE} p ON p.id = gone.previous_id GROUP BY 1, 2",
+            [diff_ids],
+        )
+        history_tally(pairs, cursor.fetchall(), "diffs", "bytes")
+        for table in (TELEMETRY_BIN_TABLE, TELEMETRY_MINUTE_TABLE):  # the runs' telemetry (corpora.telemetry)
+            gone = f"DELETE FROM {table} WHERE run_id IN (SELECT r.id FROM {RUN_TABLE} r WHERE {runs})"
+            cursor.execute(gone, run_params)
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM {RUN_TABLE} r WHERE {runs} RETURNING r.corpus_id, r.service_id)"
+            " SELECT corpus_id, service_id, count(*) FROM gone GROUP BY 1, 2",
+            run_params,
+        )
+        history_tally(pairs, cursor.fetchall(), "runs")
+        cursor.execute(f"UPDATE {RUN_TABLE} SET snapshot_id = NULL WHERE snapshot_id = ANY(%s)", [snapshot_ids])
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM {SNAPSHOT_MEMBERS_TABLE} WHERE snapshot_id = ANY(%s)"
+            "  RETURNING snapshot_id, pg_column_size(document_ids) AS bytes)"
+            " SELECT s.corpus_id, s.service_id, sum(gone.bytes) FROM gone"
+            f" JOIN {SNAPSHOT_TABLE} s ON s.id = gone.snapshot_id GROUP BY 1, 2",
+            [snapshot_ids],
+        )
+        history_tally(pairs, cursor.fetchall(), "bytes")
+        cursor.execute(f"DELETE FROM {SNAPSHOT_CLASS_TABLE} WHERE snapshot_id = ANY(%s)", [snapshot_ids])
+        cursor.execute(
+            f"WITH gone AS (DELETE FROM {SNAPSHOT_TABLE} WHERE id = ANY(%s)"
+            "  RETURNING corpus_id, service_id, pg_column_size(document_ids) + pg_column_size(statuses) AS bytes)"
+            " SELECT corpus_id, service_id, count(*), sum(bytes) FROM gone GROUP BY 1, 2",
+            [snapshot_ids],
+        )
+        history_tally(pairs, cursor.fetchall(), "snapshots", "bytes")
+    return pairs, share
+
+
+def history_tally(pairs: dict[tuple[int, int], dict[str, int]], rows: list[tuple], *keys: str) -> None:
+    """Add rows of (corpus_id, service_id, value for each key) to the per-pair counts."""
+    for corpus_id, service_id, *values in rows:
+        counts = pairs.setdefault((corpus_id, service_id), {})
+        for key, value in zip(keys, values, strict=True):
+            counts[key] = counts.get(key, 0) + int(value or 0)

@@ -1,6 +1,8 @@
 """Reads of corpora: lists and details with per-service status counts (from the trigger-kept counts), and
 a pair's documents with their status."""
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -12,11 +14,18 @@ from django.db.models import QuerySet, Sum
 from config.api.paging import Page
 from config.errors import NotFound
 from corpora.links import document_api_url, document_html_api_url
-from corpora.models import Activation, Corpus, TaskCount
+from corpora.models import Activation, Corpus, Document, SnapshotDiff, StaleMessages, Task, TaskCount, TaskDiff
 from corpora.results import result_has_html
 from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, TODO, status_name
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import served_service_ids, service_get
+
+CORPUS_TABLE = Corpus._meta.db_table
+DOCUMENT_TABLE = Document._meta.db_table
+SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
+STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
+TASK_TABLE = Task._meta.db_table
+TASK_DIFF_TABLE = TaskDiff._meta.db_table
 
 
 def corpus_list() -> QuerySet[Corpus]:
@@ -130,10 +139,10 @@ def pair_counts(corpus_id: int, service_id: int) -> dict[str, Any]:
 def retired_messages_exist(corpus_id: int, service_id: int) -> bool:
     """Whether a rerun of the pair has retired messages that the purge has not yet deleted: their (task,
     class) rows are still under the report key, so readers of those rows leave them out meanwhile
-    (corpora.lifecycle.messages_retire)."""
+    (corpora.message_store.messages_retire)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT EXISTS (SELECT FROM reports_stalemessages WHERE corpus_id = %s AND service_id = %s)",
+            f"SELECT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} WHERE corpus_id = %s AND service_id = %s)",
             [corpus_id, service_id],
         )
         return cursor.fetchone()[0]
@@ -170,8 +179,8 @@ def document_list(
         # they save (bench/bench_documents.py: a rare status's first page took twice as long with them).
         cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         cursor.execute(
-            "SELECT d.name, d.entry, t.id, t.status FROM corpora_document d"  # noqa: S608 (fixed fragments)
-            f" JOIN corpora_task t ON t.document_id = d.id WHERE {' AND '.join(where)}"
+            f"SELECT d.name, d.entry, t.id, t.status FROM {DOCUMENT_TABLE} d"
+            f" JOIN {TASK_TABLE} t ON t.document_id = d.id WHERE {' AND '.join(where)}"
             f" ORDER BY {_NAME_KEY}, d.name OFFSET %s LIMIT %s",
             [*params, page.offset, page.page_size],
         )
@@ -208,8 +217,8 @@ def task_names(task_ids: list[int]) -> dict[int, tuple[int, str, str]]:
         return {}
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT t.id, t.service_id, c.name, d.name FROM corpora_task t"
-            " JOIN corpora_corpus c ON c.id = t.corpus_id JOIN corpora_document d ON d.id = t.document_id"
+            f"SELECT t.id, t.service_id, c.name, d.name FROM {TASK_TABLE} t"
+            f" JOIN {CORPUS_TABLE} c ON c.id = t.corpus_id JOIN {DOCUMENT_TABLE} d ON d.id = t.document_id"
             " WHERE t.id = ANY(%s)",
             [task_ids],
         )
@@ -233,3 +242,15 @@ def services_stranded() -> list[dict[str, Any]]:
         entry["waiting"] += count
         entry["corpora"].append(corpus)
     return list(stranded.values())
+
+
+def taskdiff_share() -> tuple[int, int]:
+    """corpora_taskdiff's size on disk (table, indexes, TOAST) and its row count, read from the diffs'
+    `changed` counts rather than by counting the table: a diff's rows are its changed documents."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT pg_total_relation_size('{TASK_DIFF_TABLE}'),"
+            f" (SELECT coalesce(sum(changed), 0) FROM {SNAPSHOT_DIFF_TABLE} WHERE rows_ready)"
+        )
+        relation_bytes, rows = cursor.fetchone()
+    return int(relation_bytes), int(rows)

@@ -7,6 +7,7 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
 from config.api.paging import PageParamsSerializer
 from config.names import NAME_MAX
+from conversion.logparse import CATEGORY_MAX, WHAT_MAX
 from corpora.statuses import STATUS_FILTERS
 
 
@@ -166,8 +167,10 @@ class SandboxRequestSerializer(serializers.Serializer):
         max_length=20, required=False, help_text="a severity key: take tasks of its statuses (default: the severity's)"
     )
     severity = StrictCharField(max_length=20, required=False, help_text="a severity key: the tasks need such a message")
-    category = StrictCharField(max_length=100, required=False, help_text="the message's category (needs severity)")
-    what = StrictCharField(max_length=200, required=False, help_text="the message's what (needs category)")
+    category = StrictCharField(
+        max_length=CATEGORY_MAX, required=False, help_text="the message's category (needs severity)"
+    )
+    what = StrictCharField(max_length=WHAT_MAX, required=False, help_text="the message's what (needs category)")
     entry_contains = StrictCharField(max_length=1024, required=False, help_text="a substring of the document's entry")
     limit = StrictIntegerField(min_value=1, required=False, help_text="at most this many documents in all")
     per_class_limit = StrictIntegerField(

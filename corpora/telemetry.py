@@ -7,9 +7,9 @@ Stages, from the times the dispatcher already sees:
 - ingestion: from the arrival until the result was applied (when the applying transaction records it);
 - end to end: from TODO until applied, the three above of the attempt whose result was applied.
 
-The counts go to the tables of `runs.models` (`TelemetryBin`, `TelemetryMinute`), written here by name in
-the statement that leases a batch (`corpora.lifecycle.lease_batch`) and in the transaction that applies
-one (`results_record`, from the times `corpora.lifecycle.results_lock` reads): a row per (run, stage,
+The counts go to `TelemetryBin` and `TelemetryMinute` (corpora.models), written here in
+the statement that leases a batch (`corpora.task_changes.lease_batch`) and in the transaction that applies
+one (`results_record`, from the times `corpora.task_changes.results_lock` reads): a row per (run, stage,
 bin) and per (run, minute) of a batch, never a row per task. A bin holds the durations in
 [2^(b/4), 2^((b+1)/4)) milliseconds (bin 0 from 0), so a percentile read from the bins is known to within
 a factor 2^(1/8), ±9%.
@@ -25,6 +25,12 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from django.db.backends.utils import CursorWrapper
+
+from corpora.models import Run, TelemetryBin, TelemetryMinute
+
+RUN_TABLE = Run._meta.db_table
+TELEMETRY_BIN_TABLE = TelemetryBin._meta.db_table
+TELEMETRY_MINUTE_TABLE = TelemetryMinute._meta.db_table
 
 QUEUE_WAIT, CONVERSION, INGESTION, END_TO_END = 0, 1, 2, 3
 STAGES = {QUEUE_WAIT: "queue_wait", CONVERSION: "conversion", INGESTION: "ingestion", END_TO_END: "end_to_end"}
@@ -56,16 +62,16 @@ def _ms_sql(later: str, earlier: str) -> str:
     return f"date_part('epoch', {later} - {earlier}) * 1000"
 
 
-_UPSERT_BINS = "ON CONFLICT (run_id, stage, bin) DO UPDATE SET count = runs_telemetrybin.count + EXCLUDED.count"
+_UPSERT_BINS = f"ON CONFLICT (run_id, stage, bin) DO UPDATE SET count = {TELEMETRY_BIN_TABLE}.count + EXCLUDED.count"
 
-# A data-modifying CTE of the lease statement (corpora.lifecycle.lease_batch) over its CTE `leased`
+# A data-modifying CTE of the lease statement (corpora.task_changes.lease_batch) over its CTE `leased`
 # (the tasks leased, with `todo_since` as it was before the lease): their queue waits, per open run.
 LEASE_WAITS_CTE = f"""
     waits AS (
-        INSERT INTO runs_telemetrybin (run_id, stage, bin, count)
+        INSERT INTO {TELEMETRY_BIN_TABLE} (run_id, stage, bin, count)
         SELECT r.id, {QUEUE_WAIT}, {_bin_sql(_ms_sql("now()", "coalesce(l.todo_since, r.started_at)"))}, count(*)
           FROM leased l
-          JOIN runs_run r ON r.corpus_id = l.corpus_id AND r.service_id = l.service_id AND r.finished_at IS NULL
+          JOIN {RUN_TABLE} r ON r.corpus_id = l.corpus_id AND r.service_id = l.service_id AND r.finished_at IS NULL
          GROUP BY 1, 3 ORDER BY 1, 3
         {_UPSERT_BINS}
     )"""
@@ -76,11 +82,11 @@ AppliedTimes = tuple[int, float | None, float | None, float | None]
 
 _UPSERT_APPLIED = f"""
 WITH minutes AS (
-    INSERT INTO runs_telemetryminute (run_id, minute, count)
+    INSERT INTO {TELEMETRY_MINUTE_TABLE} (run_id, minute, count)
     SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::bigint[])
-    ON CONFLICT (run_id, minute) DO UPDATE SET count = runs_telemetryminute.count + EXCLUDED.count
+    ON CONFLICT (run_id, minute) DO UPDATE SET count = {TELEMETRY_MINUTE_TABLE}.count + EXCLUDED.count
 )
-INSERT INTO runs_telemetrybin (run_id, stage, bin, count)
+INSERT INTO {TELEMETRY_BIN_TABLE} (run_id, stage, bin, count)
 SELECT * FROM unnest(%s::bigint[], %s::smallint[], %s::smallint[], %s::bigint[])
 {_UPSERT_BINS}
 """
@@ -119,15 +125,15 @@ def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes], *, appli
 def telemetry_trim(cursor: CursorWrapper, *, corpus_id: int, service_id: int) -> None:
     """Keep the telemetry of the pair's open run and of its latest closed one only."""
     older = (
-        "SELECT id FROM runs_run WHERE corpus_id = %s AND service_id = %s AND finished_at IS NOT NULL"
-        " AND id <> (SELECT id FROM runs_run WHERE corpus_id = %s AND service_id = %s"
+        f"SELECT id FROM {RUN_TABLE} WHERE corpus_id = %s AND service_id = %s AND finished_at IS NOT NULL"
+        f" AND id <> (SELECT id FROM {RUN_TABLE} WHERE corpus_id = %s AND service_id = %s"
         "  AND finished_at IS NOT NULL ORDER BY finished_at DESC, id DESC LIMIT 1)"
     )
-    for table in ("runs_telemetrybin", "runs_telemetryminute"):
+    for table in (TELEMETRY_BIN_TABLE, TELEMETRY_MINUTE_TABLE):
         cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({older})", [corpus_id, service_id] * 2)
 
 
 def telemetry_delete(cursor: CursorWrapper, runs: str, params: list) -> None:
     """Delete the telemetry of the runs that the subquery `runs` (fixed text, values in `params`) selects."""
-    for table in ("runs_telemetrybin", "runs_telemetryminute"):
+    for table in (TELEMETRY_BIN_TABLE, TELEMETRY_MINUTE_TABLE):
         cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({runs})", params)

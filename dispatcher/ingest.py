@@ -4,7 +4,7 @@ service does not match the task's, are counted and discarded, never applied.
 
 Two steps: `results_prepare` (decode; no database) and `results_apply` (one short transaction, with
 the result files written beside its statements by the writer thread of the results store,
-`corpora.results`; the statements are `corpora.lifecycle`'s).
+`corpora.results`; the statements are `corpora.task_changes`' and `corpora.message_store`'s).
 Decoding outside the transaction keeps the task rows locked for milliseconds rather than for the whole
 batch, and lets the sink decode one batch while the last one is written."""
 
@@ -21,10 +21,10 @@ from django.db import connection, transaction
 from conversion.logparse import Message, parse_log
 from conversion.severities import GOVERNOR_WHAT, INVALID_CATEGORY, LIMIT_CATEGORY, Severity
 from conversion.zips import zip_member
-from corpora.lifecycle import results_lock, results_retry, results_write
 from corpora.pairs import runs_close_drained
 from corpora.results import result_files_write
 from corpora.statuses import FATAL, INVALID
+from corpora.task_changes import results_lock, results_retry, results_write
 from corpora.telemetry import AppliedTimes, results_record
 
 logger = logging.getLogger(__name__)

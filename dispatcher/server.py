@@ -39,10 +39,8 @@ from pathlib import Path
 
 import zmq
 from django.conf import settings
-from django.db import connection, connections, transaction
-from django.db.backends.utils import CursorWrapper
+from django.db import connections, transaction
 from django.utils import timezone
-from psycopg.types.json import Jsonb
 
 from config.live import config_sync
 from config.outage import database_down
@@ -58,9 +56,11 @@ from conversion.wire import (
     heartbeat_decode,
     split_frames,
 )
-from corpora.lifecycle import (
+from corpora.grains import grains_clear
+from corpora.pairs import runs_close_drained, runs_engine_versions_note
+from corpora.queries import task_names
+from corpora.task_changes import (
     LeasedTask,
-    grains_clear,
     lease_batch,
     lease_release,
     leased_count,
@@ -71,12 +71,16 @@ from corpora.lifecycle import (
     leases_reap,
     still_leased,
 )
-from corpora.pairs import runs_close_drained, runs_engine_versions_note
-from corpora.queries import task_names
 from dispatcher.sink import SinkReport, sink_main
 from reports.queries import runtime_p99s
-from services.actions import in_flight_replace
-from services.models import DispatcherState, Service
+from services.actions import (
+    dispatcher_state_beat,
+    dispatcher_state_start,
+    in_flight_replace,
+    workers_heartbeat,
+    workers_tally_add,
+)
+from services.models import Service
 from services.queries import effective_lease_seconds, in_flight_held
 
 logger = logging.getLogger(__name__)
@@ -306,10 +310,7 @@ class Dispatcher:
             self.ventilator.close(0)
             self._sink_stop()
             raise
-        self.state = DispatcherState.objects.create(
-            started_at=timezone.now(), heartbeat_at=timezone.now(), pid=os.getpid()
-        )
-        DispatcherState.objects.exclude(pk=self.state.pk).delete()
+        self.state = dispatcher_state_start(pid=os.getpid())
         self._holders_load()
         logger.info(
             "dispatcher listening: ventilator %s:%s, sink %s:%s (process %s)",
@@ -834,35 +835,23 @@ class Dispatcher:
     def _flush(self) -> None:
         """Write worker tallies (one upsert) and the counters/heartbeat row."""
         tallies, self.tallies = self.tallies, defaultdict(Tally)
-        with connection.cursor() as cursor:
-            if tallies:
-                keys = list(tallies)
-                cursor.execute(
-                    """
-                    INSERT INTO services_worker (identity, service_id, dispatched, returned, first_seen, last_seen)
-                    SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[],
-                                         %s::timestamptz[], %s::timestamptz[])
-                    ON CONFLICT (identity, service_id) DO UPDATE
-                       SET dispatched = services_worker.dispatched + EXCLUDED.dispatched,
-                           returned = services_worker.returned + EXCLUDED.returned,
-                           last_seen = GREATEST(services_worker.last_seen, EXCLUDED.last_seen)
-                    """,
-                    [
-                        [k[0] for k in keys], [k[1] for k in keys],
-                        [tallies[k].dispatched for k in keys], [tallies[k].returned for k in keys],
-                        [tallies[k].first_seen for k in keys], [tallies[k].last_seen for k in keys],
-                    ],
-                )  # fmt: skip
-            self._flush_beats(cursor)
+        if tallies:
+            keys = list(tallies)
+            workers_tally_add(
+                identities=[k[0] for k in keys], service_ids=[k[1] for k in keys],
+                dispatched=[tallies[k].dispatched for k in keys], returned=[tallies[k].returned for k in keys],
+                first_seen=[tallies[k].first_seen for k in keys], last_seen=[tallies[k].last_seen for k in keys],
+            )  # fmt: skip
+        self._flush_beats()
         self._flush_in_flight()
         c = self.counters
-        DispatcherState.objects.filter(pk=self.state.pk).update(
-            heartbeat_at=timezone.now(), leased=c.leased, dispatched=c.dispatched, ingested=c.ingested,
+        dispatcher_state_beat(
+            self.state.pk, leased=c.leased, dispatched=c.dispatched, ingested=c.ingested,
             discarded=c.discarded, garbage=c.garbage, reaped=c.reaped, failed_for_retries=c.failed_for_retries,
             released=c.released, retried=c.retried,
         )  # fmt: skip
 
-    def _flush_beats(self, cursor: CursorWrapper) -> None:
+    def _flush_beats(self) -> None:
         """Write the tallies heartbeats brought since the last flush (one upsert): as the worker reported
         them, counted since its process started, on the row of each service it serves, with the engine of
         that service's profile and the version the worker reported for it. The versions go to the open runs
@@ -885,22 +874,9 @@ class Dispatcher:
         identities, service_ids, conversions, peaks, kills, times, engines, engine_versions = (
             list(column) for column in zip(*rows, strict=True)
         )
-        cursor.execute(
-            """
-            INSERT INTO services_worker (identity, service_id, conversions, peak_rss, kills, heartbeat_at,
-                                         engine, engine_version, dispatched, returned, first_seen, last_seen)
-            SELECT v.identity, v.service_id, v.conversions, v.peak_rss, v.kills, v.at, v.engine, v.version,
-                   0, 0, v.at, v.at
-              FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::jsonb[], %s::timestamptz[],
-                          %s::text[], %s::text[])
-                   AS v(identity, service_id, conversions, peak_rss, kills, at, engine, version)
-            ON CONFLICT (identity, service_id) DO UPDATE
-               SET conversions = EXCLUDED.conversions, peak_rss = EXCLUDED.peak_rss, kills = EXCLUDED.kills,
-                   heartbeat_at = EXCLUDED.heartbeat_at, engine = EXCLUDED.engine,
-                   engine_version = EXCLUDED.engine_version
-            """,
-            [identities, service_ids, conversions, peaks, [Jsonb(value) for value in kills], times, engines,
-             engine_versions],
+        workers_heartbeat(
+            identities=identities, service_ids=service_ids, conversions=conversions, peaks=peaks, kills=kills,
+            times=times, engines=engines, engine_versions=engine_versions,
         )  # fmt: skip
         runs_engine_versions_note(versions)
 

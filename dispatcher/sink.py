@@ -40,8 +40,9 @@ from django.utils import timezone
 from config.live import config_sync
 from config.transient import connections_reset, transient_reason, transient_retry
 from conversion.processes import die_with_parent
-from corpora.lifecycle import grains_clear, leases_hold
+from corpora.grains import grains_clear
 from corpora.results import results_space
+from corpora.task_changes import leases_hold
 from dispatcher.ingest import (
     IngestOutcome,
     PreparedBatch,
@@ -62,7 +63,7 @@ RECEIVE_HWM = 64
 # How often the free space of the results disk is read; while the sink holds results back, how often it
 # looks whether it may take them again.
 SPACE_CHECK_SECONDS = 1.0
-# While the sink holds results back, every running lease is kept at least this long (corpora.lifecycle
+# While the sink holds results back, every running lease is kept at least this long (corpora.task_changes
 # .leases_hold), so the results waiting in workers arrive, once it takes them again, before a lease ends.
 LEASE_HOLD_SECONDS = 60
 _NO_SPACE = (errno.ENOSPC, errno.EDQUOT)

@@ -7,6 +7,8 @@ registered with `rerun` again, with backoff, and the retries show in the job's l
 them ends the job with a message that says what to do. Kinds of one lane run one at a time.
 """
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
 import contextlib
@@ -32,6 +34,8 @@ from config.transient import connection_lost, transient_gave_up, transient_note,
 from jobs.choices import JobState
 from jobs.models import Job
 from jobs.registry import JobKind, job_kind_get, lane_kinds
+
+JOB_TABLE = Job._meta.db_table
 
 logger = logging.getLogger(__name__)
 
@@ -109,8 +113,8 @@ class JobContext:
     def _log_write(self, stamped: str) -> None:
         with connections[PROGRESS_DB].cursor() as cursor:
             cursor.execute(
-                """
-                UPDATE jobs_job
+                f"""
+                UPDATE {JOB_TABLE}
                    SET log = (CASE WHEN jsonb_array_length(log) >= %s
                                    THEN log - 0 ELSE log END) || jsonb_build_array(%s::text),
                        heartbeat_at = now()

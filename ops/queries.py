@@ -1,5 +1,7 @@
 """Reads about the running system."""
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
 import logging
@@ -13,14 +15,18 @@ from django.utils.dateparse import parse_datetime
 
 from config.errors import ServiceError
 from config.redis_client import redis_client
-from corpora.models import Corpus, TaskCount
+from corpora.models import Corpus, Run, TaskCount
 from corpora.queries import corpus_get
 from corpora.statuses import COMPLETED, COMPLETED_NAMES, QUEUED_BUCKET, TODO
 from jobs.queries import jobs_in_trouble
 from ops.health import health
 from runs.queries.history import open_runs, run_history
-from services.models import PROTECTED_SERVICES, Worker
+from services.models import PROTECTED_SERVICES, Service, Worker
 from services.queries import in_flight_list, service_get
+
+CORPUS_TABLE = Corpus._meta.db_table
+RUN_TABLE = Run._meta.db_table
+SERVICE_TABLE = Service._meta.db_table
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +144,7 @@ def _trend_point(point: dict) -> dict:
 def run_statistics(*, corpus: str | None = None, service: str | None = None) -> list[dict]:
     """GET /api/statistics: per (corpus, service), over its closed runs: their number, mean and last
     duration, throughput (completed tasks of the frozen tallies per hour of run) and the tallies of the
-    latest TREND_RUNS runs, oldest first. One grouped read of runs_run."""
+    latest TREND_RUNS runs, oldest first. One grouped read of corpora_run."""
     clauses, params = ["r.finished_at IS NOT NULL", "r.tallies IS NOT NULL"], []
     if corpus:
         clauses.append("r.corpus_id = %s")
@@ -147,16 +153,16 @@ def run_statistics(*, corpus: str | None = None, service: str | None = None) -> 
         clauses.append("r.service_id = %s")
         params.append(service_get(service).pk)
     sql = (
-        "WITH closed AS ("  # noqa: S608  (fixed text and status keys; values are parameters)
+        "WITH closed AS ("
         " SELECT r.id, r.corpus_id, r.service_id, r.started_at, r.tallies,"
         f"  extract(epoch FROM r.finished_at - r.started_at)::float8 AS secs, ({_COMPLETED_SQL}) AS done,"
         "  row_number() OVER (PARTITION BY r.corpus_id, r.service_id ORDER BY r.started_at DESC, r.id DESC) AS rn"
-        f" FROM runs_run r WHERE {' AND '.join(clauses)})"
+        f" FROM {RUN_TABLE} r WHERE {' AND '.join(clauses)})"
         " SELECT c.name, s.name, count(*), avg(k.secs), max(k.secs) FILTER (WHERE k.rn = 1),"
         "  (sum(k.done) FILTER (WHERE k.secs > 0))::float8, sum(k.secs) FILTER (WHERE k.secs > 0),"
         "  json_agg(json_build_object('id', k.id, 'started_at', k.started_at, 'duration_seconds', k.secs,"
         "   'completed', k.done, 'tallies', k.tallies) ORDER BY k.started_at, k.id) FILTER (WHERE k.rn <= %s)"
-        " FROM closed k JOIN corpora_corpus c ON c.id = k.corpus_id JOIN services_service s ON s.id = k.service_id"
+        f" FROM closed k JOIN {CORPUS_TABLE} c ON c.id = k.corpus_id JOIN {SERVICE_TABLE} s ON s.id = k.service_id"
         " GROUP BY c.name, s.name ORDER BY c.name, s.name"
     )
     with connection.cursor() as cursor:

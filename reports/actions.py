@@ -1,5 +1,8 @@
-"""Writes of the reports app: pause and resume (per pair or fleet-wide), report grain slices (build,
-ensure, clear, refresh) and rerun; the operator's ones are journaled."""
+"""Actions of the reports app: pause and resume (per pair or fleet-wide), report grain slices (ensure,
+clear, refresh, rebuild) and rerun; the operator's ones are journaled. The reports app writes no table of
+its own: the statements are corpora's (corpora.task_changes, corpora.grains, corpora.message_store)."""
+
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
 
 from __future__ import annotations
 
@@ -14,22 +17,19 @@ from accounts.journal import Action
 from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
-from corpora.lifecycle import (
-    grains_clear,
-    messages_purge_retired,
-    messages_vacuum,
-    tasks_pause,
-    tasks_rerun,
-    tasks_resume,
-)
+from corpora.grains import grain_slice_rebuild, grains_clear
+from corpora.message_store import messages_purge_retired, messages_vacuum
+from corpora.models import GrainSlice, TaskCount
 from corpora.pairs import run_open, runs_close_drained
 from corpora.queries import pair_get
 from corpora.statuses import COMPLETED, SEVERITIES, severity_check
+from corpora.task_changes import tasks_pause, tasks_rerun, tasks_resume
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
-from reports.models import GrainSlice, MessageClass
 from reports.queries import category_report, retired_messages_left, what_report
+
+TASK_COUNT_TABLE = TaskCount._meta.db_table
 
 
 def _scope(arguments: dict[str, Any]) -> str:
@@ -70,54 +70,7 @@ def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, in
     return {"corpus_id": corpus.pk, "service_id": service.pk}
 
 
-# --- grains: build, ensure, clear ------------------------------------------------------------------------
-
-
-def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeout_ms: int | None = None) -> int:
-    """Rebuild one (corpus, service, severity) slice; returns its rows.
-
-    The slice is summed from the pair's tallies (kept exact by corpora.lifecycle's message writer and
-    deleter) of the statuses it takes: a class's tallies give its what rows, the category and severity
-    rollups their subtotal and total rows. Adding task counts over statuses is exact because a task has
-    one status, so no task is counted twice. A few thousand rows, whatever the number of messages."""
-    statuses, message_severity = SEVERITIES[severity]
-    started = time.monotonic()
-    with transaction.atomic(), connection.cursor() as cursor:
-        if timeout_ms is not None:
-            cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
-        # Rollup rows carry NULL category or what, as the grain rows of a category and of the slice.
-        cursor.execute(
-            f"SELECT CASE WHEN c.level < {MessageClass.SEVERITY} THEN c.category END,"  # noqa: S608 (integers of our own)
-            f" CASE WHEN c.level = {MessageClass.CLASS} THEN c.what END, sum(t.tasks)::bigint, sum(t.messages)::bigint"
-            " FROM reports_messagetally t JOIN reports_messageclass c ON c.id = t.message_class_id"
-            " WHERE t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND c.severity = %s"
-            " AND t.tasks > 0 GROUP BY 1, 2",
-            [corpus_id, service_id, list(statuses), message_severity],
-        )
-        grains = cursor.fetchall()
-        if not any(category is None for category, *_ in grains):
-            grains.append((None, None, 0, 0))  # the slice's total row, as a rollup of no messages has one
-        key = [corpus_id, service_id, severity]
-        cursor.execute(
-            "DELETE FROM reports_reportgrain WHERE corpus_id = %s AND service_id = %s AND severity = %s", key
-        )
-        cursor.execute(
-            """
-            INSERT INTO reports_reportgrain (corpus_id, service_id, severity, category, what, task_count, message_count)
-            SELECT %s, %s, %s, g.category, g.what, g.tasks, g.messages
-              FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::bigint[]) AS g(category, what, tasks, messages)
-            """,
-            [*key, *([row[i] for row in grains] for i in range(4))],
-        )
-        rows = cursor.rowcount
-        build_ms = int((time.monotonic() - started) * 1000)
-        cursor.execute(
-            "INSERT INTO reports_grainslice (corpus_id, service_id, severity, built_at, build_ms)"
-            " VALUES (%s, %s, %s, now(), %s) ON CONFLICT (corpus_id, service_id, severity)"
-            " DO UPDATE SET built_at = now(), build_ms = EXCLUDED.build_ms",
-            [*key, build_ms],
-        )
-    return rows
+# --- grains: ensure, clear, rebuild ------------------------------------------------------------------------
 
 
 def slice_ensure(*, corpus_name: str, service_name: str, severity: str) -> bool:
@@ -175,7 +128,7 @@ def slice_build_enqueue(*, corpus_id: int, service_id: int, severity: str) -> No
 def reports_rebuild_all(*, progress: Any, log: Any) -> dict[str, int]:
     """The global refresh: rebuild every slice of every (corpus, service) pair that has messages."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT DISTINCT corpus_id, service_id FROM corpora_taskcount WHERE count > 0")
+        cursor.execute(f"SELECT DISTINCT corpus_id, service_id FROM {TASK_COUNT_TABLE} WHERE count > 0")
         pairs = cursor.fetchall()
     total = len(pairs) * len(SEVERITIES)
     done = rows = 0
@@ -231,8 +184,8 @@ def rerun(
 
 
 def retired_messages_purge(*, progress: Any, log: Any) -> dict[str, int]:
-    """Delete the rows of every retired message (corpora.lifecycle.messages_retire), a batch per
-    transaction, until none are left, then VACUUM the message tables (corpora.lifecycle.messages_vacuum);
+    """Delete the rows of every retired message (corpora.message_store.messages_retire), a batch per
+    transaction, until none are left, then VACUUM the message tables (corpora.message_store.messages_vacuum);
     the reports stopped counting the messages when they were retired."""
     total = retired_messages_left()
     purged = 0

@@ -5,6 +5,8 @@ Category and what pages read the grain rollup. Building a missing slice is a wri
 twins call, ensure the slice first and tell these reads whether it is still being computed.
 """
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
 import itertools
@@ -24,13 +26,40 @@ from config.errors import BadRequest, NotFound
 from conversion.severities import Severity
 from conversion.taxonomy import MISSING_FILE, meaning_of
 from corpora.links import document_html_url, document_result_url
-from corpora.models import Corpus, Document, Run, Task
+from corpora.models import (
+    RUNTIME_BIN_MS,
+    Corpus,
+    Document,
+    LogMessage,
+    MessageClass,
+    MessageTally,
+    ReportGrain,
+    Run,
+    RuntimeBin,
+    RuntimeCount,
+    StaleMessages,
+    Task,
+    TaskClass,
+    TaskMessages,
+    TaskRuntime,
+)
 from corpora.queries import pair_counts, pair_get, retired_messages_exist
 from corpora.results import result_html, result_stored
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
-from reports.models import RUNTIME_BIN_MS, LogMessage, MessageClass, ReportGrain, TaskRuntime
 from services.models import Service
 from services.queries import service_get
+
+CORPUS_TABLE = Corpus._meta.db_table
+DOCUMENT_TABLE = Document._meta.db_table
+MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
+MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
+RUNTIME_BIN_TABLE = RuntimeBin._meta.db_table
+RUNTIME_COUNT_TABLE = RuntimeCount._meta.db_table
+STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
+TASK_TABLE = Task._meta.db_table
+TASK_CLASS_TABLE = TaskClass._meta.db_table
+TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
+TASK_RUNTIME_TABLE = TaskRuntime._meta.db_table
 
 logger = logging.getLogger(__name__)
 
@@ -171,15 +200,15 @@ def entry_list(
     if class_id is not None:
         # Rows of messages a rerun retired stay under the key until the purge: left out meanwhile.
         retired = (
-            " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)"
+            f" AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = p.task_id)"
             if retired_messages_exist(corpus.pk, service.pk)
             else ""
         )
         ranges = " UNION ALL ".join(
-            ["(SELECT p.task_id FROM reports_taskclass p WHERE p.corpus_id = %s AND p.service_id = %s"  # noqa: S608
+            [f"(SELECT p.task_id FROM {TASK_CLASS_TABLE} p WHERE p.corpus_id = %s AND p.service_id = %s"
              f" AND p.task_status = %s AND p.message_class_id = %s{retired} ORDER BY p.task_id)"] * len(statuses)
         )  # fmt: skip
-        page_sql = f"SELECT r.task_id FROM ({ranges}) r ORDER BY r.task_id OFFSET %s LIMIT %s"  # noqa: S608
+        page_sql = f"SELECT r.task_id FROM ({ranges}) r ORDER BY r.task_id OFFSET %s LIMIT %s"
         params = [value for status in statuses for value in (corpus.pk, service.pk, status, class_id)]
         params += [page.offset, page.page_size]
         with transaction.atomic(), connection.cursor() as cursor:
@@ -191,13 +220,13 @@ def entry_list(
     # first place in its log order that points at the class.
     with connection.cursor() as cursor:
         cursor.execute(
-            """
+            f"""
             SELECT d.name, t.status,
                    x.details[array_position(x.sequence, array_position(x.classes, %s))]
               FROM unnest(%s::bigint[]) WITH ORDINALITY AS p(task_id, n)
-              JOIN corpora_task t ON t.id = p.task_id
-              JOIN corpora_document d ON d.id = t.document_id
-              LEFT JOIN reports_taskmessages x ON x.task_id = p.task_id
+              JOIN {TASK_TABLE} t ON t.id = p.task_id
+              JOIN {DOCUMENT_TABLE} d ON d.id = t.document_id
+              LEFT JOIN {TASK_MESSAGES_TABLE} x ON x.task_id = p.task_id
              ORDER BY p.n
             """,
             [class_id, task_ids],
@@ -306,14 +335,16 @@ EXPORT_CURSOR = "messages_export"
 # ordering by message needs a sort per task. One index scan in task order streams instead.
 _EXPORT_SQL = f"""
 SELECT {EXPORT_MARKER} d.name, d.entry, x.task_status, x.classes, x.sequence, x.details
-  FROM reports_taskmessages x
-  JOIN corpora_task t ON t.id = x.task_id
-  JOIN corpora_document d ON d.id = t.document_id
+  FROM {TASK_MESSAGES_TABLE} x
+  JOIN {TASK_TABLE} t ON t.id = x.task_id
+  JOIN {DOCUMENT_TABLE} d ON d.id = t.document_id
  WHERE x.corpus_id = %s AND x.service_id = %s{{scope}}
-   AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id)
+   AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = x.task_id)
  ORDER BY x.task_id
-"""  # noqa: S608
-_EXPORT_LABELS_SQL = f"SELECT {EXPORT_MARKER} id, severity, category, what FROM reports_messageclass WHERE id = ANY(%s)"  # noqa: S608
+"""
+_EXPORT_LABELS_SQL = (
+    f"SELECT {EXPORT_MARKER} id, severity, category, what FROM {MESSAGE_CLASS_TABLE} WHERE id = ANY(%s)"
+)
 # Stream in task order: without these the planner sorts every task row of the pair (it sorted 1M rows
 # before the first came back), and JIT compiles for about a second before the first row.
 _EXPORT_SETTINGS = (
@@ -452,7 +483,7 @@ def messages_export(
     if severity is not None:
         statuses, message_severity = severity_check(severity)
         # Only task rows with a class of the slice: the dictionary's ids of it, once for the statement.
-        classes = "SELECT c.id FROM reports_messageclass c WHERE c.level = %s AND c.severity = %s"
+        classes = f"SELECT c.id FROM {MESSAGE_CLASS_TABLE} c WHERE c.level = %s AND c.severity = %s"
         params += [list(statuses), MessageClass.CLASS, message_severity]
         for column, value in (("category", category), ("what", what)):
             if value is not None:
@@ -488,18 +519,18 @@ _RUNTIME_BUCKET_SUMS = _runtime_bucket_sums()
 # RUNTIME_BIN_MS rows of one bin are read, not a row per distinct runtime.
 _RUNTIME_PERCENTILES = f"""
 WITH bins AS (SELECT bin, count, sum(count) OVER (ORDER BY bin) AS reached
-                FROM reports_runtimebin WHERE service_id = %(service)s AND count > 0),
+                FROM {RUNTIME_BIN_TABLE} WHERE service_id = %(service)s AND count > 0),
      located AS (SELECT r.place, r.rank, b.bin, b.reached - b.count AS before
                    FROM unnest(%(ranks)s::bigint[]) WITH ORDINALITY AS r(rank, place)
                   CROSS JOIN LATERAL (SELECT bin, count, reached FROM bins WHERE reached >= r.rank
                                        ORDER BY bin LIMIT 1) b)
 SELECT (SELECT f.runtime_ms
-          FROM (SELECT runtime_ms, sum(count) OVER (ORDER BY runtime_ms) AS reached FROM reports_runtimecount
+          FROM (SELECT runtime_ms, sum(count) OVER (ORDER BY runtime_ms) AS reached FROM {RUNTIME_COUNT_TABLE}
                  WHERE service_id = %(service)s AND count > 0 AND runtime_ms >= l.bin * {RUNTIME_BIN_MS}
                    AND runtime_ms < (l.bin + 1) * {RUNTIME_BIN_MS}) f
          WHERE f.reached >= l.rank - l.before ORDER BY f.runtime_ms LIMIT 1)
   FROM located l ORDER BY l.place
-"""  # noqa: S608  (integers of our own)
+"""
 
 
 def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
@@ -513,9 +544,9 @@ def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
     service = service_get(service_name)
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT coalesce(sum(count), 0)::bigint, sum(total_ms)::numeric / nullif(sum(count), 0),"  # noqa: S608
-            " (SELECT max(runtime_ms) FROM reports_runtimecount WHERE service_id = %s AND count > 0),"
-            f" {_RUNTIME_BUCKET_SUMS} FROM reports_runtimebin WHERE service_id = %s AND count > 0",
+            f"SELECT coalesce(sum(count), 0)::bigint, sum(total_ms)::numeric / nullif(sum(count), 0),"
+            f" (SELECT max(runtime_ms) FROM {RUNTIME_COUNT_TABLE} WHERE service_id = %s AND count > 0),"
+            f" {_RUNTIME_BUCKET_SUMS} FROM {RUNTIME_BIN_TABLE} WHERE service_id = %s AND count > 0",
             [service.pk, service.pk],
         )
         count, mean, maximum, *per_bucket = cursor.fetchone()
@@ -525,13 +556,13 @@ def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
             cursor.execute(_RUNTIME_PERCENTILES, {"service": service.pk, "ranks": ranks})
             percentiles = [row[0] for row in cursor.fetchall()]
         cursor.execute(
-            """
+            f"""
             SELECT c.name, d.name, p.runtime_ms
-              FROM (SELECT r.task_id, r.corpus_id, r.runtime_ms FROM reports_taskruntime r
+              FROM (SELECT r.task_id, r.corpus_id, r.runtime_ms FROM {TASK_RUNTIME_TABLE} r
                      WHERE r.service_id = %s ORDER BY r.runtime_ms DESC, r.task_id OFFSET %s LIMIT %s) p
-              JOIN corpora_task t ON t.id = p.task_id
-              JOIN corpora_document d ON d.id = t.document_id
-              JOIN corpora_corpus c ON c.id = p.corpus_id
+              JOIN {TASK_TABLE} t ON t.id = p.task_id
+              JOIN {DOCUMENT_TABLE} d ON d.id = t.document_id
+              JOIN {CORPUS_TABLE} c ON c.id = p.corpus_id
              ORDER BY p.runtime_ms DESC, p.task_id
             """,
             [service.pk, page.offset, page.page_size],
@@ -565,7 +596,7 @@ def report_path_split(corpus_name: str, service_name: str, severity: str, rest: 
         """Whether the pair has tasks of these statuses with messages of the class (or category rollup)."""
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT EXISTS (SELECT FROM reports_messageclass c JOIN reports_messagetally t"
+                f"SELECT EXISTS (SELECT FROM {MESSAGE_CLASS_TABLE} c JOIN {MESSAGE_TALLY_TABLE} t"
                 " ON t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND t.message_class_id = c.id"
                 " WHERE c.level = %s AND c.severity = %s AND c.category = %s AND c.what = %s AND t.tasks > 0)",
                 [corpus.pk, service.pk, list(statuses), level, message_severity, category, what],
@@ -619,7 +650,7 @@ def document_paper(corpus_name: str, service_name: str, document_name: str) -> t
 def retired_messages_left() -> int:
     """How many tasks' retired messages the purge has yet to delete (all pairs)."""
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM reports_stalemessages")
+        cursor.execute(f"SELECT count(*) FROM {STALE_MESSAGES_TABLE}")
         return cursor.fetchone()[0]
 
 
@@ -630,7 +661,7 @@ def runtime_p99s(service_ids: list[int]) -> dict[int, int]:
     with connection.cursor() as cursor:
         for service_id in service_ids:
             cursor.execute(
-                "SELECT coalesce(sum(count), 0)::bigint FROM reports_runtimebin WHERE service_id = %s AND count > 0",
+                f"SELECT coalesce(sum(count), 0)::bigint FROM {RUNTIME_BIN_TABLE} WHERE service_id = %s AND count > 0",
                 [service_id],
             )
             count = cursor.fetchone()[0]

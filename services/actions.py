@@ -1,12 +1,17 @@
 """Writes on services, each journaled: register, delete (with all their tasks and messages), lease override,
 converter profile."""
 
+# ruff: noqa: S608  (statements are fixed text and table names of the models; values are parameters)
+
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from accounts.actions import journal_note, journaled
 from accounts.journal import Action
@@ -14,8 +19,11 @@ from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse
 from corpora.pairs import data_purge, runs_profile_note
-from services.models import Service
+from services.models import DispatcherState, InFlight, Service, Worker
 from services.queries import service_get
+
+IN_FLIGHT_TABLE = InFlight._meta.db_table
+WORKER_TABLE = Worker._meta.db_table
 
 PROTECTED_DESCRIPTIONS = {
     "init": "Infrastructure: the initial state of every document.",
@@ -59,7 +67,13 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
         raise Forbidden(f"{name!r} is a protected infrastructure service and cannot be deleted.")
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
-    return data_purge(service_id=service.pk, actor=actor)
+    with transaction.atomic():
+        counts = data_purge(service_id=service.pk, actor=actor)
+        # The service's own rows go last, once nothing of corpora points at it.
+        with connection.cursor() as cursor:
+            cursor.execute(f"DELETE FROM {WORKER_TABLE} WHERE service_id = %s", [service.pk])
+            cursor.execute(f"DELETE FROM {Service._meta.db_table} WHERE id = %s", [service.pk])
+    return counts
 
 
 @journaled(Action.SERVICE_LEASE, target="{name}")
@@ -104,12 +118,12 @@ def in_flight_replace(rows: list[tuple]) -> None:
     longer held go, the others are written."""
     with transaction.atomic(), connection.cursor() as cursor:
         columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in range(10)]
-        cursor.execute("DELETE FROM services_inflight WHERE task_id <> ALL(%s::bigint[])", [columns[0]])
+        cursor.execute(f"DELETE FROM {IN_FLIGHT_TABLE} WHERE task_id <> ALL(%s::bigint[])", [columns[0]])
         if not rows:
             return
         cursor.execute(
-            """
-            INSERT INTO services_inflight (task_id, service_id, corpus, document, worker, thread, since,
+            f"""
+            INSERT INTO {IN_FLIGHT_TABLE} (task_id, service_id, corpus, document, worker, thread, since,
                                            heartbeat_at, timeout_seconds, p99_ms)
             SELECT * FROM unnest(%s::bigint[], %s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[],
                                  %s::timestamptz[], %s::timestamptz[], %s::float8[], %s::int[])
@@ -120,3 +134,77 @@ def in_flight_replace(rows: list[tuple]) -> None:
             """,
             columns,
         )
+
+
+# --- the dispatcher's records: its state row and the workers' tallies ------------------------------
+
+
+def dispatcher_state_start(*, pid: int) -> DispatcherState:
+    """The state row of a dispatcher that starts: a new row, and the rows of earlier dispatchers go."""
+    state = DispatcherState.objects.create(started_at=timezone.now(), heartbeat_at=timezone.now(), pid=pid)
+    DispatcherState.objects.exclude(pk=state.pk).delete()
+    return state
+
+
+def dispatcher_state_beat(state_id: int, **counters: int) -> None:
+    """The dispatcher's heartbeat on its state row, with its counters."""
+    DispatcherState.objects.filter(pk=state_id).update(heartbeat_at=timezone.now(), **counters)
+
+
+def workers_tally_add(
+    *,
+    identities: list[str],
+    service_ids: list[int],
+    dispatched: list[int],
+    returned: list[int],
+    first_seen: list[datetime],
+    last_seen: list[datetime],
+) -> None:
+    """Add the tasks the dispatcher handed out to and got back from each (worker, service) since its last
+    flush, in one upsert."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {WORKER_TABLE} (identity, service_id, dispatched, returned, first_seen, last_seen)
+            SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[],
+                                 %s::timestamptz[], %s::timestamptz[])
+            ON CONFLICT (identity, service_id) DO UPDATE
+               SET dispatched = {WORKER_TABLE}.dispatched + EXCLUDED.dispatched,
+                   returned = {WORKER_TABLE}.returned + EXCLUDED.returned,
+                   last_seen = GREATEST({WORKER_TABLE}.last_seen, EXCLUDED.last_seen)
+            """,
+            [identities, service_ids, dispatched, returned, first_seen, last_seen],
+        )
+
+
+def workers_heartbeat(
+    *,
+    identities: list[str],
+    service_ids: list[int],
+    conversions: list[int],
+    peaks: list[int],
+    kills: list[Any],
+    times: list[datetime],
+    engines: list[str],
+    engine_versions: list[str | None],
+) -> None:
+    """Write what the workers' heartbeats reported (one upsert): per (worker, service), the tallies counted
+    since the worker's process started, with the engine of the service's profile and its version."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"""
+            INSERT INTO {WORKER_TABLE} (identity, service_id, conversions, peak_rss, kills, heartbeat_at,
+                                         engine, engine_version, dispatched, returned, first_seen, last_seen)
+            SELECT v.identity, v.service_id, v.conversions, v.peak_rss, v.kills, v.at, v.engine, v.version,
+                   0, 0, v.at, v.at
+              FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::bigint[], %s::jsonb[], %s::timestamptz[],
+                          %s::text[], %s::text[])
+                   AS v(identity, service_id, conversions, peak_rss, kills, at, engine, version)
+            ON CONFLICT (identity, service_id) DO UPDATE
+               SET conversions = EXCLUDED.conversions, peak_rss = EXCLUDED.peak_rss, kills = EXCLUDED.kills,
+                   heartbeat_at = EXCLUDED.heartbeat_at, engine = EXCLUDED.engine,
+                   engine_version = EXCLUDED.engine_version
+            """,
+            [identities, service_ids, conversions, peaks, [Jsonb(value) for value in kills], times, engines,
+             engine_versions],
+        )  # fmt: skip

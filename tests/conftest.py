@@ -10,6 +10,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from rest_framework.test import APIClient
@@ -77,6 +78,33 @@ def _reach_redis() -> None:
 def pytest_configure(config: pytest.Config) -> None:
     _reach_postgres()
     _reach_redis()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _table_ownership_watched(django_db_setup, django_db_blocker) -> Iterator[None]:
+    """Every write of the session is checked against the table's owner (tests/ownership.py); the session
+    fails in pytest_sessionfinish when an app wrote another app's table."""
+    from tests.ownership import WATCH
+
+    WATCH.install()
+    yield
+    WATCH.uninstall()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    from tests.ownership import WATCH
+
+    if WATCH.violations:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    from tests.ownership import WATCH
+
+    if WATCH.violations:
+        terminalreporter.section("table ownership: an app wrote a table of another app", sep="=", red=True)
+        for line in sorted({str(violation) for violation in WATCH.violations}):
+            terminalreporter.line(line)
 
 
 def pytest_unconfigure(config: pytest.Config | None) -> None:

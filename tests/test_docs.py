@@ -24,7 +24,7 @@ HISTORY_WORDS = ("used to", "no longer", "previously", "first session", "moved t
 # The domain terms a newcomer meets, each defined in docs/glossary.md.
 GLOSSARY_TERMS = ("pair", "grain", "slice", "tally", "class", "what", "run", "snapshot", "lease", "mark",
                   "sink", "ventilator", "rerun", "profile", "severity")  # fmt: skip
-# `corpora/lifecycle.py`, `config/api/requests.py`: a path of the tree ending in .py, not part of a longer one.
+# `corpora/task_changes.py`, `config/api/requests.py`: a path of the tree ending in .py, not part of a longer one.
 MODULE_PATH = re.compile(r"(?<![\w./-])((?:[a-z_][a-z0-9_]*/)+[a-z_][a-z0-9_]*\.py)\b")
 
 

@@ -35,10 +35,13 @@ from django.utils import timezone
 
 from conversion.zips import ZipOut
 from corpora.export.queries import EXPORT_SEVERITIES, MANIFEST, PLAN, export_dir_check, plan_read
-from corpora.models import Activation
+from corpora.models import Activation, Document, Task
 from corpora.results import result_copy, result_file
 from corpora.statuses import COMPLETED_NAMES
 from jobs.runner import JobFailed
+
+DOCUMENT_TABLE = Document._meta.db_table
+TASK_TABLE = Task._meta.db_table
 
 Progress = Callable[..., None]
 Log = Callable[[str], None]
@@ -91,8 +94,8 @@ def _sidecar(directory: Path, archive: str) -> Path:
 
 def _rows_sql(group_by: str) -> str:
     return (
-        f"SELECT {_GROUP_SQL[group_by]} AS grp, t.id, t.status, d.name FROM corpora_task t"
-        " JOIN corpora_document d ON d.id = t.document_id"
+        f"SELECT {_GROUP_SQL[group_by]} AS grp, t.id, t.status, d.name FROM {TASK_TABLE} t"
+        f" JOIN {DOCUMENT_TABLE} d ON d.id = t.document_id"
         " WHERE t.corpus_id = %s AND t.service_id = %s AND t.status = ANY(%s)"
     )
 

@@ -15,11 +15,28 @@ from config.errors import BadRequest, NotFound
 from conversion.severities import Severity
 from conversion.taxonomy import meaning_of
 from corpora.links import document_api_url, document_history_url, document_url
-from corpora.models import Document, Run, Snapshot, Task
+from corpora.models import (
+    Document,
+    MessageClass,
+    Run,
+    Snapshot,
+    SnapshotClass,
+    SnapshotMembers,
+    StaleMessages,
+    Task,
+    TaskClass,
+)
 from corpora.pairs import MEMBER_SEVERITIES
 from corpora.statuses import DIFF_BUCKET_NAMES, status_name
 from runs.queries.diffs import DiffScope
 from runs.queries.history import pair_known
+
+MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
+SNAPSHOT_TABLE = Snapshot._meta.db_table
+SNAPSHOT_CLASS_TABLE = SnapshotClass._meta.db_table
+SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
+STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
+TASK_CLASS_TABLE = TaskClass._meta.db_table
 
 APPEARED, VANISHED, GREW, SHRANK = "appeared", "vanished", "grew", "shrank"
 # Filters of two kinds each: more tasks have the class now (appeared or grew), or fewer (vanished or shrank).
@@ -85,9 +102,9 @@ _PAIRED = (
     "(SELECT coalesce(a.message_class_id, b.message_class_id) AS class_id,"
     "  coalesce(a.tasks, 0) AS p, coalesce(b.tasks, 0) AS c,"
     "  coalesce(a.messages, 0) AS pm, coalesce(b.messages, 0) AS cm"
-    " FROM (SELECT * FROM runs_snapshotclass WHERE snapshot_id = %s) a"
-    " FULL JOIN (SELECT * FROM runs_snapshotclass WHERE snapshot_id = %s) b"
-    " ON b.message_class_id = a.message_class_id) x JOIN reports_messageclass k ON k.id = x.class_id"
+    f" FROM (SELECT * FROM {SNAPSHOT_CLASS_TABLE} WHERE snapshot_id = %s) a"
+    f" FULL JOIN (SELECT * FROM {SNAPSHOT_CLASS_TABLE} WHERE snapshot_id = %s) b"
+    f" ON b.message_class_id = a.message_class_id) x JOIN {MESSAGE_CLASS_TABLE} k ON k.id = x.class_id"
 )
 
 
@@ -163,7 +180,8 @@ def class_known(severity: str, category: str, what: str) -> ClassRef:
         )
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id FROM reports_messageclass WHERE level = 0 AND severity = %s AND category = %s AND what = %s",
+            f"SELECT id FROM {MESSAGE_CLASS_TABLE} WHERE level = {MessageClass.CLASS} AND severity = %s"
+            " AND category = %s AND what = %s",
             [severity, category, what],
         )
         row = cursor.fetchone()
@@ -181,7 +199,8 @@ def class_split(severity: str, rest: str) -> tuple[str, str]:
     positions = [index for index, char in enumerate(rest) if char == "/"]
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT category, what FROM reports_messageclass WHERE level = 0 AND severity = %s AND (category, what) IN"
+            f"SELECT category, what FROM {MESSAGE_CLASS_TABLE} WHERE level = {MessageClass.CLASS} AND severity = %s"
+            " AND (category, what) IN"
             " (SELECT left(%s, p - 1), substr(%s, p + 1) FROM unnest(%s::int[]) AS p) ORDER BY length(category)",
             [severity, rest, rest, [index + 1 for index in positions]],
         )
@@ -209,18 +228,18 @@ def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> lis
         for statement in _CHUNK_PAGE_SETTINGS:
             cursor.execute(statement)
         cursor.execute(
-            "SELECT x.document_id FROM runs_snapshotmembers a,"
+            f"SELECT x.document_id FROM {SNAPSHOT_MEMBERS_TABLE} a,"
             # The other snapshot's documents in the chunk's range: from its chunk that starts at or before
             # the range (if any) to the last that starts in it.
             " LATERAL (SELECT u.d AS document_id FROM unnest(a.document_ids) AS u(d) EXCEPT"
-            "  SELECT v.d FROM runs_snapshotmembers o, unnest(o.document_ids) AS v(d)"
+            f"  SELECT v.d FROM {SNAPSHOT_MEMBERS_TABLE} o, unnest(o.document_ids) AS v(d)"
             "  WHERE o.snapshot_id = %(other)s AND o.message_class_id = a.message_class_id AND o.lo <= a.hi"
-            "   AND o.lo >= coalesce((SELECT max(b.lo) FROM runs_snapshotmembers b WHERE b.snapshot_id = %(other)s"
+            f"   AND o.lo >= coalesce((SELECT max(b.lo) FROM {SNAPSHOT_MEMBERS_TABLE} b WHERE b.snapshot_id = %(other)s"
             "    AND b.message_class_id = a.message_class_id AND b.lo <= a.lo), a.lo)"
             "   AND v.d BETWEEN a.lo AND a.hi ORDER BY 1) x"
             " WHERE a.snapshot_id = %(mine)s AND a.message_class_id = %(class)s"
             # A chunk equal in both snapshots gained and lost nothing.
-            " AND NOT EXISTS (SELECT FROM runs_snapshotmembers e WHERE e.snapshot_id = %(other)s"
+            f" AND NOT EXISTS (SELECT FROM {SNAPSHOT_MEMBERS_TABLE} e WHERE e.snapshot_id = %(other)s"
             "  AND e.message_class_id = a.message_class_id AND e.lo = a.lo AND e.document_ids = a.document_ids)"
             " ORDER BY a.lo, x.document_id OFFSET %(offset)s LIMIT %(limit)s",
             {"mine": mine, "other": other, "class": cls.id, "offset": page.offset, "limit": page.page_size},
@@ -268,13 +287,13 @@ def document_history(corpus_name: str, service_name: str, document_name: str) ->
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT s.id, s.taken_at, s.statuses[array_position(s.document_ids, %s)], s.with_classes"
-            " FROM runs_snapshot s WHERE s.corpus_id = %s AND s.service_id = %s AND %s = ANY(s.document_ids)"
+            f" FROM {SNAPSHOT_TABLE} s WHERE s.corpus_id = %s AND s.service_id = %s AND %s = ANY(s.document_ids)"
             " ORDER BY s.taken_at DESC",
             [document.pk, pair.corpus.pk, pair.service.pk, document.pk],
         )
         snapshots = cursor.fetchall()
         cursor.execute(
-            "SELECT m.snapshot_id, m.message_class_id FROM runs_snapshotmembers m"
+            f"SELECT m.snapshot_id, m.message_class_id FROM {SNAPSHOT_MEMBERS_TABLE} m"
             " WHERE m.snapshot_id = ANY(%s) AND m.hi >= %s AND m.lo <= %s AND %s = ANY(m.document_ids)",
             [[row[0] for row in snapshots if row[3]], document.pk, document.pk, document.pk],
         )
@@ -326,9 +345,9 @@ def _classes_now(task_id: int) -> set[int]:
     """The classes of warning severity or worse that the task's messages have now (retired ones aside)."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT p.message_class_id FROM reports_taskclass p"
-            " JOIN reports_messageclass k ON k.id = p.message_class_id WHERE p.task_id = %s AND k.severity = ANY(%s)"
-            " AND NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = p.task_id)",
+            f"SELECT p.message_class_id FROM {TASK_CLASS_TABLE} p"
+            f" JOIN {MESSAGE_CLASS_TABLE} k ON k.id = p.message_class_id WHERE p.task_id = %s AND k.severity = ANY(%s)"
+            f" AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = p.task_id)",
             [task_id, list(MEMBER_SEVERITIES)],
         )
         return {row[0] for row in cursor.fetchall()}
@@ -338,7 +357,7 @@ def _classes_named(ids: set[int]) -> list[dict[str, Any]]:
     """The classes of `ids`, worst severity first, then by category and what."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT k.id, k.severity, k.category, k.what FROM reports_messageclass k WHERE k.id = ANY(%s)"
+            f"SELECT k.id, k.severity, k.category, k.what FROM {MESSAGE_CLASS_TABLE} k WHERE k.id = ANY(%s)"
             f" ORDER BY {_SEVERITY_RANK}, k.category, k.what",
             [list(ids)],
         )

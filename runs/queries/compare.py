@@ -14,13 +14,16 @@ from config.errors import BadRequest, NotFound
 from config.planner import BULK_SETTINGS
 from conversion.profiles import preset_of, profile_load
 from corpora.links import document_api_url
-from corpora.models import Corpus, TaskCount
+from corpora.models import Corpus, Document, Task, TaskCount
 from corpora.queries import corpus_get
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, regressed
 from runs.queries.diffs import status_filter
 from runs.queries.history import run_latest
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import service_get
+
+DOCUMENT_TABLE = Document._meta.db_table
+TASK_TABLE = Task._meta.db_table
 
 
 @dataclass(frozen=True)
@@ -59,8 +62,8 @@ def _compare_join() -> str:
         "SELECT coalesce(a.document_id, b.document_id) AS document_id,"
         f" coalesce(ccs_status_bucket(a.status), {ABSENT_BUCKET}) AS status_a,"
         f" coalesce(ccs_status_bucket(b.status), {ABSENT_BUCKET}) AS status_b"
-        " FROM (SELECT document_id, status FROM corpora_task WHERE service_id = %s AND corpus_id = %s) a"
-        " FULL JOIN (SELECT document_id, status FROM corpora_task WHERE service_id = %s AND corpus_id = %s) b"
+        f" FROM (SELECT document_id, status FROM {TASK_TABLE} WHERE service_id = %s AND corpus_id = %s) a"
+        f" FULL JOIN (SELECT document_id, status FROM {TASK_TABLE} WHERE service_id = %s AND corpus_id = %s) b"
         " ON a.document_id = b.document_id"
     )
 
@@ -145,7 +148,7 @@ def compare_tasks(
             "SELECT d.name, j.status_a, j.status_b FROM"
             f" (SELECT * FROM ({_compare_join()}) j WHERE status_a <> status_b{where}"
             "  ORDER BY document_id OFFSET %s LIMIT %s) j"
-            " JOIN corpora_document d ON d.id = j.document_id ORDER BY j.document_id",
+            f" JOIN {DOCUMENT_TABLE} d ON d.id = j.document_id ORDER BY j.document_id",
             [*_compare_params(scope), *params, page.offset, page.page_size],
         )
         rows = cursor.fetchall()

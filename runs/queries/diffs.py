@@ -1,5 +1,5 @@
 """Reads of snapshots and their diffs: the two snapshots a diff compares, the diff's matrix and the pages
-of its changed documents. A diff is read after runs.actions.diff_ensure made it, its task list after
+of its changed documents. A diff is read after corpora.diffs.diff_ensure made it, its task list after
 diff_rows_ensure wrote its changed documents (runs.actions.diff_read and task_diffs_read do both)."""
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
@@ -14,10 +14,12 @@ from django.db import connection, transaction
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from corpora.links import document_api_url
-from corpora.models import Snapshot
+from corpora.models import Document, Snapshot, SnapshotDiff, TaskDiff
 from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
-from runs.models import SnapshotDiff
 from runs.queries.history import Pair, pair_known, run_at
+
+DOCUMENT_TABLE = Document._meta.db_table
+TASK_DIFF_TABLE = TaskDiff._meta.db_table
 
 
 @dataclass(frozen=True)
@@ -175,7 +177,7 @@ def task_diffs(
     if not segments:
         return []
     branch = (
-        "(SELECT %s::int AS segment, previous_status, current_status, document_id FROM runs_taskdiff"
+        f"(SELECT %s::int AS segment, previous_status, current_status, document_id FROM {TASK_DIFF_TABLE}"
         " WHERE diff_id = %s AND previous_status = %s AND current_status = %s ORDER BY document_id OFFSET %s LIMIT %s)"
     )
     params = [v for i, s in enumerate(segments) for v in (i, diff_id, s.previous, s.current, s.offset, s.limit)]
@@ -185,7 +187,7 @@ def task_diffs(
         cursor.execute(
             "SELECT d.name, t.previous_status, t.current_status FROM ("
             + " UNION ALL ".join([branch] * len(segments))
-            + ") t JOIN corpora_document d ON d.id = t.document_id ORDER BY t.segment, t.document_id",
+            + f") t JOIN {DOCUMENT_TABLE} d ON d.id = t.document_id ORDER BY t.segment, t.document_id",
             params,
         )
         rows = cursor.fetchall()

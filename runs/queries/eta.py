@@ -1,5 +1,5 @@
 """The ETA of open runs: what is left (TODO and leased tasks, from the trigger-kept counts) divided by the
-recent rate, the results applied (runs.models.TelemetryMinute) in the current minute and the
+recent rate, the results applied (corpora.models.TelemetryMinute) in the current minute and the
 RECENT_MINUTES before it, no earlier than the run's start, per second since the start of that window.
 Null while no result was applied in that window; 0 when nothing is left. A run with tasks left whose
 service no live worker serves is `stalled`, whatever its rate says."""
@@ -12,9 +12,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from corpora.models import TaskCount
+from corpora.models import TaskCount, TelemetryMinute
 from corpora.statuses import QUEUED_BUCKET, TODO
-from runs.models import TelemetryMinute
 from services.queries import served_service_ids
 
 RECENT_MINUTES = 10

@@ -1,5 +1,6 @@
 """Reads of history pruning: the scope of a prune, the statements that select what it removes (shared
-with runs.actions.history_prune) and the preview of what it would remove."""
+with runs.actions.history_prune, which hands them to corpora.pairs.history_remove) and the preview of
+what it would remove."""
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
 from __future__ import annotations
@@ -10,10 +11,16 @@ from typing import Any
 
 from django.db import connection
 
-from corpora.models import Corpus
-from corpora.queries import corpus_get
+from corpora.models import Corpus, Run, Snapshot, SnapshotDiff, SnapshotMembers
+from corpora.pairs import history_tally
+from corpora.queries import corpus_get, taskdiff_share
 from services.models import Service
 from services.queries import service_get
+
+RUN_TABLE = Run._meta.db_table
+SNAPSHOT_TABLE = Snapshot._meta.db_table
+SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
+SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
 
 
 @dataclass(frozen=True)
@@ -45,8 +52,9 @@ def prune_snapshots_sql(scope: PruneScope) -> tuple[str, list[Any]]:
     (corpus, service, taken_at) index finds each pair's latest)."""
     where, params = scope.pair_where("s")
     sql = (
-        "SELECT s.id FROM runs_snapshot s WHERE s.taken_at < %s" + where + " AND s.taken_at <"
-        " (SELECT max(l.taken_at) FROM runs_snapshot l WHERE l.corpus_id = s.corpus_id AND l.service_id = s.service_id)"
+        f"SELECT s.id FROM {SNAPSHOT_TABLE} s WHERE s.taken_at < %s" + where + " AND s.taken_at <"
+        f" (SELECT max(l.taken_at) FROM {SNAPSHOT_TABLE} l"
+        " WHERE l.corpus_id = s.corpus_id AND l.service_id = s.service_id)"
     )
     return sql, [scope.before, *params]
 
@@ -55,18 +63,6 @@ def prune_runs_sql(scope: PruneScope) -> tuple[str, list[Any]]:
     """The WHERE of the runs a prune removes: finished before the cutoff (an open run has no end)."""
     where, params = scope.pair_where("r")
     return "r.finished_at < %s" + where, [scope.before, *params]
-
-
-def taskdiff_share() -> tuple[int, int]:
-    """runs_taskdiff's size on disk (table, indexes, TOAST) and its row count, read from the diffs'
-    `changed` counts rather than by counting the table: a diff's rows are its changed documents."""
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT pg_total_relation_size('runs_taskdiff'),"
-            " (SELECT coalesce(sum(changed), 0) FROM runs_snapshotdiff WHERE rows_ready)"
-        )
-        relation_bytes, rows = cursor.fetchone()
-    return int(relation_bytes), int(rows)
 
 
 PRUNE_COUNTS = ("runs", "snapshots", "diffs", "diff_rows", "bytes")
@@ -79,7 +75,7 @@ def prune_summary(
 ) -> dict[str, Any]:
     """The summary of a prune (previewed or done): per pair and in total, the runs, snapshots, diffs
     and diff rows removed, and the bytes it frees: the snapshots' two arrays, their class members' arrays
-    and the diffs' matrices as stored (pg_column_size), plus the diff rows' proportional share of runs_taskdiff
+    and the diffs' matrices as stored (pg_column_size), plus the diff rows' proportional share of corpora_taskdiff
     (pg_total_relation_size times their fraction of its rows). Deleted rows are reused by the
     tables once autovacuum has passed; the files do not shrink."""
     relation_bytes, relation_rows = taskdiff
@@ -101,14 +97,6 @@ def prune_summary(
     }
 
 
-def prune_tally(pairs: dict[tuple[int, int], dict[str, int]], rows: list[tuple], *keys: str) -> None:
-    """Add rows of (corpus_id, service_id, value for each key) to the per-pair counts."""
-    for corpus_id, service_id, *values in rows:
-        counts = pairs.setdefault((corpus_id, service_id), {})
-        for key, value in zip(keys, values, strict=True):
-            counts[key] = counts.get(key, 0) + int(value or 0)
-
-
 def prune_preview(before: datetime, corpus: str | None = None, service: str | None = None) -> dict[str, Any]:
     """What history_prune would remove with the same arguments, per (corpus, service) pair: runs
     finished before `before`, snapshots taken before it but the latest of each pair, and every diff
@@ -119,33 +107,33 @@ def prune_preview(before: datetime, corpus: str | None = None, service: str | No
     pairs: dict[tuple[int, int], dict[str, int]] = {}
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT r.corpus_id, r.service_id, count(*) FROM runs_run r WHERE {runs} GROUP BY 1, 2", run_params
+            f"SELECT r.corpus_id, r.service_id, count(*) FROM {RUN_TABLE} r WHERE {runs} GROUP BY 1, 2", run_params
         )
-        prune_tally(pairs, cursor.fetchall(), "runs")
+        history_tally(pairs, cursor.fetchall(), "runs")
         cursor.execute(
             f"WITH gone AS MATERIALIZED ({snapshots})"
             " SELECT s.corpus_id, s.service_id, count(*),"
             "  sum(pg_column_size(s.document_ids) + pg_column_size(s.statuses))"
-            " FROM runs_snapshot s WHERE s.id IN (SELECT id FROM gone) GROUP BY 1, 2",
+            f" FROM {SNAPSHOT_TABLE} s WHERE s.id IN (SELECT id FROM gone) GROUP BY 1, 2",
             snapshot_params,
         )
-        prune_tally(pairs, cursor.fetchall(), "snapshots", "bytes")
+        history_tally(pairs, cursor.fetchall(), "snapshots", "bytes")
         cursor.execute(
             f"WITH gone AS MATERIALIZED ({snapshots})"
             " SELECT s.corpus_id, s.service_id, sum(pg_column_size(m.document_ids))"
-            " FROM runs_snapshotmembers m JOIN runs_snapshot s ON s.id = m.snapshot_id"
+            f" FROM {SNAPSHOT_MEMBERS_TABLE} m JOIN {SNAPSHOT_TABLE} s ON s.id = m.snapshot_id"
             " WHERE m.snapshot_id IN (SELECT id FROM gone) GROUP BY 1, 2",
             snapshot_params,
         )
-        prune_tally(pairs, cursor.fetchall(), "bytes")
+        history_tally(pairs, cursor.fetchall(), "bytes")
         cursor.execute(
             f"WITH gone AS MATERIALIZED ({snapshots})"
             " SELECT p.corpus_id, p.service_id, count(*), coalesce(sum(d.changed) FILTER (WHERE d.rows_ready), 0),"
             " sum(pg_column_size(d.matrix))"
-            " FROM runs_snapshotdiff d JOIN runs_snapshot p ON p.id = d.previous_id"
+            f" FROM {SNAPSHOT_DIFF_TABLE} d JOIN {SNAPSHOT_TABLE} p ON p.id = d.previous_id"
             " WHERE d.previous_id IN (SELECT id FROM gone) OR d.current_id IN (SELECT id FROM gone) GROUP BY 1, 2",
             snapshot_params,
         )
-        prune_tally(pairs, cursor.fetchall(), "diffs", "diff_rows", "bytes")
+        history_tally(pairs, cursor.fetchall(), "diffs", "diff_rows", "bytes")
         share = taskdiff_share()
     return prune_summary(scope, pairs, share)

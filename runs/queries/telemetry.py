@@ -13,9 +13,8 @@ from collections import defaultdict
 from datetime import datetime
 from typing import Any
 
-from corpora.models import Run
+from corpora.models import Run, TelemetryBin, TelemetryMinute
 from corpora.telemetry import BINS_PER_OCTAVE, STAGES, bin_bounds, bin_middle
-from runs.models import TelemetryBin, TelemetryMinute
 from runs.queries.eta import RATE_WINDOW, run_etas
 from runs.queries.history import pair_known
 

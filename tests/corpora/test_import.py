@@ -10,10 +10,9 @@ import threading
 import pytest
 from django.db import connection
 
-from corpora.models import Corpus, Document, Task
+from corpora.models import Corpus, Document, LogMessage, Task
 from jobs.models import Job
 from jobs.runner import job_run
-from reports.models import LogMessage
 from services.models import Service
 from tests.corpora.helpers import activated, imported, make_corpus_dir
 from tests.support import TEX_DOCUMENT, TEX_FRAGMENT, write_targz, write_tex, write_zip

@@ -7,9 +7,8 @@ from datetime import timedelta
 import pytest
 from django.db import connection
 
-from corpora.models import Activation, Corpus, Document, Run, Task, TaskCount
+from corpora.models import Activation, Corpus, Document, LogMessage, Run, RuntimeCount, Task, TaskCount
 from jobs.runner import job_run
-from reports.models import LogMessage, RuntimeCount
 from services.models import Service
 from tests.corpora.helpers import activated, imported, make_corpus_dir
 from tests.reports.messages import message_tables_problems, messages_add
@@ -164,16 +163,16 @@ def _orphans() -> dict[str, int]:
         "tasks": "SELECT count(*) FROM corpora_task t WHERE NOT EXISTS (SELECT 1 FROM corpora_document d"
         " WHERE d.id = t.document_id) OR NOT EXISTS (SELECT 1 FROM corpora_corpus c WHERE c.id = t.corpus_id)"
         " OR NOT EXISTS (SELECT 1 FROM services_service s WHERE s.id = t.service_id)",
-        "messages": "SELECT count(*) FROM reports_taskmessages m WHERE NOT EXISTS"
+        "messages": "SELECT count(*) FROM corpora_taskmessages m WHERE NOT EXISTS"
         " (SELECT 1 FROM corpora_task t WHERE t.id = m.task_id)",
-        "message classes": "SELECT count(*) FROM reports_taskclass p WHERE NOT EXISTS"
+        "message classes": "SELECT count(*) FROM corpora_taskclass p WHERE NOT EXISTS"
         " (SELECT 1 FROM corpora_task t WHERE t.id = p.task_id)",
-        "tallies": "SELECT count(*) FROM reports_messagetally m WHERE NOT EXISTS"
+        "tallies": "SELECT count(*) FROM corpora_messagetally m WHERE NOT EXISTS"
         " (SELECT 1 FROM corpora_corpus c WHERE c.id = m.corpus_id)"
         " OR NOT EXISTS (SELECT 1 FROM services_service s WHERE s.id = m.service_id)",
-        "runtimes": "SELECT count(*) FROM reports_taskruntime r WHERE NOT EXISTS"
+        "runtimes": "SELECT count(*) FROM corpora_taskruntime r WHERE NOT EXISTS"
         " (SELECT 1 FROM corpora_task t WHERE t.id = r.task_id)",
-        "grains": "SELECT count(*) FROM reports_reportgrain g WHERE NOT EXISTS"
+        "grains": "SELECT count(*) FROM corpora_reportgrain g WHERE NOT EXISTS"
         " (SELECT 1 FROM corpora_corpus c WHERE c.id = g.corpus_id)"
         " OR NOT EXISTS (SELECT 1 FROM services_service s WHERE s.id = g.service_id)",
     }
@@ -192,15 +191,15 @@ def _runtime_counts() -> dict[tuple[int, int], int]:
 def _runtimes_grouped() -> dict[tuple[int, int], int]:
     from django.db.models import Count
 
-    from reports.models import TaskRuntime
+    from corpora.models import TaskRuntime
 
     rows = TaskRuntime.objects.values("service_id", "runtime_ms").annotate(n=Count("task_id"))
     return {(row["service_id"], row["runtime_ms"]): row["n"] for row in rows}
 
 
 def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, settings):
+    from corpora.models import ReportGrain
     from dispatcher.ingest import RawResult, result_ingest
-    from reports.models import ReportGrain
     from tests.dispatcher.harness import WARNING_LOG, result_zip
 
     settings.RESULTS_DIR = tmp_path
@@ -237,7 +236,7 @@ def test_no_delete_path_leaves_orphans_behind(authed, corpus_root, tmp_path, set
 def test_holding_leases_keeps_each_running_one_with_its_start_and_leaves_ended_ones_to_the_reaper(corpus_root):
     """While the sink holds results back (a full results disk), no running lease ends; the telemetry's lease
     start (leased_until - lease_seconds) stays where it was."""
-    from corpora.lifecycle import lease_batch, leases_expire, leases_hold, leases_reap
+    from corpora.task_changes import lease_batch, leases_expire, leases_hold, leases_reap
 
     imported(corpus_root, "held", documents=3)
     activated("held")

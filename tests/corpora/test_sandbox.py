@@ -13,11 +13,10 @@ from django.db import connection
 from rest_framework.test import APIClient
 
 from accounts.models import AuditEntry
-from corpora.models import Corpus, Document, Task
+from corpora.models import Corpus, Document, LogMessage, Task
 from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
 from jobs.runner import job_run
-from reports.models import LogMessage
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 
@@ -292,7 +291,7 @@ def test_per_class_samples_of_large_classes_equal_a_rank_over_every_row(authed, 
     """Classes of more than 4 * limit + 64 tasks keep only the rows under a hash bound before ranking; the
     sample must still be the first `limit` of each class by (hash, task), as a rank over every row gives,
     for classes whose bound leaves fewer than `limit` rows too (the entry filter drops most of a class)."""
-    from corpora.lifecycle import messages_write
+    from corpora.message_store import messages_write
 
     imported(corpus_root, "big", documents=300)
     activated("big")

@@ -13,10 +13,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from corpora.actions import corpus_import, corpus_sandbox
-from corpora.models import Corpus, Task
+from corpora.models import Corpus, LogMessage, Task
 from jobs.models import Job
 from jobs.runner import job_run
-from reports.models import LogMessage
 from tests.corpora.helpers import activated
 from tests.dispatcher.harness import DispatcherProcess, process_stop, wait_for, worker_process
 

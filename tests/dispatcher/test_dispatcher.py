@@ -11,8 +11,7 @@ import zipfile
 import pytest
 from django.utils import timezone
 
-from corpora.models import Run, Task
-from reports.models import LogMessage, TaskRuntime
+from corpora.models import LogMessage, Run, Task, TaskRuntime
 from services.models import DispatcherState, Service, Worker
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import (

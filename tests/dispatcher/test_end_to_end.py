@@ -18,9 +18,7 @@ import pytest
 
 from conversion.logparse import parse_log
 from conversion.statuses import INVALID
-from corpora.models import Run, Task
-from reports.models import LogMessage, TaskRuntime
-from runs.models import TelemetryMinute
+from corpora.models import LogMessage, Run, Task, TaskRuntime, TelemetryMinute
 from services.models import Service, Worker
 from tests.corpora.helpers import activated
 from tests.dispatcher.harness import (

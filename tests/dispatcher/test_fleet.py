@@ -13,9 +13,8 @@ import pytest
 
 from conversion.machine import memory_available
 from corpora.actions import corpus_import
-from corpora.models import Task
+from corpora.models import LogMessage, Task
 from jobs.runner import job_run
-from reports.models import LogMessage
 from services.models import DispatcherState, Worker
 from tests.corpora.helpers import activated
 from tests.dispatcher.harness import DispatcherProcess, process_stop, process_tree, wait_for, worker_process

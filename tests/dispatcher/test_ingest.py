@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 
 from conversion.zips import zip_build
-from corpora.models import Task
+from corpora.models import LogMessage, Task, TaskRuntime
 from corpora.results import result_path
 from dispatcher.ingest import BadResult, RawResult, result_decode, result_ingest
-from reports.models import LogMessage, TaskRuntime
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import CLEAN_LOG, WARNING_LOG, result_zip
 

@@ -12,10 +12,9 @@ import zipfile
 import pytest
 
 from corpora.actions import corpus_import
-from corpora.models import Task
+from corpora.models import LogMessage, Task
 from dispatcher.server import INLINE_PACK_BYTES
 from jobs.runner import job_run
-from reports.models import LogMessage
 from tests.corpora.helpers import activated, make_corpus_dir
 from tests.dispatcher.harness import FakeWorker, wait_for
 from tests.support import TEX_DOCUMENT, write_tex, write_zero_bomb

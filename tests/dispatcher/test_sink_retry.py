@@ -5,8 +5,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from corpora.models import Task
-from reports.models import LogMessage, TaskRuntime
+from corpora.models import LogMessage, Task, TaskRuntime
 from services.models import DispatcherState
 from tests.dispatcher.harness import WARNING_LOG, FakeWorker, result_zip, wait_for
 from tests.support import test_database_url as database_url

@@ -85,7 +85,7 @@ def _convert(service: str, outcomes: list[str], *, lease: int | None = None) -> 
     """Lease `lease` TODO tasks of the service (as many as outcomes by default) as the dispatcher does, and
     send back a result for the first len(outcomes) of them through the dispatcher's ingestion; the others
     stay leased."""
-    from corpora.lifecycle import lease_batch
+    from corpora.task_changes import lease_batch
     from dispatcher.ingest import RawResult, results_apply, results_prepare
     from services.models import Service
 

@@ -218,7 +218,7 @@ def test_statistics_over_10000_runs_are_one_grouped_read(api, history):
     pair = Run.objects.filter(corpus__name="a").values("corpus_id", "service_id").first()
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO runs_run (corpus_id, service_id, owner, description, started_at, finished_at, tallies)"
+            "INSERT INTO corpora_run (corpus_id, service_id, owner, description, started_at, finished_at, tallies)"
             " SELECT %s, %s, 'bench', '', now() - make_interval(hours => g), now() - make_interval(hours => g)"
             " + interval '2 minutes', jsonb_build_object('no_problem', 4, 'warning', 0, 'error', 0, 'fatal', 0,"
             " 'invalid', 0, 'todo', 0, 'queued', 0, 'blocked', 0, 'total', 4, 'in_progress', 0)"
@@ -230,7 +230,7 @@ def test_statistics_over_10000_runs_are_one_grouped_read(api, history):
     with CaptureQueriesContext(connection) as queries:
         pairs = api.get("/api/statistics").json()
     assert pairs[0]["runs"] == 10026 and len(pairs[0]["trend"]) == 20
-    assert sum("runs_run" in q["sql"] for q in queries.captured_queries) == 1
+    assert sum("corpora_run" in q["sql"] for q in queries.captured_queries) == 1
 
 
 def test_the_statistics_screen_is_the_twin_with_one_chart_per_pair(client, api, history):

@@ -92,7 +92,7 @@ def _assert_every_task_final_once(var_dir: Path) -> None:
             ).fetchall()
         )
         runtimes = conn.execute(
-            "SELECT count(*) FROM reports_taskruntime WHERE task_id = ANY(%s)", [[task for task, *_ in tasks]]
+            "SELECT count(*) FROM corpora_taskruntime WHERE task_id = ANY(%s)", [[task for task, *_ in tasks]]
         ).fetchone()[0]
     by_status: dict[int, int] = {}
     for *_, status in tasks:

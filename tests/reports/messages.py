@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from django.db import connection, transaction
 
-from corpora.lifecycle import messages_delete, messages_write
-from corpora.models import Task
-from reports.models import LogMessage
+from corpora.message_store import messages_delete, messages_write
+from corpora.models import LogMessage, Task
 
 
 def messages_add(task: Task, *messages: tuple[str, str, str, str]) -> None:
@@ -26,28 +25,28 @@ def messages_add(task: Task, *messages: tuple[str, str, str, str]) -> None:
 
 
 # Task rows whose messages a rerun retired: the tallies no longer count them, and the purge deletes them.
-_LIVE = "NOT EXISTS (SELECT FROM reports_stalemessages z WHERE z.task_id = x.task_id)"
+_LIVE = "NOT EXISTS (SELECT FROM corpora_stalemessages z WHERE z.task_id = x.task_id)"
 _RECOUNT = f"""
 SELECT x.corpus_id, x.service_id, x.task_status, u.class_id, count(*) AS tasks, sum(u.messages) AS messages
-  FROM reports_taskmessages x, unnest(x.classes || x.rollups, x.counts || x.rollup_counts) AS u(class_id, messages)
+  FROM corpora_taskmessages x, unnest(x.classes || x.rollups, x.counts || x.rollup_counts) AS u(class_id, messages)
  WHERE {_LIVE}
  GROUP BY 1, 2, 3, 4
 """  # noqa: S608
 
 CHECKS = {
     "a task row's status is not its task's": (
-        "SELECT count(*) FROM reports_taskmessages x LEFT JOIN corpora_task t ON t.id = x.task_id"  # noqa: S608
+        "SELECT count(*) FROM corpora_taskmessages x LEFT JOIN corpora_task t ON t.id = x.task_id"  # noqa: S608
         " WHERE t.corpus_id IS DISTINCT FROM x.corpus_id OR t.service_id <> x.service_id"
         f" OR ({_LIVE} AND t.status <> x.task_status)"
     ),
     "retired messages are not a task row's, or their task is not in progress": (
-        "SELECT count(*) FROM reports_stalemessages z LEFT JOIN reports_taskmessages x ON x.task_id = z.task_id"
+        "SELECT count(*) FROM corpora_stalemessages z LEFT JOIN corpora_taskmessages x ON x.task_id = z.task_id"
         " LEFT JOIN corpora_task t ON t.id = z.task_id"
         " WHERE x.task_id IS NULL OR t.status IS NULL OR t.status BETWEEN -5 AND -1"
         " OR x.corpus_id <> z.corpus_id OR x.service_id <> z.service_id"
     ),
     "a task row's arrays disagree": (
-        "SELECT count(*) FROM reports_taskmessages x WHERE cardinality(x.classes) <> cardinality(x.counts)"
+        "SELECT count(*) FROM corpora_taskmessages x WHERE cardinality(x.classes) <> cardinality(x.counts)"
         " OR cardinality(x.rollups) <> cardinality(x.rollup_counts)"
         " OR cardinality(x.sequence) <> cardinality(x.details)"
         " OR (SELECT sum(n) FROM unnest(x.counts) n) <> cardinality(x.sequence)"
@@ -56,24 +55,24 @@ CHECKS = {
     "(task, class) rows are not the task rows' classes": (
         "SELECT count(*) FROM ("
         "(SELECT x.task_id, x.corpus_id, x.service_id, x.task_status, u.class_id"
-        " FROM reports_taskmessages x, unnest(x.classes) u(class_id)"
-        " EXCEPT ALL SELECT task_id, corpus_id, service_id, task_status, message_class_id FROM reports_taskclass)"
+        " FROM corpora_taskmessages x, unnest(x.classes) u(class_id)"
+        " EXCEPT ALL SELECT task_id, corpus_id, service_id, task_status, message_class_id FROM corpora_taskclass)"
         " UNION ALL "
-        "(SELECT task_id, corpus_id, service_id, task_status, message_class_id FROM reports_taskclass"
+        "(SELECT task_id, corpus_id, service_id, task_status, message_class_id FROM corpora_taskclass"
         " EXCEPT ALL SELECT x.task_id, x.corpus_id, x.service_id, x.task_status, u.class_id"
-        " FROM reports_taskmessages x, unnest(x.classes) u(class_id))) d"
+        " FROM corpora_taskmessages x, unnest(x.classes) u(class_id))) d"
     ),
     "a (task, class) row's document is not its task's": (
-        "SELECT count(*) FROM reports_taskclass p LEFT JOIN corpora_task t ON t.id = p.task_id"
+        "SELECT count(*) FROM corpora_taskclass p LEFT JOIN corpora_task t ON t.id = p.task_id"
         " WHERE t.document_id IS DISTINCT FROM p.document_id"
     ),
     "tallies are not a recount of the task rows": (
-        f"SELECT count(*) FROM ({_RECOUNT}) r FULL JOIN (SELECT * FROM reports_messagetally WHERE tasks <> 0) t"  # noqa: S608
+        f"SELECT count(*) FROM ({_RECOUNT}) r FULL JOIN (SELECT * FROM corpora_messagetally WHERE tasks <> 0) t"  # noqa: S608
         " ON (r.corpus_id, r.service_id, r.task_status, r.class_id)"
         " = (t.corpus_id, t.service_id, t.task_status, t.message_class_id)"
         " WHERE r.tasks IS DISTINCT FROM t.tasks OR r.messages IS DISTINCT FROM t.messages"
     ),
-    "a tally is negative": "SELECT count(*) FROM reports_messagetally WHERE tasks < 0 OR messages < 0",
+    "a tally is negative": "SELECT count(*) FROM corpora_messagetally WHERE tasks < 0 OR messages < 0",
 }
 
 

@@ -12,11 +12,10 @@ from django.db import connection, transaction
 from rest_framework.test import APIClient
 
 from conversion.taxonomy import meaning_of
-from corpora.models import Task
+from corpora.models import GrainSlice, LogMessage, ReportGrain, Task
 from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
 from jobs.runner import job_run
-from reports.models import GrainSlice, LogMessage, ReportGrain
 from reports.tasks import messages_purge_scheduled
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
@@ -163,7 +162,7 @@ def test_the_runtime_report_has_distribution_histogram_and_slowest(authed, conve
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms),"
-            " round(avg(runtime_ms), 1) FROM reports_taskruntime"
+            " round(avg(runtime_ms), 1) FROM corpora_taskruntime"
         )
         expected, mean = cursor.fetchone()
     assert [body["p50_ms"], body["p90_ms"], body["p99_ms"]] == expected == [150, 70000, 70000]
@@ -216,24 +215,24 @@ def test_the_rerun_probes_each_tables_task_index_instead_of_hashing_the_scope(au
 
     with connection.execute_wrapper(explaining):
         assert authed.post("/api/reports/c/tex_to_html/rerun?severity=error").json()["tasks"] == 3
-    assert set(plans) == {"WITH retired AS", "DELETE FROM reports_taskruntime", "UPDATE corpora_task t"}
+    assert set(plans) == {"WITH retired AS", "DELETE FROM corpora_taskruntime", "UPDATE corpora_task t"}
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
     # The task rows whose messages it retires are found by their key.
-    assert "reports_taskmessages_pkey" in plans["WITH retired AS"], plans["WITH retired AS"]
+    assert "corpora_taskmessages_pkey" in plans["WITH retired AS"], plans["WITH retired AS"]
     # The purge then deletes a batch's task rows by their key, and their (task, class) rows by the task index.
     plans.clear()
     with connection.execute_wrapper(explaining):
         _purge()
     assert set(plans) == {
-        "DELETE FROM reports_taskmessages",
-        "DELETE FROM reports_taskclass",
-        "DELETE FROM reports_stalemessages",
+        "DELETE FROM corpora_taskmessages",
+        "DELETE FROM corpora_taskclass",
+        "DELETE FROM corpora_stalemessages",
     }
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
-    assert "reports_taskmessages_pkey" in plans["DELETE FROM reports_taskmessages"]
-    assert "taskclass_task" in plans["DELETE FROM reports_taskclass"]
+    assert "corpora_taskmessages_pkey" in plans["DELETE FROM corpora_taskmessages"]
+    assert "taskclass_task" in plans["DELETE FROM corpora_taskclass"]
 
 
 def test_the_message_tables_agree_with_each_other_and_the_tasks(converted):
@@ -242,7 +241,7 @@ def test_the_message_tables_agree_with_each_other_and_the_tasks(converted):
     assert message_tables_problems() == []
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT x.task_status, count(*) FROM reports_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
+            "SELECT x.task_status, count(*) FROM corpora_taskmessages x JOIN corpora_task t ON t.id = x.task_id"
             " WHERE t.status = x.task_status GROUP BY 1 ORDER BY 1 DESC"
         )
         assert cursor.fetchall() == [(-1, 1), (-2, 1), (-3, 3), (-4, 1)]  # "bare" logged no message
@@ -266,7 +265,7 @@ def _heap_fetches(corpus_id: int) -> tuple[int, int]:
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute("SET LOCAL enable_bitmapscan = off")
         cursor.execute(
-            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT document_id FROM reports_taskclass WHERE corpus_id = %s",
+            "EXPLAIN (ANALYZE, FORMAT JSON) SELECT document_id FROM corpora_taskclass WHERE corpus_id = %s",
             [corpus_id],
         )
         plan = cursor.fetchone()[0][0]["Plan"]
@@ -306,7 +305,7 @@ def test_the_rerun_compresses_its_wal_where_the_server_lets_it(authed, converted
 
     def watching(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
-        if sql.startswith(("UPDATE corpora_task t SET status", "DELETE FROM reports_taskmessages x USING purge_batch")):
+        if sql.startswith(("UPDATE corpora_task t SET status", "DELETE FROM corpora_taskmessages x USING purge_batch")):
             with context["connection"].cursor() as cursor:  # not the statement's: its row count is read
                 cursor.execute("SHOW wal_compression")
                 seen.append(cursor.fetchone()[0])
@@ -322,7 +321,7 @@ def test_the_rerun_compresses_its_wal_where_the_server_lets_it(authed, converted
 
 
 def test_a_role_that_may_not_set_wal_compression_reruns_uncompressed(authed, converted, caplog):
-    from corpora.lifecycle import wal_compress
+    from corpora.message_store import wal_compress
 
     role = f"ccs_test_plain_{os.getpid()}"  # roles are the server's, not the test database's
     with connection.cursor() as cursor:
@@ -373,7 +372,7 @@ def test_a_slice_that_does_not_fit_the_budget_is_built_in_the_background(convert
 
     settings.REPORT_BUILD_BUDGET_MS = 300
     with psycopg.connect(test_database_url()) as blocker:
-        blocker.execute("LOCK TABLE reports_reportgrain IN ACCESS EXCLUSIVE MODE")
+        blocker.execute("LOCK TABLE corpora_reportgrain IN ACCESS EXCLUSIVE MODE")
         body = APIClient().get("/api/reports/c/tex_to_html/error").json()
         blocker.rollback()
     assert body["computing"] is True and body["rows"] == []
@@ -407,7 +406,7 @@ def test_messages_carry_their_tasks_status_through_ingestion_rerun_and_pause(aut
     def info_tasks_joined() -> int:
         with connection.cursor() as cursor:
             cursor.execute(
-                "SELECT count(DISTINCT m.task_id) FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id"
+                "SELECT count(DISTINCT m.task_id) FROM corpora_logmessage m JOIN corpora_task t ON t.id = m.task_id"
                 " WHERE m.severity = 'info' AND t.status BETWEEN -5 AND -1 AND t.service_id = %s",
                 [converted[0].service_id],
             )
@@ -460,7 +459,7 @@ def test_the_info_entry_list_merges_every_status_in_task_order(api, corpus_root,
 def test_every_slice_equals_its_definition_as_one_plain_rollup(api, corpus_root, tmp_path):
     """A slice adds per-status rollups; its rows must equal one GROUP BY ROLLUP over the messages joined
     with their tasks (tasks counted once however many messages they have), for every severity."""
-    from reports.actions import grain_slice_rebuild
+    from corpora.grains import grain_slice_rebuild
     from reports.queries import SEVERITIES
 
     imported(corpus_root, "c", documents=8)
@@ -481,7 +480,7 @@ def test_every_slice_equals_its_definition_as_one_plain_rollup(api, corpus_root,
         with connection.cursor() as cursor:
             cursor.execute(
                 "SELECT m.category, m.what, count(DISTINCT m.task_id), count(*)"
-                " FROM reports_logmessage m JOIN corpora_task t ON t.id = m.task_id"
+                " FROM corpora_logmessage m JOIN corpora_task t ON t.id = m.task_id"
                 " WHERE m.corpus_id = %s AND m.service_id = %s AND m.severity = %s AND t.status = ANY(%s)"
                 " GROUP BY ROLLUP (m.category, m.what)",
                 [*pair, message_severity, list(statuses)],
@@ -523,7 +522,7 @@ def test_a_rerun_retires_messages_at_once_and_the_purge_or_the_next_result_delet
     """A rerun takes its tasks' messages out of every report, entry list, document and sandbox in its
     transaction and leaves their rows to the purge; a task's next result before the purge replaces
     them, and a second rerun of a retired task takes nothing off the tallies twice."""
-    from reports.models import StaleMessages, TaskClass, TaskMessages
+    from corpora.models import StaleMessages, TaskClass, TaskMessages
 
     foo = "/api/reports/c/tex_to_html/error/undefined/%5Cfoo"
     retired = converted[3]  # error2: \foo and \bar

@@ -11,7 +11,7 @@ import psutil
 import pytest
 from django.db import connection, transaction
 
-from corpora.lifecycle import messages_write
+from corpora.message_store import messages_write
 from corpora.models import Task
 from ops.stack import web_child
 from reports.queries import EXPORT_CURSOR, EXPORT_MARKER

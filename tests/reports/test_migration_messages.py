@@ -136,7 +136,7 @@ def test_a_populated_database_migrates_in_place_and_every_report_stays_the_same(
     assert sum(len(messages) for messages in after["documents"].values()) == old_count
     # The migrated rows work for writes too: a rerun of one what-class takes exactly its tasks.
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM reports_logmessage WHERE what = 'a/b c'")
+        cursor.execute("SELECT count(*) FROM corpora_logmessage WHERE what = 'a/b c'")
         assert cursor.fetchone()[0] == 2
     from reports.actions import rerun
 
@@ -154,7 +154,7 @@ def test_migrating_back_before_retired_messages_deletes_their_rows_first(corpus_
     _converted(corpus_root, tmp_path)
     assert rerun(corpus_name="c", service_name="tex_to_html", actor="tester", severity="error")["tasks"] > 0
     with connection.cursor() as cursor:
-        cursor.execute("SELECT array_agg(task_id ORDER BY task_id) FROM reports_stalemessages")
+        cursor.execute("SELECT array_agg(task_id ORDER BY task_id) FROM corpora_stalemessages")
         retired = cursor.fetchone()[0]
     assert retired and message_tables_problems() == []
     migrate([("reports", "0011_runtime_bins")])

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from config.api.paging import Page
+from corpora.models import GrainSlice, ReportGrain
 from jobs.models import Job
 from reports.actions import slice_ensure
-from reports.models import GrainSlice, ReportGrain
 from reports.queries import category_report, what_report
 from tests.reports.test_api import converted  # noqa: F401 (the fixture)
 
@@ -51,12 +51,12 @@ def _runtimes_expected(service_id: int) -> dict:
         cursor.execute(
             "SELECT count(*), round(avg(runtime_ms), 1), max(runtime_ms),"
             " percentile_disc(ARRAY[0.5, 0.9, 0.99]) WITHIN GROUP (ORDER BY runtime_ms)"
-            " FROM reports_taskruntime WHERE service_id = %s",
+            " FROM corpora_taskruntime WHERE service_id = %s",
             [service_id],
         )
         count, mean, maximum, percentiles = cursor.fetchone()
         cursor.execute(
-            "SELECT width_bucket(runtime_ms, %s::integer[]), count(*) FROM reports_taskruntime"
+            "SELECT width_bucket(runtime_ms, %s::integer[]), count(*) FROM corpora_taskruntime"
             " WHERE service_id = %s GROUP BY 1",
             [RUNTIME_BUCKETS_MS, service_id],
         )
@@ -77,7 +77,7 @@ def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
     taken from the wrong bin, or from the right bin at the wrong offset, differs."""
     from django.db import connection
 
-    from reports.models import RuntimeBin
+    from corpora.models import RuntimeBin
     from reports.queries import runtime_report
     from services.models import Service
 
@@ -87,12 +87,12 @@ def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
     runtimes += [120 + index % 7 for index in range(40)] + [300000, 300049, 300050, 4_000_000]
     with connection.cursor() as cursor:
         cursor.execute(
-            "INSERT INTO reports_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
+            "INSERT INTO corpora_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
             " SELECT 1000 + n, 1, %s, r FROM unnest(%s::integer[]) WITH ORDINALITY AS u(r, n)",
             [service.pk, runtimes],
         )
         cursor.execute(
-            "INSERT INTO reports_taskruntime (task_id, corpus_id, service_id, runtime_ms) VALUES (1, 1, %s, 1)",
+            "INSERT INTO corpora_taskruntime (task_id, corpus_id, service_id, runtime_ms) VALUES (1, 1, %s, 1)",
             [other.pk],
         )
 
@@ -111,12 +111,12 @@ def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
     assert RuntimeBin.objects.filter(service=service, count__gt=0).count() < len(set(runtimes))
     with connection.cursor() as cursor:
         for statement in (
-            "DELETE FROM reports_taskruntime WHERE service_id = %s AND runtime_ms BETWEEN 120 AND 123",
-            "UPDATE reports_taskruntime SET runtime_ms = runtime_ms + 37 WHERE service_id = %s AND runtime_ms < 300",
-            "DELETE FROM reports_taskruntime WHERE service_id = %s AND runtime_ms > 100000",
+            "DELETE FROM corpora_taskruntime WHERE service_id = %s AND runtime_ms BETWEEN 120 AND 123",
+            "UPDATE corpora_taskruntime SET runtime_ms = runtime_ms + 37 WHERE service_id = %s AND runtime_ms < 300",
+            "DELETE FROM corpora_taskruntime WHERE service_id = %s AND runtime_ms > 100000",
         ):
             cursor.execute(statement, [service.pk])
             check()
-        cursor.execute("DELETE FROM reports_taskruntime WHERE service_id = %s", [service.pk])
+        cursor.execute("DELETE FROM corpora_taskruntime WHERE service_id = %s", [service.pk])
     assert runtime_report("timed", PAGE)["count"] == 0 and _runtimes_expected(service.pk)["count"] == 0
     assert runtime_report("other", PAGE)["p50_ms"] == 1

@@ -16,10 +16,9 @@ from django.test import Client
 from django.utils import timezone
 
 from accounts.models import AuditEntry
-from corpora.models import Document, Run, Task
+from corpora.models import Document, GrainSlice, LogMessage, Run, Task
 from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
-from reports.models import GrainSlice, LogMessage
 from reports.serializers import PAPER_POLICY
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
@@ -263,7 +262,7 @@ def _grain_slice_held(task: Task, severity: str) -> psycopg.Connection:
     )  # fmt: skip
     other.execute("SET lock_timeout = '5s'")
     other.execute(
-        "INSERT INTO reports_grainslice (corpus_id, service_id, severity, built_at, build_ms)"
+        "INSERT INTO corpora_grainslice (corpus_id, service_id, severity, built_at, build_ms)"
         " VALUES (%s, %s, %s, now(), 0)",
         [task.corpus_id, task.service_id, severity],
     )

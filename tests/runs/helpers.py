@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.db import connection, transaction
 
-from corpora.lifecycle import messages_delete, messages_write
+from corpora.message_store import messages_delete, messages_write
 from corpora.models import Task
 from corpora.pairs import runs_close_drained
 from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING

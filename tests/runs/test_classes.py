@@ -172,7 +172,7 @@ def _class_id(cls: tuple[str, str, str]) -> int:
 def _info_class_id(cls: tuple[str, str, str]) -> int:
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT id FROM reports_messageclass WHERE level = 0 AND severity = %s AND category = %s AND what = %s",
+            "SELECT id FROM corpora_messageclass WHERE level = 0 AND severity = %s AND category = %s AND what = %s",
             list(cls),
         )
         return cursor.fetchone()[0]
@@ -291,7 +291,7 @@ def test_a_snapshot_s_status_arrays_are_stored_uncompressed_and_read_back_whole(
     back as written."""
     with connection.cursor() as cursor:
         cursor.execute(
-            "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'runs_snapshot'::regclass"
+            "SELECT attname, attstorage FROM pg_attribute WHERE attrelid = 'corpora_snapshot'::regclass"
             " AND attname IN ('document_ids', 'statuses') ORDER BY attname"
         )
         assert cursor.fetchall() == [("document_ids", "e"), ("statuses", "e")]
@@ -303,5 +303,5 @@ def test_a_snapshot_s_status_arrays_are_stored_uncompressed_and_read_back_whole(
     assert snapshot.document_ids == [task.document_id for task in tasks]
     assert snapshot.statuses == [0] * 400
     with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_column_size(document_ids) FROM runs_snapshot WHERE id = %s", [taken.snapshot_id])
+        cursor.execute("SELECT pg_column_size(document_ids) FROM corpora_snapshot WHERE id = %s", [taken.snapshot_id])
         assert cursor.fetchone()[0] >= 8 * 400  # as written: ascending ids would compress

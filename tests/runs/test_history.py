@@ -73,7 +73,7 @@ def test_snapshot_appends_one_row_per_task_and_compare_shows_the_differing_docum
 
 
 def test_deleting_the_corpus_or_the_service_removes_their_history_and_deactivating_keeps_it(authed, corpus_root):
-    from runs.models import SnapshotDiff, TaskDiff
+    from corpora.models import SnapshotDiff, TaskDiff
 
     imported(corpus_root, "a", documents=2)
     imported(corpus_root, "b", documents=2)
@@ -133,7 +133,7 @@ def test_a_paused_run_stays_open_until_its_blocked_tasks_are_done(authed, corpus
 def test_a_diffs_rows_emptied_by_a_crash_are_written_again_by_the_next_task_list(authed, corpus_root):
     from django.db import connection
 
-    from runs.models import SnapshotDiff, TaskDiff
+    from corpora.models import SnapshotDiff, TaskDiff
 
     imported(corpus_root, "a", documents=3)
     activated("a")
@@ -144,7 +144,7 @@ def test_a_diffs_rows_emptied_by_a_crash_are_written_again_by_the_next_task_list
     assert sorted(t["document"] for t in before) == ["doc1", "doc2"]
     assert SnapshotDiff.objects.get().rows_ready
     with connection.cursor() as cursor:  # what crash recovery does to an unlogged table
-        cursor.execute("TRUNCATE runs_taskdiff")
+        cursor.execute("TRUNCATE corpora_taskdiff")
     assert authed.get(f"{PAIR}/tasks").json() == before
     assert TaskDiff.objects.count() == 2
 

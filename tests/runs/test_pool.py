@@ -73,11 +73,11 @@ def web(tmp_path: Path) -> Iterator[str]:
 
 
 def _waiting_on_runs(watch: psycopg.Connection) -> bool:
-    """A server session is blocked on a lock in a statement reading runs_run."""
+    """A server session is blocked on a lock in a statement reading corpora_run."""
     row = watch.execute(
         "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
         " AND wait_event_type = 'Lock' AND query LIKE %s",
-        ["%runs_run%"],
+        ["%corpora_run%"],
     ).fetchone()
     return row[0] > 0
 
@@ -94,7 +94,7 @@ def test_runs_list_answers_503_when_the_pool_is_exhausted_and_200_once_it_is_fre
         psycopg.connect(database) as holder,
         psycopg.connect(database, autocommit=True) as watch,
     ):
-        holder.execute("LOCK TABLE runs_run IN ACCESS EXCLUSIVE MODE")  # until holder's transaction ends
+        holder.execute("LOCK TABLE corpora_run IN ACCESS EXCLUSIVE MODE")  # until holder's transaction ends
         first = pool.submit(get, f"{web}/api/runs", timeout=60)
         # The first request holds the server's only connection, blocked inside its query.
         wait_until(lambda: _waiting_on_runs(watch), timeout=30, interval=0.05, message="the first request to block")

@@ -17,10 +17,9 @@ from django.test import Client
 
 from accounts.actions import token_create
 from accounts.models import AuditEntry
-from corpora.models import Corpus, Run, Snapshot, Task
+from corpora.diffs import diff_ensure, diff_rows_ensure
+from corpora.models import Corpus, Run, Snapshot, SnapshotDiff, Task, TaskDiff
 from corpora.pairs import run_close, run_open
-from runs.actions import diff_ensure, diff_rows_ensure
-from runs.models import SnapshotDiff, TaskDiff
 from runs.queries.prune import prune_preview
 from runs.serializers import PruneSummarySerializer
 from services.models import Service
@@ -52,16 +51,16 @@ def _history(
         run_open(corpus_id=corpus_id, service_id=service_id, owner="tester")
     with connection.cursor() as cursor:
         cursor.execute(
-            "UPDATE runs_run r SET started_at = %s + (o.n - 1) * interval '10 days',"
+            "UPDATE corpora_run r SET started_at = %s + (o.n - 1) * interval '10 days',"
             " finished_at = CASE WHEN r.finished_at IS NULL THEN NULL"
             "  ELSE %s + (o.n - 1) * interval '10 days' + interval '1 hour' END"
-            " FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM runs_run"
+            " FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM corpora_run"
             "  WHERE corpus_id = %s AND service_id = %s) o WHERE o.id = r.id",
             [BASE, BASE, corpus_id, service_id],
         )
         cursor.execute(
-            "UPDATE runs_snapshot s SET taken_at = %s + (o.n - 1) * interval '10 days' + interval '1 hour'"
-            " FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM runs_snapshot"
+            "UPDATE corpora_snapshot s SET taken_at = %s + (o.n - 1) * interval '10 days' + interval '1 hour'"
+            " FROM (SELECT id, row_number() OVER (ORDER BY id) AS n FROM corpora_snapshot"
             "  WHERE corpus_id = %s AND service_id = %s) o WHERE o.id = s.id",
             [BASE, corpus_id, service_id],
         )

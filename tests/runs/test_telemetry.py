@@ -12,10 +12,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from corpora.lifecycle import lease_batch, leases_expire, leases_reap, tasks_pause, tasks_resume
-from corpora.models import Run, Task
+from corpora.models import Run, Task, TelemetryBin, TelemetryMinute
 from corpora.pairs import data_purge, run_open
 from corpora.statuses import NO_PROBLEM
+from corpora.task_changes import lease_batch, leases_expire, leases_reap, tasks_pause, tasks_resume
 from corpora.telemetry import (
     CONVERSION,
     END_TO_END,
@@ -27,7 +27,6 @@ from corpora.telemetry import (
     results_record,
 )
 from reports.actions import rerun
-from runs.models import TelemetryBin, TelemetryMinute
 from runs.queries.eta import RECENT_MINUTES, run_etas
 from runs.queries.telemetry import pair_telemetry
 from tests.corpora.helpers import activated, imported

@@ -12,10 +12,9 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
-from corpora.models import Run, Task
+from corpora.models import Run, Task, TelemetryMinute
 from corpora.telemetry import results_record
 from jobs.models import JobState
-from runs.models import TelemetryMinute
 from services.models import Service, Worker
 from tests.corpora.helpers import activated, imported
 from tests.factories import JobFactory

@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from corpora.models import Task
-from reports.models import LogMessage
+from corpora.models import LogMessage, Task
 from services.models import Service
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import messages_add

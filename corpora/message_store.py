@@ -1,0 +1,352 @@
+"""The message store: every statement that writes the tasks' log messages and what is kept of them.
+
+One writer (`messages_write`) and one deleter (`messages_delete`) keep a task's row of messages, its
+(task, class) rows and the pair's tallies together (docs/decisions/message-storage.md);
+`message_classes` adds to the class dictionary; a rerun retires messages (`messages_retire`) and
+`messages_purge_retired` deletes their rows later, in batches, after which `messages_vacuum` lets the
+index-only scans skip the heap again; `messages_purge` deletes every message of a corpus, a service or a
+pair. The task status changes (corpora.task_changes) call these in their transactions.
+
+The statements are tuned (docs/decisions/message-storage.md and rerun.md): change them with a benchmark.
+"""
+
+# ruff: noqa: S608  (every statement here is built of fixed text and table names of corpora.models; values are parameters)
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from operator import itemgetter
+from typing import Any
+
+from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
+
+from corpora.models import MessageClass, MessageTally, StaleMessages, Task, TaskClass, TaskMessages
+
+MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
+MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
+STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
+TASK_TABLE = Task._meta.db_table
+TASK_CLASS_TABLE = TaskClass._meta.db_table
+TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
+
+logger = logging.getLogger(__name__)
+
+
+# What every writer gives the message writer for one task: (task, corpus, service, task status, its
+# messages in log order as (severity, category, what, details)).
+TaskMessagesIn = tuple[int, int, int, int, Sequence[tuple[str, str, str, str]]]
+# A class or rollup of the dictionary: (level, severity, category, what); see MessageClass.
+ClassKey = tuple[int, str, str, str]
+CLASS, CATEGORY, SEVERITY = MessageClass.CLASS, MessageClass.CATEGORY, MessageClass.SEVERITY
+_CLASS_OF = itemgetter(0, 1, 2)  # a message's (severity, category, what)
+_DETAILS_OF = itemgetter(3)
+TASK_ROW_COLUMNS = (
+    "task_id, corpus_id, service_id, task_status, classes, counts, rollups, rollup_counts, sequence, details"
+)
+
+
+def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> int:
+    """The message writer: each task's messages become its task row (classes, counts, log order, details),
+    a (task, class) row per distinct class, and additions to the pair's tallies, in the caller's
+    transaction. The (task, class) rows carry the task's document, read here. A task's row carries its
+    final status, so write it with or after that status; a task must have no messages yet
+    (messages_delete first). Fields must fit the dictionary's columns (the log parser caps them).
+    Returns how many messages were written.
+
+    The arrays go into COPY as array literals made here: psycopg's own list adapter, pure Python, took
+    half a millisecond a task of 150 messages, more than the rest of the ingestion (bench/README.md)."""
+    rows: list[tuple[Any, ...]] = []
+    wanted: dict[ClassKey, None] = {}
+    written = 0
+    for task_id, corpus_id, service_id, status, messages in tasks:
+        if not messages:
+            continue
+        # A class's place is its order of first appearance, counted from 1. (map and dict.fromkeys keep the
+        # per-message work in C: the sink writes hundreds of tasks of 150 messages a second.)
+        keys = list(map(_CLASS_OF, messages))
+        place = {key: index for index, key in enumerate(dict.fromkeys(keys), 1)}
+        sequence = list(map(place.__getitem__, keys))
+        counted = Counter(sequence)
+        counts = [counted[index] for index in range(1, len(place) + 1)]
+        rollups: dict[ClassKey, int] = {}
+        for (severity, category, _), count in zip(place, counts, strict=True):
+            for key in ((CATEGORY, severity, category, ""), (SEVERITY, severity, "", "")):
+                rollups[key] = rollups.get(key, 0) + count
+        classes = [(CLASS, *key) for key in place]
+        wanted.update(dict.fromkeys(classes))
+        wanted.update(dict.fromkeys(rollups))
+        details = _text_array(list(map(_DETAILS_OF, messages)))
+        rows.append((task_id, corpus_id, service_id, status, classes, counts, rollups, sequence, details))
+        written += len(sequence)
+    if not rows:
+        return 0
+    ids = message_classes(cursor, list(wanted))
+    cursor.execute(f"SELECT id, document_id FROM {TASK_TABLE} WHERE id = ANY(%s)", [[row[0] for row in rows]])
+    documents = dict(cursor.fetchall())
+    tallies: dict[tuple[int, int, int, int], list[int]] = {}
+    pairs: list[str] = []
+    with cursor.cursor.copy(f"COPY {TASK_MESSAGES_TABLE} ({TASK_ROW_COLUMNS}) FROM STDIN") as copy:
+        for task_id, corpus_id, service_id, status, classes, counts, rollups, sequence, details in rows:
+            class_ids = [ids[key] for key in classes]
+            rollup_ids = [ids[key] for key in rollups]
+            rollup_counts = list(rollups.values())
+            copy.write_row((
+                task_id, corpus_id, service_id, status, _int_array(class_ids), _int_array(counts),
+                _int_array(rollup_ids), _int_array(rollup_counts), _int_array(sequence), details,
+            ))  # fmt: skip
+            for class_id, count in zip(class_ids + rollup_ids, counts + rollup_counts, strict=True):
+                tally = tallies.setdefault((corpus_id, service_id, status, class_id), [0, 0])
+                tally[0] += 1
+                tally[1] += count
+            document = documents[task_id]
+            pairs += [
+                f"{task_id}\t{corpus_id}\t{service_id}\t{class_id}\t{status}\t{document}\n" for class_id in class_ids
+            ]
+    with cursor.cursor.copy(
+        f"COPY {TASK_CLASS_TABLE} (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
+        " FROM STDIN"
+    ) as copy:
+        copy.write("".join(pairs))  # integers only: nothing to escape
+    _tallies_add(cursor, tallies, sign=1)
+    return written
+
+
+def _int_array(values: list[int]) -> str:
+    """A PostgreSQL array literal of integers."""
+    return "{" + ",".join(map(str, values)) + "}"
+
+
+def _text_array(values: list[str]) -> str:
+    """A PostgreSQL array literal of texts: every element quoted, its backslashes and quotes escaped
+    (COPY's own escaping of the whole literal is psycopg's). The values are escaped together, joined by
+    NUL, which no text PostgreSQL stores can hold; a value that holds one anyway is escaped alone."""
+    if not values:
+        return "{}"
+    joined = "\x00".join(values)
+    if joined.count("\x00") != len(values) - 1:
+        return "{" + ",".join('"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"' for value in values) + "}"
+    if "\\" in joined or '"' in joined:
+        joined = joined.replace("\\", "\\\\").replace('"', '\\"')
+    return '{"' + joined.replace("\x00", '","') + '"}'
+
+
+def message_classes(cursor: CursorWrapper, keys: list[ClassKey]) -> dict[ClassKey, int]:
+    """The dictionary ids of these classes and rollups, adding those it lacks. The dictionary is append
+    only, and only missing keys are offered to the INSERT, so ids are not used up by conflicts; two
+    writers adding the same key at once both get the one that commits first."""
+    columns = [list(column) for column in zip(*keys, strict=True)]
+    wanted = (
+        "SELECT DISTINCT * FROM unnest(%s::smallint[], %s::text[], %s::text[], %s::text[])"
+        " AS w(level, severity, category, what)"
+    )
+    match = "c.level = w.level AND c.severity = w.severity AND c.category = w.category AND c.what = w.what"
+    cursor.execute(
+        f"INSERT INTO {MESSAGE_CLASS_TABLE} (level, severity, category, what)"
+        f" SELECT w.level, w.severity, w.category, w.what FROM ({wanted}) w"
+        f" WHERE NOT EXISTS (SELECT FROM {MESSAGE_CLASS_TABLE} c WHERE {match})"
+        " ORDER BY 1, 2, 3, 4 ON CONFLICT DO NOTHING",
+        columns,
+    )
+    cursor.execute(
+        f"SELECT c.id, c.level, c.severity, c.category, c.what FROM ({wanted}) w"
+        f" JOIN {MESSAGE_CLASS_TABLE} c ON {match}",
+        columns,
+    )
+    return {(level, severity, category, what): class_id for class_id, level, severity, category, what in cursor}
+
+
+def _tallies_add(cursor: CursorWrapper, tallies: dict[tuple[int, int, int, int], list[int]], *, sign: int) -> None:
+    """Add (sign 1) or take away (sign -1) tasks and messages per (corpus, service, status, class). The
+    rows are taken in key order, as by every writer, so two writers wait for each other but never
+    deadlock."""
+    if not tallies:
+        return
+    keys = sorted(tallies)
+    columns = [[key[i] for key in keys] for i in range(4)]
+    columns += [[sign * tallies[key][0] for key in keys], [sign * tallies[key][1] for key in keys]]
+    values = (
+        "SELECT * FROM unnest(%s::integer[], %s::integer[], %s::smallint[], %s::integer[], %s::bigint[],"
+        " %s::bigint[]) AS d(corpus_id, service_id, task_status, message_class_id, tasks, messages)"
+    )
+    if sign > 0:
+        cursor.execute(
+            f"INSERT INTO {MESSAGE_TALLY_TABLE} (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
+            f" {values} ORDER BY 1, 2, 3, 4"
+            " ON CONFLICT (corpus_id, service_id, task_status, message_class_id) DO UPDATE"
+            f" SET tasks = {MESSAGE_TALLY_TABLE}.tasks + EXCLUDED.tasks,"
+            f" messages = {MESSAGE_TALLY_TABLE}.messages + EXCLUDED.messages",
+            columns,
+        )
+        return
+    key_match = (
+        "t.corpus_id = d.corpus_id AND t.service_id = d.service_id AND t.task_status = d.task_status"
+        " AND t.message_class_id = d.message_class_id"
+    )
+    cursor.execute(
+        f"SELECT FROM {MESSAGE_TALLY_TABLE} t JOIN ({values}) d ON {key_match}"
+        " ORDER BY t.corpus_id, t.service_id, t.task_status, t.message_class_id FOR UPDATE OF t",
+        columns,
+    )
+    cursor.execute(
+        f"UPDATE {MESSAGE_TALLY_TABLE} t SET tasks = t.tasks + d.tasks, messages = t.messages + d.messages"
+        f" FROM ({values}) d WHERE {key_match}",
+        columns,
+    )
+
+
+_GONE_TABLE = (
+    "CREATE TEMP TABLE IF NOT EXISTS messages_gone (corpus_id integer, service_id integer,"
+    " task_status smallint, classes integer[], counts integer[], messages integer) ON COMMIT DELETE ROWS"
+)
+# Each row's classes and rollups with their counts, and its message count: what the tallies lose.
+_GONE_COLUMNS = (
+    "x.corpus_id, x.service_id, x.task_status, x.classes || x.rollups AS classes,"
+    " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages"
+)
+
+
+def _scope(scope: str, task_ids: Sequence[int] | None, alias: str) -> tuple[str, list[Any]]:
+    """A USING clause (and its parameters) that keeps the rows of `alias` whose task is in the scope: the
+    temporary table `scope` (its column `id`), or the ids given."""
+    if scope:
+        return f"{scope} s WHERE {alias}.task_id = s.id", []
+    return f"unnest(%s::bigint[]) AS s(id) WHERE {alias}.task_id = s.id", [list(task_ids or [])]
+
+
+def _tallies_take_gone(cursor: CursorWrapper) -> int:
+    """Take the rows in messages_gone off the tallies; returns their messages and empties the table."""
+    cursor.execute(
+        "SELECT g.corpus_id, g.service_id, g.task_status, u.class_id, count(*), sum(u.messages)"
+        " FROM messages_gone g, unnest(g.classes, g.counts) AS u(class_id, messages) GROUP BY 1, 2, 3, 4"
+    )
+    _tallies_add(cursor, {tuple(row[:4]): [row[4], row[5]] for row in cursor.fetchall()}, sign=-1)
+    cursor.execute("SELECT coalesce(sum(messages), 0) FROM messages_gone")
+    taken = int(cursor.fetchone()[0])
+    cursor.execute("TRUNCATE messages_gone")
+    return taken
+
+
+def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None, *, scope: str = "") -> int:
+    """Delete the messages of tasks (`task_ids`, or the ids in the column `id` of the temporary table
+    named by `scope`): their task rows, their (task, class) rows, and their share of the tallies, in the
+    caller's transaction. Retired messages (messages_retire) go too, without touching the tallies, which
+    no longer count them. Returns how many messages were deleted that the tallies still counted."""
+    if not scope and not task_ids:
+        return 0
+    cursor.execute(_GONE_TABLE)
+    retired, retired_params = _scope(scope, task_ids, "z")
+    using, params = _scope(scope, task_ids, "x")
+    cursor.execute(
+        f"WITH retired AS (DELETE FROM {STALE_MESSAGES_TABLE} z USING {retired} RETURNING z.task_id),"
+        f" gone AS (DELETE FROM {TASK_MESSAGES_TABLE} x USING {using} RETURNING x.task_id, {_GONE_COLUMNS},"
+        " x.task_id IN (SELECT task_id FROM retired) AS retired),"
+        f" pairs AS (DELETE FROM {TASK_CLASS_TABLE} p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
+        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages"
+        " FROM gone WHERE NOT retired",
+        [*retired_params, *params],
+    )
+    return _tallies_take_gone(cursor) if cursor.rowcount else 0
+
+
+def messages_retire(cursor: CursorWrapper, *, scope: str) -> int:
+    """Retire the messages of the tasks in the temporary table `scope` (column `id`), in the caller's
+    transaction, which must set those tasks in progress: the tallies stop counting them and the reports
+    stop showing them at once, while their rows stay until messages_purge_retired deletes them (or
+    messages_delete, when a task's next result comes). A rerun of 100,000 tasks spread over millions
+    would otherwise change a page of every table for each of them before it returns
+    (docs/decisions/rerun.md). Returns how many messages were retired."""
+    cursor.execute(_GONE_TABLE)
+    cursor.execute(
+        f"WITH retired AS (INSERT INTO {STALE_MESSAGES_TABLE} (task_id, corpus_id, service_id)"
+        f" SELECT x.task_id, x.corpus_id, x.service_id FROM {scope} s JOIN {TASK_MESSAGES_TABLE} x"
+        " ON x.task_id = s.id ON CONFLICT DO NOTHING RETURNING task_id)"
+        f" INSERT INTO messages_gone SELECT {_GONE_COLUMNS} FROM retired r JOIN {TASK_MESSAGES_TABLE} x"
+        " ON x.task_id = r.task_id"
+    )
+    return _tallies_take_gone(cursor) if cursor.rowcount else 0
+
+
+def messages_purge_retired(*, batch: int = 5_000) -> int:
+    """Delete the rows of one batch of retired messages (task rows, (task, class) rows) in a transaction of
+    its own; returns how many tasks' messages went (0: none are left). A batch whose rows the message
+    deleter holds is skipped, to be taken by it."""
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(
+            f"CREATE TEMP TABLE purge_batch ON COMMIT DROP AS SELECT task_id AS id FROM {STALE_MESSAGES_TABLE}"
+            " ORDER BY task_id LIMIT %s FOR UPDATE SKIP LOCKED",
+            [batch],
+        )
+        count = cursor.rowcount
+        if count:
+            for statement in PROBE_SETTINGS:  # probe each table's task index, as the rerun does
+                cursor.execute(statement)
+            wal_compress(cursor)
+            cursor.execute(f"DELETE FROM {TASK_MESSAGES_TABLE} x USING purge_batch s WHERE x.task_id = s.id")
+            cursor.execute(f"DELETE FROM {TASK_CLASS_TABLE} p USING purge_batch s WHERE p.task_id = s.id")
+            cursor.execute(f"DELETE FROM {STALE_MESSAGES_TABLE} z USING purge_batch s WHERE z.task_id = s.id")
+        cursor.execute("DROP TABLE purge_batch")
+    return count
+
+
+def messages_vacuum() -> bool:
+    """VACUUM the message tables after a purge, so that index-only scans of the (task, class) rows (a
+    snapshot's members, a sandbox carve) stop visiting the heap pages the purge changed: right after a
+    purge a snapshot took several times as long (bench/README.md, "arXiv's volume"). Autovacuum would
+    wait for a fifth of the table to be dead. Not run inside a caller's transaction, where the deleted
+    rows are not yet gone for VACUUM (nor may VACUUM run there); returns whether it ran."""
+    if connection.in_atomic_block:
+        return False
+    with connection.cursor() as cursor:
+        cursor.execute(f"VACUUM {TASK_CLASS_TABLE}, {TASK_MESSAGES_TABLE}, {STALE_MESSAGES_TABLE}")
+    return True
+
+
+# The rerun's joins probe each table's task key once per task in scope instead of hashing the scope
+# against a scan of the whole table, which the planner chose on the message rows of 1M tasks. Measured
+# on 1M tasks (bench/README.md), after a CHECKPOINT: for 100,000 tasks the runtime DELETE took 0.7-1.0 s
+# instead of 0.9 s, the UPDATE 1.5-1.8 s instead of 1.7-2.1 s, and the row-per-message DELETE of that
+# time 3.2 s instead of 4.6-4.7 s; for 600,000 tasks both ways took the same.
+PROBE_SETTINGS = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
+
+
+def wal_compress(cursor: Any) -> bool:
+    """Compress the WAL of the current transaction with lz4, where the server compresses none, has lz4
+    and lets this role set `wal_compression` (a superuser, or a role granted `SET ON PARAMETER
+    wal_compression`). Returns whether the transaction's WAL is compressed.
+
+    A bulk change of old rows (a rerun's DELETE and UPDATE) writes each page it changes whole into the
+    WAL once after a checkpoint: 1.4 GB for a rerun of 100,000 of 1M tasks, past the ~540 MB at which a
+    server with the default `max_wal_size` starts a checkpoint, which then competes with it for the
+    disk. lz4 makes it 0.53 GB (bench/README.md)."""
+    cursor.execute(
+        "SELECT setting, 'lz4' = ANY(enumvals), has_parameter_privilege('wal_compression', 'SET')"
+        " FROM pg_settings WHERE name = 'wal_compression'"
+    )
+    setting, has_lz4, allowed = cursor.fetchone()
+    if setting != "off":
+        return True
+    if not (has_lz4 and allowed):
+        logger.info("WAL of a bulk change left uncompressed: %s", "no lz4" if not has_lz4 else "no SET privilege")
+        return False
+    cursor.execute("SET LOCAL wal_compression = lz4")
+    return True
+
+
+def messages_purge(cursor: CursorWrapper, where: str, params: list[Any]) -> int:
+    """Delete every message of the tasks whose corpus and service match `where` (fixed fragments on
+    `corpus_id` and `service_id`; the ids are `params`): task rows, (task, class) rows, tallies and retired
+    rows, in the caller's transaction. Every row of the scope goes, tallies included, so no tally is taken
+    apart. Returns how many messages went that the tallies still counted."""
+    cursor.execute(
+        f"WITH gone AS (DELETE FROM {TASK_MESSAGES_TABLE}"
+        f" x WHERE {where} RETURNING cardinality(x.sequence) AS n,"
+        f" EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = x.task_id) AS retired)"
+        " SELECT coalesce(sum(n) FILTER (WHERE NOT retired), 0) FROM gone",
+        params,
+    )
+    messages = int(cursor.fetchone()[0])
+    for table in (TASK_CLASS_TABLE, MESSAGE_TALLY_TABLE, STALE_MESSAGES_TABLE):
+        cursor.execute(f"DELETE FROM {table} WHERE {where}", params)
+    return messages
