@@ -35,8 +35,8 @@ from corpora.links import (
 )
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
+from reports.charts import RUNTIME_CHART, histogram_bars
 from reports.queries import (
-    RUNTIME_BUCKETS_MS,
     SEVERITIES,
     document_report,
     entry_list,
@@ -267,41 +267,6 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
 
 # --- runtimes ----------------------------------------------------------------------------------------
 
-CHART = {"width": 760, "height": 220, "top": 20, "plot": 160, "axis_y": 180, "label_y": 200}
-
-
-def duration_label(ms: int) -> str:
-    """100 ms, 2.5 s, 2 min: short enough for an axis."""
-    if ms < 1000:
-        return f"{ms} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:g} s"
-    return f"{ms / 60_000:g} min"
-
-
-def histogram_bars(histogram: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Bar geometry of the histogram's inline SVG: heights proportional to the counts."""
-    slot = CHART["width"] / len(histogram)
-    peak = max((bucket["count"] for bucket in histogram), default=0) or 1
-    bars = []
-    for index, bucket in enumerate(histogram):
-        height = round(CHART["plot"] * bucket["count"] / peak, 2)
-        lower = RUNTIME_BUCKETS_MS[index - 1] if index else None
-        label = f"< {duration_label(bucket['lt_ms'])}" if bucket["lt_ms"] is not None else f"≥ {duration_label(lower)}"
-        bars.append(
-            {
-                "x": round(index * slot + slot * 0.15, 2),
-                "y": round(CHART["top"] + CHART["plot"] - height, 2),
-                "width": round(slot * 0.7, 2),
-                "height": height,
-                "center": round(index * slot + slot / 2, 2),
-                "count_y": round(CHART["top"] + CHART["plot"] - height - 4, 2),
-                "count": bucket["count"],
-                "label": label,
-            }
-        )
-    return bars
-
 
 @login_required
 @require_GET
@@ -319,7 +284,7 @@ def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
         "report": report,
         "slowest": slowest,
         "bars": histogram_bars(report["histogram"]),
-        "chart": CHART,
+        "chart": RUNTIME_CHART,
         "pager": pager(report["offset"], report["page_size"], len(report["slowest"]), report["count"]),
     }
     return render(request, "reports/runtimes.html", context)
