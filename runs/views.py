@@ -25,6 +25,7 @@ from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
 from config.screens import duration_text, error_page, given, pager, screen_write, validated
 from corpora.links import class_tasks_url, document_url, report_url
+from corpora.queries import pair_resolve
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
 from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
 from runs.queries.classes import (
@@ -149,10 +150,11 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     .../diff (the two latest snapshots) and .../tasks?change=regressed (what got worse)."""
     try:
         query = validated(PairRunsParamsSerializer(data=given(request.GET)))
-        runs = RunSerializer(pair_runs(corpus, service, **query), many=True).data
-        current = run_current(corpus, service)
-        telemetry = TelemetrySerializer(pair_telemetry(corpus, service)).data
-        scope = diff_scope(corpus, service)
+        pair = pair_resolve(corpus, service)
+        runs = RunSerializer(pair_runs(pair, **query), many=True).data
+        current = run_current(pair)
+        telemetry = TelemetrySerializer(pair_telemetry(pair)).data
+        scope = diff_scope(pair)
         _, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
         page = page_check(0, REGRESSIONS_SHOWN)
@@ -216,7 +218,7 @@ def diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     map whose cells lead to their documents."""
     try:
         query = validated(DiffParamsSerializer(data=given(request.GET)))
-        scope = diff_scope(corpus, service, **query)
+        scope = diff_scope(pair_resolve(corpus, service), **query)
         _, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
     except ServiceError as exc:
@@ -239,7 +241,7 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     try:
         query = dict(validated(TaskDiffParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         diff_id, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
         tasks = TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data
@@ -329,7 +331,7 @@ def classes_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
     try:
         query = dict(validated(ClassDiffParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         changes = ClassChangeSerializer(class_diff(scope, page, **query), many=True).data
         count = class_diff_count(scope, **query)
     except ServiceError as exc:
@@ -359,7 +361,7 @@ def class_tasks_view(request: HttpRequest, corpus: str, service: str, severity: 
     try:
         query = dict(validated(ClassTasksParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         cls = class_known(severity, *class_split(severity, rest))
         tasks = ClassTaskSerializer(class_tasks(scope, cls, query["change"], page), many=True).data
     except ServiceError as exc:
@@ -387,7 +389,7 @@ def document_history_view(request: HttpRequest, corpus: str, service: str, name:
     """Screen twin of GET /api/corpus/<c>/<s>/document/<name>/history: the document's status over time as a
     strip, and a table of its snapshots with the classes it had in each."""
     try:
-        history = DocumentHistorySerializer(document_history(corpus, service, name)).data
+        history = DocumentHistorySerializer(document_history(pair_resolve(corpus, service), name)).data
     except ServiceError as exc:
         return error_page(request, exc)
     context = {

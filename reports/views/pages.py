@@ -33,6 +33,7 @@ from corpora.links import (
     messages_export_url,
     report_url,
 )
+from corpora.queries import pair_resolve
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.charts import RUNTIME_CHART, histogram_bars
@@ -119,7 +120,8 @@ def _overview_page(
     request: HttpRequest, corpus: str, service: str, *, error: ServiceError | None = None
 ) -> HttpResponse:
     try:
-        overview = ServiceOverviewSerializer(service_overview(corpus, service)).data
+        pair = pair_resolve(corpus, service)
+        overview = ServiceOverviewSerializer(service_overview(pair)).data
     except ServiceError as exc:
         return error_page(request, exc)
     live = overview["run_in_progress"] or overview["counts"]["in_progress"] > 0
@@ -139,7 +141,7 @@ def _overview_page(
         crumbs=crumbs(corpus, service),
         # Infrastructure services (import) have no runs and are no converters to compare.
         converter=service not in PROTECTED_SERVICES,
-        compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
+        compare_with=comparable_services(pair) if service not in PROTECTED_SERVICES else [],
         info_href=report_url(corpus, service, Severity.INFO),
         export_links=export_links(corpus, service),
         error=error.detail if error else "",
@@ -185,7 +187,8 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
 def category_view(request: HttpRequest, corpus: str, service: str, severity: str) -> HttpResponse:
     """Screen twin of GET /api/reports/<corpus>/<service>/<severity>: one row per category."""
     try:
-        report = GrainReportSerializer(category_report_read(corpus, service, severity, page_params(request))).data
+        page = page_params(request)
+        report = GrainReportSerializer(category_report_read(pair_resolve(corpus, service), severity, page)).data
     except ServiceError as exc:
         return error_page(request, exc)
     return _grain_page(request, report, f"every {severity} task")
@@ -196,12 +199,13 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
     """Screen twin of GET /api/reports/<c>/<s>/<severity>/<rest>: the what report of a category, or the
     entry list of a (category, what); both may hold '/', so the data decides the split, as in the API."""
     try:
-        category, what = report_path_split(corpus, service, severity, rest)
+        pair = pair_resolve(corpus, service)
+        category, what = report_path_split(pair, severity, rest)
         page = page_params(request)
         if what is None:
-            report = GrainReportSerializer(what_report_read(corpus, service, severity, category, page)).data
+            report = GrainReportSerializer(what_report_read(pair, severity, category, page)).data
             return _grain_page(request, report, "these tasks")
-        entries = EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data
+        entries = EntryListSerializer(entry_list(pair, severity, category, what, page)).data
     except ServiceError as exc:
         return error_page(request, exc)
     # The document screen shows how the operator got there: the trail only feeds its crumbs.
@@ -243,7 +247,7 @@ def _document_trail(query: Any, corpus: str, service: str, document: str) -> lis
 def document_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
     """Screen twin of GET /api/corpus/<c>/<s>/document/<name>: status, messages, result and preview."""
     try:
-        document = DocumentReportSerializer(document_report(corpus, service, name)).data
+        document = DocumentReportSerializer(document_report(pair_resolve(corpus, service), name)).data
     except ServiceError as exc:
         return error_page(request, exc)
     groups = [
