@@ -248,7 +248,7 @@ class MessagesExportApi(PublicApiView):
         params = MessagesExportParamsSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         scope = {key: params.validated_data.get(key) for key in ("severity", "category", "what")}
-        export = messages_export(corpus, service, **scope)
+        export = messages_export(pair_resolve(corpus, service), **scope)
         format_name = params.validated_data["format"]
         chunks = export_chunks(export.batches(), format_name) if body else iter(())
         response = StreamingHttpResponse(chunks, content_type=EXPORT_FORMATS[format_name][0])

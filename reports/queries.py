@@ -25,7 +25,7 @@ from conversion.severities import Severity
 from conversion.taxonomy import MISSING_FILE, meaning_of
 from corpora.links import document_html_url, document_result_url
 from corpora.models import Run, Task
-from corpora.queries import Pair, pair_counts, pair_resolve, retired_messages_exist
+from corpora.queries import Pair, pair_counts, retired_messages_exist
 from corpora.results import result_html, result_stored
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
 from reports.models import RUNTIME_BIN_MS, LogMessage, MessageClass, ReportGrain, TaskRuntime
@@ -543,8 +543,7 @@ def export_rows(tasks: list[ExportTask]) -> list[tuple[str, ...]]:
 
 
 def messages_export(
-    corpus_name: str,
-    service_name: str,
+    pair: Pair,
     severity: str | None = None,
     category: str | None = None,
     what: str | None = None,
@@ -552,7 +551,6 @@ def messages_export(
     """Every message of a slice: the pair's (every severity, info included), a severity page's (its task
     statuses and message severity, as its report counts them), or one category or (category, what) of
     it. Checked here, so a bad request is refused before any byte of the answer is sent."""  # fmt: skip
-    pair = pair_resolve(corpus_name, service_name)
     if severity is None and (category is not None or what is not None):
         raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
     if what is not None and category is None:
