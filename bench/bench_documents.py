@@ -126,19 +126,19 @@ def page_measure(corpus: str, repeat: int, explain: bool) -> list[tuple[str, flo
     from django.test.utils import CaptureQueriesContext
 
     from config.api.paging import Page
-    from corpora.queries import document_list
+    from corpora.queries import document_list, pair_resolve
 
     measured = []
     for label, status, prefix, offset in PAGES:
         page = Page(offset=offset, page_size=100)
         with CaptureQueriesContext(connection) as captured:
-            listing = document_list(corpus, SERVICE, status=status, name_prefix=prefix, page=page)
+            listing = document_list(pair_resolve(corpus, SERVICE), status=status, name_prefix=prefix, page=page)
         timings = []
         for _ in range(repeat):
             began = time.perf_counter()
-            document_list(corpus, SERVICE, status=status, name_prefix=prefix, page=page)
+            document_list(pair_resolve(corpus, SERVICE), status=status, name_prefix=prefix, page=page)
             timings.append((time.perf_counter() - began) * 1000)
-        measured.append((label, statistics.median(timings), max(timings), len(listing["documents"])))
+        measured.append((label, statistics.median(timings), max(timings), len(listing.documents)))
         if explain:
             sql = next(q["sql"] for q in captured.captured_queries if "corpora_document d" in q["sql"])
             with connection.cursor() as cursor:

@@ -253,6 +253,7 @@ def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, 
     from django.db import connection
 
     from config.api.paging import Page
+    from corpora.queries import pair_resolve
     from reports.queries import SEVERITIES, category_report
 
     page = Page(offset=0, page_size=100)
@@ -269,10 +270,10 @@ def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, 
         grain = []
         for _ in range(max(runs, 20)):
             began = time.perf_counter()
-            report = category_report(pair.corpus, pair.service, severity, page)
+            report = category_report(pair_resolve(pair.corpus, pair.service), severity, page)
             grain.append((time.perf_counter() - began) * 1000)
-        if [r[0] for r in rows][:5] != [r["name"] for r in report["rows"]][:5]:
-            fail(f"live and grain category reports differ for {severity}: {rows[:5]} / {report['rows'][:5]}")
+        if [r[0] for r in rows][:5] != [r.name for r in report.rows][:5]:
+            fail(f"live and grain category reports differ for {severity}: {rows[:5]} / {report.rows[:5]}")
         results[severity] = (statistics.median(live), statistics.median(grain))
         print(
             f"  {severity:<10} live GROUP BY {results[severity][0]:9.1f} ms   grains {results[severity][1]:6.2f} ms"
@@ -354,6 +355,7 @@ def explain_entry_list(pair: Pair, url: str) -> None:
     from urllib.parse import unquote
 
     from config.api.paging import Page
+    from corpora.queries import pair_resolve
     from reports.queries import entry_list
 
     path = url.partition("?")[0]
@@ -362,7 +364,7 @@ def explain_entry_list(pair: Pair, url: str) -> None:
     page = Page(offset, 100)
     explain_calls(
         f"entry_list {severity}/{category}/{what} offset {offset}",
-        partial(entry_list, pair.corpus, pair.service, severity, category, what, page),
+        partial(entry_list, pair_resolve(pair.corpus, pair.service), severity, category, what, page),
     )
 
 

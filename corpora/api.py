@@ -17,7 +17,7 @@ from config.api.schema import problems
 from corpora import actions
 from corpora.export.actions import dataset_export
 from corpora.export.queries import export_file, export_summaries
-from corpora.queries import corpus_detail, corpus_records, document_list
+from corpora.queries import corpus_detail, corpus_records, document_list, pair_resolve
 from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,
@@ -134,7 +134,7 @@ class DocumentListApi(PublicApiView):
         query = params.validated_data
         page = page_check(query.get("offset"), query.get("page_size"))
         documents = document_list(
-            corpus, service, status=query.get("status"), name_prefix=query.get("name_prefix"), page=page
+            pair_resolve(corpus, service), status=query.get("status"), name_prefix=query.get("name_prefix"), page=page
         )
         return Response(DocumentListSerializer(documents).data)
 

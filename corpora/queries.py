@@ -6,6 +6,7 @@ a pair's documents with their status."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import connection, transaction
@@ -14,7 +15,18 @@ from django.db.models import QuerySet, Sum
 from config.api.paging import Page
 from config.errors import NotFound
 from corpora.links import document_api_url, document_html_api_url
-from corpora.models import Activation, Corpus, Document, SnapshotDiff, StaleMessages, Task, TaskCount, TaskDiff
+from corpora.models import (
+    Activation,
+    Corpus,
+    Document,
+    Run,
+    Snapshot,
+    SnapshotDiff,
+    StaleMessages,
+    Task,
+    TaskCount,
+    TaskDiff,
+)
 from corpora.results import result_has_html
 from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, TODO, status_name
 from services.models import PROTECTED_SERVICES, Service
@@ -51,8 +63,49 @@ def corpus_get(name: str) -> Corpus:
 
 
 def pair_get(corpus_name: str, service_name: str) -> tuple[Corpus, Service]:
-    """The corpus and the service of a pair, by name; 404 for either that does not exist."""
+    """The corpus and the service of a pair, by name, as model instances, for the writes that need them
+    (activation, deactivation); 404 for either that does not exist. Everything else takes a Pair
+    (pair_resolve)."""
     return corpus_get(corpus_name), service_get(service_name)
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A (corpus, service) pair that a request names, resolved once (pair_resolve) and handed to every
+    query of the request: ids for the statements, names for the DTOs and links."""
+
+    corpus_id: int
+    corpus_name: str
+    service_id: int
+    service_name: str
+    # Whether the service ever ran on the corpus: an activation, a run or a snapshot (runs.queries.history).
+    known: bool
+
+
+def _pair_sql() -> str:
+    """The statement of pair_resolve: both names looked up side by side, so a missing one is a NULL row."""
+    tables = {model.__name__: model._meta.db_table for model in (Corpus, Service, Activation, Run, Snapshot)}
+    either = " OR ".join(
+        f"EXISTS (SELECT FROM {tables[name]} x WHERE x.corpus_id = c.id AND x.service_id = s.id)"
+        for name in ("Activation", "Run", "Snapshot")
+    )
+    return (
+        f"SELECT c.id, c.name, s.id, s.name, ({either}) FROM (VALUES (%s, %s)) AS p(corpus, service)"
+        f" LEFT JOIN {tables['Corpus']} c ON c.name = p.corpus LEFT JOIN {tables['Service']} s ON s.name = p.service"
+    )
+
+
+def pair_resolve(corpus_name: str, service_name: str) -> Pair:
+    """The pair a request names, in one statement; 404 for a corpus or a service that does not exist (the
+    corpus first, in the words of corpus_get and service_get)."""
+    with connection.cursor() as cursor:
+        cursor.execute(_pair_sql(), [corpus_name, service_name])
+        corpus_id, corpus, service_id, service, known = cursor.fetchone()
+    if corpus_id is None:
+        raise NotFound(f"No corpus named {corpus_name!r}.")
+    if service_id is None:
+        raise NotFound(f"No service named {service_name!r}.")
+    return Pair(corpus_id, corpus, service_id, service, bool(known))
 
 
 def status_counts(rows: list[tuple[int, int]]) -> dict[str, Any]:
@@ -157,17 +210,40 @@ def _like_prefix(text: str) -> str:
 _NAME_KEY = 'lower(d.name) COLLATE "C"'
 
 
-def document_list(
-    corpus_name: str, service_name: str, *, status: str | None, name_prefix: str | None, page: Page
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DocumentRow:
+    """A document of a pair's list (DocumentRowSerializer)."""
+
+    document: str
+    entry: str
+    status: str
+    has_html: bool
+    report: str
+    html: str | None
+
+
+@dataclass(frozen=True)
+class DocumentList:
+    """A page of a pair's documents (DocumentListSerializer)."""
+
+    corpus: str
+    service: str
+    status: str | None
+    name_prefix: str | None
+    offset: int
+    page_size: int
+    count: int | None
+    documents: list[DocumentRow]
+
+
+def document_list(pair: Pair, *, status: str | None, name_prefix: str | None, page: Page) -> DocumentList:
     """A page of a pair's documents in the order of their names folded to lower case, each with its task's
     status and whether its result holds HTML (the results store looks). `status` (a key of STATUS_FILTERS)
     and `name_prefix` (case-insensitive) narrow it; both are served by indexes (document_name_folded, and
     task_pair_status_id for a rare status). `count` comes from the pair's counts; it is null with a
     prefix, which would have to read every match to count them."""
-    corpus, service = pair_get(corpus_name, service_name)
     where = ["d.corpus_id = %s", "t.corpus_id = %s", "t.service_id = %s"]
-    params: list[Any] = [corpus.pk, corpus.pk, service.pk]
+    params: list[Any] = [pair.corpus_id, pair.corpus_id, pair.service_id]
     if status is not None:
         where.append(STATUS_FILTERS[status])  # fixed text: the task's is the only `status` column here
     if name_prefix:
@@ -185,30 +261,25 @@ def document_list(
             [*params, page.offset, page.page_size],
         )
         rows = cursor.fetchall()
+    corpus, service = pair.corpus_name, pair.service_name
     documents = []
     for name, entry, task_id, task_status in rows:
-        has_html = result_has_html(corpus.pk, service.pk, task_id)
+        has_html = result_has_html(pair.corpus_id, pair.service_id, task_id)
         documents.append(
-            {
-                "document": name,
-                "entry": entry,
-                "status": status_name(task_status),
-                "has_html": has_html,
-                "report": document_api_url(corpus.name, service.name, name),
-                "html": document_html_api_url(corpus.name, service.name, name) if has_html else None,
-            }
+            DocumentRow(
+                document=name,
+                entry=entry,
+                status=status_name(task_status),
+                has_html=has_html,
+                report=document_api_url(corpus, service, name),
+                html=document_html_api_url(corpus, service, name) if has_html else None,
+            )
         )
-    count = None if name_prefix else pair_counts(corpus.pk, service.pk)[status or "total"]
-    return {
-        "corpus": corpus.name,
-        "service": service.name,
-        "status": status,
-        "name_prefix": name_prefix or None,
-        "offset": page.offset,
-        "page_size": page.page_size,
-        "count": count,
-        "documents": documents,
-    }
+    count = None if name_prefix else pair_counts(pair.corpus_id, pair.service_id)[status or "total"]
+    return DocumentList(
+        corpus=corpus, service=service, status=status, name_prefix=name_prefix or None, offset=page.offset,
+        page_size=page.page_size, count=count, documents=documents,
+    )  # fmt: skip
 
 
 def task_names(task_ids: list[int]) -> dict[int, tuple[int, str, str]]:

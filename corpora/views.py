@@ -31,7 +31,7 @@ from corpora import actions
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
 from corpora.links import document_reader_url, document_url, report_url
-from corpora.queries import corpus_detail, corpus_records, document_list
+from corpora.queries import corpus_detail, corpus_records, document_list, pair_resolve
 from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,
@@ -181,9 +181,10 @@ def document_list_view(request: HttpRequest, corpus: str, service: str) -> HttpR
     try:
         query = validated(DocumentListParamsSerializer(data=given(request.GET)))
         page = page_check(query.get("offset"), query.get("page_size"))
-        documents = DocumentListSerializer(
-            document_list(corpus, service, status=query.get("status"), name_prefix=query.get("name_prefix"), page=page)
-        ).data
+        listing = document_list(
+            pair_resolve(corpus, service), status=query.get("status"), name_prefix=query.get("name_prefix"), page=page
+        )
+        documents = DocumentListSerializer(listing).data
     except ServiceError as exc:
         return error_page(request, exc)
     corpus, service = documents["corpus"], documents["service"]

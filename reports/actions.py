@@ -21,13 +21,13 @@ from corpora.grains import grain_slice_rebuild, grains_clear
 from corpora.message_store import messages_purge_retired, messages_vacuum
 from corpora.models import GrainSlice, TaskCount
 from corpora.pairs import run_open, runs_close_drained
-from corpora.queries import pair_get
+from corpora.queries import Pair, pair_resolve
 from corpora.statuses import COMPLETED, SEVERITIES, severity_check
 from corpora.task_changes import tasks_pause, tasks_rerun, tasks_resume
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
-from reports.queries import category_report, retired_messages_left, what_report
+from reports.queries import GrainReport, category_report, retired_messages_left, what_report
 
 TASK_COUNT_TABLE = TaskCount._meta.db_table
 
@@ -66,50 +66,50 @@ def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, in
     """The ids of a named pair, or none for every pair (both names None)."""
     if corpus_name is None:
         return {"corpus_id": None, "service_id": None}
-    corpus, service = pair_get(corpus_name, service_name)
-    return {"corpus_id": corpus.pk, "service_id": service.pk}
+    pair = pair_resolve(corpus_name, service_name)
+    return {"corpus_id": pair.corpus_id, "service_id": pair.service_id}
 
 
 # --- grains: ensure, clear, rebuild ------------------------------------------------------------------------
 
 
-def slice_ensure(*, corpus_name: str, service_name: str, severity: str) -> bool:
+def slice_ensure(*, pair: Pair, severity: str) -> bool:
     """Make sure a report page's (corpus, service, severity) slice is built: True when it is (building it
     now if that fits REPORT_BUILD_BUDGET_MS); else a background build is started and the page says it is
     computing (False)."""
-    corpus, service = pair_get(corpus_name, service_name)
     severity_check(severity)
-    if GrainSlice.objects.filter(corpus=corpus, service=service, severity=severity).exists():
+    if GrainSlice.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id, severity=severity).exists():
         return True
     try:
-        grain_slice_rebuild(corpus.pk, service.pk, severity, timeout_ms=settings.REPORT_BUILD_BUDGET_MS)
+        grain_slice_rebuild(pair.corpus_id, pair.service_id, severity, timeout_ms=settings.REPORT_BUILD_BUDGET_MS)
         return True
     except OperationalError as exc:
         if "statement timeout" not in str(exc) and "canceling statement" not in str(exc):
             raise
-    slice_build_enqueue(corpus_id=corpus.pk, service_id=service.pk, severity=severity)
+    slice_build_enqueue(corpus_id=pair.corpus_id, service_id=pair.service_id, severity=severity)
     return False
 
 
-def category_report_read(corpus_name: str, service_name: str, severity: str, page: Page) -> dict[str, Any]:
+def category_report_read(pair: Pair, severity: str, page: Page) -> GrainReport:
     """GET .../<severity> and its screen: the category report (reports.queries.category_report), its
     slice ensured first (slice_ensure); `computing` while a background build has it."""
-    computing = not slice_ensure(corpus_name=corpus_name, service_name=service_name, severity=severity)
-    return category_report(corpus_name, service_name, severity, page, computing=computing)
+    computing = not slice_ensure(pair=pair, severity=severity)
+    return category_report(pair, severity, page, computing=computing)
 
 
-def what_report_read(corpus_name: str, service_name: str, severity: str, category: str, page: Page) -> dict[str, Any]:
+def what_report_read(pair: Pair, severity: str, category: str, page: Page) -> GrainReport:
     """GET .../<severity>/<category> and its screen: the what report of a category
     (reports.queries.what_report), its slice ensured first as for category_report_read."""
-    computing = not slice_ensure(corpus_name=corpus_name, service_name=service_name, severity=severity)
-    return what_report(corpus_name, service_name, severity, category, page, computing=computing)
+    computing = not slice_ensure(pair=pair, severity=severity)
+    return what_report(pair, severity, category, page, computing=computing)
 
 
 @journaled(Action.REPORTS_REFRESH_PAIR, target="{corpus_name}/{service_name}")
 def pair_refresh(*, corpus_name: str, service_name: str, actor: str) -> dict:
     """The scope refresh: clear this pair's grains at once (no job)."""
-    corpus, service = pair_get(corpus_name, service_name)
-    return {"corpus": corpus.name, "service": service.name, "cleared_slices": grains_clear([(corpus.pk, service.pk)])}
+    pair = pair_resolve(corpus_name, service_name)
+    cleared = grains_clear([(pair.corpus_id, pair.service_id)])
+    return {"corpus": pair.corpus_name, "service": pair.service_name, "cleared_slices": cleared}
 
 
 @journaled(Action.REPORTS_REFRESH)
@@ -159,7 +159,7 @@ def rerun(
     """Mark a slice for reprocessing in one transaction: open a new run, retire the old messages and
     delete the runtimes of the tasks in scope, set them TODO, and clear the pair's grains. Beat's purge
     job deletes the retired messages' rows afterwards (reports.tasks.messages_purge_scheduled)."""
-    corpus, service = pair_get(corpus_name, service_name)
+    pair = pair_resolve(corpus_name, service_name)
     if severity is None and (category or what):
         raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
     if what and not category:
@@ -170,16 +170,16 @@ def rerun(
         statuses, message_severity = COMPLETED, None
     with transaction.atomic():
         # First, so that a run still open is frozen with the statuses it produced, not the rerun's TODOs.
-        run = run_open(corpus_id=corpus.pk, service_id=service.pk, owner=actor, description=description)
+        run = run_open(corpus_id=pair.corpus_id, service_id=pair.service_id, owner=actor, description=description)
         count = tasks_rerun(
-            corpus_id=corpus.pk, service_id=service.pk, statuses=statuses, message_severity=message_severity,
+            corpus_id=pair.corpus_id, service_id=pair.service_id, statuses=statuses, message_severity=message_severity,
             category=category, what=what, bulk_settings=BULK_SETTINGS,
         )  # fmt: skip
-        grains_clear([(corpus.pk, service.pk)])
-    runs_close_drained({(corpus.pk, service.pk)})  # an empty slice leaves nothing to wait for
+        grains_clear([(pair.corpus_id, pair.service_id)])
+    runs_close_drained({(pair.corpus_id, pair.service_id)})  # an empty slice leaves nothing to wait for
     return {
-        "corpus": corpus.name, "service": service.name, "severity": severity, "category": category, "what": what,
-        "tasks": count, "run_id": run.pk,
+        "corpus": pair.corpus_name, "service": pair.service_name, "severity": severity, "category": category,
+        "what": what, "tasks": count, "run_id": run.pk,
     }  # fmt: skip
 
 

@@ -20,6 +20,7 @@ from accounts.api_base import PublicApiView, TokenApiView
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
 from corpora.links import document_file_api_url
+from corpora.queries import pair_resolve
 from corpora.results import result_member
 from jobs.serializers import JobAckSerializer
 from reports.actions import category_report_read, pair_refresh, reports_refresh, rerun, run_control, what_report_read
@@ -117,7 +118,7 @@ class OverviewApi(PublicApiView):
         responses={200: ServiceOverviewSerializer, **problems(404)}, tags=["reports"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response:
-        return Response(ServiceOverviewSerializer(service_overview(corpus, service)).data)
+        return Response(ServiceOverviewSerializer(service_overview(pair_resolve(corpus, service))).data)
 
 
 class CategoryReportApi(PublicApiView):
@@ -128,7 +129,8 @@ class CategoryReportApi(PublicApiView):
         responses={200: GrainReportSerializer, **problems(400, 404), 405: ACTION_PATH},
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, severity: str) -> Response:
-        report = category_report_read(corpus, service, severity, _page(request))
+        page = _page(request)
+        report = category_report_read(pair_resolve(corpus, service), severity, page)
         return Response(GrainReportSerializer(report).data)
 
 
@@ -144,12 +146,12 @@ class WhatOrEntriesApi(PublicApiView):
         return self._answer(request, corpus, service, severity, category)
 
     def _answer(self, request: Request, corpus: str, service: str, severity: str, rest: str) -> Response:
-        category, what = report_path_split(corpus, service, severity, rest)
+        pair = pair_resolve(corpus, service)
+        category, what = report_path_split(pair, severity, rest)
         page = _page(request)
         if what is None:
-            report = what_report_read(corpus, service, severity, category, page)
-            return Response(GrainReportSerializer(report).data)
-        return Response(EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data)
+            return Response(GrainReportSerializer(what_report_read(pair, severity, category, page)).data)
+        return Response(EntryListSerializer(entry_list(pair, severity, category, what, page)).data)
 
 
 class EntryListApi(WhatOrEntriesApi):
@@ -167,7 +169,7 @@ class DocumentReportApi(PublicApiView):
         responses={200: DocumentReportSerializer, **problems(404)}, tags=["reports"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, name: str) -> Response:
-        return Response(DocumentReportSerializer(document_report(corpus, service, name)).data)
+        return Response(DocumentReportSerializer(document_report(pair_resolve(corpus, service), name)).data)
 
 
 PAPER_FILE = OpenApiResponse(
@@ -201,7 +203,7 @@ class DocumentHtmlApi(PublicApiView):
         tags=["reports"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, name: str) -> HttpResponseRedirect:
-        _archive, member = document_paper(corpus, service, name)
+        _archive, member = document_paper(pair_resolve(corpus, service), name)
         return HttpResponseRedirect(document_file_api_url(corpus, service, name, member))
 
 
@@ -215,7 +217,8 @@ class DocumentFileApi(PublicApiView):
         tags=["reports"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, name: str, member: str) -> StreamingHttpResponse:
-        return paper_file_response(result_member(document_result_archive(corpus, service, name), member), member)
+        archive = document_result_archive(pair_resolve(corpus, service), name)
+        return paper_file_response(result_member(archive, member), member)
 
 
 class MessagesExportApi(PublicApiView):
@@ -245,7 +248,7 @@ class MessagesExportApi(PublicApiView):
         params = MessagesExportParamsSerializer(data=request.query_params)
         params.is_valid(raise_exception=True)
         scope = {key: params.validated_data.get(key) for key in ("severity", "category", "what")}
-        export = messages_export(corpus, service, **scope)
+        export = messages_export(pair_resolve(corpus, service), **scope)
         format_name = params.validated_data["format"]
         chunks = export_chunks(export.batches(), format_name) if body else iter(())
         response = StreamingHttpResponse(chunks, content_type=EXPORT_FORMATS[format_name][0])

@@ -43,10 +43,9 @@ from corpora.models import (
     TaskMessages,
     TaskRuntime,
 )
-from corpora.queries import pair_counts, pair_get, retired_messages_exist
+from corpora.queries import Pair, pair_counts, retired_messages_exist
 from corpora.results import result_html, result_stored
 from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
-from services.models import Service
 from services.queries import service_get
 
 CORPUS_TABLE = Corpus._meta.db_table
@@ -71,26 +70,35 @@ RUNTIME_BUCKETS_MS = [100, 250, 500, 1000, 2500, 5000, 10_000, 30_000, 60_000, 1
 # --- overview --------------------------------------------------------------------------------------
 
 
-def service_overview(corpus_name: str, service_name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ServiceOverview:
+    """A pair's overview (ServiceOverviewSerializer)."""
+
+    corpus: str
+    service: str
+    total: int
+    counts: dict[str, int]
+    percentages: dict[str, float]
+    run_in_progress: bool
+    severities: list[str]
+
+
+def service_overview(pair: Pair) -> ServiceOverview:
     """Total and per-status counts with percentages; invalid tasks are left out of the denominator."""
-    corpus, service = pair_get(corpus_name, service_name)
-    counts = pair_counts(corpus.pk, service.pk)
+    counts = pair_counts(pair.corpus_id, pair.service_id)
     denominator = counts["total"] - counts["invalid"]
     percentages = {
         key: (round(100.0 * counts[key] / denominator, 2) if denominator else 0.0)
         for key in STATUS_KEYS
         if key != "invalid"
     }
-    run = Run.objects.filter(corpus=corpus, service=service, finished_at__isnull=True).first()
-    return {
-        "corpus": corpus.name,
-        "service": service.name,
-        "total": counts["total"],
-        "counts": counts,
-        "percentages": percentages,
-        "run_in_progress": run is not None,
-        "severities": list(SEVERITIES),
-    }
+    run_in_progress = Run.objects.filter(
+        corpus_id=pair.corpus_id, service_id=pair.service_id, finished_at__isnull=True
+    ).exists()
+    return ServiceOverview(
+        corpus=pair.corpus_name, service=pair.service_name, total=counts["total"], counts=counts,
+        percentages=percentages, run_in_progress=run_in_progress, severities=list(SEVERITIES),
+    )  # fmt: skip
 
 
 # --- grains ----------------------------------------------------------------------------------------
@@ -116,76 +124,126 @@ def _meaning_fields(message_severity: str, category: str) -> dict[str, str | Non
     return {"meaning": meaning.meaning if meaning else None, "what_names": meaning.what if meaning else None}
 
 
-def _tasks_of_severity(corpus: Corpus, service: Service, severity: str) -> int:
+def _tasks_of_severity(pair: Pair, severity: str) -> int:
     statuses, _ = SEVERITIES[severity]
-    counts = pair_counts(corpus.pk, service.pk)
+    counts = pair_counts(pair.corpus_id, pair.service_id)
     return sum(counts[COMPLETED_NAMES[s]] for s in statuses)
 
 
-def _grain_report(
-    corpus_name: str, service_name: str, severity: str, page: Page, *, category: str | None, computing: bool
-) -> dict[str, Any]:
-    corpus, service = pair_get(corpus_name, service_name)
+@dataclass(frozen=True)
+class GrainRow:
+    """A row of a category report (with its category's meaning) or of a what report (ReportRowSerializer)."""
+
+    name: str
+    tasks: int
+    messages: int
+    task_percent: float
+    message_percent: float
+    meaning: str | None = None
+    what_names: str | None = None
+
+
+@dataclass(frozen=True)
+class GrainReport:
+    """A category report, or with `category` a what report with that category's meaning
+    (GrainReportSerializer, which leaves `category` out of a category report)."""
+
+    corpus: str
+    service: str
+    severity: str
+    offset: int
+    page_size: int
+    computing: bool
+    count: int
+    rows: list[GrainRow]
+    tasks: int
+    messages: int
+    tasks_without_messages: int | None
+    category: str | None = None
+    meaning: str | None = None
+    what_names: str | None = None
+
+
+def _grain_report(pair: Pair, severity: str, page: Page, *, category: str | None, computing: bool) -> GrainReport:
     _, message_severity = severity_check(severity)
-    base = {"corpus": corpus.name, "service": service.name, "severity": severity, "offset": page.offset,
-            "page_size": page.page_size}  # fmt: skip
+    base: dict[str, Any] = {"corpus": pair.corpus_name, "service": pair.service_name, "severity": severity,
+                            "offset": page.offset, "page_size": page.page_size}  # fmt: skip
     if category is not None:
         base.update({"category": category, **_meaning_fields(message_severity, category)})
     if computing:
-        return {**base, "computing": True, "count": 0, "rows": [], "tasks": 0, "messages": 0,
-                "tasks_without_messages": None}  # fmt: skip
-    grains = ReportGrain.objects.filter(corpus=corpus, service=service, severity=severity)
+        return GrainReport(**base, computing=True, count=0, rows=[], tasks=0, messages=0, tasks_without_messages=None)
+    grains = ReportGrain.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id, severity=severity)
     total = grains.filter(category__isnull=True, what__isnull=True).first()
     if category is None:
-        scope_tasks = _tasks_of_severity(corpus, service, severity)
+        scope_tasks = _tasks_of_severity(pair, severity)
         scope_messages = total.message_count if total else 0
         rows_qs = grains.filter(category__isnull=False, what__isnull=True)
         name_field = "category"
     else:
         parent = grains.filter(category=category, what__isnull=True).first()
         if parent is None:
-            raise NotFound(f"No {severity} messages of category {category!r} for {service.name} on {corpus.name}.")
+            raise NotFound(
+                f"No {severity} messages of category {category!r} for {pair.service_name} on {pair.corpus_name}."
+            )
         scope_tasks, scope_messages = parent.task_count, parent.message_count
         rows_qs = grains.filter(category=category, what__isnull=False)
         name_field = "what"
     count = rows_qs.count()
     rows = []
     for grain in rows_qs.order_by("-task_count", name_field)[page.offset : page.offset + page.page_size]:
-        row = {
-            "name": getattr(grain, name_field),
-            "tasks": grain.task_count,
-            "messages": grain.message_count,
-            "task_percent": round(100.0 * grain.task_count / scope_tasks, 2) if scope_tasks else 0.0,
-            "message_percent": round(100.0 * grain.message_count / scope_messages, 2) if scope_messages else 0.0,
-        }
-        if category is None:
-            row.update(_meaning_fields(message_severity, row["name"]))
-        rows.append(row)
+        name = getattr(grain, name_field)
+        rows.append(
+            GrainRow(
+                name=name,
+                tasks=grain.task_count,
+                messages=grain.message_count,
+                task_percent=round(100.0 * grain.task_count / scope_tasks, 2) if scope_tasks else 0.0,
+                message_percent=round(100.0 * grain.message_count / scope_messages, 2) if scope_messages else 0.0,
+                **(_meaning_fields(message_severity, name) if category is None else {}),
+            )
+        )
     with_messages = total.task_count if total else 0
-    report = {**base, "computing": False, "count": count, "rows": rows, "tasks": scope_tasks,
-              "messages": scope_messages}  # fmt: skip
-    report["tasks_without_messages"] = max(scope_tasks - with_messages, 0) if category is None else None
-    return report
+    return GrainReport(
+        **base, computing=False, count=count, rows=rows, tasks=scope_tasks, messages=scope_messages,
+        tasks_without_messages=max(scope_tasks - with_messages, 0) if category is None else None,
+    )  # fmt: skip
 
 
-def category_report(
-    corpus_name: str, service_name: str, severity: str, page: Page, *, computing: bool = False
-) -> dict[str, Any]:
+def category_report(pair: Pair, severity: str, page: Page, *, computing: bool = False) -> GrainReport:
     """One row per category, by task count; plus the tasks of that status with no such message. With
     `computing` (the slice is being built in the background) the report says so and has no rows."""
-    return _grain_report(corpus_name, service_name, severity, page, category=None, computing=computing)
+    return _grain_report(pair, severity, page, category=None, computing=computing)
 
 
-def what_report(
-    corpus_name: str, service_name: str, severity: str, category: str, page: Page, *, computing: bool = False
-) -> dict[str, Any]:
+def what_report(pair: Pair, severity: str, category: str, page: Page, *, computing: bool = False) -> GrainReport:
     """One row per what within a category, by task count (`computing` as in category_report)."""
-    return _grain_report(corpus_name, service_name, severity, page, category=category, computing=computing)
+    return _grain_report(pair, severity, page, category=category, computing=computing)
 
 
-def entry_list(
-    corpus_name: str, service_name: str, severity: str, category: str, what: str, page: Page
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Entry:
+    """A document of an entry list, with the details of its first message of the class (EntrySerializer)."""
+
+    document: str
+    status: str
+    details: str
+
+
+@dataclass(frozen=True)
+class EntryList:
+    """A page of the documents with one (severity, category, what) (EntryListSerializer)."""
+
+    corpus: str
+    service: str
+    severity: str
+    category: str
+    what: str
+    offset: int
+    page_size: int
+    entries: list[Entry]
+
+
+def entry_list(pair: Pair, severity: str, category: str, what: str, page: Page) -> EntryList:
     """The documents with a message (severity, category, what), in task order, paginated.
 
     The (task, class) rows carry their task's status and their key leads with it, so the tasks of one
@@ -193,7 +251,6 @@ def entry_list(
     table however deep the offset. The info severity takes every completed status: one range per
     status, merged in task order. Only the page's own rows then fetch a document name and the details of
     their first message of the class (from the task's row of messages)."""
-    corpus, service = pair_get(corpus_name, service_name)
     statuses, message_severity = severity_check(severity)
     class_id = message_class_id(message_severity, category, what)
     task_ids: list[int] = []
@@ -201,7 +258,7 @@ def entry_list(
         # Rows of messages a rerun retired stay under the key until the purge: left out meanwhile.
         retired = (
             f" AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = p.task_id)"
-            if retired_messages_exist(corpus.pk, service.pk)
+            if retired_messages_exist(pair.corpus_id, pair.service_id)
             else ""
         )
         ranges = " UNION ALL ".join(
@@ -209,7 +266,7 @@ def entry_list(
              f" AND p.task_status = %s AND p.message_class_id = %s{retired} ORDER BY p.task_id)"] * len(statuses)
         )  # fmt: skip
         page_sql = f"SELECT r.task_id FROM ({ranges}) r ORDER BY r.task_id OFFSET %s LIMIT %s"
-        params = [value for status in statuses for value in (corpus.pk, service.pk, status, class_id)]
+        params = [value for status in statuses for value in (pair.corpus_id, pair.service_id, status, class_id)]
         params += [page.offset, page.page_size]
         with transaction.atomic(), connection.cursor() as cursor:
             for statement in _ENTRY_LIST_SETTINGS:
@@ -232,47 +289,79 @@ def entry_list(
             [class_id, task_ids],
         )
         rows = cursor.fetchall()
-    return {
-        "corpus": corpus.name, "service": service.name, "severity": severity, "category": category, "what": what,
-        "offset": page.offset, "page_size": page.page_size,
-        "entries": [
-            {"document": name, "status": status_name(status), "details": (details or "")[:300]}
-            for name, status, details in rows
-        ],
-    }  # fmt: skip
+    return EntryList(
+        corpus=pair.corpus_name, service=pair.service_name, severity=severity, category=category, what=what,
+        offset=page.offset, page_size=page.page_size,
+        entries=[Entry(name, status_name(status), (details or "")[:300]) for name, status, details in rows],
+    )  # fmt: skip
 
 
 # --- document --------------------------------------------------------------------------------------
 
 
-def document_report(corpus_name: str, service_name: str, document_name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class LoggedMessage:
+    """A message of a document's log, in log order (MessageSerializer)."""
+
+    severity: str
+    category: str
+    what: str
+    details: str
+
+
+@dataclass(frozen=True)
+class DocumentReport:
+    """One document's status for a service, its messages and its result links (DocumentReportSerializer)."""
+
+    corpus: str
+    service: str
+    document: str
+    entry: str
+    explanation: Explanation
+    status: str
+    attempts: int
+    runtime_ms: int | None
+    messages: list[LoggedMessage]
+    result_url: str | None
+    has_html: bool
+    html_url: str | None
+
+
+def document_report(pair: Pair, document_name: str) -> DocumentReport:
     """One document's status for a service and every log message behind it, with its result links: the
     converted HTML only when the stored result holds some (a fatal conversion may leave only its log)."""
-    corpus, service = pair_get(corpus_name, service_name)
-    document = Document.objects.filter(corpus=corpus, name=document_name).first()
-    task = Task.objects.filter(document=document, service=service).first() if document else None
-    if task is None:
-        raise NotFound(f"No document {document_name!r} for {service.name} in {corpus.name}.")
-    messages = list(
-        LogMessage.objects.filter(task=task).order_by("position").values("severity", "category", "what", "details")
+    found = (
+        Task.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id, document__name=document_name)
+        .select_related("document")
+        .first()
     )
+    if found is None:
+        raise NotFound(f"No document {document_name!r} for {pair.service_name} in {pair.corpus_name}.")
+    task, document = found, found.document
+    messages = [
+        LoggedMessage(*row)
+        for row in LogMessage.objects.filter(task=task)
+        .order_by("position")
+        .values_list("severity", "category", "what", "details")
+    ]
     runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
-    archive = result_stored(corpus.pk, service.pk, task.pk)
+    archive = result_stored(pair.corpus_id, pair.service_id, task.pk)
     has_html = archive is not None and result_html(archive) is not None
-    return {
-        "corpus": corpus.name,
-        "service": service.name,
-        "document": document.name,
-        "entry": document.entry,
-        "explanation": document_explanation(status_name(task.status), messages),
-        "status": status_name(task.status),
-        "attempts": task.attempts,
-        "runtime_ms": runtime,
-        "messages": messages,
-        "result_url": document_result_url(corpus.name, service.name, document.name) if archive else None,
-        "has_html": has_html,
-        "html_url": document_html_url(corpus.name, service.name, document.name) if has_html else None,
-    }
+    names = (pair.corpus_name, pair.service_name, document.name)
+    return DocumentReport(
+        corpus=pair.corpus_name,
+        service=pair.service_name,
+        document=document.name,
+        entry=document.entry,
+        explanation=document_explanation(status_name(task.status), messages),
+        status=status_name(task.status),
+        attempts=task.attempts,
+        runtime_ms=runtime,
+        messages=messages,
+        result_url=document_result_url(*names) if archive else None,
+        has_html=has_html,
+        html_url=document_html_url(*names) if has_html else None,
+    )
 
 
 # Errors a document's explanation names when it has no fatal message.
@@ -284,18 +373,40 @@ def _plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-def document_explanation(status: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ExplainedMessage:
+    """A message that explains a document's status, with its category's meaning (ExplainedMessageSerializer)."""
+
+    severity: str
+    category: str
+    what: str
+    details: str
+    meaning: str | None
+    what_names: str | None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """A document's conversion in words (ExplanationSerializer)."""
+
+    summary: str
+    causes: list[ExplainedMessage]
+    missing_files: list[str]
+
+
+def document_explanation(status: str, messages: list[LoggedMessage]) -> Explanation:
     """A document's conversion in words, as arXiv's banner gives it: a summary of its status, the messages
     that explain it (its fatal messages, or else its first errors) with their meanings, and the files
     and packages it could not load (the whats of its missing_file messages, in log order)."""
-    fatal = [m for m in messages if m["severity"] == Severity.FATAL]
-    errors = [m for m in messages if m["severity"] == Severity.ERROR]
-    warnings = sum(1 for m in messages if m["severity"] == Severity.WARNING)
-    causes = [{**m, **_meaning_fields(m["severity"], m["category"])} for m in (fatal or errors[:EXPLAINED_ERRORS])]
+    fatal = [m for m in messages if m.severity == Severity.FATAL]
+    errors = [m for m in messages if m.severity == Severity.ERROR]
+    warnings = sum(1 for m in messages if m.severity == Severity.WARNING)
+    causes = [
+        ExplainedMessage(**vars(m), **_meaning_fields(m.severity, m.category))
+        for m in (fatal or errors[:EXPLAINED_ERRORS])
+    ]
     missing = list(
-        dict.fromkeys(
-            m["what"] for m in messages if m["category"].lower() == MISSING_FILE and m["severity"] != Severity.INFO
-        )
+        dict.fromkeys(m.what for m in messages if m.category.lower() == MISSING_FILE and m.severity != Severity.INFO)
     )
     if status in _NOT_CONVERTED:
         summary = f"Not converted: the document {_NOT_CONVERTED[status]}."
@@ -306,14 +417,14 @@ def document_explanation(status: str, messages: list[dict[str, Any]]) -> dict[st
     elif status == "error":
         summary = f"Converted with {_plural(len(errors), 'error')}: parts of the output may be missing or wrong."
     elif status == "invalid":
-        reason = next((m["what"] for m in fatal if m["category"].lower() == "invalid"), "")
+        reason = next((m.what for m in fatal if m.category.lower() == "invalid"), "")
         summary = "The input cannot be converted" + (f" ({reason})." if reason else ".")
     else:
         first = causes[0] if causes else None
-        summary = "The conversion failed" + (f": {first['meaning']}." if first and first["meaning"] else ".")
+        summary = "The conversion failed" + (f": {first.meaning}." if first and first.meaning else ".")
     if missing:
         summary += f" It could not load {_plural(len(missing), 'file')}: {', '.join(missing)}."
-    return {"summary": summary, "causes": causes, "missing_files": missing}
+    return Explanation(summary=summary, causes=causes, missing_files=missing)
 
 
 # --- messages as data -----------------------------------------------------------------------------
@@ -463,8 +574,7 @@ def export_rows(tasks: list[ExportTask]) -> list[tuple[str, ...]]:
 
 
 def messages_export(
-    corpus_name: str,
-    service_name: str,
+    pair: Pair,
     severity: str | None = None,
     category: str | None = None,
     what: str | None = None,
@@ -472,13 +582,12 @@ def messages_export(
     """Every message of a slice: the pair's (every severity, info included), a severity page's (its task
     statuses and message severity, as its report counts them), or one category or (category, what) of
     it. Checked here, so a bad request is refused before any byte of the answer is sent."""  # fmt: skip
-    corpus, service = pair_get(corpus_name, service_name)
     if severity is None and (category is not None or what is not None):
         raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})
     if what is not None and category is None:
         raise BadRequest("what narrows a category: pass category too.", errors={"category": ["required"]})
     scope = ""
-    params: list[Any] = [corpus.pk, service.pk]
+    params: list[Any] = [pair.corpus_id, pair.service_id]
     message_severity = None
     if severity is not None:
         statuses, message_severity = severity_check(severity)
@@ -491,7 +600,7 @@ def messages_export(
                 params.append(value)
         scope = f" AND x.task_status = ANY(%s) AND x.classes && ARRAY({classes})"
     return MessagesExport(
-        corpus=corpus.name, service=service.name, severity=severity, category=category, what=what,
+        corpus=pair.corpus_name, service=pair.service_name, severity=severity, category=category, what=what,
         message_severity=message_severity, sql=_EXPORT_SQL.format(scope=scope), params=tuple(params),
     )  # fmt: skip
 
@@ -533,7 +642,39 @@ SELECT (SELECT f.runtime_ms
 """
 
 
-def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HistogramBucket:
+    """Conversions with a runtime below `lt_ms` (and at least the bucket's before; None: the open last)."""
+
+    lt_ms: int | None
+    count: int
+
+
+@dataclass(frozen=True)
+class SlowConversion:
+    corpus: str
+    document: str
+    runtime_ms: int
+
+
+@dataclass(frozen=True)
+class RuntimeReport:
+    """A service's runtimes over every corpus (RuntimeReportSerializer)."""
+
+    service: str
+    count: int
+    mean_ms: float | None
+    p50_ms: int | None
+    p90_ms: int | None
+    p99_ms: int | None
+    max_ms: int | None
+    histogram: list[HistogramBucket]
+    offset: int
+    page_size: int
+    slowest: list[SlowConversion]
+
+
+def runtime_report(service_name: str, page: Page) -> RuntimeReport:
     """Distribution, fixed-bucket histogram and the slowest conversions of a service (all corpora).
 
     Count, mean and histogram are summed from the service's runtime bins, the maximum read from its
@@ -567,29 +708,24 @@ def runtime_report(service_name: str, page: Page) -> dict[str, Any]:
             """,
             [service.pk, page.offset, page.page_size],
         )
-        slowest = [{"corpus": c, "document": d, "runtime_ms": ms} for c, d, ms in cursor.fetchall()]
+        slowest = [SlowConversion(c, d, ms) for c, d, ms in cursor.fetchall()]
     bounds = [*RUNTIME_BUCKETS_MS, None]
     # Bucket i holds runtimes below bounds[i] (and at least bounds[i-1]); the last is open-ended.
-    histogram = [{"lt_ms": bound, "count": per_bucket[index]} for index, bound in enumerate(bounds)]
+    histogram = [HistogramBucket(bound, per_bucket[index]) for index, bound in enumerate(bounds)]
     p50, p90, p99 = percentiles
-    return {
-        "service": service.name,
-        "count": count,
-        "mean_ms": round(float(mean), 1) if mean is not None else None,
-        "p50_ms": p50, "p90_ms": p90, "p99_ms": p99, "max_ms": maximum,
-        "histogram": histogram,
-        "offset": page.offset, "page_size": page.page_size,
-        "slowest": slowest,
-    }  # fmt: skip
+    return RuntimeReport(
+        service=service.name, count=count, mean_ms=round(float(mean), 1) if mean is not None else None,
+        p50_ms=p50, p90_ms=p90, p99_ms=p99, max_ms=maximum, histogram=histogram,
+        offset=page.offset, page_size=page.page_size, slowest=slowest,
+    )  # fmt: skip
 
 
-def report_path_split(corpus_name: str, service_name: str, severity: str, rest: str) -> tuple[str, str | None]:
+def report_path_split(pair: Pair, severity: str, rest: str) -> tuple[str, str | None]:
     """Split what follows the severity in a report URL into (category, what or None).
 
     Categories and whats may themselves contain '/' (LaTeXML's `I/O` category, file names as whats),
     and a web server decodes %2F before routing, so the split is decided by the data: the whole rest
     when it is a category of the pair, else the first split that names an existing (category, what)."""
-    corpus, service = pair_get(corpus_name, service_name)
     statuses, message_severity = severity_check(severity)
 
     def exists(level: int, category: str, what: str = "") -> bool:
@@ -599,7 +735,7 @@ def report_path_split(corpus_name: str, service_name: str, severity: str, rest: 
                 f"SELECT EXISTS (SELECT FROM {MESSAGE_CLASS_TABLE} c JOIN {MESSAGE_TALLY_TABLE} t"
                 " ON t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND t.message_class_id = c.id"
                 " WHERE c.level = %s AND c.severity = %s AND c.category = %s AND c.what = %s AND t.tasks > 0)",
-                [corpus.pk, service.pk, list(statuses), level, message_severity, category, what],
+                [pair.corpus_id, pair.service_id, list(statuses), level, message_severity, category, what],
             )
             return cursor.fetchone()[0]
 
@@ -622,28 +758,29 @@ def message_class_id(severity: str, category: str, what: str) -> int | None:
     )
 
 
-def document_result_archive(corpus_name: str, service_name: str, document_name: str) -> Path:
+def document_result_archive(pair: Pair, document_name: str) -> Path:
     """The stored result ZIP of a document's task, or NotFound."""
-    corpus, service = pair_get(corpus_name, service_name)
     task_id = (
-        Task.objects.filter(corpus=corpus, service=service, document__name=document_name)
+        Task.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id, document__name=document_name)
         .values_list("pk", flat=True)
         .first()
     )
     if task_id is not None:
-        path = result_stored(corpus.pk, service.pk, task_id)
+        path = result_stored(pair.corpus_id, pair.service_id, task_id)
         if path is not None:
             return path
-    raise NotFound(f"No stored result of {document_name!r} for {service_name} in {corpus_name}.")
+    raise NotFound(f"No stored result of {document_name!r} for {pair.service_name} in {pair.corpus_name}.")
 
 
-def document_paper(corpus_name: str, service_name: str, document_name: str) -> tuple[Path, str]:
+def document_paper(pair: Pair, document_name: str) -> tuple[Path, str]:
     """The stored result of a document and its converted paper's HTML member, or NotFound saying which is
     missing."""
-    archive = document_result_archive(corpus_name, service_name, document_name)
+    archive = document_result_archive(pair, document_name)
     member = result_html(archive)
     if member is None:
-        raise NotFound(f"No HTML: the result of {document_name!r} for {service_name} in {corpus_name} holds none.")
+        raise NotFound(
+            f"No HTML: the result of {document_name!r} for {pair.service_name} in {pair.corpus_name} holds none."
+        )
     return archive, member
 
 

@@ -88,6 +88,13 @@ class GrainReportSerializer(MeaningFieldsMixin):
     page_size = serializers.IntegerField()
     rows = ReportRowSerializer(many=True)
 
+    def to_representation(self, instance: Any) -> dict[str, Any]:
+        """A category report has no `category` key (the DTO's is None)."""
+        data = super().to_representation(instance)
+        if data.get("category") is None:
+            data.pop("category", None)
+        return data
+
 
 class EntrySerializer(serializers.Serializer):
     document = serializers.CharField()

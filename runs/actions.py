@@ -18,7 +18,7 @@ from config.errors import NotFound
 from corpora.diffs import diff_ensure, diff_rows_ensure
 from corpora.models import Activation
 from corpora.pairs import history_remove, snapshot_take
-from corpora.queries import pair_get
+from corpora.queries import pair_resolve
 from runs.queries.diffs import DiffScope, run_diff, task_diffs
 from runs.queries.prune import PruneScope, prune_runs_sql, prune_scope, prune_snapshots_sql, prune_summary
 
@@ -26,11 +26,11 @@ from runs.queries.prune import PruneScope, prune_runs_sql, prune_scope, prune_sn
 @journaled(Action.RUNS_SNAPSHOT, target="{corpus_name}/{service_name}")
 def snapshot_append(*, corpus_name: str, service_name: str, actor: str) -> dict[str, Any]:
     """POST .../snapshot: the current statuses of an activated pair as one new snapshot."""
-    corpus, service = pair_get(corpus_name, service_name)
-    if not Activation.objects.filter(corpus=corpus, service=service).exists():
+    pair = pair_resolve(corpus_name, service_name)
+    if not Activation.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id).exists():
         raise NotFound(f"The service {service_name!r} is not active on the corpus {corpus_name!r}.")
-    taken = snapshot_take(corpus_id=corpus.pk, service_id=service.pk)
-    return {"corpus": corpus.name, "service": service.name, "taken_at": taken.taken_at, "rows": taken.rows}
+    taken = snapshot_take(corpus_id=pair.corpus_id, service_id=pair.service_id)
+    return {"corpus": pair.corpus_name, "service": pair.service_name, "taken_at": taken.taken_at, "rows": taken.rows}
 
 
 def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = False) -> int | None:

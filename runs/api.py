@@ -16,6 +16,7 @@ from rest_framework.serializers import Serializer
 from accounts.api_base import PublicApiView, TokenApiView
 from config.api.paging import page_check
 from config.api.schema import problems
+from corpora.queries import pair_resolve
 from runs.actions import diff_read, snapshot_append, task_diffs_read
 from runs.queries.classes import class_diff, class_known, class_split, class_tasks, document_history
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
@@ -70,7 +71,8 @@ class PairRunsApi(PublicApiView):
         tags=["runs"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response:
-        runs = pair_runs(corpus, service, **params(PairRunsParamsSerializer, request))
+        query = params(PairRunsParamsSerializer, request)
+        runs = pair_runs(pair_resolve(corpus, service), **query)
         return Response(RunSerializer(runs, many=True).data)
 
 
@@ -81,7 +83,7 @@ class CurrentRunApi(PublicApiView):
         tags=["runs"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response | JsonResponse:
-        run = run_current(corpus, service)
+        run = run_current(pair_resolve(corpus, service))
         if run is None:  # DRF renders None as an empty body; the answer is the JSON literal null
             return JsonResponse(None, safe=False)
         return Response(CurrentRunSerializer(run).data)
@@ -94,7 +96,7 @@ class TelemetryApi(PublicApiView):
         responses={200: TelemetrySerializer, **problems(404)}, tags=["runs"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response:
-        return Response(TelemetrySerializer(pair_telemetry(corpus, service)).data)
+        return Response(TelemetrySerializer(pair_telemetry(pair_resolve(corpus, service))).data)
 
 
 class SnapshotApi(TokenApiView):
@@ -114,7 +116,8 @@ class RunDiffApi(PublicApiView):
         parameters=[DiffParamsSerializer], responses={200: RunDiffSerializer, **problems(400, 404)}, tags=["runs"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response:
-        _, record = diff_read(diff_scope(corpus, service, **params(DiffParamsSerializer, request)))
+        query = params(DiffParamsSerializer, request)
+        _, record = diff_read(diff_scope(pair_resolve(corpus, service), **query))
         return Response(RunDiffSerializer(record).data)
 
 
@@ -128,7 +131,7 @@ class TaskDiffsApi(PublicApiView):
     def get(self, request: Request, corpus: str, service: str) -> Response:
         query = params(TaskDiffParamsSerializer, request)
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         return Response(TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data)
 
 
@@ -142,7 +145,7 @@ class ClassDiffApi(PublicApiView):
     def get(self, request: Request, corpus: str, service: str) -> Response:
         query = params(ClassDiffParamsSerializer, request)
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         return Response(ClassChangeSerializer(class_diff(scope, page, **query), many=True).data)
 
 
@@ -156,7 +159,7 @@ class ClassTasksApi(PublicApiView):
     def get(self, request: Request, corpus: str, service: str, severity: str, rest: str) -> Response:
         query = params(ClassTasksParamsSerializer, request)
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         cls = class_known(severity, *class_split(severity, rest))
         return Response(ClassTaskSerializer(class_tasks(scope, cls, query["change"], page), many=True).data)
 
@@ -168,7 +171,7 @@ class DocumentHistoryApi(PublicApiView):
         responses={200: DocumentHistorySerializer, **problems(404)}, tags=["runs"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str, name: str) -> Response:
-        return Response(DocumentHistorySerializer(document_history(corpus, service, name)).data)
+        return Response(DocumentHistorySerializer(document_history(pair_resolve(corpus, service), name)).data)
 
 
 class CompareApi(PublicApiView):

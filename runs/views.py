@@ -9,8 +9,6 @@ over the API.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
@@ -20,7 +18,6 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
-from django.utils.dateparse import parse_datetime
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.api.paging import page_check
@@ -28,9 +25,9 @@ from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
 from config.screens import duration_text, error_page, given, pager, screen_write, validated
 from corpora.links import class_tasks_url, document_url, report_url
-from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
-from corpora.telemetry import BINS_PER_OCTAVE
+from corpora.queries import pair_resolve
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
+from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
 from runs.queries.classes import (
     DECREASED,
     GAINED,
@@ -79,13 +76,6 @@ REGRESSIONS_SHOWN = 50
 # The run page and the diff screen list this many new and fixed failure classes; a link leads to all.
 FAILURES_SHOWN = 10
 FAILURE_SEVERITIES = "error,fatal"
-# The tallies chart: one stacked bar per run, oldest on the left; sizes are SVG attributes (CSP).
-CHART = {"width": 760, "height": 240, "top": 14, "plot": 186, "axis_y": 200, "label_y": 218, "slot_max": 80}
-CHART_LABELS = 8  # at most this many run dates under the bars
-HEAT_LEVELS = 5
-# The telemetry charts (SVG attributes, CSP): throughput per minute, and a histogram per stage.
-THROUGHPUT_CHART = {"width": 760, "height": 160, "top": 14, "plot": 116, "axis_y": 130, "label_y": 148}
-STAGE_CHART = {"width": 360, "height": 130, "top": 12, "plot": 90, "axis_y": 102, "label_y": 120}
 
 
 # --- shared pieces -----------------------------------------------------------------------------------
@@ -114,133 +104,6 @@ def run_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         }
         for run in runs
     ]
-
-
-def run_chart(runs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Geometry of the tallies chart: per run (oldest first) a stack of its per-status counts, bars
-    scaled to the largest total."""
-    shown = [run for run in reversed(runs) if run["tallies"]]
-    slot = min(CHART["width"] / max(len(shown), 1), CHART["slot_max"])
-    peak = max((run["tallies"]["total"] for run in shown), default=0) or 1
-    every = math.ceil(len(shown) / CHART_LABELS) or 1
-    bars = []
-    for index, run in enumerate(shown):
-        top, segments = CHART["top"] + CHART["plot"], []
-        for key in OVERVIEW_ORDER:  # no_problem at the bottom
-            count = run["tallies"][key]
-            if count:
-                height = CHART["plot"] * count / peak
-                top -= height
-                segments.append({"key": key, "count": count, "y": round(top, 2), "height": round(height, 2)})
-        bars.append(
-            {
-                "run": run,
-                "x": round(index * slot + slot * 0.15, 2),
-                "width": round(slot * 0.7, 2),
-                "center": round(index * slot + slot / 2, 2),
-                "segments": segments,
-                "label": run["started_at"][5:16].replace("T", " ") if index % every == 0 else "",
-            }
-        )
-    return {"size": CHART, "bars": bars, "peak": peak, "statuses": OVERVIEW_ORDER}
-
-
-def throughput_chart(minutes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Geometry of the throughput chart: a bar per minute of the open run from its first minute with a
-    result to its last (minutes with none stay empty), scaled to the busiest minute."""
-    size = THROUGHPUT_CHART
-    if not minutes:
-        return {"size": size, "bars": [], "peak": 0}
-    stamps = [parse_datetime(point["minute"]) for point in minutes]
-    first = stamps[0]
-    span = round((stamps[-1] - first).total_seconds() / 60) + 1
-    slot = size["width"] / span
-    peak = max(point["completed"] for point in minutes) or 1
-    every = math.ceil(span / CHART_LABELS) or 1
-    bars = []
-    for point, stamp in zip(minutes, stamps, strict=True):
-        index = round((stamp - first).total_seconds() / 60)
-        height = size["plot"] * point["completed"] / peak
-        bars.append(
-            {
-                "point": point,
-                "x": round(index * slot + slot * 0.1, 2),
-                "width": round(max(slot * 0.8, 0.5), 2),
-                "y": round(size["axis_y"] - height, 2),
-                "height": round(height, 2),
-                "label": point["minute"][11:16] if index % every == 0 else "",
-                "center": round(index * slot + slot / 2, 2),
-            }
-        )
-    return {"size": size, "bars": bars, "peak": peak}
-
-
-def stage_charts(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Geometry of each stage's histogram: a slot per log-scale bin from the shortest non-empty one to
-    the longest, so that the x axis stays logarithmic; bars scaled to the fullest bin."""
-    size = STAGE_CHART
-    charts = []
-    for stage in stages:
-        histogram, bars = stage["histogram"], []
-        if histogram:
-            # A bin's upper bound is 2^((b + 1) / 4) ms (corpora.telemetry.bin_bounds).
-            indices = [round(math.log2(row["to_ms"]) * BINS_PER_OCTAVE) - 1 for row in histogram]
-            slot = size["width"] / (indices[-1] - indices[0] + 1)
-            peak = max(row["count"] for row in histogram)
-            for row, index in zip(histogram, indices, strict=True):
-                height = size["plot"] * row["count"] / peak
-                offset = (index - indices[0]) * slot
-                bars.append(
-                    {
-                        "row": row,
-                        "x": round(offset + slot * 0.1, 2),
-                        "width": round(slot * 0.8, 2),
-                        "y": round(size["axis_y"] - height, 2),
-                        "height": round(height, 2),
-                    }
-                )
-        charts.append({"stage": stage, "size": size, "bars": bars, "title": stage["stage"].replace("_", " ")})
-    return charts
-
-
-def heat_level(count: int, peak: int) -> int:
-    """0 for an empty cell, else 1..HEAT_LEVELS on a log scale up to the largest changed cell."""
-    if count == 0:
-        return 0
-    if peak <= 1:
-        return HEAT_LEVELS
-    return 1 + round((HEAT_LEVELS - 1) * math.log(count) / math.log(peak))
-
-
-def heat_map(
-    cells: list[dict[str, Any]], row_key: str, column_key: str, href: Callable[[str, str], str]
-) -> dict[str, Any]:
-    """A matrix DTO as a square table over the statuses it holds. The diagonal (unchanged) is shaded
-    apart; every other non-empty cell is shaded by its count, links to `href(row, column)` and is marked
-    when it is a regression."""
-    by_pair = {(cell[row_key], cell[column_key]): cell for cell in cells}
-    present = {cell[row_key] for cell in cells} | {cell[column_key] for cell in cells}
-    statuses = [status for status in DIFF_STATUSES if status in present]
-    peak = max((cell["count"] for cell in cells if cell[row_key] != cell[column_key]), default=0)
-    rows = []
-    for row in statuses:
-        line = []
-        for column in statuses:
-            cell = by_pair.get((row, column))
-            count, same = (cell["count"] if cell else 0), row == column
-            line.append(
-                {
-                    "row": row,
-                    "column": column,
-                    "count": count,
-                    "same": same,
-                    "level": heat_level(count, peak),
-                    "regression": bool(cell and cell["regression"]),
-                    "href": href(row, column) if count and not same else None,
-                }
-            )
-        rows.append({"status": row, "cells": line})
-    return {"statuses": statuses, "rows": rows}
 
 
 def _query(**params: Any) -> str:
@@ -287,10 +150,11 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     .../diff (the two latest snapshots) and .../tasks?change=regressed (what got worse)."""
     try:
         query = validated(PairRunsParamsSerializer(data=given(request.GET)))
-        runs = RunSerializer(pair_runs(corpus, service, **query), many=True).data
-        current = run_current(corpus, service)
-        telemetry = TelemetrySerializer(pair_telemetry(corpus, service)).data
-        scope = diff_scope(corpus, service)
+        pair = pair_resolve(corpus, service)
+        runs = RunSerializer(pair_runs(pair, **query), many=True).data
+        current = run_current(pair)
+        telemetry = TelemetrySerializer(pair_telemetry(pair)).data
+        scope = diff_scope(pair)
         _, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
         page = page_check(0, REGRESSIONS_SHOWN)
@@ -354,7 +218,7 @@ def diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     map whose cells lead to their documents."""
     try:
         query = validated(DiffParamsSerializer(data=given(request.GET)))
-        scope = diff_scope(corpus, service, **query)
+        scope = diff_scope(pair_resolve(corpus, service), **query)
         _, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
     except ServiceError as exc:
@@ -377,7 +241,7 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     try:
         query = dict(validated(TaskDiffParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         diff_id, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
         tasks = TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data
@@ -467,7 +331,7 @@ def classes_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
     try:
         query = dict(validated(ClassDiffParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         changes = ClassChangeSerializer(class_diff(scope, page, **query), many=True).data
         count = class_diff_count(scope, **query)
     except ServiceError as exc:
@@ -497,7 +361,7 @@ def class_tasks_view(request: HttpRequest, corpus: str, service: str, severity: 
     try:
         query = dict(validated(ClassTasksParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(corpus, service, query.pop("previous", None), query.pop("current", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
         cls = class_known(severity, *class_split(severity, rest))
         tasks = ClassTaskSerializer(class_tasks(scope, cls, query["change"], page), many=True).data
     except ServiceError as exc:
@@ -525,7 +389,7 @@ def document_history_view(request: HttpRequest, corpus: str, service: str, name:
     """Screen twin of GET /api/corpus/<c>/<s>/document/<name>/history: the document's status over time as a
     strip, and a table of its snapshots with the classes it had in each."""
     try:
-        history = DocumentHistorySerializer(document_history(corpus, service, name)).data
+        history = DocumentHistorySerializer(document_history(pair_resolve(corpus, service), name)).data
     except ServiceError as exc:
         return error_page(request, exc)
     context = {
@@ -534,30 +398,6 @@ def document_history_view(request: HttpRequest, corpus: str, service: str, name:
         "crumbs": crumbs(corpus, service, (name, history["report_url"]), ("history", None)),
     }
     return render(request, "runs/history.html", context)
-
-
-# The status strip of a document's history: one cell per entry, oldest on the left; sizes are SVG attributes.
-STRIP = {"width": 760, "height": 56, "cell_max": 60, "bar": 28, "label_y": 48}
-
-
-def history_strip(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """Geometry of the status strip: a cell per snapshot (and the live state), oldest first, coloured by
-    the status then."""
-    shown = list(reversed(entries))
-    cell = min(STRIP["width"] / max(len(shown), 1), STRIP["cell_max"])
-    every = math.ceil(len(shown) / CHART_LABELS) or 1
-    cells = [
-        {
-            "x": round(index * cell, 2),
-            "width": round(cell - 2, 2),
-            "center": round(index * cell + cell / 2, 2),
-            "status": entry["status"],
-            "title": f"{'now' if entry['live'] else entry['taken_at'][:19].replace('T', ' ')}: {entry['status']}",
-            "label": ("now" if entry["live"] else entry["taken_at"][5:10]) if index % every == 0 else "",
-        }
-        for index, entry in enumerate(shown)
-    ]
-    return {"size": STRIP, "cells": cells}
 
 
 # --- converter comparison ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from config.errors import NotFound, ServiceError
 from corpora.links import document_file_url, document_url
+from corpora.queries import pair_resolve
 from corpora.results import result_member
 from reports.queries import document_paper, document_report, document_result_archive
 from reports.serializers import DocumentReportSerializer, paper_file_response
@@ -31,7 +32,7 @@ def document_reader_view(request: HttpRequest, corpus: str, service: str, name: 
     and links. The context DTO is that of GET /api/corpus/<c>/<s>/document/<name>; the paper in the frame is
     that of GET /api/corpus/<c>/<s>/document/<name>/html. No HTML: 404, in words."""
     try:
-        document = DocumentReportSerializer(document_report(corpus, service, name)).data
+        document = DocumentReportSerializer(document_report(pair_resolve(corpus, service), name)).data
         if not document["has_html"]:
             raise NotFound(f"No HTML: {name!r} has no converted paper for {service} in {corpus}.")
     except ServiceError as exc:
@@ -44,7 +45,7 @@ def document_reader_view(request: HttpRequest, corpus: str, service: str, name: 
 def document_result_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
     """The stored result archive of a document, as a download."""
     try:
-        archive = document_result_archive(corpus, service, name)
+        archive = document_result_archive(pair_resolve(corpus, service), name)
     except ServiceError as exc:
         return plain_refusal(exc)
     return FileResponse(archive.open("rb"), as_attachment=True, filename=f"{name}.zip", content_type="application/zip")
@@ -55,7 +56,7 @@ def document_html_view(request: HttpRequest, corpus: str, service: str, name: st
     """The converted HTML: a redirect to the archive's first .html/.xhtml member under files/, so the
     member's relative references (images, CSS) resolve to the other members."""
     try:
-        _archive, member = document_paper(corpus, service, name)
+        _archive, member = document_paper(pair_resolve(corpus, service), name)
     except ServiceError as exc:
         return plain_refusal(exc)
     return redirect(document_file_url(corpus, service, name, member))
@@ -65,7 +66,7 @@ def document_html_view(request: HttpRequest, corpus: str, service: str, name: st
 def document_file_view(request: HttpRequest, corpus: str, service: str, name: str, member: str) -> HttpResponse:
     """One member of the result archive, under the paper policy."""
     try:
-        chunks = result_member(document_result_archive(corpus, service, name), member)
+        chunks = result_member(document_result_archive(pair_resolve(corpus, service), name), member)
     except ServiceError as exc:
         return plain_refusal(exc)
     return paper_file_response(chunks, member)

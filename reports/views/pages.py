@@ -33,10 +33,11 @@ from corpora.links import (
     messages_export_url,
     report_url,
 )
+from corpora.queries import pair_resolve
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
+from reports.charts import RUNTIME_CHART, histogram_bars
 from reports.queries import (
-    RUNTIME_BUCKETS_MS,
     SEVERITIES,
     document_report,
     entry_list,
@@ -119,7 +120,8 @@ def _overview_page(
     request: HttpRequest, corpus: str, service: str, *, error: ServiceError | None = None
 ) -> HttpResponse:
     try:
-        overview = ServiceOverviewSerializer(service_overview(corpus, service)).data
+        pair = pair_resolve(corpus, service)
+        overview = ServiceOverviewSerializer(service_overview(pair)).data
     except ServiceError as exc:
         return error_page(request, exc)
     live = overview["run_in_progress"] or overview["counts"]["in_progress"] > 0
@@ -139,7 +141,7 @@ def _overview_page(
         crumbs=crumbs(corpus, service),
         # Infrastructure services (import) have no runs and are no converters to compare.
         converter=service not in PROTECTED_SERVICES,
-        compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
+        compare_with=comparable_services(pair) if service not in PROTECTED_SERVICES else [],
         info_href=report_url(corpus, service, Severity.INFO),
         export_links=export_links(corpus, service),
         error=error.detail if error else "",
@@ -185,7 +187,8 @@ def _grain_page(request: HttpRequest, report: dict[str, Any], rerun_label: str) 
 def category_view(request: HttpRequest, corpus: str, service: str, severity: str) -> HttpResponse:
     """Screen twin of GET /api/reports/<corpus>/<service>/<severity>: one row per category."""
     try:
-        report = GrainReportSerializer(category_report_read(corpus, service, severity, page_params(request))).data
+        page = page_params(request)
+        report = GrainReportSerializer(category_report_read(pair_resolve(corpus, service), severity, page)).data
     except ServiceError as exc:
         return error_page(request, exc)
     return _grain_page(request, report, f"every {severity} task")
@@ -196,12 +199,13 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
     """Screen twin of GET /api/reports/<c>/<s>/<severity>/<rest>: the what report of a category, or the
     entry list of a (category, what); both may hold '/', so the data decides the split, as in the API."""
     try:
-        category, what = report_path_split(corpus, service, severity, rest)
+        pair = pair_resolve(corpus, service)
+        category, what = report_path_split(pair, severity, rest)
         page = page_params(request)
         if what is None:
-            report = GrainReportSerializer(what_report_read(corpus, service, severity, category, page)).data
+            report = GrainReportSerializer(what_report_read(pair, severity, category, page)).data
             return _grain_page(request, report, "these tasks")
-        entries = EntryListSerializer(entry_list(corpus, service, severity, category, what, page)).data
+        entries = EntryListSerializer(entry_list(pair, severity, category, what, page)).data
     except ServiceError as exc:
         return error_page(request, exc)
     # The document screen shows how the operator got there: the trail only feeds its crumbs.
@@ -243,7 +247,7 @@ def _document_trail(query: Any, corpus: str, service: str, document: str) -> lis
 def document_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
     """Screen twin of GET /api/corpus/<c>/<s>/document/<name>: status, messages, result and preview."""
     try:
-        document = DocumentReportSerializer(document_report(corpus, service, name)).data
+        document = DocumentReportSerializer(document_report(pair_resolve(corpus, service), name)).data
     except ServiceError as exc:
         return error_page(request, exc)
     groups = [
@@ -267,41 +271,6 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
 
 # --- runtimes ----------------------------------------------------------------------------------------
 
-CHART = {"width": 760, "height": 220, "top": 20, "plot": 160, "axis_y": 180, "label_y": 200}
-
-
-def duration_label(ms: int) -> str:
-    """100 ms, 2.5 s, 2 min: short enough for an axis."""
-    if ms < 1000:
-        return f"{ms} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:g} s"
-    return f"{ms / 60_000:g} min"
-
-
-def histogram_bars(histogram: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Bar geometry of the histogram's inline SVG: heights proportional to the counts."""
-    slot = CHART["width"] / len(histogram)
-    peak = max((bucket["count"] for bucket in histogram), default=0) or 1
-    bars = []
-    for index, bucket in enumerate(histogram):
-        height = round(CHART["plot"] * bucket["count"] / peak, 2)
-        lower = RUNTIME_BUCKETS_MS[index - 1] if index else None
-        label = f"< {duration_label(bucket['lt_ms'])}" if bucket["lt_ms"] is not None else f"≥ {duration_label(lower)}"
-        bars.append(
-            {
-                "x": round(index * slot + slot * 0.15, 2),
-                "y": round(CHART["top"] + CHART["plot"] - height, 2),
-                "width": round(slot * 0.7, 2),
-                "height": height,
-                "center": round(index * slot + slot / 2, 2),
-                "count_y": round(CHART["top"] + CHART["plot"] - height - 4, 2),
-                "count": bucket["count"],
-                "label": label,
-            }
-        )
-    return bars
-
 
 @login_required
 @require_GET
@@ -319,7 +288,7 @@ def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
         "report": report,
         "slowest": slowest,
         "bars": histogram_bars(report["histogram"]),
-        "chart": CHART,
+        "chart": RUNTIME_CHART,
         "pager": pager(report["offset"], report["page_size"], len(report["slowest"]), report["count"]),
     }
     return render(request, "reports/runtimes.html", context)

@@ -6,6 +6,7 @@ lost one class, and a document's history over every snapshot of its pair."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -27,6 +28,7 @@ from corpora.models import (
     TaskClass,
 )
 from corpora.pairs import MEMBER_SEVERITIES
+from corpora.queries import Pair
 from corpora.statuses import DIFF_BUCKET_NAMES, status_name
 from runs.queries.diffs import DiffScope
 from runs.queries.history import pair_known
@@ -114,7 +116,7 @@ def _kind(p: int, c: int) -> str:
 
 def class_diff(
     scope: DiffScope, page: Page, *, kind: str | None = None, severity: str | None = None
-) -> list[dict[str, Any]]:
+) -> list[ClassChange]:
     """GET /api/runs/{corpus}/{service}/classes: the message classes whose task count changed between the
     two snapshots, the largest change first, optionally of one kind and of some severities."""
     where, params = _diff_where(kind, severities_check(severity))
@@ -128,7 +130,7 @@ def class_diff(
             [*ids, *params, page.offset, page.page_size],
         )
         rows = cursor.fetchall()
-    corpus, service = scope.pair.corpus.name, scope.pair.service.name
+    corpus, service = scope.pair.corpus_name, scope.pair.service_name
     return [_class_change(corpus, service, *row) for row in rows]
 
 
@@ -143,24 +145,40 @@ def class_diff_count(scope: DiffScope, *, kind: str | None = None, severity: str
         return cursor.fetchone()[0]
 
 
+@dataclass(frozen=True)
+class ClassChange:
+    """A message class whose task count changed between two snapshots (ClassChangeSerializer)."""
+
+    severity: str
+    category: str
+    what: str
+    meaning: str | None
+    kind: str
+    previous_tasks: int
+    current_tasks: int
+    change: int
+    previous_messages: int
+    current_messages: int
+    documents_listed: bool
+
+
 def _class_change(
     corpus: str, service: str, severity: str, category: str, what: str, p: int, c: int, pm: int, cm: int
-) -> dict[str, Any]:
+) -> ClassChange:
     meaning = meaning_of(severity, category)
-    listed = severity in MEMBER_SEVERITIES
-    return {
-        "severity": severity,
-        "category": category,
-        "what": what,
-        "meaning": meaning.meaning if meaning else None,
-        "kind": _kind(p, c),
-        "previous_tasks": p,
-        "current_tasks": c,
-        "change": c - p,
-        "previous_messages": pm,
-        "current_messages": cm,
-        "documents_listed": listed,
-    }
+    return ClassChange(
+        severity=severity,
+        category=category,
+        what=what,
+        meaning=meaning.meaning if meaning else None,
+        kind=_kind(p, c),
+        previous_tasks=p,
+        current_tasks=c,
+        change=c - p,
+        previous_messages=pm,
+        current_messages=cm,
+        documents_listed=severity in MEMBER_SEVERITIES,
+    )
 
 
 @dataclass(frozen=True)
@@ -213,7 +231,18 @@ def class_split(severity: str, rest: str) -> tuple[str, str]:
 _CHUNK_PAGE_SETTINGS = ("SET LOCAL enable_sort = off", "SET LOCAL jit = off")
 
 
-def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class ClassTask:
+    """A document that gained or lost a class between two snapshots, with its links (ClassTaskSerializer)."""
+
+    document: str
+    change: str
+    report_url: str
+    document_api_url: str
+    history_url: str
+
+
+def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> list[ClassTask]:
     """GET /api/runs/{corpus}/{service}/classes/{severity}/{category}/{what}/tasks: the documents that
     gained (had it only in the current snapshot) or lost (only in the previous) the class, in document
     order. The class's chunks in one snapshot are walked in order: a chunk equal in the other is passed
@@ -246,15 +275,15 @@ def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> lis
         )
         document_ids = [row[0] for row in cursor.fetchall()]
     names = dict(Document.objects.filter(pk__in=document_ids).values_list("pk", "name"))
-    corpus, service = scope.pair.corpus.name, scope.pair.service.name
+    corpus, service = scope.pair.corpus_name, scope.pair.service_name
     return [
-        {
-            "document": names[document_id],
-            "change": change,
-            "report_url": document_url(corpus, service, names[document_id]),
-            "document_api_url": document_api_url(corpus, service, names[document_id]),
-            "history_url": document_history_url(corpus, service, names[document_id]),
-        }
+        ClassTask(
+            document=names[document_id],
+            change=change,
+            report_url=document_url(corpus, service, names[document_id]),
+            document_api_url=document_api_url(corpus, service, names[document_id]),
+            history_url=document_history_url(corpus, service, names[document_id]),
+        )
         for document_id in document_ids
     ]
 
@@ -262,18 +291,63 @@ def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> lis
 # --- a document's history --------------------------------------------------------------------------
 
 
-def document_history(corpus_name: str, service_name: str, document_name: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class HistoryClass:
+    """A class of warning severity or worse that a document had in a snapshot (HistoryClassSerializer)."""
+
+    severity: str
+    category: str
+    what: str
+    meaning: str | None
+
+
+@dataclass(frozen=True)
+class HistoryRun:
+    id: int
+    owner: str
+    started_at: datetime
+    finished_at: datetime | None
+    open: bool
+
+
+@dataclass(frozen=True)
+class HistoryEntry:
+    """A document in one snapshot, or now (HistoryEntrySerializer): for each of the history's classes,
+    whether it had it then."""
+
+    taken_at: datetime | None
+    live: bool
+    run: HistoryRun | None
+    status: str
+    classes_known: bool
+    classes: list[bool]
+
+
+@dataclass(frozen=True)
+class DocumentHistory:
+    """A document's status and classes over every snapshot of its pair, newest first
+    (DocumentHistorySerializer)."""
+
+    corpus: str
+    service: str
+    document: str
+    report_url: str
+    classes: list[HistoryClass]
+    entries: list[HistoryEntry]
+
+
+def document_history(pair: Pair, document_name: str) -> DocumentHistory:
     """GET /api/corpus/{corpus}/{service}/document/{name}/history: newest first, the document now (while a
     run of the pair is open) and in every snapshot of its pair that holds it: the date, the run and its
     owner, its status then, and for each class of warning severity or worse that it had in any of them,
     whether it had it then (unknown in a snapshot taken before snapshots froze classes)."""
-    pair = pair_known(corpus_name, service_name)
-    document = Document.objects.filter(corpus=pair.corpus, name=document_name).first()
-    task = Task.objects.filter(document=document, service=pair.service).first() if document else None
+    pair_known(pair)
+    document = Document.objects.filter(corpus_id=pair.corpus_id, name=document_name).first()
+    task = Task.objects.filter(document=document, service_id=pair.service_id).first() if document else None
     if document is None or (task is None and not _in_any_snapshot(pair, document.pk)):
-        raise NotFound(f"No document {document_name!r} for {pair.service.name} in {pair.corpus.name}.")
+        raise NotFound(f"No document {document_name!r} for {pair.service_name} in {pair.corpus_name}.")
     runs = list(
-        Run.objects.filter(corpus=pair.corpus, service=pair.service)
+        Run.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id)
         .order_by("-started_at")
         .values("id", "owner", "started_at", "finished_at", "snapshot_id")
     )
@@ -289,7 +363,7 @@ def document_history(corpus_name: str, service_name: str, document_name: str) ->
             "SELECT s.id, s.taken_at, s.statuses[array_position(s.document_ids, %s)], s.with_classes"
             f" FROM {SNAPSHOT_TABLE} s WHERE s.corpus_id = %s AND s.service_id = %s AND %s = ANY(s.document_ids)"
             " ORDER BY s.taken_at DESC",
-            [document.pk, pair.corpus.pk, pair.service.pk, document.pk],
+            [document.pk, pair.corpus_id, pair.service_id, document.pk],
         )
         snapshots = cursor.fetchall()
         cursor.execute(
@@ -315,29 +389,29 @@ def document_history(corpus_name: str, service_name: str, document_name: str) ->
             }
         )
     classes = _classes_named(set().union(*memberships.values()) if memberships else set())
-    return {
-        "corpus": pair.corpus.name,
-        "service": pair.service.name,
-        "document": document.name,
-        "report_url": document_url(pair.corpus.name, pair.service.name, document.name),
-        "classes": [{key: value for key, value in c.items() if key != "id"} for c in classes],
-        "entries": [
-            {
-                "taken_at": entry["taken_at"],
-                "live": entry["live"],
-                "run": _run_brief(entry["run"]),
-                "status": entry["status"],
-                "classes_known": entry["known"],
-                "classes": [c["id"] in memberships.get(entry["key"], set()) for c in classes],
-            }
+    return DocumentHistory(
+        corpus=pair.corpus_name,
+        service=pair.service_name,
+        document=document.name,
+        report_url=document_url(pair.corpus_name, pair.service_name, document.name),
+        classes=[HistoryClass(c["severity"], c["category"], c["what"], c["meaning"]) for c in classes],
+        entries=[
+            HistoryEntry(
+                taken_at=entry["taken_at"],
+                live=entry["live"],
+                run=_run_brief(entry["run"]),
+                status=entry["status"],
+                classes_known=entry["known"],
+                classes=[c["id"] in memberships.get(entry["key"], set()) for c in classes],
+            )
             for entry in entries
         ],
-    }
+    )
 
 
-def _in_any_snapshot(pair: Any, document_id: int) -> bool:
+def _in_any_snapshot(pair: Pair, document_id: int) -> bool:
     return Snapshot.objects.filter(
-        corpus=pair.corpus, service=pair.service, document_ids__contains=[document_id]
+        corpus_id=pair.corpus_id, service_id=pair.service_id, document_ids__contains=[document_id]
     ).exists()
 
 
@@ -372,13 +446,7 @@ def _classes_named(ids: set[int]) -> list[dict[str, Any]]:
     return result
 
 
-def _run_brief(run: dict[str, Any] | None) -> dict[str, Any] | None:
+def _run_brief(run: dict[str, Any] | None) -> HistoryRun | None:
     if run is None:
         return None
-    return {
-        "id": run["id"],
-        "owner": run["owner"],
-        "started_at": run["started_at"],
-        "finished_at": run["finished_at"],
-        "open": run["finished_at"] is None,
-    }
+    return HistoryRun(run["id"], run["owner"], run["started_at"], run["finished_at"], run["finished_at"] is None)

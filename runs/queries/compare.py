@@ -15,10 +15,10 @@ from config.planner import BULK_SETTINGS
 from conversion.profiles import preset_of, profile_load
 from corpora.links import document_api_url
 from corpora.models import Corpus, Document, Task, TaskCount
-from corpora.queries import corpus_get
+from corpora.queries import Pair, corpus_get
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, regressed
 from runs.queries.diffs import status_filter
-from runs.queries.history import run_latest
+from runs.queries.history import RunProfile, run_latest
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import service_get
 
@@ -43,11 +43,11 @@ def compare_scope(corpus_name: str, service_a: str, service_b: str) -> ComparePa
     return ComparePair(corpus, a, b)
 
 
-def comparable_services(corpus_name: str, service_name: str) -> list[str]:
+def comparable_services(pair: Pair) -> list[str]:
     """The other converters with tasks on the corpus, by name: what the service can be compared with."""
     names = (
-        TaskCount.objects.filter(corpus__name=corpus_name, count__gt=0)
-        .exclude(service__name=service_name)
+        TaskCount.objects.filter(corpus_id=pair.corpus_id, count__gt=0)
+        .exclude(service_id=pair.service_id)
         .exclude(service__name__in=PROTECTED_SERVICES)
         .values_list("service__name", flat=True)
         .distinct()
@@ -72,7 +72,57 @@ def _compare_params(scope: ComparePair) -> list[int]:
     return [scope.service_a.pk, scope.corpus.pk, scope.service_b.pk, scope.corpus.pk]
 
 
-def compare_matrix(scope: ComparePair) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CompareCell:
+    """The documents with one status under A and one under B (CompareCellSerializer)."""
+
+    status_a: str
+    status_b: str
+    count: int
+    regression: bool
+
+
+@dataclass(frozen=True)
+class CompareSide:
+    """How a compared service converts: its profile now and its latest run on the corpus
+    (CompareSideSerializer)."""
+
+    service: str
+    engine: str
+    profile: dict[str, Any]
+    profile_hash: str
+    profile_preset: str | None
+    run: RunProfile | None
+
+
+@dataclass(frozen=True)
+class CompareMatrix:
+    """Two services on one corpus: A's status x B's status over every document (CompareSerializer)."""
+
+    corpus: str
+    service_a: str
+    service_b: str
+    total: int
+    differ: int
+    regressions: int
+    matrix: list[CompareCell]
+    profile_a: CompareSide
+    profile_b: CompareSide
+
+
+@dataclass(frozen=True)
+class CompareTask:
+    """A document on which A and B differ, with both its reports (CompareTaskSerializer)."""
+
+    document: str
+    status_a: str
+    status_b: str
+    regression: bool
+    report_a: str
+    report_b: str
+
+
+def compare_matrix(scope: ComparePair) -> CompareMatrix:
     """GET /api/compare/{corpus}/{a}/{b}: A's status x B's status -> documents, over the corpus now."""
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in BULK_SETTINGS:  # the hash join of two million-task services stays in memory
@@ -83,35 +133,36 @@ def compare_matrix(scope: ComparePair) -> dict[str, Any]:
         )
         rows = cursor.fetchall()
     matrix = [
-        {"status_a": DIFF_BUCKET_NAMES[a], "status_b": DIFF_BUCKET_NAMES[b], "count": n,
-         "regression": regressed(DIFF_BUCKET_NAMES[a], DIFF_BUCKET_NAMES[b])}
+        CompareCell(
+            DIFF_BUCKET_NAMES[a], DIFF_BUCKET_NAMES[b], n, regressed(DIFF_BUCKET_NAMES[a], DIFF_BUCKET_NAMES[b])
+        )
         for a, b, n in rows
-    ]  # fmt: skip
-    return {
-        "corpus": scope.corpus.name,
-        "service_a": scope.service_a.name,
-        "service_b": scope.service_b.name,
-        "total": sum(cell["count"] for cell in matrix),
-        "differ": sum(cell["count"] for cell in matrix if cell["status_a"] != cell["status_b"]),
-        "regressions": sum(cell["count"] for cell in matrix if cell["regression"]),
-        "matrix": matrix,
-        "profile_a": compare_side(scope.corpus, scope.service_a),
-        "profile_b": compare_side(scope.corpus, scope.service_b),
-    }
+    ]
+    return CompareMatrix(
+        corpus=scope.corpus.name,
+        service_a=scope.service_a.name,
+        service_b=scope.service_b.name,
+        total=sum(cell.count for cell in matrix),
+        differ=sum(cell.count for cell in matrix if cell.status_a != cell.status_b),
+        regressions=sum(cell.count for cell in matrix if cell.regression),
+        matrix=matrix,
+        profile_a=compare_side(scope.corpus, scope.service_a),
+        profile_b=compare_side(scope.corpus, scope.service_b),
+    )
 
 
-def compare_side(corpus: Corpus, service: Service) -> dict[str, Any]:
+def compare_side(corpus: Corpus, service: Service) -> CompareSide:
     """How a compared service converts: its profile now, and its latest run on the corpus with the profile,
     engine and versions of that run."""
     profile = profile_load(service.profile)
-    return {
-        "service": service.name,
-        "engine": profile.engine,
-        "profile": profile.as_json(),
-        "profile_hash": profile.digest,
-        "profile_preset": preset_of(profile),
-        "run": run_latest(corpus.pk, service.pk),
-    }
+    return CompareSide(
+        service=service.name,
+        engine=profile.engine,
+        profile=profile.as_json(),
+        profile_hash=profile.digest,
+        profile_preset=preset_of(profile),
+        run=run_latest(corpus.pk, service.pk),
+    )
 
 
 def _transition_where(previous: int | None, current: int | None, change: str | None) -> tuple[str, list[Any]]:
@@ -137,7 +188,7 @@ def compare_tasks(
     status_a: str | None = None,
     status_b: str | None = None,
     change: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[CompareTask]:
     """GET /api/compare/{corpus}/{a}/{b}/tasks: the documents on which A and B differ, in document order,
     optionally of one transition (A's status -> B's) or only those B made worse."""
     a, b = status_filter(status_a, "status_a"), status_filter(status_b, "status_b")
@@ -154,9 +205,13 @@ def compare_tasks(
         rows = cursor.fetchall()
     corpus = scope.corpus.name
     return [
-        {"document": name, "status_a": DIFF_BUCKET_NAMES[sa], "status_b": DIFF_BUCKET_NAMES[sb],
-         "regression": regressed(DIFF_BUCKET_NAMES[sa], DIFF_BUCKET_NAMES[sb]),
-         "report_a": document_api_url(corpus, scope.service_a.name, name),
-         "report_b": document_api_url(corpus, scope.service_b.name, name)}
+        CompareTask(
+            document=name,
+            status_a=DIFF_BUCKET_NAMES[sa],
+            status_b=DIFF_BUCKET_NAMES[sb],
+            regression=regressed(DIFF_BUCKET_NAMES[sa], DIFF_BUCKET_NAMES[sb]),
+            report_a=document_api_url(corpus, scope.service_a.name, name),
+            report_b=document_api_url(corpus, scope.service_b.name, name),
+        )
         for name, sa, sb in rows
-    ]  # fmt: skip
+    ]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from django.db import connection, transaction
 
@@ -15,8 +14,9 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from corpora.links import document_api_url
 from corpora.models import Document, Snapshot, SnapshotDiff, TaskDiff
+from corpora.queries import Pair
 from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
-from runs.queries.history import Pair, pair_known, run_at
+from runs.queries.history import RunProfile, pair_known, run_at
 
 DOCUMENT_TABLE = Document._meta.db_table
 TASK_DIFF_TABLE = TaskDiff._meta.db_table
@@ -40,15 +40,13 @@ class DiffScope:
     current: SnapshotRef | None
 
 
-def diff_scope(
-    corpus_name: str, service_name: str, previous: datetime | None = None, current: datetime | None = None
-) -> DiffScope:
+def diff_scope(pair: Pair, previous: datetime | None = None, current: datetime | None = None) -> DiffScope:
     """Resolve `previous` and `current` to snapshots of the pair (404 for a date that is none); by default
     the two most recent. A `previous` alone is compared with the latest snapshot."""
-    pair = pair_known(corpus_name, service_name)
+    pair_known(pair)
     refs = [
         SnapshotRef(*row)
-        for row in Snapshot.objects.filter(corpus=pair.corpus, service=pair.service)
+        for row in Snapshot.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id)
         .order_by("-taken_at")
         .values_list("id", "taken_at", "tasks")
     ]
@@ -57,7 +55,7 @@ def diff_scope(
     def pick(date: datetime, which: str) -> SnapshotRef:
         if date not in by_date:
             raise NotFound(
-                f"No snapshot of {service_name!r} on {corpus_name!r} was taken at {date.isoformat()}; "
+                f"No snapshot of {pair.service_name!r} on {pair.corpus_name!r} was taken at {date.isoformat()}; "
                 "available_dates of the diff lists those that were.",
                 errors={which: ["not a snapshot date"]},
             )
@@ -74,33 +72,60 @@ def diff_scope(
     return DiffScope(pair, [ref.taken_at for ref in refs], prev, cur)
 
 
-def _cells(matrix: list[list[int]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class DiffCell:
+    """The documents of one transition (previous status -> current status) of a diff (DiffCellSerializer)."""
+
+    previous: str
+    current: str
+    count: int
+    regression: bool
+
+
+@dataclass(frozen=True)
+class RunDiff:
+    """The snapshot dates of a pair and the matrix of the two compared, with the run open when each was
+    taken (RunDiffSerializer)."""
+
+    corpus: str
+    service: str
+    available_dates: list[datetime]
+    previous: datetime | None
+    current: datetime | None
+    total: int
+    changed: int
+    regressions: int
+    matrix: list[DiffCell]
+    previous_run: RunProfile | None
+    current_run: RunProfile | None
+
+
+def _cells(matrix: list[list[int]]) -> list[DiffCell]:
     return [
-        {"previous": DIFF_BUCKET_NAMES[p], "current": DIFF_BUCKET_NAMES[c], "count": n,
-         "regression": regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c])}
+        DiffCell(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c], n, regressed(DIFF_BUCKET_NAMES[p], DIFF_BUCKET_NAMES[c]))
         for p, c, n in matrix
-    ]  # fmt: skip
+    ]
 
 
-def run_diff(scope: DiffScope, diff_id: int | None) -> dict[str, Any]:
+def run_diff(scope: DiffScope, diff_id: int | None) -> RunDiff:
     """GET /api/runs/{corpus}/{service}/diff: the snapshot dates and the matrix of the chosen pair."""
     diff = SnapshotDiff.objects.filter(pk=diff_id).first() if diff_id else None
     matrix = _cells(diff.matrix) if diff else []
-    corpus_id, service_id = scope.pair.corpus.pk, scope.pair.service.pk
-    return {
-        "corpus": scope.pair.corpus.name,
-        "service": scope.pair.service.name,
-        "available_dates": scope.dates,
-        "previous": scope.previous.taken_at if scope.previous else None,
-        "current": scope.current.taken_at if scope.current else None,
-        "total": sum(cell["count"] for cell in matrix),
-        "changed": diff.changed if diff else 0,
-        "regressions": sum(cell["count"] for cell in matrix if cell["regression"]),
-        "matrix": matrix,
+    corpus_id, service_id = scope.pair.corpus_id, scope.pair.service_id
+    return RunDiff(
+        corpus=scope.pair.corpus_name,
+        service=scope.pair.service_name,
+        available_dates=scope.dates,
+        previous=scope.previous.taken_at if scope.previous else None,
+        current=scope.current.taken_at if scope.current else None,
+        total=sum(cell.count for cell in matrix),
+        changed=diff.changed if diff else 0,
+        regressions=sum(cell.count for cell in matrix if cell.regression),
+        matrix=matrix,
         # How each snapshot's tasks were converted: the run open when it was taken.
-        "previous_run": run_at(corpus_id, service_id, scope.previous.taken_at) if scope.previous else None,
-        "current_run": run_at(corpus_id, service_id, scope.current.taken_at) if scope.current else None,
-    }
+        previous_run=run_at(corpus_id, service_id, scope.previous.taken_at) if scope.previous else None,
+        current_run=run_at(corpus_id, service_id, scope.current.taken_at) if scope.current else None,
+    )
 
 
 def status_filter(name: str | None, which: str) -> int | None:
@@ -164,7 +189,7 @@ def task_diffs(
     previous_status: str | None = None,
     current_status: str | None = None,
     change: str | None = None,
-) -> list[dict[str, Any]]:
+) -> list[TaskDiff]:
     """GET /api/runs/{corpus}/{service}/tasks: the documents whose status changed, by transition and
     document, optionally of one transition (or only regressions). The diff's matrix says which
     transitions the page covers and where in each it starts, so each is one index range."""
@@ -191,7 +216,7 @@ def task_diffs(
             params,
         )
         rows = cursor.fetchall()
-    corpus, service = scope.pair.corpus.name, scope.pair.service.name
+    corpus, service = scope.pair.corpus_name, scope.pair.service_name
     return [_task_diff(corpus, service, name, p, c) for name, p, c in rows]
 
 
@@ -219,12 +244,23 @@ def task_diff_count(
     )
 
 
-def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TaskDiff:
+    """A document whose status changed between two snapshots (TaskDiffSerializer)."""
+
+    document: str
+    previous_status: str
+    current_status: str
+    regression: bool
+    report: str
+
+
+def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> TaskDiff:
     previous_name, current_name = DIFF_BUCKET_NAMES[previous], DIFF_BUCKET_NAMES[current]
-    return {
-        "document": name,
-        "previous_status": previous_name,
-        "current_status": current_name,
-        "regression": regressed(previous_name, current_name),
-        "report": document_api_url(corpus, service, name),
-    }
+    return TaskDiff(
+        document=name,
+        previous_status=previous_name,
+        current_status=current_name,
+        regression=regressed(previous_name, current_name),
+        report=document_api_url(corpus, service, name),
+    )

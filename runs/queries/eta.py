@@ -7,6 +7,7 @@ service no live worker serves is `stalled`, whatever its rate says."""
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -42,7 +43,20 @@ def _window_start(started_at: datetime, now: datetime) -> datetime:
     return max(started_at, current_minute - timedelta(minutes=RECENT_MINUTES))
 
 
-def run_etas(runs: list[dict[str, Any]], now: datetime | None = None) -> dict[int, dict[str, Any]]:
+@dataclass(frozen=True)
+class Eta:
+    """An open run's ETA: the tasks left over the rate of its recent results (EtaSerializer)."""
+
+    remaining: int
+    rate_per_minute: float | None
+    rate_since: datetime
+    recent_completed: int
+    eta_seconds: float | None
+    finishes_at: datetime | None
+    stalled: str | None
+
+
+def run_etas(runs: list[dict[str, Any]], now: datetime | None = None) -> dict[int, Eta]:
     """The ETA of each open run (dicts with id, corpus_id, service_id, started_at), in two reads."""
     now = now or timezone.now()
     if not runs:
@@ -66,13 +80,13 @@ def run_etas(runs: list[dict[str, Any]], now: datetime | None = None) -> dict[in
         rate = done / seconds if done and seconds > 0 else None
         left = remaining[run["corpus_id"], run["service_id"]]
         eta = 0.0 if left == 0 else (left / rate if rate else None)
-        etas[run["id"]] = {
-            "remaining": left,
-            "rate_per_minute": round(rate * 60, 3) if rate is not None else None,
-            "rate_since": since,
-            "recent_completed": done,
-            "eta_seconds": round(eta, 1) if eta is not None else None,
-            "finishes_at": now + timedelta(seconds=eta) if eta is not None else None,
-            "stalled": "no live worker serves its service" if left and run["service_id"] not in served else None,
-        }
+        etas[run["id"]] = Eta(
+            remaining=left,
+            rate_per_minute=round(rate * 60, 3) if rate is not None else None,
+            rate_since=since,
+            recent_completed=done,
+            eta_seconds=round(eta, 1) if eta is not None else None,
+            finishes_at=now + timedelta(seconds=eta) if eta is not None else None,
+            stalled="no live worker serves its service" if left and run["service_id"] not in served else None,
+        )
     return etas

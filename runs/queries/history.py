@@ -11,10 +11,9 @@ from django.conf import settings
 from django.db.models import Q
 
 from config.errors import BadRequest, NotFound
-from corpora.models import Activation, Corpus, Run, Snapshot, TaskCount
-from corpora.queries import pair_get, status_counts
-from runs.queries.eta import run_etas
-from services.models import Service
+from corpora.models import Run, TaskCount
+from corpora.queries import Pair, status_counts
+from runs.queries.eta import Eta, run_etas
 
 
 def history_limit(limit: int | None) -> int:
@@ -26,7 +25,53 @@ def history_limit(limit: int | None) -> int:
     return min(limit, settings.RUNS_PAGE_MAX)
 
 
-def _run_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class RunProfile:
+    """How a run converted: its converter profile, its hash (every hash it had, when changed while it ran),
+    its engine and the engine versions the workers reported (RunProfileSerializer)."""
+
+    id: int
+    started_at: datetime
+    finished_at: datetime | None
+    engine: str
+    engine_versions: list[str]
+    profile: dict[str, Any]
+    profile_hash: str
+    profile_hashes: list[str]
+    profile_changed: bool
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """A run of a pair, its tallies live while it is open (RunSerializer)."""
+
+    id: int
+    corpus: str
+    service: str
+    owner: str
+    description: str
+    started_at: datetime
+    finished_at: datetime | None
+    duration_seconds: float | None
+    open: bool
+    tallies: dict[str, int] | None
+    snapshot_at: datetime | None
+    engine: str
+    engine_versions: list[str]
+    profile: dict[str, Any]
+    profile_hash: str
+    profile_hashes: list[str]
+    profile_changed: bool
+
+
+@dataclass(frozen=True)
+class CurrentRun(RunRecord):
+    """An open run with its ETA (runs.queries.eta; CurrentRunSerializer)."""
+
+    eta: Eta | None
+
+
+def _run_records(runs: list[dict[str, Any]]) -> list[RunRecord]:
     """Run DTOs; the open runs' live tallies come from one read of the counts of all their pairs."""
     open_pairs = {(r["corpus_id"], r["service_id"]) for r in runs if r["finished_at"] is None}
     rows: dict[tuple[int, int], list[tuple[int, int]]] = {pair: [] for pair in open_pairs}
@@ -41,25 +86,26 @@ def _run_records(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [_run_record(run, live.get((run["corpus_id"], run["service_id"]))) for run in runs]
 
 
-def _run_record(run: dict[str, Any], live_tallies: dict[str, Any] | None = None) -> dict[str, Any]:
+def _run_record(run: dict[str, Any], live_tallies: dict[str, Any] | None = None) -> RunRecord:
     end = run["finished_at"]
-    return {
-        "id": run["id"],
-        "corpus": run["corpus__name"],
-        "service": run["service__name"],
-        "owner": run["owner"],
-        "description": run["description"],
-        "started_at": run["started_at"],
-        "finished_at": end,
-        "duration_seconds": round((end - run["started_at"]).total_seconds(), 3) if end else None,
-        "open": end is None,
-        "tallies": run["tallies"] if end is not None else live_tallies,
-        "snapshot_at": run["snapshot__taken_at"],
+    return RunRecord(
+        id=run["id"],
+        corpus=run["corpus__name"],
+        service=run["service__name"],
+        owner=run["owner"],
+        description=run["description"],
+        started_at=run["started_at"],
+        finished_at=end,
+        duration_seconds=round((end - run["started_at"]).total_seconds(), 3) if end else None,
+        open=end is None,
+        tallies=run["tallies"] if end is not None else live_tallies,
+        snapshot_at=run["snapshot__taken_at"],
         **_profile_fields(run),
-    }
+    )
 
 
 def _profile_fields(run: dict[str, Any]) -> dict[str, Any]:
+    """The profile columns of a run row, as RunProfile and RunRecord take them."""
     return {
         "engine": run["engine"],
         "engine_versions": run["engine_versions"],
@@ -74,14 +120,15 @@ _PROFILE_FIELDS = ("id", "started_at", "finished_at", "engine", "engine_versions
                    "profile_hashes")  # fmt: skip
 
 
-def run_profile(run: dict[str, Any] | None) -> dict[str, Any] | None:
+def run_profile(run: dict[str, Any] | None) -> RunProfile | None:
     """A run (its _PROFILE_FIELDS) as RunProfileSerializer takes it, or None."""
     if run is None:
         return None
-    return {"id": run["id"], "started_at": run["started_at"], "finished_at": run["finished_at"], **_profile_fields(run)}
+    times = {key: run[key] for key in ("id", "started_at", "finished_at")}
+    return RunProfile(**times, **_profile_fields(run))
 
 
-def run_at(corpus_id: int, service_id: int, moment: datetime) -> dict[str, Any] | None:
+def run_at(corpus_id: int, service_id: int, moment: datetime) -> RunProfile | None:
     """The run of a pair open at `moment` (a run's close takes its snapshot at its end), as run_profile."""
     run = (
         Run.objects.filter(corpus_id=corpus_id, service_id=service_id, started_at__lte=moment)
@@ -93,7 +140,7 @@ def run_at(corpus_id: int, service_id: int, moment: datetime) -> dict[str, Any] 
     return run_profile(run)
 
 
-def run_latest(corpus_id: int, service_id: int) -> dict[str, Any] | None:
+def run_latest(corpus_id: int, service_id: int) -> RunProfile | None:
     """The pair's latest run, open or closed, as run_profile."""
     run = (
         Run.objects.filter(corpus_id=corpus_id, service_id=service_id)
@@ -118,7 +165,7 @@ def _runs() -> Any:
 
 def run_history(
     *, corpus: str | None = None, service: str | None = None, owner: str | None = None, limit: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[RunRecord]:
     """GET /api/runs: every run, newest first, optionally of one corpus, service or owner."""
     runs = _runs()
     if corpus:
@@ -130,44 +177,33 @@ def run_history(
     return _run_records(list(runs.order_by("-started_at", "-id")[: history_limit(limit)]))
 
 
-@dataclass(frozen=True)
-class Pair:
-    corpus: Corpus
-    service: Service
+def pair_known(pair: Pair) -> Pair:
+    """The pair, when the service ever ran on the corpus (an activation, a run or a snapshot: Pair.known);
+    404 for anything else."""
+    if not pair.known:
+        raise NotFound(f"The service {pair.service_name!r} has never run on the corpus {pair.corpus_name!r}.")
+    return pair
 
 
-def pair_known(corpus_name: str, service_name: str) -> Pair:
-    """A (corpus, service) pair with an activation or a history; 404 for anything else."""
-    corpus, service = pair_get(corpus_name, service_name)
-    known = (
-        Activation.objects.filter(corpus=corpus, service=service).exists()
-        or Run.objects.filter(corpus=corpus, service=service).exists()
-        or Snapshot.objects.filter(corpus=corpus, service=service).exists()
-    )
-    if not known:
-        raise NotFound(f"The service {service_name!r} has never run on the corpus {corpus_name!r}.")
-    return Pair(corpus, service)
-
-
-def pair_runs(corpus_name: str, service_name: str, *, limit: int | None = None) -> list[dict[str, Any]]:
+def pair_runs(pair: Pair, *, limit: int | None = None) -> list[RunRecord]:
     """GET /api/runs/{corpus}/{service}: the pair's runs, most recent first."""
-    pair = pair_known(corpus_name, service_name)
-    runs = _runs().filter(corpus=pair.corpus, service=pair.service).order_by("-started_at", "-id")
+    pair_known(pair)
+    runs = _runs().filter(corpus_id=pair.corpus_id, service_id=pair.service_id).order_by("-started_at", "-id")
     return _run_records(list(runs[: history_limit(limit)]))
 
 
-def run_current(corpus_name: str, service_name: str) -> dict[str, Any] | None:
+def run_current(pair: Pair) -> CurrentRun | None:
     """GET /api/runs/{corpus}/{service}/current: the open run with live tallies and its ETA
     (runs.queries.eta), or None."""
-    pair = pair_known(corpus_name, service_name)
-    run = _runs().filter(corpus=pair.corpus, service=pair.service, finished_at__isnull=True).first()
+    pair_known(pair)
+    run = _runs().filter(corpus_id=pair.corpus_id, service_id=pair.service_id, finished_at__isnull=True).first()
     if run is None:
         return None
-    return {**_run_records([run])[0], "eta": run_etas([run])[run["id"]]}
+    return CurrentRun(**vars(_run_records([run])[0]), eta=run_etas([run])[run["id"]])
 
 
-def open_runs() -> list[dict[str, Any]]:
+def open_runs() -> list[CurrentRun]:
     """Every open run, oldest first, with its live tallies and ETA (the dashboard's runs)."""
     runs = list(_runs().filter(finished_at__isnull=True).order_by("started_at", "id"))
     etas = run_etas(runs)
-    return [{**record, "eta": etas[record["id"]]} for record in _run_records(runs)]
+    return [CurrentRun(**vars(record), eta=etas[record.id]) for record in _run_records(runs)]

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from corpora.models import Run, TelemetryBin, TelemetryMinute
+from corpora.queries import Pair
 from corpora.telemetry import BINS_PER_OCTAVE, STAGES, bin_bounds, bin_middle
-from runs.queries.eta import RATE_WINDOW, run_etas
+from runs.queries.eta import RATE_WINDOW, Eta, run_etas
 from runs.queries.history import pair_known
 
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
@@ -39,27 +41,57 @@ def percentile_bin(bins: list[tuple[int, int]], fraction: float) -> int | None:
     return None  # pragma: no cover  (seen reaches total >= rank)
 
 
-def _percentile(bins: list[tuple[int, int]], fraction: float) -> dict[str, float] | None:
+@dataclass(frozen=True)
+class Percentile:
+    """A percentile as the bin that holds it: its geometric middle and its bounds (PercentileSerializer)."""
+
+    ms: float
+    from_ms: float
+    to_ms: float
+
+
+@dataclass(frozen=True)
+class HistogramBin:
+    from_ms: float
+    to_ms: float
+    count: int
+
+
+@dataclass(frozen=True)
+class StageSummary:
+    """One stage of a run: its count, percentiles and histogram (StageSerializer)."""
+
+    stage: str
+    count: int
+    p50: Percentile | None
+    p90: Percentile | None
+    p99: Percentile | None
+    histogram: list[HistogramBin]
+
+
+@dataclass(frozen=True)
+class ThroughputMinute:
+    minute: datetime
+    completed: int
+
+
+def _percentile(bins: list[tuple[int, int]], fraction: float) -> Percentile | None:
     found = percentile_bin(bins, fraction)
     if found is None:
         return None
     low, high = bin_bounds(found)
-    return {"ms": round(bin_middle(found), 3), "from_ms": round(low, 3), "to_ms": round(high, 3)}
+    return Percentile(round(bin_middle(found), 3), round(low, 3), round(high, 3))
 
 
-def stage_summary(stage: str, bins: list[tuple[int, int]]) -> dict[str, Any]:
+def stage_summary(stage: str, bins: list[tuple[int, int]]) -> StageSummary:
     """One stage's DTO: its count, percentiles and histogram (non-empty bins, shortest first)."""
     rows = sorted((b, c) for b, c in bins if c > 0)
-    summary: dict[str, Any] = {"stage": stage, "count": sum(c for _, c in rows)}
-    for name, fraction in PERCENTILES:
-        summary[name] = _percentile(rows, fraction)
-    summary["histogram"] = [
-        {"from_ms": round(bin_bounds(b)[0], 3), "to_ms": round(bin_bounds(b)[1], 3), "count": c} for b, c in rows
-    ]
-    return summary
+    percentiles = {name: _percentile(rows, fraction) for name, fraction in PERCENTILES}
+    histogram = [HistogramBin(round(bin_bounds(b)[0], 3), round(bin_bounds(b)[1], 3), c) for b, c in rows]
+    return StageSummary(stage=stage, count=sum(c for _, c in rows), **percentiles, histogram=histogram)
 
 
-def run_stages(run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
+def run_stages(run_ids: list[int]) -> dict[int, list[StageSummary]]:
     """Every stage's summary for each of these runs (stages with no count included), in one read."""
     by_run: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
     for run_id, stage, bin_, count in TelemetryBin.objects.filter(run_id__in=run_ids).values_list(
@@ -69,35 +101,60 @@ def run_stages(run_ids: list[int]) -> dict[int, list[dict[str, Any]]]:
     return {run_id: [stage_summary(name, by_run[run_id][code]) for code, name in STAGES.items()] for run_id in run_ids}
 
 
-def run_throughput(run_id: int) -> list[dict[str, Any]]:
+def run_throughput(run_id: int) -> list[ThroughputMinute]:
     """Results applied per minute of a run, oldest first (minutes with none are absent)."""
     rows = TelemetryMinute.objects.filter(run_id=run_id).order_by("minute").values_list("minute", "count")
-    return [{"minute": minute, "completed": count} for minute, count in rows]
+    return [ThroughputMinute(minute, count) for minute, count in rows]
 
 
 _RUN_FIELDS = ("id", "corpus_id", "service_id", "started_at", "finished_at")
 
 
-def pair_telemetry(corpus_name: str, service_name: str, now: datetime | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TelemetryRun:
+    """A run's stage summaries (stage_summary), every stage included (TelemetryRunSerializer)."""
+
+    id: int
+    started_at: datetime
+    finished_at: datetime | None
+    stages: list[StageSummary]
+
+
+@dataclass(frozen=True)
+class Telemetry:
+    """A pair's telemetry: the open and the last closed run's stages, the open run's throughput per minute
+    and its ETA (TelemetrySerializer)."""
+
+    corpus: str
+    service: str
+    precision: str
+    open_run: TelemetryRun | None
+    last_closed_run: TelemetryRun | None
+    throughput: list[ThroughputMinute]
+    eta: Eta | None
+    rate_window: str
+
+
+def pair_telemetry(pair: Pair, now: datetime | None = None) -> Telemetry:
     """GET /api/runs/{corpus}/{service}/telemetry."""
-    pair = pair_known(corpus_name, service_name)
-    runs = Run.objects.filter(corpus=pair.corpus, service=pair.service)
+    pair_known(pair)
+    runs = Run.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id)
     open_run = runs.filter(finished_at__isnull=True).values(*_RUN_FIELDS).first()
     closed = runs.filter(finished_at__isnull=False).order_by("-finished_at", "-id").values(*_RUN_FIELDS).first()
     stages = run_stages([run["id"] for run in (open_run, closed) if run])
 
-    def record(run: dict[str, Any] | None) -> dict[str, Any] | None:
+    def record(run: dict[str, Any] | None) -> TelemetryRun | None:
         if run is None:
             return None
-        return {k: run[k] for k in ("id", "started_at", "finished_at")} | {"stages": stages[run["id"]]}
+        return TelemetryRun(run["id"], run["started_at"], run["finished_at"], stages[run["id"]])
 
-    return {
-        "corpus": corpus_name,
-        "service": service_name,
-        "precision": PRECISION,
-        "open_run": record(open_run),
-        "last_closed_run": record(closed),
-        "throughput": run_throughput(open_run["id"]) if open_run else [],
-        "eta": run_etas([open_run], now)[open_run["id"]] if open_run else None,
-        "rate_window": RATE_WINDOW,
-    }
+    return Telemetry(
+        corpus=pair.corpus_name,
+        service=pair.service_name,
+        precision=PRECISION,
+        open_run=record(open_run),
+        last_closed_run=record(closed),
+        throughput=run_throughput(open_run["id"]) if open_run else [],
+        eta=run_etas([open_run], now)[open_run["id"]] if open_run else None,
+        rate_window=RATE_WINDOW,
+    )

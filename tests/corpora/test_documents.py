@@ -11,7 +11,7 @@ from django.test.utils import CaptureQueriesContext
 
 from config.api.paging import Page
 from corpora.models import Document, Task
-from corpora.queries import document_list
+from corpora.queries import document_list, pair_resolve
 from dispatcher.ingest import RawResult, result_ingest
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
@@ -114,7 +114,7 @@ def test_the_name_prefix_is_a_range_of_the_folded_name_index(pair):
     """The planner can answer a prefix from document_name_folded, in its order: the pattern is folded by
     the same lower() as the index key, and compared in its collation."""
     with CaptureQueriesContext(connection) as captured:
-        document_list("c", "tex_to_html", status=None, name_prefix="Al", page=Page(0, 100))
+        document_list(pair_resolve("c", "tex_to_html"), status=None, name_prefix="Al", page=Page(0, 100))
     sql = next(q["sql"] for q in captured.captured_queries if "corpora_document d" in q["sql"])
     with connection.cursor() as cursor:
         cursor.execute("SET LOCAL enable_seqscan = off")
@@ -130,7 +130,7 @@ def test_a_page_costs_the_same_queries_however_many_rows_it_has(pair):
     queries = []
     for size in (1, 6):
         with CaptureQueriesContext(connection) as captured:
-            document_list("c", "tex_to_html", status=None, name_prefix=None, page=Page(0, size))
+            document_list(pair_resolve("c", "tex_to_html"), status=None, name_prefix=None, page=Page(0, size))
         queries.append(len(captured))
     assert queries[0] == queries[1]
 

@@ -17,6 +17,7 @@ from rest_framework.test import APIClient, APIRequestFactory
 
 from corpora.links import messages_export_url
 from corpora.models import Task
+from corpora.queries import pair_resolve
 from corpora.statuses import SEVERITIES
 from reports.actions import rerun
 from reports.api import MessagesExportApi
@@ -208,7 +209,7 @@ def test_the_export_is_public_and_routed_before_the_severity_pages(written):
 
 
 def test_batches_hold_the_messages_of_a_few_tasks_each(written):
-    batches = list(messages_export("c", SERVICE).batches(tasks=2))
+    batches = list(messages_export(pair_resolve("c", SERVICE)).batches(tasks=2))
     assert [len(batch) for batch in batches] == [2, 2, 2]
     sizes = [len(export_rows(batch)) for batch in batches]
     assert sizes == [sum(len(messages) for _, messages in DOCUMENTS[i : i + 2]) for i in range(0, len(DOCUMENTS), 2)]
@@ -240,7 +241,7 @@ def test_closing_an_answer_half_sent_closes_its_cursor_and_transaction(written, 
     """What the web server does when its client goes away (tests/reports/test_messages_export_live.py)."""
     monkeypatch.setattr("reports.serializers.PARQUET_ROW_GROUP", 1)  # a row group, and so a chunk, per task
     depth = len(connection.atomic_blocks)
-    chunks = export_chunks(messages_export("c", SERVICE).batches(tasks=1), format_name)
+    chunks = export_chunks(messages_export(pair_resolve("c", SERVICE)).batches(tasks=1), format_name)
     next(chunks)
     if format_name == "csv":
         next(chunks)  # past the header, which comes before the query

@@ -9,6 +9,7 @@ import pytest
 
 from config.api.paging import Page
 from corpora.models import GrainSlice, ReportGrain
+from corpora.queries import pair_resolve
 from jobs.models import Job
 from reports.actions import slice_ensure
 from reports.queries import category_report, what_report
@@ -20,17 +21,19 @@ PAGE = Page(offset=0, page_size=100)
 
 
 def test_reading_a_report_of_a_missing_slice_builds_nothing(converted):  # noqa: F811
-    report = category_report("c", "tex_to_html", "error", PAGE, computing=True)
-    assert report["computing"] is True and report["rows"] == []
-    assert what_report("c", "tex_to_html", "error", "undefined", PAGE, computing=True)["rows"] == []
+    pair = pair_resolve("c", "tex_to_html")
+    report = category_report(pair, "error", PAGE, computing=True)
+    assert report.computing is True and report.rows == []
+    assert what_report(pair, "error", "undefined", PAGE, computing=True).rows == []
     assert not GrainSlice.objects.exists() and not ReportGrain.objects.exists()
     assert not Job.objects.filter(kind="report_slice_build").exists()
 
 
 def test_ensure_slice_builds_within_the_budget_and_the_read_then_finds_it(converted):  # noqa: F811
-    assert slice_ensure(corpus_name="c", service_name="tex_to_html", severity="error") is True
+    pair = pair_resolve("c", "tex_to_html")
+    assert slice_ensure(pair=pair, severity="error") is True
     assert GrainSlice.objects.filter(severity="error").count() == 1
-    rows = {row["name"]: row["tasks"] for row in category_report("c", "tex_to_html", "error", PAGE)["rows"]}
+    rows = {row.name: row.tasks for row in category_report(pair, "error", PAGE).rows}
     assert rows == {"undefined": 3, "I/O": 2}
     assert not Job.objects.filter(kind="report_slice_build").exists()
 
@@ -100,11 +103,11 @@ def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
         report = runtime_report("timed", PAGE)
         expected = _runtimes_expected(service.pk)
         assert {
-            "count": report["count"],
-            "mean_ms": report["mean_ms"],
-            "max_ms": report["max_ms"],
-            "percentiles": [report["p50_ms"], report["p90_ms"], report["p99_ms"]],
-            "histogram": [bucket["count"] for bucket in report["histogram"]],
+            "count": report.count,
+            "mean_ms": report.mean_ms,
+            "max_ms": report.max_ms,
+            "percentiles": [report.p50_ms, report.p90_ms, report.p99_ms],
+            "histogram": [bucket.count for bucket in report.histogram],
         } == expected
 
     check()
@@ -118,5 +121,5 @@ def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
             cursor.execute(statement, [service.pk])
             check()
         cursor.execute("DELETE FROM corpora_taskruntime WHERE service_id = %s", [service.pk])
-    assert runtime_report("timed", PAGE)["count"] == 0 and _runtimes_expected(service.pk)["count"] == 0
-    assert runtime_report("other", PAGE)["p50_ms"] == 1
+    assert runtime_report("timed", PAGE).count == 0 and _runtimes_expected(service.pk)["count"] == 0
+    assert runtime_report("other", PAGE).p50_ms == 1

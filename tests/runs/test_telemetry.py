@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from corpora.models import Run, Task, TelemetryBin, TelemetryMinute
 from corpora.pairs import data_purge, run_open
+from corpora.queries import pair_resolve
 from corpora.statuses import NO_PROBLEM
 from corpora.task_changes import lease_batch, leases_expire, leases_reap, tasks_pause, tasks_resume
 from corpora.telemetry import (
@@ -103,22 +104,22 @@ def test_applied_results_count_their_stage_times_exactly_and_read_back_as_neares
     minutes = dict(TelemetryMinute.objects.filter(run_id=pair.pk).values_list("minute", "count"))
     assert minutes == {datetime.fromtimestamp(applied - applied % 60, UTC): len(tasks)}
 
-    body = pair_telemetry("a", "tex_to_html")
-    assert body["open_run"]["id"] == pair.pk and body["last_closed_run"] is None
-    stages = {s["stage"]: s for s in body["open_run"]["stages"]}
+    body = pair_telemetry(pair_resolve("a", "tex_to_html"))
+    assert body.open_run.id == pair.pk and body.last_closed_run is None
+    stages = {s.stage: s for s in body.open_run.stages}
     conversion = stages["conversion"]
-    assert conversion["count"] == len(conversions_ms)
+    assert conversion.count == len(conversions_ms)
     for stage, durations in (("conversion", conversions_ms), ("ingestion", ingestions_ms), ("end_to_end", ends_ms)):
         for name, fraction in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
             exact = _nearest_rank(durations, fraction)
-            found = stages[stage][name]
-            assert found["from_ms"] <= exact < found["to_ms"], (stage, name, exact, found)
-            assert found["ms"] == pytest.approx(bin_middle(duration_bin(exact)), abs=1e-3)
-    assert [(h["count"]) for h in conversion["histogram"]] == [expected_bins[b] for b in sorted(expected_bins)]
-    assert [h["from_ms"] for h in conversion["histogram"]] == [
+            found = getattr(stages[stage], name)
+            assert found.from_ms <= exact < found.to_ms, (stage, name, exact, found)
+            assert found.ms == pytest.approx(bin_middle(duration_bin(exact)), abs=1e-3)
+    assert [h.count for h in conversion.histogram] == [expected_bins[b] for b in sorted(expected_bins)]
+    assert [h.from_ms for h in conversion.histogram] == [
         pytest.approx(bin_bounds(b)[0], abs=1e-3) for b in sorted(expected_bins)
     ]
-    assert stages["queue_wait"]["count"] == 0 and stages["queue_wait"]["p50"] is None
+    assert stages["queue_wait"].count == 0 and stages["queue_wait"].p50 is None
 
 
 def test_a_result_of_unknown_arrival_counts_end_to_end_only(pair):
@@ -146,26 +147,26 @@ def test_throughput_and_eta_from_known_minutes(pair):
         "started_at": now - timedelta(minutes=30),
     }
     eta = run_etas([run], now)[pair.pk]
-    assert eta["remaining"] == 12 and eta["recent_completed"] == recent
-    assert eta["rate_per_minute"] == pytest.approx(round(60 * recent / seconds, 3))
-    assert eta["eta_seconds"] == pytest.approx(round(12 / (recent / seconds), 1))
-    assert eta["finishes_at"] == now + timedelta(seconds=12 / (recent / seconds))
-    assert eta["rate_since"] == window
+    assert eta.remaining == 12 and eta.recent_completed == recent
+    assert eta.rate_per_minute == pytest.approx(round(60 * recent / seconds, 3))
+    assert eta.eta_seconds == pytest.approx(round(12 / (recent / seconds), 1))
+    assert eta.finishes_at == now + timedelta(seconds=12 / (recent / seconds))
+    assert eta.rate_since == window
 
     # A run younger than the window: its rate counts from its start.
     started = now - timedelta(minutes=2, seconds=15)
     young = run_etas([{**run, "started_at": started}], now)[pair.pk]
     young_recent = sum(c for m, c in counts.items() if m >= started.replace(second=0))
-    assert young["recent_completed"] == young_recent
-    assert young["rate_per_minute"] == pytest.approx(round(60 * young_recent / 135, 3))
+    assert young.recent_completed == young_recent
+    assert young.rate_per_minute == pytest.approx(round(60 * young_recent / 135, 3))
 
     # No result within the window: no rate, no ETA.
     TelemetryMinute.objects.filter(run_id=pair.pk, minute__gte=window).delete()
     idle = run_etas([run], now)[pair.pk]
-    assert idle["rate_per_minute"] is None and idle["eta_seconds"] is None and idle["finishes_at"] is None
+    assert idle.rate_per_minute is None and idle.eta_seconds is None and idle.finishes_at is None
 
-    body = pair_telemetry("a", "tex_to_html")
-    assert [p["completed"] for p in body["throughput"]] == [c for m, c in sorted(counts.items()) if m < window]
+    body = pair_telemetry(pair_resolve("a", "tex_to_html"))
+    assert [p.completed for p in body.throughput] == [c for m, c in sorted(counts.items()) if m < window]
 
 
 def test_current_carries_the_eta_and_the_api_gives_the_telemetry(api, pair):
@@ -188,12 +189,12 @@ def test_a_pair_keeps_the_telemetry_of_its_open_and_latest_closed_runs_only(pair
     finish([NO_PROBLEM] * 12)
     second = run_open(corpus_id=pair.corpus_id, service_id=pair.service_id, owner="tester")
     TelemetryBin.objects.create(run_id=second.pk, stage=CONVERSION, bin=4, count=2)
-    body = pair_telemetry("a", "tex_to_html")
-    assert body["open_run"]["id"] == second.pk and body["last_closed_run"]["id"] == first
-    assert {s["stage"]: s["count"] for s in body["last_closed_run"]["stages"]}["conversion"] == 1
+    body = pair_telemetry(pair_resolve("a", "tex_to_html"))
+    assert body.open_run.id == second.pk and body.last_closed_run.id == first
+    assert {s.stage: s.count for s in body.last_closed_run.stages}["conversion"] == 1
     third = run_open(corpus_id=pair.corpus_id, service_id=pair.service_id, owner="tester")
     assert set(TelemetryBin.objects.values_list("run_id", flat=True)) == {second.pk}
-    assert pair_telemetry("a", "tex_to_html")["open_run"]["id"] == third.pk
+    assert pair_telemetry(pair_resolve("a", "tex_to_html")).open_run.id == third.pk
 
 
 def test_a_task_todo_again_within_its_run_waits_from_then_and_a_rerun_starts_it_afresh(pair):

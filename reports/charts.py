@@ -1,0 +1,44 @@
+"""SVG geometry of the report screens: the runtime histogram's bars and their labels, from the runtime
+report's DTO. Sizes are SVG attributes, not styles, so the pages keep a strict Content-Security-Policy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from reports.queries import RUNTIME_BUCKETS_MS
+
+# The runtime histogram of a service (GET /api/services/<service>/runtimes): a bar per fixed bucket.
+RUNTIME_CHART = {"width": 760, "height": 220, "top": 20, "plot": 160, "axis_y": 180, "label_y": 200}
+
+
+def duration_label(ms: int) -> str:
+    """100 ms, 2.5 s, 2 min: short enough for an axis."""
+    if ms < 1000:
+        return f"{ms} ms"
+    if ms < 60_000:
+        return f"{ms / 1000:g} s"
+    return f"{ms / 60_000:g} min"
+
+
+def histogram_bars(histogram: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Bar geometry of the histogram's inline SVG: heights proportional to the counts."""
+    slot = RUNTIME_CHART["width"] / len(histogram)
+    peak = max((bucket["count"] for bucket in histogram), default=0) or 1
+    bars = []
+    for index, bucket in enumerate(histogram):
+        height = round(RUNTIME_CHART["plot"] * bucket["count"] / peak, 2)
+        lower = RUNTIME_BUCKETS_MS[index - 1] if index else None
+        label = f"< {duration_label(bucket['lt_ms'])}" if bucket["lt_ms"] is not None else f"≥ {duration_label(lower)}"
+        bars.append(
+            {
+                "x": round(index * slot + slot * 0.15, 2),
+                "y": round(RUNTIME_CHART["top"] + RUNTIME_CHART["plot"] - height, 2),
+                "width": round(slot * 0.7, 2),
+                "height": height,
+                "center": round(index * slot + slot / 2, 2),
+                "count_y": round(RUNTIME_CHART["top"] + RUNTIME_CHART["plot"] - height - 4, 2),
+                "count": bucket["count"],
+                "label": label,
+            }
+        )
+    return bars

@@ -1,0 +1,27 @@
+"""The runtime histogram's SVG geometry (reports.charts): a pure function of the runtime report's DTO."""
+
+from __future__ import annotations
+
+from reports.charts import RUNTIME_CHART, duration_label, histogram_bars
+from reports.queries import RUNTIME_BUCKETS_MS
+
+
+def test_durations_are_labelled_in_the_unit_that_keeps_them_short():
+    assert [duration_label(ms) for ms in (100, 2500, 120_000)] == ["100 ms", "2.5 s", "2 min"]
+
+
+def test_the_fullest_bucket_fills_the_plot_and_the_open_bucket_is_labelled_from_below():
+    histogram = [{"lt_ms": bound, "count": 0} for bound in RUNTIME_BUCKETS_MS] + [{"lt_ms": None, "count": 0}]
+    histogram[0]["count"], histogram[-1]["count"] = 4, 2
+    bars = histogram_bars(histogram)
+    assert len(bars) == len(histogram)
+    assert bars[0]["height"] == RUNTIME_CHART["plot"] and bars[0]["y"] == RUNTIME_CHART["top"]
+    assert bars[-1]["height"] == RUNTIME_CHART["plot"] / 2
+    assert bars[1]["height"] == 0
+    assert bars[0]["label"] == "< 100 ms"
+    assert bars[-1]["label"] == "≥ 5 min"
+
+
+def test_a_histogram_with_no_conversions_has_flat_bars():
+    bars = histogram_bars([{"lt_ms": 100, "count": 0}, {"lt_ms": None, "count": 0}])
+    assert [bar["height"] for bar in bars] == [0, 0]

@@ -1,0 +1,70 @@
+"""The statements each report and document page runs, pinned as NetBox pins its query counts: a second
+lookup of the pair, or a statement per row, fails here. Each page is read once first, so the slice it
+needs is built and the count is that of every later read; screens and their API twins alike."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from config import live
+from tests.reports.test_views import converted  # noqa: F401 (the fixture: documents with HTML)
+
+pytestmark = pytest.mark.django_db
+
+ENTRIES = f"error/undefined/{quote(chr(92) + 'foo')}"
+DOCUMENT = "c/tex_to_html/document/x%20y%25z"
+# (path, statements): the pair is found by one of them (corpora.queries.pair_resolve).
+PAGES = [
+    ("/reports/c/tex_to_html", 4),
+    ("/api/reports/c/tex_to_html", 3),
+    ("/reports/c/tex_to_html/error", 6),
+    ("/api/reports/c/tex_to_html/error", 6),
+    ("/reports/c/tex_to_html/error/undefined", 6),
+    ("/api/reports/c/tex_to_html/error/undefined", 6),
+    (f"/reports/c/tex_to_html/{ENTRIES}", 12),
+    (f"/api/reports/c/tex_to_html/{ENTRIES}", 12),
+    (f"/corpus/{DOCUMENT}", 4),
+    (f"/api/corpus/{DOCUMENT}", 4),
+    (f"/corpus/{DOCUMENT}/read", 4),
+    (f"/corpus/{DOCUMENT}/files/doc.html", 2),
+    (f"/api/corpus/{DOCUMENT}/files/doc.html", 2),
+    ("/corpora/c/services/tex_to_html/documents", 6),
+    ("/api/corpora/c/services/tex_to_html/documents", 6),
+]
+
+
+@pytest.fixture(autouse=True)
+def config_synced(monkeypatch) -> None:
+    """The live configuration checked just now and not again during the test: its poll runs on a timer
+    (config.live.SYNC_SECONDS), not for a page."""
+    monkeypatch.setattr(live, "SYNC_SECONDS", 3600.0)
+    live.config_sync(force=True)
+
+
+def statements(client, path: str) -> list[str]:
+    """The SQL of a second read of `path` (200 both times)."""
+    assert client.get(path).status_code == 200, path
+    with CaptureQueriesContext(connection) as captured:
+        response = client.get(path)
+    assert response.status_code == 200, path
+    return [query["sql"] for query in captured.captured_queries]
+
+
+@pytest.mark.parametrize(("path", "expected"), PAGES)
+def test_a_report_or_document_page_runs_a_pinned_number_of_statements(client, converted, path, expected):  # noqa: F811
+    sql = statements(client, path)
+    assert len(sql) == expected, "\n".join(sql)
+
+
+@pytest.mark.parametrize("path", [path for path, _ in PAGES])
+def test_a_report_or_document_page_resolves_its_pair_once(client, converted, path):  # noqa: F811
+    sql = statements(client, path)
+    assert sum("AS p(corpus, service)" in text for text in sql) == 1, "\n".join(sql)
+    by_name = [
+        text for text in sql if '"name" =' in text and ('"corpora_corpus"' in text or '"services_service"' in text)
+    ]
+    assert by_name == [], "\n".join(by_name)
