@@ -12,15 +12,16 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from accounts.actions import journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from config.planner import BULK_SETTINGS
 from config.transient import transient_note, transient_retry
 from conversion.archive import Entry
 from corpora import scan
+from corpora.choices import CorpusState
 from corpora.lifecycle import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
-from corpora.models import Activation, Corpus, CorpusState, Run
+from corpora.models import Activation, Corpus, Run
 from corpora.pairs import data_purge, run_open, runs_close_drained
 from corpora.queries import corpus_get, pair_get, retired_messages_exist
 from corpora.statuses import SEVERITIES, severity_check

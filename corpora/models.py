@@ -18,12 +18,8 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Collate, Lower
 
-from corpora.statuses import TODO
-
-
-class CorpusState(models.TextChoices):
-    IMPORTING = "importing"
-    READY = "ready"
+from conversion.choices import TaskStatus
+from corpora.choices import CorpusState
 
 
 class Corpus(models.Model):
@@ -95,7 +91,7 @@ class Task(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
-    status = models.IntegerField(default=TODO)
+    status = models.IntegerField(default=TaskStatus.TODO)
     # Lease bookkeeping (dispatcher): when the lease ends, the length captured at lease time, tries so far.
     leased_until = models.DateTimeField(null=True, blank=True)
     lease_seconds = models.PositiveIntegerField(null=True, blank=True)
@@ -114,8 +110,12 @@ class Task(models.Model):
             # check scans the whole (service, document) index, which makes a corpus delete quadratic.
             models.Index(fields=["document"], name="task_document"),
             # The dispatcher's two hot queries: the next TODO tasks of a service, and expired leases.
-            models.Index(fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=TODO)),
-            models.Index(fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=TODO)),
+            models.Index(
+                fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=TaskStatus.TODO)
+            ),
+            models.Index(
+                fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=TaskStatus.TODO)
+            ),
         ]
 
     def __str__(self) -> str:

@@ -11,10 +11,11 @@ from django.db.models import QuerySet, Sum
 
 from config.api.paging import Page
 from config.errors import NotFound
+from conversion.choices import TaskStatus
 from corpora.links import document_api_url, document_html_api_url
 from corpora.models import Activation, Corpus, TaskCount
 from corpora.results import result_has_html
-from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, TODO, status_name
+from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
 from services.models import PROTECTED_SERVICES, Service
 from services.queries import served_service_ids, service_get
 
@@ -221,7 +222,7 @@ def services_stranded() -> list[dict[str, Any]]:
     name, tasks waiting and the corpora they wait in, by name. One read of the trigger-kept counts."""
     served = served_service_ids()
     rows = (
-        TaskCount.objects.filter(bucket=TODO, count__gt=0)
+        TaskCount.objects.filter(bucket=TaskStatus.TODO, count__gt=0)
         .exclude(service__name__in=PROTECTED_SERVICES)
         .exclude(service_id__in=served)
         .values_list("service__name", "corpus__name", "count")

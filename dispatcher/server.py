@@ -48,7 +48,8 @@ from config.live import config_sync
 from config.outage import database_down
 from config.transient import connections_reset, transient_reason
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
-from conversion.engine import KILL_REASONS, VERSION_MAX_CHARS
+from conversion.choices import KillReason
+from conversion.engine import VERSION_MAX_CHARS
 from conversion.profiles import PATH_MAX_CHARS, profile_load
 from conversion.wire import (
     HEARTBEAT_TAG,
@@ -81,6 +82,8 @@ from services.queries import effective_lease_seconds, in_flight_held
 
 logger = logging.getLogger(__name__)
 
+# The reasons a heartbeat may count kills under (any other is dropped).
+_KILL_REASONS = frozenset(reason.value for reason in KillReason)
 DRY_SECONDS = 0.25
 SINK_START_SECONDS = 30
 SINK_STOP_SECONDS = 60
@@ -655,7 +658,7 @@ class Dispatcher:
                     float(limit) if limit is not None else None,
                 )
                 kills = {reason: max(0, int(count)) for reason, count in thread.get("kills", {}).items()
-                         if reason in KILL_REASONS}  # fmt: skip
+                         if reason in _KILL_REASONS}  # fmt: skip
                 current[str(name)[:200]] = (
                     int(task) if task is not None else None, int(thread.get("conversions", 0)),
                     int(thread.get("peak_rss", 0)), kills,

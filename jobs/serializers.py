@@ -39,7 +39,7 @@ class JobSerializer(serializers.ModelSerializer):
         percent = round(100.0 * job.progress_current / total, 1) if total else None
         return {"current": job.progress_current, "total": total, "percent": percent}
 
-    @extend_schema_field(serializers.ChoiceField(choices=list(JobHealth.ALL)))
+    @extend_schema_field(serializers.ChoiceField(choices=JobHealth.values))
     def get_health(self, job: Job) -> str:
         """failed for a job that failed or was interrupted; stalled when an active job has given no
         sign of life for longer than JOB_STALL_SECONDS; ok otherwise."""

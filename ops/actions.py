@@ -9,7 +9,7 @@ from django.db import transaction
 from django.db.models import F
 
 from accounts.actions import journal_note, journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import BadRequest
 from config.live import config_sync
 from config.overrides import KEYS, pair_problem, problem

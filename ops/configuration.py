@@ -15,6 +15,7 @@ from django.conf import settings
 
 from config.errors import BadRequest
 from config.overrides import KEYS, plain, setting_value
+from ops.choices import ConfigSource
 
 MASK = "********"
 # Shown, never settable, and why (the overrides are stored in the database that URL names).
@@ -34,7 +35,7 @@ def database_url_masked(url: str) -> str:
 
 
 def _env_source(env: str) -> str:
-    return "environment" if os.environ.get(env) or os.environ.get(f"{env}_FILE") else "default"
+    return ConfigSource.ENVIRONMENT if os.environ.get(env) or os.environ.get(f"{env}_FILE") else ConfigSource.DEFAULT
 
 
 def environment_value(name: str) -> Any:
@@ -61,7 +62,7 @@ def effective_config() -> dict[str, Any]:
     entries = []
     for key in KEYS.values():
         if key.name in stored:
-            value, source = stored[key.name], "api"
+            value, source = stored[key.name], ConfigSource.API
             wanted = plain(setting_value(key, value))
         else:
             value, source = environment_value(key.name), _env_source(key.setting)
@@ -71,7 +72,7 @@ def effective_config() -> dict[str, Any]:
     url = database_url_masked(settings.DATABASE_URL)
     entries.append(_entry("database.url", url, _env_source("DATABASE_URL"), live=False))
     tokens = ApiToken.objects.filter(revoked_at__isnull=True).count()
-    entries.append(_entry("tokens.count", tokens, "database", live=True))
+    entries.append(_entry("tokens.count", tokens, ConfigSource.DATABASE, live=True))
     entries.sort(key=lambda e: e["key"])
     return {"entries": entries}
 

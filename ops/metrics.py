@@ -33,9 +33,10 @@ from django.utils import timezone
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from conversion.choices import TaskStatus
 from corpora.queries import services_stranded
 from corpora.results import results_space
-from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS, TODO
+from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS
 from dispatcher.metrics import ingest_read, results_held_read
 from services.queries import in_flight_list
 
@@ -80,7 +81,7 @@ def leases_expired() -> int:
     """Leased tasks whose lease ran out, not yet returned: a range read on the partial index task_leased_until."""
     from corpora.models import Task
 
-    return Task.objects.filter(status__gt=TODO, leased_until__lt=timezone.now()).count()
+    return Task.objects.filter(status__gt=TaskStatus.TODO, leased_until__lt=timezone.now()).count()
 
 
 def job_counts() -> tuple[dict[str, int], dict[str, int]]:
@@ -97,7 +98,7 @@ def job_counts() -> tuple[dict[str, int], dict[str, int]]:
         .annotate(total=Count("pk"), failed=Count("pk", filter=failed), stalled=Count("pk", filter=stalled))
     )
     states = {state.value: 0 for state in JobState}
-    health = dict.fromkeys(JobHealth.ALL, 0)
+    health = dict.fromkeys(JobHealth.values, 0)
     for row in rows:
         states[row["state"]] = row["total"]
         health[JobHealth.FAILED] += row["failed"]

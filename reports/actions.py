@@ -10,10 +10,11 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from accounts.actions import journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
+from conversion.choices import COMPLETED
 from corpora.lifecycle import (
     grains_clear,
     messages_purge_retired,
@@ -24,7 +25,7 @@ from corpora.lifecycle import (
 )
 from corpora.pairs import run_open, runs_close_drained
 from corpora.queries import pair_get
-from corpora.statuses import COMPLETED, SEVERITIES, severity_check
+from corpora.statuses import SEVERITIES, severity_check
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job

@@ -8,12 +8,11 @@ from __future__ import annotations
 from django.contrib.postgres.fields import ArrayField
 from django.db import models
 
-from conversion.severities import Severity
+from corpora.choices import MessageSeverity
 
 CATEGORY_MAX = 100
 WHAT_MAX = 200
 DETAILS_MAX = 2000
-SEVERITY_CHOICES = [(severity, severity.title()) for severity in Severity.ALL]
 
 
 class MessageClass(models.Model):
@@ -25,7 +24,7 @@ class MessageClass(models.Model):
 
     id = models.AutoField(primary_key=True)
     level = models.SmallIntegerField()
-    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
+    severity = models.CharField(max_length=10, choices=MessageSeverity.choices)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
 
@@ -136,7 +135,7 @@ class LogMessage(models.Model):
     corpus = models.ForeignKey("corpora.Corpus", on_delete=models.DO_NOTHING, db_constraint=False)
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_constraint=False)
     task_status = models.SmallIntegerField()
-    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
+    severity = models.CharField(max_length=10, choices=MessageSeverity.choices)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
     details = models.CharField(max_length=DETAILS_MAX, blank=True)

@@ -21,13 +21,13 @@ from django.db import connection, transaction
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
-from conversion.severities import Severity
-from conversion.taxonomy import MISSING_FILE, meaning_of
+from conversion.choices import COMPLETED_NAMES, Category, Severity
+from conversion.taxonomy import meaning_of
 from corpora.links import document_html_url, document_result_url
 from corpora.models import Corpus, Document, Run, Task
 from corpora.queries import pair_counts, pair_get, retired_messages_exist
 from corpora.results import result_html, result_stored
-from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
+from corpora.statuses import SEVERITIES, STATUS_KEYS, severity_check, status_name
 from reports.models import RUNTIME_BIN_MS, LogMessage, MessageClass, ReportGrain, TaskRuntime
 from services.models import Service
 from services.queries import service_get
@@ -265,7 +265,9 @@ def document_explanation(status: str, messages: list[dict[str, Any]]) -> dict[st
     causes = [{**m, **_meaning_fields(m["severity"], m["category"])} for m in (fatal or errors[:EXPLAINED_ERRORS])]
     missing = list(
         dict.fromkeys(
-            m["what"] for m in messages if m["category"].lower() == MISSING_FILE and m["severity"] != Severity.INFO
+            m["what"]
+            for m in messages
+            if m["category"].lower() == Category.MISSING_FILE and m["severity"] != Severity.INFO
         )
     )
     if status in _NOT_CONVERTED:

@@ -15,7 +15,7 @@ from typing import Any
 from django.db import connection, transaction
 
 from accounts.actions import journal_note, journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.api.paging import Page
 from config.errors import NotFound
 from config.planner import BULK_SETTINGS

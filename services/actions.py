@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 
 from accounts.actions import journal_note, journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse

@@ -11,7 +11,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from config.errors import NotFound
-from conversion.engine import KILL_REASONS
+from conversion.choices import KillReason
 from conversion.sandbox import Sandbox
 from services.models import PROTECTED_SERVICES, InFlight, Service, Worker
 
@@ -83,9 +83,9 @@ def kills_by_reason(kills: object) -> dict[str, int]:
     count that is not a whole number of at least 0."""
     given = kills if isinstance(kills, dict) else {}
     counts = {}
-    for reason in KILL_REASONS:
-        value = given.get(reason)
-        counts[reason] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    for reason in KillReason:
+        value = given.get(reason.value)
+        counts[reason.value] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
     return counts
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.utils import timezone
 
 from accounts.actions import journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import Conflict, NotFound, Unprocessable
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS, export_dir_check, plan_read
 from corpora.models import Activation

@@ -33,11 +33,11 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from conversion.choices import COMPLETED_NAMES
 from conversion.zips import ZipOut
 from corpora.export.queries import EXPORT_SEVERITIES, MANIFEST, PLAN, export_dir_check, plan_read
 from corpora.models import Activation
 from corpora.results import result_copy, result_file
-from corpora.statuses import COMPLETED_NAMES
 from jobs.runner import JobFailed
 
 Progress = Callable[..., None]

@@ -13,7 +13,8 @@ from django.conf import settings
 from django.urls import reverse
 
 from config.errors import NotFound, Unprocessable
-from corpora.statuses import COMPLETED_NAMES, SEVERITIES
+from conversion.choices import COMPLETED_NAMES
+from corpora.statuses import SEVERITIES
 
 GROUP_BYS = ("severity", "month", "none")
 # The severity keys of an export: the completed statuses (not `info`, which spans them all).

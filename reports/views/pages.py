@@ -23,7 +23,7 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
-from conversion.severities import Severity
+from conversion.choices import SEVERITIES_WORST_FIRST, Severity
 from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
 from corpora.links import (
     document_history_url,
@@ -252,7 +252,7 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
             "messages": [m for m in document["messages"] if m["severity"] == severity],
             "folded": severity == Severity.INFO,
         }
-        for severity in Severity.WORST_FIRST
+        for severity in SEVERITIES_WORST_FIRST
     ]
     names = (document["corpus"], document["service"], document["document"])
     context = {

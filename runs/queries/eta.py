@@ -12,8 +12,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from conversion.choices import TaskStatus
 from corpora.models import TaskCount
-from corpora.statuses import QUEUED_BUCKET, TODO
+from corpora.statuses import QUEUED_BUCKET
 from runs.models import TelemetryMinute
 from services.queries import served_service_ids
 
@@ -30,7 +31,9 @@ def pair_remaining(pairs: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
     if not pairs:
         return remaining
     rows = TaskCount.objects.filter(
-        corpus_id__in={c for c, _ in pairs}, service_id__in={s for _, s in pairs}, bucket__in=(TODO, QUEUED_BUCKET)
+        corpus_id__in={c for c, _ in pairs},
+        service_id__in={s for _, s in pairs},
+        bucket__in=(TaskStatus.TODO, QUEUED_BUCKET),
     ).values_list("corpus_id", "service_id", "count")
     for corpus_id, service_id, count in rows:
         if (corpus_id, service_id) in remaining:

@@ -12,9 +12,9 @@ from django.db.models import Case, When
 from django.utils import timezone
 
 from config.middleware import SCREEN_CSP
+from conversion.choices import COMPLETED_NAMES
 from corpora.models import Corpus, Run, Task
 from corpora.pairs import runs_close_drained
-from corpora.statuses import COMPLETED_NAMES
 from jobs.models import JobState
 from ops.health import health
 from services.models import PROTECTED_SERVICES, Service, Worker
