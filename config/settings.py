@@ -267,11 +267,14 @@ LOGGING = {
 
 # --- Values set through PUT /api/config (config.overrides) win over the environment's, which stay in
 # CONFIG_ENVIRONMENT (the config screen shows them as the defaults; a reset goes back to them). They are read
-# here, as the process starts; live keys follow later changes through config.live.config_sync.
+# here, as the process starts. A key read only at start takes its stored value here; a live key's setting
+# keeps the environment's value, and config.live.get_config() overlays the stored ones, read now and again
+# whenever they change. Nothing changes these settings once the process runs.
 CONFIG_ENVIRONMENT = {key.name: globals()[key.setting] for key in overrides.KEYS.values()}
 CONFIG_STORED_AT_START = overrides.stored(DATABASE_URL)
 for _name, _value in CONFIG_STORED_AT_START.items():
-    globals()[overrides.KEYS[_name].setting] = overrides.setting_value(overrides.KEYS[_name], _value)
+    if not overrides.KEYS[_name].live:
+        globals()[overrides.KEYS[_name].setting] = overrides.setting_value(overrides.KEYS[_name], _value)
 
 DATABASES = {
     "default": database_config(

@@ -15,9 +15,9 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.conf import settings
 from django.db import connection, transaction
 
+from config.live import get_config
 from conversion.choices import Category, KillReason, Severity, TaskStatus
 from conversion.logparse import Message, parse_log
 from conversion.zips import zip_member
@@ -140,7 +140,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
     if not batch.results:
         return outcome
     if max_attempts is None:
-        max_attempts = settings.DISPATCHER_MAX_ATTEMPTS
+        max_attempts = get_config().DISPATCHER_MAX_ATTEMPTS
     rows: list[tuple[int, int, int, Decoded]] = []
     with transaction.atomic(), connection.cursor() as cursor:
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])

@@ -44,7 +44,7 @@ from django.db.backends.utils import CursorWrapper
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from config.live import config_sync
+from config.live import config_refresh, get_config
 from config.outage import database_down
 from config.transient import connections_reset, transient_reason
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
@@ -193,34 +193,36 @@ class DispatcherConfig:
     corpus_roots: list[Path] = field(default_factory=list)
     worker_silence_seconds: int = 60
     payload_max_bytes: int = PAYLOAD_MAX_BYTES
-    # Follow the live configuration keys (config.live) while running: set when made from the settings.
+    # Follow the live configuration keys (config.live.get_config) while running: set when made from the settings.
     live: bool = False
 
     @classmethod
     def from_settings(cls) -> DispatcherConfig:
+        live = get_config()
         return cls(
             bind=settings.DISPATCHER_BIND,
             ventilator_port=settings.DISPATCHER_VENTILATOR_PORT,
             sink_port=settings.DISPATCHER_SINK_PORT,
             message_size=settings.DISPATCHER_MESSAGE_SIZE,
-            max_in_flight=settings.DISPATCHER_MAX_IN_FLIGHT,
-            max_attempts=settings.DISPATCHER_MAX_ATTEMPTS,
-            lease_batch=settings.DISPATCHER_LEASE_BATCH,
+            max_in_flight=live.DISPATCHER_MAX_IN_FLIGHT,
+            max_attempts=live.DISPATCHER_MAX_ATTEMPTS,
+            lease_batch=live.DISPATCHER_LEASE_BATCH,
             result_batch=settings.DISPATCHER_RESULT_BATCH,
-            reap_seconds=settings.DISPATCHER_REAP_SECONDS,
-            worker_silence_seconds=settings.DISPATCHER_WORKER_SILENCE_SECONDS,
+            reap_seconds=live.DISPATCHER_REAP_SECONDS,
+            worker_silence_seconds=live.DISPATCHER_WORKER_SILENCE_SECONDS,
             corpus_roots=list(settings.CORPUS_ROOTS),
             payload_max_bytes=settings.PAYLOAD_MAX_BYTES,
             live=True,
         )
 
-    def follow_settings(self) -> None:
+    def follow_live(self) -> None:
         """Take the live keys' current values (the ports, sizes and the sink's batch need a restart)."""
-        self.max_in_flight = settings.DISPATCHER_MAX_IN_FLIGHT
-        self.max_attempts = settings.DISPATCHER_MAX_ATTEMPTS
-        self.lease_batch = settings.DISPATCHER_LEASE_BATCH
-        self.reap_seconds = settings.DISPATCHER_REAP_SECONDS
-        self.worker_silence_seconds = settings.DISPATCHER_WORKER_SILENCE_SECONDS
+        live = get_config()
+        self.max_in_flight = live.DISPATCHER_MAX_IN_FLIGHT
+        self.max_attempts = live.DISPATCHER_MAX_ATTEMPTS
+        self.lease_batch = live.DISPATCHER_LEASE_BATCH
+        self.reap_seconds = live.DISPATCHER_REAP_SECONDS
+        self.worker_silence_seconds = live.DISPATCHER_WORKER_SILENCE_SECONDS
 
 
 @dataclass
@@ -392,8 +394,8 @@ class Dispatcher:
                     self._flush()
                     self._refresh_services()
                     self._prune_queues()
-                    if self.config.live and config_sync():
-                        self.config.follow_settings()
+                    if self.config.live and config_refresh():
+                        self.config.follow_live()
                     next_flush = now + 1.0
             except Exception as exc:
                 if transient_reason(exc) is None:
@@ -910,7 +912,7 @@ class Dispatcher:
 
 def dispatcher_serve(config: DispatcherConfig | None = None) -> None:
     """Run the dispatcher until SIGTERM or SIGINT."""
-    config_sync(force=True)  # live values changed since the settings were read, before they are used
+    config_refresh(force=True)  # live values changed since the settings were read, before they are used
     for conn in connections.all():  # the sink is forked next: it must not inherit a pool with its threads
         conn.close()
         if hasattr(conn, "close_pool"):

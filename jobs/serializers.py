@@ -7,6 +7,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.live import get_config
 from jobs.choices import ACTIVE_STATES, FAILED_STATES, JobHealth
 from jobs.models import Job
 
@@ -47,7 +48,7 @@ class JobSerializer(serializers.ModelSerializer):
             return JobHealth.FAILED
         if job.state in ACTIVE_STATES:
             last_sign = job.heartbeat_at or job.created_at
-            if (timezone.now() - last_sign).total_seconds() > settings.JOB_STALL_SECONDS:
+            if (timezone.now() - last_sign).total_seconds() > get_config().JOB_STALL_SECONDS:
                 return JobHealth.STALLED
         return JobHealth.OK
 

@@ -1,8 +1,9 @@
 """The effective configuration: environment values (the defaults) with the overrides set through the API.
 
 The keys and their checks are in `config.overrides`, which the settings use to read the stored values as a
-process starts. Live keys are applied in every process within a few seconds of a change (`config.live`,
-called by the web middleware, the job worker and the dispatcher's loop); the others at the next start."""
+process starts. Live keys are read through `config.live.get_config()`, which every process brings up to date
+within a few seconds of a change (the web middleware, the job worker and the dispatcher's loop); the others
+take a change at the next start."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 
 from config.errors import BadRequest
+from config.live import get_config
 from config.overrides import KEYS, plain, setting_value
 from ops.choices import ConfigSource
 
@@ -59,6 +61,7 @@ def effective_config() -> dict[str, Any]:
     from ops.models import ConfigOverride
 
     stored = dict(ConfigOverride.objects.values_list("key", "value"))
+    live = get_config()
     entries = []
     for key in KEYS.values():
         if key.name in stored:
@@ -67,7 +70,7 @@ def effective_config() -> dict[str, Any]:
         else:
             value, source = environment_value(key.name), _env_source(key.setting)
             wanted = value
-        running = plain(getattr(settings, key.setting))
+        running = plain(getattr(live if key.live else settings, key.setting))
         entries.append(_entry(key.name, value, source, live=key.live, running=running, pending=running != wanted))
     url = database_url_masked(settings.DATABASE_URL)
     entries.append(_entry("database.url", url, _env_source("DATABASE_URL"), live=False))

@@ -19,6 +19,7 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from config.live import get_config
 from config.redis_client import redis_client
 from conversion.choices import TaskStatus
 from conversion.sandbox import problem as sandbox_problem
@@ -358,7 +359,7 @@ def export_root_check() -> dict:
 
 
 def jobs_check() -> dict:
-    stall_before = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    stall_before = timezone.now() - timedelta(seconds=get_config().JOB_STALL_SECONDS)
     active = Job.objects.filter(state__in=ACTIVE_STATES)
     counts = active.aggregate(
         queued=Count("pk", filter=Q(state=JobState.QUEUED)),
@@ -369,12 +370,12 @@ def jobs_check() -> dict:
         .filter(last_sign__lt=stall_before)
         .values_list("kind", flat=True)[:1000]
     )
-    details = {**counts, "stalled": len(stalled), "stall_seconds": settings.JOB_STALL_SECONDS}
+    details = {**counts, "stalled": len(stalled), "stall_seconds": get_config().JOB_STALL_SECONDS}
     if stalled:
         return _check(
             "jobs",
             HealthStatus.PROBLEM,
-            f"{len(stalled)} job(s) without a sign of life for over {settings.JOB_STALL_SECONDS} s "
+            f"{len(stalled)} job(s) without a sign of life for over {get_config().JOB_STALL_SECONDS} s "
             f"({', '.join(sorted(set(stalled)))})",
             "Start the job worker (`manage.py up` runs it) and check Redis; a job whose worker died is marked "
             "interrupted by the next worker start and can be requested again.",
@@ -386,13 +387,13 @@ def jobs_check() -> dict:
 def expired_leases_check() -> dict:
     # Matches the partial index task_leased_until (status > TODO): an index range scan, not a table scan.
     expired = Task.objects.filter(status__gt=TaskStatus.TODO, leased_until__lt=Now()).count()
-    details = {"expired": expired, "reap_seconds": settings.DISPATCHER_REAP_SECONDS}
+    details = {"expired": expired, "reap_seconds": get_config().DISPATCHER_REAP_SECONDS}
     if expired:
         return _check(
             "expired_leases",
             HealthStatus.WARNING,
             f"{expired} task(s) whose lease has expired wait to be handed out again",
-            f"The dispatcher returns them every {settings.DISPATCHER_REAP_SECONDS} s; if the count does not fall, "
+            f"The dispatcher returns them every {get_config().DISPATCHER_REAP_SECONDS} s; if the count does not fall, "
             "start the dispatcher.",
             **details,
         )

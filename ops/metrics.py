@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import redis
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
@@ -33,6 +32,7 @@ from django.utils import timezone
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from config.live import get_config
 from conversion.choices import TaskStatus
 from corpora.queries import services_stranded
 from corpora.results import results_space
@@ -89,7 +89,7 @@ def job_counts() -> tuple[dict[str, int], dict[str, int]]:
     from jobs.choices import ACTIVE_STATES, FAILED_STATES, JobHealth, JobState
     from jobs.models import Job
 
-    stale = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    stale = timezone.now() - timedelta(seconds=get_config().JOB_STALL_SECONDS)
     failed = Q(state__in=FAILED_STATES)
     stalled = Q(state__in=ACTIVE_STATES) & Q(last_sign__lt=stale)
     rows = (

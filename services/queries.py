@@ -11,6 +11,7 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from config.errors import NotFound
+from config.live import get_config
 from conversion.choices import KillReason
 from conversion.sandbox import Sandbox
 from services.models import PROTECTED_SERVICES, InFlight, Service, Worker
@@ -37,7 +38,7 @@ def service_get(name: str) -> Service:
 
 def effective_lease_seconds(service: Service) -> int:
     """The lease a task of this service gets when leased now: the override or the global default."""
-    return service.lease_seconds or settings.DISPATCHER_LEASE_SECONDS
+    return service.lease_seconds or get_config().DISPATCHER_LEASE_SECONDS
 
 
 def conversion_sandbox() -> Sandbox:
@@ -66,7 +67,7 @@ def worker_live_since(now: datetime | None = None) -> tuple[datetime, datetime]:
     a task or returned one after the second."""
     now = now or timezone.now()
     return (
-        now - timedelta(seconds=2 * settings.DISPATCHER_WORKER_SILENCE_SECONDS),
+        now - timedelta(seconds=2 * get_config().DISPATCHER_WORKER_SILENCE_SECONDS),
         now - timedelta(minutes=WORKER_SEEN_MINUTES),
     )
 
