@@ -17,6 +17,7 @@ from config.env import (
     env_str,
     trusted_proxies,
 )
+from conversion.choices import SandboxMode
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -227,7 +228,9 @@ CONVERSION_MAX_PROCESSES = env_int("CONVERSION_MAX_PROCESSES", 64, minimum=4)
 # task until memory recovers (conversion.governor); 0 turns the governor off.
 CONVERSION_MEMORY_FLOOR_MB = env_int("CONVERSION_MEMORY_FLOOR_MB", 1024, minimum=0)
 # Every latexmlc run (workers and POST /convert) is sandboxed with bubblewrap; `none` turns that off.
-CONVERSION_SANDBOX = env_choice("CONVERSION_SANDBOX", "bwrap", choices=("bwrap", "none"))
+CONVERSION_SANDBOX = env_choice(
+    "CONVERSION_SANDBOX", SandboxMode.BWRAP.value, choices=tuple(mode.value for mode in SandboxMode)
+)
 CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")
 CONVERT_MAX_BYTES = env_int("CONVERT_MAX_BYTES", 1024 * 1024, minimum=1)
 CONVERT_TIMEOUT_SECONDS = env_int("CONVERT_TIMEOUT_SECONDS", 60, minimum=1)

@@ -1,5 +1,6 @@
 """The vocabularies of a conversion, each spelled here once: task statuses (CorTeX's), LaTeXML's status codes,
-message severities, the message categories the code itself writes, and what a conversion is killed for.
+message severities, the message categories the code itself writes, what a conversion is killed for, and
+how it is confined.
 
 They are `enum.IntEnum` and `enum.StrEnum`, not Django's choices, because the worker's library runs without
 Django; a member is its value (`TaskStatus.FATAL == -4`, `Severity.INFO == "info"`, the same in SQL, JSON and
@@ -89,6 +90,13 @@ class KillReason(StrEnum):
     PROCESSES = "processes"
     DISK = "disk"
     GOVERNOR = "governor"
+
+
+class SandboxMode(StrEnum):
+    """How a conversion is confined: in bubblewrap, or not at all (a machine that cannot run it, said loudly)."""
+
+    BWRAP = "bwrap"
+    NONE = "none"
 
 
 def completed_status_name(status: int) -> str:

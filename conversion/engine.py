@@ -54,8 +54,8 @@ DISK_WRITE_BYTES_PER_SECOND = 2 * 1024**3
 # A watched conversion's resident size is measured at the first check and then at the first check at
 # least this long after the last measurement.
 RSS_CHECK_SECONDS = 0.25
-# The status code of a conversion that failed: LaTeXML's fatal.
-FATAL = LatexmlStatus.FATAL.value
+# The status code of a conversion that failed: LaTeXML's fatal, as the plain number the results carry.
+_FATAL = LatexmlStatus.FATAL.value
 # latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
 LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
 # latexmlc runs at this lower CPU priority, so that on a machine it shares (web tier, dispatcher, database)
@@ -315,11 +315,11 @@ def convert_text(
             run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=None)
         log, status_code, _ = _finish_log(_read_log(work_dir / LOG_NAME), run, limits)
         result = _read_regular_file(dest)
-    code = FATAL if status_code is None else status_code
+    code = _FATAL if status_code is None else status_code
     return {
         "result": result.decode("utf-8", errors="replace").strip(),
         "log": log.decode("utf-8", errors="replace"),
-        "status": LATEXML_NAMES.get(code, LATEXML_NAMES[FATAL]),
+        "status": LATEXML_NAMES.get(code, LATEXML_NAMES[_FATAL]),
         "status_code": code,
     }
 
@@ -618,39 +618,39 @@ def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | Non
         lines += [
             f"Fatal:{Category.LIMIT}:{KillReason.GOVERNOR} the worker's memory governor stopped the conversion:"
             f" {run.governor}",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, KillReason.GOVERNOR
+        status_code, killed = _FATAL, KillReason.GOVERNOR
     elif run.limit == KillReason.MEMORY:
         lines += [
             f"{_OUT_OF_MEMORY} the conversion's processes together passed its memory limit of {limits.memory_mb} MB",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, KillReason.MEMORY
+        status_code, killed = _FATAL, KillReason.MEMORY
     elif run.limit == KillReason.DISK or run.returncode == -signal.SIGXFSZ:
         lines += [
             f"Fatal:{Category.LIMIT}:{KillReason.DISK} the conversion wrote more than its disk limit of"
             f" {limits.disk_mb} MB (its working directory and /tmp together)",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, KillReason.DISK
+        status_code, killed = _FATAL, KillReason.DISK
     elif run.limit == KillReason.PROCESSES:
         lines += [
             f"Fatal:{Category.LIMIT}:{KillReason.PROCESSES} the conversion tried to run more than its limit of"
             f" {limits.max_processes} processes at once",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, KillReason.PROCESSES
+        status_code, killed = _FATAL, KillReason.PROCESSES
     elif run.timed_out:
         lines += [
             f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, KillReason.TIMEOUT
+        status_code, killed = _FATAL, KillReason.TIMEOUT
     elif status_code is None:
         death = _death_message(run, log, limits.memory_mb)
-        lines += [death, f"Status:conversion:{FATAL}"]
-        status_code = FATAL
+        lines += [death, f"Status:conversion:{_FATAL}"]
+        status_code = _FATAL
         killed = KillReason.MEMORY if death.startswith(_OUT_OF_MEMORY) else None
     lines.append(f"Info:runtime_ms:{run.runtime_ms}")
     if log and not log.endswith(b"\n"):

@@ -57,7 +57,7 @@ import zmq
 
 from conversion import cgroups, engine
 from conversion.archive import inspect_entry
-from conversion.choices import Category, LatexmlStatus
+from conversion.choices import Category, LatexmlStatus, SandboxMode
 from conversion.governor import Governor
 from conversion.machine import concurrency_auto
 from conversion.processes import scratch_prefix, scratch_sweep
@@ -787,7 +787,7 @@ def argument_parser() -> argparse.ArgumentParser:
         " in on this machine (env CONVERSION_PROFILE_ROOTS; default none: only engines on PATH, no paths)",
     )  # fmt: skip
     parser.add_argument(
-        "--sandbox", choices=MODES, default=os.environ.get("CONVERSION_SANDBOX") or "bwrap",
+        "--sandbox", choices=MODES, default=os.environ.get("CONVERSION_SANDBOX") or SandboxMode.BWRAP.value,
         help="bwrap (default; env CONVERSION_SANDBOX) or none: run latexmlc without isolation",
     )  # fmt: skip
     parser.add_argument("--bwrap", default=os.environ.get("CONVERSION_BWRAP") or "bwrap", help="the bwrap executable")

@@ -29,6 +29,7 @@ from corpora.statuses import SEVERITIES, severity_check
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
+from reports.choices import RunControlAction
 from reports.models import GrainSlice, MessageClass
 from reports.queries import category_report, retired_messages_left, what_report
 
@@ -58,7 +59,7 @@ def run_control(
     RunControlSerializer."""
     scope = {"corpus": corpus_name, "service": service_name, "action": action}
     pair = {"corpus_name": corpus_name, "service_name": service_name, "actor": actor}
-    if action == "pause":
+    if action == RunControlAction.PAUSE:
         return {**scope, "blocked": conversions_pause(**pair)}
     return {**scope, "resumed": conversions_resume(**pair)}
 

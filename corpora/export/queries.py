@@ -16,7 +16,6 @@ from config.errors import NotFound, Unprocessable
 from conversion.choices import COMPLETED_NAMES
 from corpora.statuses import SEVERITIES
 
-GROUP_BYS = ("severity", "month", "none")
 # The severity keys of an export: the completed statuses (not `info`, which spans them all).
 EXPORT_SEVERITIES: dict[str, int] = {name: SEVERITIES[name][0][0] for name in COMPLETED_NAMES.values()}
 OUT_RULE = "letters, digits, '.', '_', '+' and '-', starting with a letter or digit, at most 200 characters"

@@ -24,7 +24,8 @@ from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
 from conversion.choices import SEVERITIES_WORST_FIRST, Severity
-from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
+from corpora.choices import ExportGrouping
+from corpora.export.queries import EXPORT_SEVERITIES
 from corpora.links import (
     document_history_url,
     document_reader_url,
@@ -35,6 +36,7 @@ from corpora.links import (
 )
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
+from reports.choices import RunControlAction
 from reports.queries import (
     RUNTIME_BUCKETS_MS,
     SEVERITIES,
@@ -143,7 +145,7 @@ def _overview_page(
         info_href=report_url(corpus, service, Severity.INFO),
         export_links=export_links(corpus, service),
         error=error.detail if error else "",
-        export_group_bys=GROUP_BYS,
+        export_group_bys=ExportGrouping.values,
         export_severities=list(EXPORT_SEVERITIES),
     )
     return render(request, "reports/overview.html", context, status=error.status if error else 200)
@@ -373,7 +375,9 @@ def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     return _pair_write(
         request, corpus, service,
         lambda: RunControlSerializer(
-            run_control(action="pause", corpus_name=corpus, service_name=service, actor=request.user.username)
+            run_control(
+                action=RunControlAction.PAUSE, corpus_name=corpus, service_name=service, actor=request.user.username
+            )
         ).data,
         "Paused: {blocked} tasks in progress blocked.",
     )  # fmt: skip
@@ -386,7 +390,9 @@ def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse
     return _pair_write(
         request, corpus, service,
         lambda: RunControlSerializer(
-            run_control(action="resume", corpus_name=corpus, service_name=service, actor=request.user.username)
+            run_control(
+                action=RunControlAction.RESUME, corpus_name=corpus, service_name=service, actor=request.user.username
+            )
         ).data,
         "Resumed: {resumed} blocked tasks back to TODO.",
     )  # fmt: skip
