@@ -30,6 +30,7 @@ from jobs.choices import JobKinds
 from jobs.models import Job
 from jobs.runner import JobFailed
 from services.actions import protected_service
+from services.choices import ProtectedService
 from services.queries import service_get
 
 logger = logging.getLogger(__name__)
@@ -44,7 +45,7 @@ def _retry_logged(log: Log) -> Callable[[BaseException, int, float], None]:
 
 
 def _import_service_id() -> int:
-    return protected_service("import").pk
+    return protected_service(ProtectedService.IMPORT).pk
 
 
 # --- import and extend -------------------------------------------------------------------------

@@ -21,7 +21,8 @@ from jobs.queries import jobs_in_trouble
 from ops.choices import HealthStatus, Readiness
 from ops.health import health
 from runs.queries.history import open_runs, run_history
-from services.models import PROTECTED_SERVICES, Worker
+from services.choices import ProtectedService
+from services.models import Worker
 from services.queries import in_flight_list, service_get
 
 logger = logging.getLogger(__name__)
@@ -64,7 +65,7 @@ def system_status() -> dict:
     )
     pending = dict(
         TaskCount.objects.filter(bucket__in=(TaskStatus.TODO, QUEUED_BUCKET))
-        .exclude(service__name__in=PROTECTED_SERVICES)
+        .exclude(service__name__in=ProtectedService.values)
         .values("bucket")
         .annotate(n=Sum("count"))
         .values_list("bucket", "n")
@@ -94,7 +95,7 @@ def dashboard() -> dict:
     are not ok (name and status; the details are on the signed-in health screen and GET /api/health)."""
     backlog = (
         TaskCount.objects.filter(bucket__in=(TaskStatus.TODO, QUEUED_BUCKET))
-        .exclude(service__name__in=PROTECTED_SERVICES)
+        .exclude(service__name__in=ProtectedService.values)
         .values("service__name")
         .annotate(
             todo=Sum("count", filter=Q(bucket=TaskStatus.TODO), default=0),

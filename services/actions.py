@@ -14,20 +14,16 @@ from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse
 from corpora.pairs import data_purge, runs_profile_note
+from services.choices import ProtectedService
 from services.models import Service
 from services.queries import service_get
-
-PROTECTED_DESCRIPTIONS = {
-    "init": "Infrastructure: the initial state of every document.",
-    "import": "Infrastructure: one task per imported document (no_problem, or invalid with why).",
-}
 
 
 def protected_service(name: str) -> Service:
     """The init or import service, recreated if it went missing (a migration creates both)."""
     service, _ = Service.objects.get_or_create(
         name=name,
-        defaults={"description": PROTECTED_DESCRIPTIONS[name], "version": "1", "outputformat": "tex"},
+        defaults={"description": ProtectedService(name).label, "version": "1", "outputformat": "tex"},
     )
     return service
 

@@ -14,7 +14,8 @@ from config.errors import NotFound
 from config.live import get_config
 from conversion.choices import KillReason
 from conversion.sandbox import Sandbox
-from services.models import PROTECTED_SERVICES, InFlight, Service, Worker
+from services.choices import ProtectedService
+from services.models import InFlight, Service, Worker
 
 # A worker that sends no heartbeat counts as live this long after it was last handed a task or returned one.
 WORKER_SEEN_MINUTES = 5
@@ -26,7 +27,9 @@ def service_list() -> QuerySet[Service]:
 
 def converter_names() -> list[str]:
     """The names of every service that converts (all but the protected infrastructure ones), by name."""
-    return list(Service.objects.exclude(name__in=PROTECTED_SERVICES).order_by("name").values_list("name", flat=True))
+    return list(
+        Service.objects.exclude(name__in=ProtectedService.values).order_by("name").values_list("name", flat=True)
+    )
 
 
 def service_get(name: str) -> Service:

@@ -59,7 +59,7 @@ from reports.serializers import (
     ServiceOverviewSerializer,
 )
 from runs.queries.compare import comparable_services
-from services.models import PROTECTED_SERVICES
+from services.choices import ProtectedService
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
@@ -140,8 +140,8 @@ def _overview_page(
     context.update(
         crumbs=crumbs(corpus, service),
         # Infrastructure services (import) have no runs and are no converters to compare.
-        converter=service not in PROTECTED_SERVICES,
-        compare_with=comparable_services(corpus, service) if service not in PROTECTED_SERVICES else [],
+        converter=service not in ProtectedService.values,
+        compare_with=comparable_services(corpus, service) if service not in ProtectedService.values else [],
         info_href=report_url(corpus, service, Severity.INFO),
         export_links=export_links(corpus, service),
         error=error.detail if error else "",

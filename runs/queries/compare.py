@@ -19,7 +19,8 @@ from corpora.queries import corpus_get
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, regressed
 from runs.queries.diffs import status_filter
 from runs.queries.history import run_latest
-from services.models import PROTECTED_SERVICES, Service
+from services.choices import ProtectedService
+from services.models import Service
 from services.queries import service_get
 
 
@@ -45,7 +46,7 @@ def comparable_services(corpus_name: str, service_name: str) -> list[str]:
     names = (
         TaskCount.objects.filter(corpus__name=corpus_name, count__gt=0)
         .exclude(service__name=service_name)
-        .exclude(service__name__in=PROTECTED_SERVICES)
+        .exclude(service__name__in=ProtectedService.values)
         .values_list("service__name", flat=True)
         .distinct()
     )
