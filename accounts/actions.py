@@ -1,5 +1,5 @@
 """Writes on tokens, screen sessions, passkeys and the journal. Every write action journals itself:
-`journaled` decorates it with its name from accounts.journal.Action and records one entry per call, with its
+`journaled` decorates it with its name from accounts.choices.Action and records one entry per call, with its
 outcome, whoever calls it (an API view, a screen, a command, a job, a shell); audit_record is the journal's
 one writer."""
 
@@ -30,7 +30,7 @@ from rest_framework.exceptions import APIException
 from rest_framework.serializers import BaseSerializer
 from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 
-from accounts.journal import Action
+from accounts.choices import Action, ChallengePurpose
 from accounts.models import ApiToken, AuditEntry, Passkey, PasskeyChallenge, ScreenSession
 from accounts.passkeys import (
     answered_challenge,
@@ -431,9 +431,7 @@ def passkey_register(*, actor: str, credential: Any, session_key: str, submitted
     """Register the passkey a browser created (navigator.credentials.create()'s answer, as JSON) for the
     signed-in `actor`, under the name `submitted` gives (PasskeyNameSerializer). The challenge is used up
     first; a refusal of any kind is journaled with its reason."""
-    challenge = _challenge_use(
-        credential, purpose=PasskeyChallenge.Purpose.REGISTER, session_key=session_key, actor=actor
-    )
+    challenge = _challenge_use(credential, purpose=ChallengePurpose.REGISTER, session_key=session_key, actor=actor)
     return _passkey_add(actor=actor, credential=credential, challenge=challenge, submitted=submitted)
 
 
@@ -464,7 +462,7 @@ def passkey_sign_in(*, credential: Any, session_key: str) -> Passkey:
     browser's session was given, a registered passkey that still signs in (accounts.queries.passkey_signs_in), its
     signature. Returns the passkey, its counter and last use updated; the caller starts the session. Every
     attempt is journaled under the passkey's actor (empty for an unknown passkey)."""
-    challenge = _challenge_use(credential, purpose=PasskeyChallenge.Purpose.SIGN_IN, session_key=session_key)
+    challenge = _challenge_use(credential, purpose=ChallengePurpose.SIGN_IN, session_key=session_key)
     passkey = passkey_by_credential(credential_id_of(credential) or "")
     return _passkey_use(
         actor=passkey.actor if passkey else "", passkey=passkey, credential=credential, challenge=challenge

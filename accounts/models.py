@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django.db import models
 
+from accounts.choices import ChallengePurpose
+
 
 class ApiToken(models.Model):
     """A bearer token for one actor; only a SHA-256 digest and a lookup prefix are stored."""
@@ -97,12 +99,8 @@ class PasskeyChallenge(models.Model):
     one): bound to that browser's session, used at most once (its row is deleted as it is used) and
     refused after `expires_at`."""
 
-    class Purpose(models.TextChoices):
-        REGISTER = "register"
-        SIGN_IN = "sign_in"
-
     challenge = models.CharField(max_length=100, unique=True)  # base64url of 32 random bytes
-    purpose = models.CharField(max_length=10, choices=Purpose.choices)
+    purpose = models.CharField(max_length=10, choices=ChallengePurpose.choices)
     session_key = models.CharField(max_length=40)
     actor = models.CharField(max_length=100, blank=True)  # who registers; empty for a sign-in
     expires_at = models.DateTimeField(db_index=True)

@@ -24,9 +24,9 @@ from accounts.actions import (
     screen_session_revoke,
     screen_session_start,
 )
+from accounts.choices import ChallengePurpose
 from accounts.lockout import token_check
 from accounts.middleware import SESSION_PASSKEY_KEY, SESSION_TOKEN_KEY
-from accounts.models import PasskeyChallenge
 from accounts.passkeys import authentication_options, registration_options
 from accounts.queries import audit_list, passkey_list, screen_session_list
 from accounts.serializers import (
@@ -143,9 +143,7 @@ def passkey_sign_in_options_view(request: HttpRequest) -> HttpResponse:
     (one is made for a browser that has none yet)."""
     if request.session.session_key is None:
         request.session.create()
-    challenge = passkey_challenge_issue(
-        purpose=PasskeyChallenge.Purpose.SIGN_IN, session_key=request.session.session_key
-    )
+    challenge = passkey_challenge_issue(purpose=ChallengePurpose.SIGN_IN, session_key=request.session.session_key)
     return HttpResponse(authentication_options(challenge=challenge), content_type="application/json")
 
 
@@ -178,7 +176,7 @@ def passkey_register_options_view(request: HttpRequest) -> HttpResponse:
     """The options of navigator.credentials.create() for a new passkey of the signed-in actor."""
     actor = request.user.username
     challenge = passkey_challenge_issue(
-        purpose=PasskeyChallenge.Purpose.REGISTER, session_key=request.session.session_key, actor=actor
+        purpose=ChallengePurpose.REGISTER, session_key=request.session.session_key, actor=actor
     )
     registered = list(passkey_list(actor).values_list("credential_id", flat=True))
     options = registration_options(actor=actor, challenge=challenge, registered=registered)

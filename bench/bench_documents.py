@@ -50,14 +50,16 @@ def corpus_build(name: str, documents: int) -> int:
     """The corpus, its documents and import tasks, the converter's tasks; returns the corpus id."""
     from django.db import connection, transaction
 
+    from conversion.choices import TaskStatus
     from corpora.actions import _import_service_id
-    from corpora.statuses import ERROR, FATAL, INVALID, NO_PROBLEM, TODO, WARNING
 
     service_id = harness.service_ensure(SERVICE)
     months = 120  # 2014 to 2023
     per_month = -(-documents // months)
-    spread = STATUS_SPREAD.format(no_problem=NO_PROBLEM, warning=WARNING, error=ERROR, fatal=FATAL,
-                                  invalid=INVALID, todo=TODO)  # fmt: skip
+    spread = STATUS_SPREAD.format(
+        no_problem=TaskStatus.NO_PROBLEM, warning=TaskStatus.WARNING, error=TaskStatus.ERROR, fatal=TaskStatus.FATAL,
+        invalid=TaskStatus.INVALID, todo=TaskStatus.TODO,
+    )  # fmt: skip
     with harness.timed() as built, transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             "INSERT INTO corpora_corpus (name, path, description, state, created_at, imported_at)"

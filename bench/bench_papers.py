@@ -37,8 +37,8 @@ sys.path.insert(0, str(PROJECT_ROOT))
 
 from conversion import engine, profiles  # noqa: E402
 from conversion.archive import inspect_entry, pack_entry  # noqa: E402
+from conversion.choices import COMPLETED_NAMES  # noqa: E402
 from conversion.logparse import parse_log  # noqa: E402
-from conversion.statuses import COMPLETED_NAMES  # noqa: E402
 from conversion.worker import convert_task  # noqa: E402
 
 REAL_CORPUS = PROJECT_ROOT.parent / "shared" / "corpora" / "real"

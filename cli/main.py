@@ -4,7 +4,6 @@ problem's title and detail) or a failed job, 2 a usage error."""
 
 from __future__ import annotations
 
-import enum
 import functools
 import getpass
 import inspect
@@ -18,6 +17,7 @@ from typing import Annotated, Any, Optional
 import httpx
 import typer
 
+from cli.choices import Shell
 from cli.client import ApiError, Client, CliError
 from cli.jobs import job_follow, job_uuid
 from cli.output import err, out, raw_json, render
@@ -345,11 +345,6 @@ def doctor(
     from cli.doctor import doctor_run
 
     raise typer.Exit(doctor_run(settings_load(), local))
-
-
-class Shell(enum.StrEnum):
-    bash = "bash"
-    zsh = "zsh"
 
 
 @app.command(

@@ -1,58 +1,123 @@
-"""Live configuration keys follow their stored values in a running process (PUT /api/config, `manage.py
-config set`): the web middleware, the job worker and the dispatcher's loop call `config_sync`, which reads
-the overrides' version (one query at most every SYNC_SECONDS) and, when it moved, applies the stored value of
-every live key to this process's settings. The tables are read by name, as `config.overrides.stored` reads
-them at start, so the low layers that call it (jobs, the dispatcher) import nothing of the ops app."""
+"""The one accessor of the live configuration, as NetBox's `get_config()`: `get_config()` returns a frozen
+`LiveConfig` whose values are the settings' (the environment's, the defaults) overlaid with the stored
+overrides of the live keys (PUT /api/config, `manage.py config set`). Every read of a live value goes
+through it; `django.conf.settings` is never changed while a process runs.
+
+A process starts on the overrides its settings read as they loaded (`CONFIG_STORED_AT_START`, no query).
+The web middleware, the job worker and the dispatcher's loop call `config_refresh`, which reads the overrides'
+version (one query at most every SYNC_SECONDS) and, when it moved, reads the overrides again and builds a
+new `LiveConfig`; a reader holds whichever object was current, so its values never change under it.
+
+The overrides' tables (of the ops models `ConfigVersion` and `ConfigOverride`) are found through the app
+registry rather than an import, so that the low layers that read the configuration (jobs, services, the
+dispatcher) import nothing of the ops app; `config.overrides.stored` reads them at start, before Django is
+set up, by their names."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
+from dataclasses import dataclass
+from typing import Any
 
+from django.apps import apps
 from django.conf import settings
+from django.core.signals import setting_changed
 from django.db import connection
+from django.dispatch import receiver
 
 from config.overrides import KEYS, problem, setting_value
 
 SYNC_SECONDS = 2.0
-_state = {"version": None, "checked": 0.0}
-_applied: set[str] = set(settings.CONFIG_STORED_AT_START)  # keys whose setting an override has set
 
 
-def config_sync(*, force: bool = False) -> bool:
-    """Apply the stored values of the live keys to this process's settings when they changed (checked at most
-    every SYNC_SECONDS); the others were read when the settings loaded and wait for a restart. Returns
-    whether anything was applied."""
+@dataclass(frozen=True)
+class LiveConfig:
+    """The values of the live keys (`config.overrides.KEYS` with live=True), named as their settings."""
+
+    DISPATCHER_MAX_IN_FLIGHT: int
+    DISPATCHER_MAX_ATTEMPTS: int
+    DISPATCHER_LEASE_SECONDS: int
+    DISPATCHER_LEASE_BATCH: int
+    DISPATCHER_REAP_SECONDS: int
+    DISPATCHER_WORKER_SILENCE_SECONDS: int
+    RESULTS_MIN_FREE_MB: int
+    MAX_REPORT_PAGE_SIZE: int
+    MAX_REPORT_OFFSET: int
+    JOB_STALL_SECONDS: int
+
+
+LIVE_SETTINGS: frozenset[str] = frozenset(field.name for field in dataclasses.fields(LiveConfig))
+
+
+class _State:
+    version: int | None = None  # the overrides' version last read; None: not read yet in this process
+    checked = 0.0  # when the version was last read (monotonic)
+    overrides: dict[str, Any] = {}  # the stored values of the live keys, by dotted name, checked
+    current: LiveConfig | None = None  # built from settings and overrides on first use after a change
+
+
+def _live_overrides(values: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in values.items() if name in KEYS and KEYS[name].live}
+
+
+_State.overrides = _live_overrides(settings.CONFIG_STORED_AT_START)
+
+
+def _build() -> LiveConfig:
+    values = {}
+    for key in KEYS.values():
+        if key.live:
+            stored = _State.overrides.get(key.name)
+            values[key.setting] = getattr(settings, key.setting) if stored is None else setting_value(key, stored)
+    return LiveConfig(**values)
+
+
+def get_config() -> LiveConfig:
+    """The live configuration as this process last read it: no query, safe on hot paths and in any transaction."""
+    current = _State.current
+    if current is None:
+        current = _State.current = _build()
+    return current
+
+
+def config_refresh(*, force: bool = False) -> bool:
+    """Read the overrides again when their version moved (checked at most every SYNC_SECONDS unless `force`),
+    so that the next `get_config()` returns their values. Returns whether they were read."""
     now = time.monotonic()
-    if not force and now - _state["checked"] < SYNC_SECONDS:
+    if not force and now - _State.checked < SYNC_SECONDS:
         return False
-    _state["checked"] = now
+    _State.checked = now
+    versions, overrides = (apps.get_model("ops", name)._meta.db_table for name in ("ConfigVersion", "ConfigOverride"))
     with connection.cursor() as cursor:
-        cursor.execute("SELECT version FROM ops_configversion WHERE id = 1")
+        cursor.execute(f"SELECT version FROM {versions} WHERE id = 1")  # noqa: S608  (a model's table)
         row = cursor.fetchone()
     version = row[0] if row else 0
-    if version == _state["version"]:
+    if version == _State.version:
         return False
-    _state["version"] = version
     with connection.cursor() as cursor:
-        cursor.execute("SELECT key, value::text FROM ops_configoverride")
+        cursor.execute(f"SELECT key, value::text FROM {overrides}")  # noqa: S608  (a model's table)
         stored = {name: json.loads(value) for name, value in cursor.fetchall()}
-    for key in KEYS.values():
-        if not key.live:
-            continue
-        value = stored.get(key.name)
-        if value is not None and problem(key, value) is None:
-            setattr(settings, key.setting, setting_value(key, value))
-            _applied.add(key.name)
-        elif key.name in _applied:  # an override went away: back to the environment's value
-            setattr(settings, key.setting, settings.CONFIG_ENVIRONMENT[key.name])
-            _applied.discard(key.name)
+    # A value written past the API's checks is left out, as at start: the setting's value holds.
+    checked = {name: value for name, value in stored.items() if name in KEYS and problem(KEYS[name], value) is None}
+    _State.overrides = _live_overrides(checked)
+    _State.version = version
+    _State.current = None
     return True
 
 
 def config_forget() -> None:
-    """Put this process's settings back to the environment's values, no override synced yet (for tests)."""
-    for name in _applied:
-        setattr(settings, KEYS[name].setting, settings.CONFIG_ENVIRONMENT[name])
-    _applied.clear()
-    _state.update(version=None, checked=0.0)
+    """Drop the overrides this process read: `get_config()` gives the settings' values until the next refresh
+    (for tests, whose database each starts without overrides)."""
+    _State.overrides = {}
+    _State.version = None
+    _State.checked = 0.0
+    _State.current = None
+
+
+@receiver(setting_changed)
+def _setting_changed(*, setting: str, **_: Any) -> None:
+    """A test's settings override of a live key's default is seen by the next `get_config()`."""
+    if setting in LIVE_SETTINGS:
+        _State.current = None

@@ -4,7 +4,7 @@ checks, and the stored values every process reads when its settings load.
 A key is dotted (`group.name`) and names one Django setting, whose environment variable gives the default.
 Stored values (table `ops_configoverride`) win over the environment. The settings read them once, as the
 process starts, so keys that only a start can apply (ports, the database pool, beat intervals) follow
-them after a restart; live keys are applied afterwards by `config.live.config_sync`.
+them after a restart; live keys are read through `config.live.get_config()`, which follows every change.
 
 No Django import here: the settings module loads this before Django is configured."""
 

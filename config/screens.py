@@ -9,7 +9,6 @@ from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -17,6 +16,7 @@ from rest_framework.serializers import Serializer
 
 from config.api.deletions import ConfirmSerializer, result_files_sentence
 from config.errors import BadRequest, ServiceError
+from config.live import get_config
 
 # htmx stops polling when a response carries this status.
 HTMX_STOP_POLLING = 286
@@ -126,5 +126,5 @@ def pager(
         "first": link(0) if offset > 0 else None,
         "prev": link(max(offset - page_size, 0)) if offset > 0 else None,
         # Pages past MAX_REPORT_OFFSET are refused (400), so no link leads there.
-        "next": link(offset + page_size) if more and offset + page_size <= settings.MAX_REPORT_OFFSET else None,
+        "next": link(offset + page_size) if more and offset + page_size <= get_config().MAX_REPORT_OFFSET else None,
     }

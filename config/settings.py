@@ -17,6 +17,7 @@ from config.env import (
     env_str,
     trusted_proxies,
 )
+from conversion.choices import SandboxMode
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -227,7 +228,9 @@ CONVERSION_MAX_PROCESSES = env_int("CONVERSION_MAX_PROCESSES", 64, minimum=4)
 # task until memory recovers (conversion.governor); 0 turns the governor off.
 CONVERSION_MEMORY_FLOOR_MB = env_int("CONVERSION_MEMORY_FLOOR_MB", 1024, minimum=0)
 # Every latexmlc run (workers and POST /convert) is sandboxed with bubblewrap; `none` turns that off.
-CONVERSION_SANDBOX = env_choice("CONVERSION_SANDBOX", "bwrap", choices=("bwrap", "none"))
+CONVERSION_SANDBOX = env_choice(
+    "CONVERSION_SANDBOX", SandboxMode.BWRAP.value, choices=tuple(mode.value for mode in SandboxMode)
+)
 CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")
 CONVERT_MAX_BYTES = env_int("CONVERT_MAX_BYTES", 1024 * 1024, minimum=1)
 CONVERT_TIMEOUT_SECONDS = env_int("CONVERT_TIMEOUT_SECONDS", 60, minimum=1)
@@ -267,11 +270,14 @@ LOGGING = {
 
 # --- Values set through PUT /api/config (config.overrides) win over the environment's, which stay in
 # CONFIG_ENVIRONMENT (the config screen shows them as the defaults; a reset goes back to them). They are read
-# here, as the process starts; live keys follow later changes through config.live.config_sync.
+# here, as the process starts. A key read only at start takes its stored value here; a live key's setting
+# keeps the environment's value, and config.live.get_config() overlays the stored ones, read now and again
+# whenever they change. Nothing changes these settings once the process runs.
 CONFIG_ENVIRONMENT = {key.name: globals()[key.setting] for key in overrides.KEYS.values()}
 CONFIG_STORED_AT_START = overrides.stored(DATABASE_URL)
 for _name, _value in CONFIG_STORED_AT_START.items():
-    globals()[overrides.KEYS[_name].setting] = overrides.setting_value(overrides.KEYS[_name], _value)
+    if not overrides.KEYS[_name].live:
+        globals()[overrides.KEYS[_name].setting] = overrides.setting_value(overrides.KEYS[_name], _value)
 
 DATABASES = {
     "default": database_config(

@@ -28,12 +28,10 @@ from pathlib import Path, PurePath
 
 from conversion import cgroups, imagemagick
 from conversion import sandbox as sandboxes
+from conversion.choices import LATEXML_NAMES, Category, KillReason, LatexmlStatus
 from conversion.logparse import status_code_of
 from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import Launch, Sandbox
-from conversion.severities import GOVERNOR_WHAT, LIMIT_CATEGORY
-from conversion.statuses import LATEXML_FATAL as FATAL
-from conversion.statuses import LATEXML_NAMES
 
 LOG_NAME = "cortex.log"
 DEFAULT_TIMEOUT_SECONDS = 300
@@ -56,9 +54,8 @@ DISK_WRITE_BYTES_PER_SECOND = 2 * 1024**3
 # A watched conversion's resident size is measured at the first check and then at the first check at
 # least this long after the last measurement.
 RSS_CHECK_SECONDS = 0.25
-# Why a conversion was killed (Conversion.killed), as workers count them in their heartbeats and the worker
-# rows show them: past its timeout, memory, process or disk limit, or stopped by the worker's memory governor.
-KILL_REASONS: tuple[str, ...] = ("timeout", "memory", "processes", "disk", "governor")
+# The status code of a conversion that failed: LaTeXML's fatal, as the plain number the results carry.
+_FATAL = LatexmlStatus.FATAL.value
 # latexmlc's own timeout is set a little beyond ours, so that ours (which also writes the log) fires first.
 LATEXMLC_TIMEOUT_MARGIN_SECONDS = 5
 # latexmlc runs at this lower CPU priority, so that on a machine it shares (web tier, dispatcher, database)
@@ -99,7 +96,7 @@ class Conversion:
     status_code: int | None  # from the log's Status:conversion:N line, 3 when killed
     timed_out: bool
     runtime_ms: int
-    killed: str | None = None  # one of KILL_REASONS when it was stopped from outside or died out of memory
+    killed: str | None = None  # a KillReason when it was stopped from outside or died out of memory
     peak_rss: int = 0  # the largest resident size of all its processes together, in bytes (when watched)
 
 
@@ -318,11 +315,11 @@ def convert_text(
             run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=None)
         log, status_code, _ = _finish_log(_read_log(work_dir / LOG_NAME), run, limits)
         result = _read_regular_file(dest)
-    code = FATAL if status_code is None else status_code
+    code = _FATAL if status_code is None else status_code
     return {
         "result": result.decode("utf-8", errors="replace").strip(),
         "log": log.decode("utf-8", errors="replace"),
-        "status": LATEXML_NAMES.get(code, LATEXML_NAMES[FATAL]),
+        "status": LATEXML_NAMES.get(code, LATEXML_NAMES[_FATAL]),
         "status_code": code,
     }
 
@@ -431,15 +428,17 @@ def _run_latexmlc(
                     rss = _process_tree(root, stop_above=max_processes, rss=True)[1] if measure else 0
                 else:
                     count, rss = _process_tree(root, stop_above=max_processes, rss=measure)
-                    capped = "processes" if count > max_processes else None
+                    capped = KillReason.PROCESSES if count > max_processes else None
                 if measure:
                     watch.measured(rss)
                 if watch is not None and watch.stop_reason is not None:
-                    passed.append("governor")
-                elif capped == "memory":  # the kernel ended one of its processes: the rest would go on without it
+                    passed.append(KillReason.GOVERNOR)
+                elif (
+                    capped == KillReason.MEMORY
+                ):  # the kernel ended one of its processes: the rest would go on without it
                     passed.append(capped)
                 elif (disk_used := _disk_used(launch.written)) > disk_limit:
-                    passed.append("disk")
+                    passed.append(KillReason.DISK)
                 elif capped is not None:
                     passed.append(capped)
                 return bool(passed)
@@ -476,7 +475,7 @@ def _run_latexmlc(
             runtime_ms=runtime_ms,
             stderr=stderr.read(),
             limit=passed[0] if passed else None,
-            governor=watch.stop_reason if watch is not None and passed[:1] == ["governor"] else None,
+            governor=watch.stop_reason if watch is not None and passed[:1] == [KillReason.GOVERNOR] else None,
         )
 
 
@@ -608,51 +607,51 @@ def _read_log(path: Path) -> bytes:
 
 def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | None, str | None]:
     """Append what latexmlc could not say itself (a limit, a timeout, its death) and the runtime; return
-    the log, the status and what the run was killed for (one of KILL_REASONS, or None)."""
+    the log, the status and what the run was killed for (a KillReason, or None)."""
     if not log.strip():
         # latexmlc died before it opened its log: its stderr is the only record.
         log = run.stderr
     status_code = status_code_of(log)
     lines: list[str] = []
     killed: str | None = None
-    if run.limit == "governor":
+    if run.limit == KillReason.GOVERNOR:
         lines += [
-            f"Fatal:{LIMIT_CATEGORY}:{GOVERNOR_WHAT} the worker's memory governor stopped the conversion:"
+            f"Fatal:{Category.LIMIT}:{KillReason.GOVERNOR} the worker's memory governor stopped the conversion:"
             f" {run.governor}",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, "governor"
-    elif run.limit == "memory":
+        status_code, killed = _FATAL, KillReason.GOVERNOR
+    elif run.limit == KillReason.MEMORY:
         lines += [
             f"{_OUT_OF_MEMORY} the conversion's processes together passed its memory limit of {limits.memory_mb} MB",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, "memory"
-    elif run.limit == "disk" or run.returncode == -signal.SIGXFSZ:
+        status_code, killed = _FATAL, KillReason.MEMORY
+    elif run.limit == KillReason.DISK or run.returncode == -signal.SIGXFSZ:
         lines += [
-            f"Fatal:limit:disk the conversion wrote more than its disk limit of {limits.disk_mb} MB"
-            " (its working directory and /tmp together)",
-            f"Status:conversion:{FATAL}",
+            f"Fatal:{Category.LIMIT}:{KillReason.DISK} the conversion wrote more than its disk limit of"
+            f" {limits.disk_mb} MB (its working directory and /tmp together)",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, "disk"
-    elif run.limit == "processes":
+        status_code, killed = _FATAL, KillReason.DISK
+    elif run.limit == KillReason.PROCESSES:
         lines += [
-            f"Fatal:limit:processes the conversion tried to run more than its limit of {limits.max_processes}"
-            " processes at once",
-            f"Status:conversion:{FATAL}",
+            f"Fatal:{Category.LIMIT}:{KillReason.PROCESSES} the conversion tried to run more than its limit of"
+            f" {limits.max_processes} processes at once",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, "processes"
+        status_code, killed = _FATAL, KillReason.PROCESSES
     elif run.timed_out:
         lines += [
             f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds",
-            f"Status:conversion:{FATAL}",
+            f"Status:conversion:{_FATAL}",
         ]
-        status_code, killed = FATAL, "timeout"
+        status_code, killed = _FATAL, KillReason.TIMEOUT
     elif status_code is None:
         death = _death_message(run, log, limits.memory_mb)
-        lines += [death, f"Status:conversion:{FATAL}"]
-        status_code = FATAL
-        killed = "memory" if death.startswith(_OUT_OF_MEMORY) else None
+        lines += [death, f"Status:conversion:{_FATAL}"]
+        status_code = _FATAL
+        killed = KillReason.MEMORY if death.startswith(_OUT_OF_MEMORY) else None
     lines.append(f"Info:runtime_ms:{run.runtime_ms}")
     if log and not log.endswith(b"\n"):
         log += b"\n"
@@ -667,8 +666,8 @@ def _quota_passed(quota: cgroups.Quota) -> str | None:
     "processes" when a fork was refused, else None (also when the counts cannot be read)."""
     try:
         if quota.oom_kills():
-            return "memory"
-        return "processes" if quota.refused_forks() else None
+            return KillReason.MEMORY
+        return KillReason.PROCESSES if quota.refused_forks() else None
     except (OSError, ValueError):
         return None
 

@@ -10,31 +10,18 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from conversion.severities import INVALID_CATEGORY, Severity
-from conversion.statuses import ERROR, FATAL, INVALID, NO_PROBLEM, WARNING, completed_status_name, task_status_of
-
-__all__ = [
-    "ERROR",
-    "FATAL",
-    "INVALID",
-    "NO_PROBLEM",
-    "WARNING",
-    "Message",
-    "ParsedLog",
-    "parse_log",
-    "status_code_of",
-    "status_name",
-]
+from conversion.choices import Category, Severity, task_status_of
 
 CATEGORY_MAX = 100
 WHAT_MAX = 200
 DETAILS_MAX = 2000
 
-# Severity names as LaTeXML writes them, and in lower case; any other case is lowered first.
+# Severity names as LaTeXML writes them, and in lower case; any other case is lowered first. The values are
+# plain strings (a Severity's value), as the parsed messages carry them.
 _SEVERITIES = {
-    **{name: severity for severity in Severity.ALL for name in (severity, severity.capitalize())},
-    "warn": Severity.WARNING,
-    "Warn": Severity.WARNING,
+    **{name: severity.value for severity in Severity for name in (severity.value, severity.value.capitalize())},
+    "warn": Severity.WARNING.value,
+    "Warn": Severity.WARNING.value,
 }
 # LaTeXML opens every progress note with "(Stage..." on a fresh line and closes it with " 0.01 sec)";
 # only file loads are worth keeping. Searched anywhere in the line so a note that some other
@@ -51,7 +38,7 @@ _STATUS_LINE = re.compile(r"^status:conversion:([0-9]{1,18})(?: [^\n]*)?\r?$", r
 
 
 class Message(NamedTuple):
-    """One log message as stored: severity is one of `Severity.ALL`; fields are capped.
+    """One log message as stored: severity is a `Severity`'s value; fields are capped.
     (A named tuple: the dispatcher makes millions of them, and a tuple is made in a third of the time.)"""
 
     severity: str
@@ -68,9 +55,6 @@ class ParsedLog:
     status_code: int | None
     messages: list[Message]
     runtime_ms: int | None
-
-
-status_name = completed_status_name  # the name of a completed task status (-1..-5)
 
 
 def status_code_of(log: bytes | str) -> int | None:
@@ -102,7 +86,7 @@ def parse_log(data: bytes | str) -> ParsedLog:
     invalid = False
     # The message that TAB lines extend, as its fields; None when the line before was not a message.
     open_message: list[str] | None = None
-    severities, info, fatal, new = _SEVERITIES, Severity.INFO, Severity.FATAL, tuple.__new__
+    severities, info, fatal, new = _SEVERITIES, Severity.INFO.value, Severity.FATAL.value, tuple.__new__
     loading, definitions = _LOADING_MARKS  # looked for with `in` before the pattern splits a line
 
     for line in text.split("\n"):
@@ -135,7 +119,7 @@ def parse_log(data: bytes | str) -> ParsedLog:
                 if severity == info and category.lower() == "runtime_ms" and _SMALL_INT.fullmatch(what):
                     runtime_ms = int(what)
                     continue
-                if severity == fatal and category.lower() == INVALID_CATEGORY:
+                if severity == fatal and category.lower() == Category.INVALID:
                     invalid = True
                 open_message = [severity, category[:CATEGORY_MAX], what[:WHAT_MAX], details[:DETAILS_MAX]]
                 continue

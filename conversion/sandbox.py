@@ -27,9 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from conversion import imagemagick
+from conversion.choices import SandboxMode
 from conversion.processes import scratch_prefix
 
-MODES = ("bwrap", "none")
+MODES: tuple[str, ...] = tuple(mode.value for mode in SandboxMode)
 # The working directory as latexmlc sees it inside the sandbox.
 INSIDE_WORK = PurePosixPath("/work")
 # The sandbox's own /tmp: HOME and TMPDIR of the run point there.
@@ -69,7 +70,7 @@ _usable_lock = threading.Lock()
 class Sandbox:
     """How latexmlc runs: `bwrap` (isolated, the default) or `none` (directly, chosen explicitly)."""
 
-    mode: str = "bwrap"
+    mode: str = SandboxMode.BWRAP.value
     bwrap: str = "bwrap"  # the bubblewrap executable, a name looked up on PATH or a path
 
     def __post_init__(self) -> None:
@@ -78,7 +79,7 @@ class Sandbox:
 
     @property
     def enabled(self) -> bool:
-        return self.mode == "bwrap"
+        return self.mode == SandboxMode.BWRAP
 
 
 DEFAULT = Sandbox()

@@ -10,12 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from conversion.severities import GOVERNOR_WHAT, INVALID_CATEGORY, LIMIT_CATEGORY, PROFILE_CATEGORY, Severity
-
-__all__ = ["MISSING_FILE", "Meaning", "meaning_of"]
-
-# The category whose whats name the files and packages a conversion could not load.
-MISSING_FILE = "missing_file"
+from conversion.choices import Category, KillReason, Severity
 
 
 class Meaning(NamedTuple):
@@ -33,8 +28,8 @@ _WARNING = {
     "limitation": ("file name", "transform limitation in graphics post-processing; the operation may be ignored"),
     "malformed": ("labels", "no open node can take labels; labels dropped"),
     "misdefined": ("command name", "minor convention violation, e.g. a conditional macro not starting with \\if"),
-    MISSING_FILE: ("file name", "a style, class or definition file cannot be loaded: absent, or LaTeXML has no "
-                   "binding for it and raw styles are not included"),
+    Category.MISSING_FILE: ("file name", "a style, class or definition file cannot be loaded: absent, or LaTeXML "
+                            "has no binding for it and raw styles are not included"),
     "not_parsed": ("grammar roles", "the math grammar failed to build a tree; the message shows the lexemes around"),
     "perl": ("warn", "a warning of LaTeXML's own Perl code without a handler of its own"),
     "undefined": ("name", "an undefined construct of minor impact, commonly a counter"),
@@ -51,7 +46,7 @@ _ERROR = {
     "malformed": ("element name", "an element the output schema does not allow there; usually follows an earlier "
                   "error"),
     "misdefined": ("token", "a token meaningless in its context; usually ignored"),
-    MISSING_FILE: ("file name", "an auxiliary file of a binding cannot be read; usually treated as empty"),
+    Category.MISSING_FILE: ("file name", "an auxiliary file of a binding cannot be read; usually treated as empty"),
     "pgfparse": ("pgfparse", "a graphics (pgf) expression could not be parsed"),
     "recursion": ("command name", "a macro expands into itself; the expansion is ignored"),
     "undefined": ("command name", "a command used before any definition, often from a missing package"),
@@ -64,19 +59,19 @@ _FATAL = {
     "expected": ("tokens", "the tokens a macro's argument signature needs were not found"),
     "I/O": ("unreadable", "a mandatory file could not be read"),
     "internal": ("recursion", "infinite recursion in expansion; hard abort"),
-    INVALID_CATEGORY: ("reason", "the input cannot be converted: a binary main source, an archive without a main "
+    Category.INVALID: ("reason", "the input cannot be converted: a binary main source, an archive without a main "
                        "source, or a result too large to keep; abort"),
     "misdefined": ("command name", "a macro's expansion is unusable, e.g. unbalanced braces"),
-    MISSING_FILE: ("file name", "the main source file is missing"),
+    Category.MISSING_FILE: ("file name", "the main source file is missing"),
     "perl": ("deep_recursion or die", "Perl's recursion depth was exceeded, or a critical error in LaTeXML's code, "
              "usually after lighter errors; hard abort"),
     "timeout": ("timedout", "the conversion exceeded its timeout; aborted"),
     "too_many_errors": ("100", "100 errors end the conversion early, with no output"),
     "unexpected": ("endgroup", "too many closing groups; the last was locked"),
     # Written by this system's workers, not by LaTeXML.
-    LIMIT_CATEGORY: ("limit", f"the conversion was stopped at one of the worker's limits (disk, processes), or by "
-                     f"its memory governor ('{GOVERNOR_WHAT}', which is tried again)"),
-    PROFILE_CATEGORY: ("refused", "the worker cannot run the service's converter profile: an engine it does not have, "
+    Category.LIMIT: ("limit", f"the conversion was stopped at one of the worker's limits (disk, processes), or by "
+                     f"its memory governor ('{KillReason.GOVERNOR}', which is tried again)"),
+    Category.PROFILE: ("refused", "the worker cannot run the service's converter profile: an engine it does not have, "
                        "or a path missing or outside its profile roots"),
 }  # fmt: skip
 

@@ -57,6 +57,7 @@ import zmq
 
 from conversion import cgroups, engine
 from conversion.archive import inspect_entry
+from conversion.choices import Category, LatexmlStatus, SandboxMode
 from conversion.governor import Governor
 from conversion.machine import concurrency_auto
 from conversion.processes import scratch_prefix, scratch_sweep
@@ -70,7 +71,6 @@ from conversion.profiles import (
     roots_check,
 )
 from conversion.sandbox import MODES, Sandbox
-from conversion.severities import INVALID_CATEGORY, PROFILE_CATEGORY
 from conversion.wire import (
     DEFAULT_MESSAGE_SIZE,
     HEARTBEAT_TAG,
@@ -193,7 +193,7 @@ def result_archive(log: bytes, output_dir: Path | None = None, *, max_bytes: int
 def too_large_result(log: bytes, max_bytes: int, why: str) -> bytes:
     """The result of a conversion whose files would pass `max_bytes`: its log (cut to fit) and a
     Fatal:invalid:too_large message that names the limit, which makes the task invalid."""
-    line = f"Fatal:{INVALID_CATEGORY}:too_large the result archive passes the limit of {max_bytes} bytes ({why})\n"
+    line = f"Fatal:{Category.INVALID}:too_large the result archive passes the limit of {max_bytes} bytes ({why})\n"
     room = max(0, max_bytes // 2 - len(line))
     kept = log if len(log) <= room else log[: room // 2] + b"\n...\n" + log[-(room // 2) :]
     return result_archive(kept + (b"" if kept.endswith(b"\n") else b"\n") + line.encode())
@@ -202,7 +202,7 @@ def too_large_result(log: bytes, max_bytes: int, why: str) -> bytes:
 def fatal_result(category: str, what: str, why: str) -> bytes:
     """A result ZIP whose log holds one Fatal message and a fatal status."""
     details = " ".join(why.split())
-    log = f"Fatal:{category}:{what} {details}\nStatus:conversion:{engine.FATAL}\n"
+    log = f"Fatal:{category}:{what} {details}\nStatus:conversion:{LatexmlStatus.FATAL}\n"
     return result_archive(log.encode())
 
 
@@ -211,7 +211,7 @@ class Converted:
     """One task's result ZIP, and what the worker tallies of it."""
 
     result: bytes
-    killed: str | None = None  # engine.KILL_REASONS
+    killed: str | None = None  # a KillReason
     peak_rss: int = 0
 
 
@@ -246,10 +246,10 @@ def convert_task(
         try:
             unpack_payload(payload, source)
         except InvalidPayload as exc:
-            return Converted(fatal_result(INVALID_CATEGORY, "archive", str(exc)))
+            return Converted(fatal_result(Category.INVALID, "archive", str(exc)))
         entry = inspect_entry(source, "payload")
         if entry.problem:
-            return Converted(fatal_result(INVALID_CATEGORY, "archive", entry.detail or entry.problem))
+            return Converted(fatal_result(Category.INVALID, "archive", entry.detail or entry.problem))
         main = PurePosixPath(entry.main_file)
         # A ZIP that wraps the document in a folder has its main file there; TeX resolves \input from it.
         # The run sees the whole payload, as it would unsandboxed: a file may \input ../shared.tex.
@@ -495,7 +495,7 @@ class _WorkerLoop:
             why = str(exc) if isinstance(exc, ProfileInvalid | ProfileRefused) else f"not a profile: {exc}"
             logger.warning("worker %s refuses a profile: %s", self.identity.decode(), why)
             return fatal_result(
-                PROFILE_CATEGORY, "refused", f"the worker {self.identity.decode()} refuses the profile: {why}"
+                Category.PROFILE, "refused", f"the worker {self.identity.decode()} refuses the profile: {why}"
             )
         if checked.engine not in self.engines:
             self.engines[checked.engine] = engine.engine_version(
@@ -787,7 +787,7 @@ def argument_parser() -> argparse.ArgumentParser:
         " in on this machine (env CONVERSION_PROFILE_ROOTS; default none: only engines on PATH, no paths)",
     )  # fmt: skip
     parser.add_argument(
-        "--sandbox", choices=MODES, default=os.environ.get("CONVERSION_SANDBOX") or "bwrap",
+        "--sandbox", choices=MODES, default=os.environ.get("CONVERSION_SANDBOX") or SandboxMode.BWRAP.value,
         help="bwrap (default; env CONVERSION_SANDBOX) or none: run latexmlc without isolation",
     )  # fmt: skip
     parser.add_argument("--bwrap", default=os.environ.get("CONVERSION_BWRAP") or "bwrap", help="the bwrap executable")

@@ -14,25 +14,15 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from accounts.actions import journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from config.planner import BULK_SETTINGS
 from config.transient import transient_note, transient_retry
 from conversion.archive import Entry
 from corpora import scan
-from corpora.models import (
-    Activation,
-    Corpus,
-    CorpusState,
-    Document,
-    MessageClass,
-    MessageTally,
-    Run,
-    StaleMessages,
-    Task,
-    TaskClass,
-)
+from corpora.choices import CorpusState
+from corpora.models import Activation, Corpus, Document, MessageClass, MessageTally, Run, StaleMessages, Task, TaskClass
 from corpora.pairs import data_purge, run_open, runs_close_drained
 from corpora.queries import corpus_get, pair_get, retired_messages_exist
 from corpora.statuses import SEVERITIES, severity_check
@@ -42,6 +32,7 @@ from jobs.choices import JobKinds
 from jobs.models import Job
 from jobs.runner import JobFailed
 from services.actions import protected_service
+from services.choices import ProtectedService
 from services.queries import service_get
 
 DOCUMENT_TABLE = Document._meta.db_table
@@ -63,7 +54,7 @@ def _retry_logged(log: Log) -> Callable[[BaseException, int, float], None]:
 
 
 def _import_service_id() -> int:
-    return protected_service("import").pk
+    return protected_service(ProtectedService.IMPORT).pk
 
 
 # --- import and extend -------------------------------------------------------------------------

@@ -19,16 +19,9 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Collate, Lower
 
+from conversion.choices import TaskStatus
 from conversion.logparse import CATEGORY_MAX, DETAILS_MAX, WHAT_MAX
-from conversion.severities import Severity
-from corpora.statuses import TODO
-
-SEVERITY_CHOICES = [(severity, severity.title()) for severity in Severity.ALL]
-
-
-class CorpusState(models.TextChoices):
-    IMPORTING = "importing"
-    READY = "ready"
+from corpora.choices import CorpusState, MessageSeverity
 
 
 class Corpus(models.Model):
@@ -100,7 +93,7 @@ class Task(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     document = models.ForeignKey(Document, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
-    status = models.IntegerField(default=TODO)
+    status = models.IntegerField(default=TaskStatus.TODO)
     # Lease bookkeeping (dispatcher): when the lease ends, the length captured at lease time, tries so far.
     leased_until = models.DateTimeField(null=True, blank=True)
     lease_seconds = models.PositiveIntegerField(null=True, blank=True)
@@ -119,8 +112,12 @@ class Task(models.Model):
             # check scans the whole (service, document) index, which makes a corpus delete quadratic.
             models.Index(fields=["document"], name="task_document"),
             # The dispatcher's two hot queries: the next TODO tasks of a service, and expired leases.
-            models.Index(fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=TODO)),
-            models.Index(fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=TODO)),
+            models.Index(
+                fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=TaskStatus.TODO)
+            ),
+            models.Index(
+                fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=TaskStatus.TODO)
+            ),
         ]
 
     def __str__(self) -> str:
@@ -265,7 +262,7 @@ class MessageClass(models.Model):
 
     id = models.AutoField(primary_key=True)
     level = models.SmallIntegerField()
-    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
+    severity = models.CharField(max_length=10, choices=MessageSeverity.choices)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
 
@@ -373,7 +370,7 @@ class LogMessage(models.Model):
     corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_constraint=False)
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_constraint=False)
     task_status = models.SmallIntegerField()
-    severity = models.CharField(max_length=10, choices=SEVERITY_CHOICES)
+    severity = models.CharField(max_length=10, choices=MessageSeverity.choices)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
     details = models.CharField(max_length=DETAILS_MAX, blank=True)

@@ -23,8 +23,8 @@ from django.db import connection, transaction
 from django.db.models import F, Func, Value
 
 from config.planner import BULK_SETTINGS
+from conversion.choices import Severity
 from conversion.profiles import profile_load
-from conversion.severities import Severity
 from corpora.models import (
     MEMBERS_CHUNK,
     Activation,

@@ -14,6 +14,7 @@ from django.db.models import QuerySet, Sum
 
 from config.api.paging import Page
 from config.errors import NotFound
+from conversion.choices import TaskStatus
 from corpora.links import document_api_url, document_html_api_url
 from corpora.models import (
     Activation,
@@ -28,8 +29,9 @@ from corpora.models import (
     TaskDiff,
 )
 from corpora.results import result_has_html
-from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, TODO, status_name
-from services.models import PROTECTED_SERVICES, Service
+from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
+from services.choices import ProtectedService
+from services.models import Service
 from services.queries import served_service_ids, service_get
 
 CORPUS_TABLE = Corpus._meta.db_table
@@ -47,7 +49,7 @@ def corpus_list() -> QuerySet[Corpus]:
 def document_counts() -> dict[int, int]:
     """Documents per corpus id: each document has exactly one import task, counted by the triggers."""
     rows = (
-        TaskCount.objects.filter(service__name="import")
+        TaskCount.objects.filter(service__name=ProtectedService.IMPORT)
         .values("corpus_id")
         .annotate(documents=Sum("count"))
         .values_list("corpus_id", "documents")
@@ -129,7 +131,7 @@ def corpus_services(corpus: Corpus) -> list[dict[str, Any]]:
     services = {s.pk: s for s in Service.objects.filter(pk__in=set(per_service) | set(activations))}
     served = served_service_ids()
     entries = []
-    for service in sorted(services.values(), key=lambda s: (s.name not in PROTECTED_SERVICES, s.name)):
+    for service in sorted(services.values(), key=lambda s: (s.name not in ProtectedService.values, s.name)):
         activation = activations.get(service.pk)
         entries.append(
             {
@@ -179,7 +181,7 @@ def corpus_records() -> list[dict[str, Any]]:
 def corpus_detail(name: str) -> dict[str, Any]:
     corpus = corpus_get(name)
     services = corpus_services(corpus)
-    import_counts = next((s["counts"]["total"] for s in services if s["name"] == "import"), 0)
+    import_counts = next((s["counts"]["total"] for s in services if s["name"] == ProtectedService.IMPORT), 0)
     return corpus_record(corpus, documents=import_counts, services=services)
 
 
@@ -301,8 +303,8 @@ def services_stranded() -> list[dict[str, Any]]:
     name, tasks waiting and the corpora they wait in, by name. One read of the trigger-kept counts."""
     served = served_service_ids()
     rows = (
-        TaskCount.objects.filter(bucket=TODO, count__gt=0)
-        .exclude(service__name__in=PROTECTED_SERVICES)
+        TaskCount.objects.filter(bucket=TaskStatus.TODO, count__gt=0)
+        .exclude(service__name__in=ProtectedService.values)
         .exclude(service_id__in=served)
         .values_list("service__name", "corpus__name", "count")
         .order_by("service__name", "corpus__name")

@@ -29,6 +29,7 @@ from django.conf import settings
 from django.db import transaction
 
 from config.errors import NotFound
+from config.live import get_config
 from conversion.zips import ZipOut, member_name_safe, zip_copy
 from jobs.actions import job_enqueue, job_send
 from jobs.choices import JobKinds
@@ -162,7 +163,7 @@ def results_space(results_dir: str | Path | None = None) -> ResultsSpace:
         free: int | None = stats.f_bavail * stats.f_frsize
     except OSError:
         free = None
-    return ResultsSpace(directory, free, settings.RESULTS_MIN_FREE_MB * _MB)
+    return ResultsSpace(directory, free, get_config().RESULTS_MIN_FREE_MB * _MB)
 
 
 # --- reading: a member, the paper's HTML -------------------------------------------------------------

@@ -1,7 +1,6 @@
-"""Task statuses: codes, names, the count buckets, the report severity pages (and their check) and the
-"in progress" and "blocked" predicates, in Python and as SQL fragments. The only place beside
-`conversion.statuses` (which defines the codes for the worker side, without Django) that spells a status
-number; message severities come from `conversion.severities`.
+"""What the Django apps derive from the task statuses (`conversion.choices.TaskStatus`, defined there once
+for the worker side too): the count buckets and their names, the report severity pages (and their check),
+the run diffs' buckets, and the "in progress" and "blocked" predicates, in Python and as SQL fragments.
 
 Status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number), -1..-5 completed,
 <= -6 blocked (pause writes BLOCKED). "In progress" is TODO or leased (>= 0).
@@ -10,29 +9,7 @@ Status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number), -1..
 from __future__ import annotations
 
 from config.errors import BadRequest
-from conversion.severities import Severity
-from conversion.statuses import (
-    BLOCKED,
-    COMPLETED_NAMES,
-    ERROR,
-    FATAL,
-    INVALID,
-    NO_PROBLEM,
-    TODO,
-    WARNING,
-    completed_status_name,
-    task_status_of,
-)
-
-__all__ = [
-    "ABSENT", "ABSENT_BUCKET", "BLOCKED", "BLOCKED_SQL", "BUCKET_NAMES", "BUSY_BUCKETS", "COMPLETED",
-    "COMPLETED_NAMES", "DIFF_BUCKETS", "DIFF_BUCKET_NAMES", "DIFF_STATUSES", "ERROR", "FATAL", "INVALID",
-    "IN_PROGRESS", "IN_PROGRESS_SQL", "LEASED_SQL", "NO_PROBLEM", "OVERVIEW_ORDER", "QUEUED_BUCKET", "SEVERITIES",
-    "STATUS_FILTERS", "STATUS_KEYS", "TODO", "WARNING", "blocked", "completed_status_name", "in_progress", "leased",
-    "regressed", "severity_check", "status_name", "task_status_of",
-]  # fmt: skip
-
-COMPLETED: tuple[int, ...] = (NO_PROBLEM, WARNING, ERROR, FATAL, INVALID)
+from conversion.choices import COMPLETED, COMPLETED_NAMES, Severity, TaskStatus
 
 # The task-count triggers (corpora migration 0002, ccs_status_bucket) count every lease mark in this
 # bucket and every blocked status in BLOCKED's.
@@ -40,16 +17,16 @@ QUEUED_BUCKET = 1
 
 # Keys of per-service counts, in display order, and the count bucket of each.
 STATUS_KEYS: dict[str, int] = {
-    "todo": TODO,
+    "todo": TaskStatus.TODO,
     "queued": QUEUED_BUCKET,
     **{COMPLETED_NAMES[status]: status for status in COMPLETED},
-    "blocked": BLOCKED,
+    "blocked": TaskStatus.BLOCKED,
 }
 # The overview's order: results first, then what is not done.
 OVERVIEW_ORDER: tuple[str, ...] = (*(COMPLETED_NAMES[status] for status in COMPLETED), "blocked", "todo", "queued")
 BUCKET_NAMES: dict[int, str] = {bucket: key for key, bucket in STATUS_KEYS.items()}
 # A run stays open while its pair has a task in one of these buckets (TODO, leased, blocked).
-BUSY_BUCKETS: tuple[int, ...] = (TODO, QUEUED_BUCKET, BLOCKED)
+BUSY_BUCKETS: tuple[int, ...] = (TaskStatus.TODO, QUEUED_BUCKET, TaskStatus.BLOCKED)
 
 # Run diffs and converter comparisons: a snapshot or a service holds each task by its count bucket;
 # a document on one side only is "absent" on the other. ABSENT is no task status, only a diff's.
@@ -61,16 +38,22 @@ DIFF_STATUSES: tuple[str, ...] = (*OVERVIEW_ORDER, ABSENT)
 # Worse is higher: a transition between two completed statuses to a higher rank is a regression.
 _RANK: dict[str, int] = {
     COMPLETED_NAMES[status]: rank
-    for status, rank in {NO_PROBLEM: 0, WARNING: 1, ERROR: 2, FATAL: 3, INVALID: 3}.items()
+    for status, rank in {
+        TaskStatus.NO_PROBLEM: 0,
+        TaskStatus.WARNING: 1,
+        TaskStatus.ERROR: 2,
+        TaskStatus.FATAL: 3,
+        TaskStatus.INVALID: 3,
+    }.items()
 }
 
 # The messages that a completed status's severity page lists (a task without problems has only info).
 _PAGE_MESSAGES: dict[int, str] = {
-    NO_PROBLEM: Severity.INFO,
-    WARNING: Severity.WARNING,
-    ERROR: Severity.ERROR,
-    FATAL: Severity.FATAL,
-    INVALID: Severity.FATAL,
+    TaskStatus.NO_PROBLEM: Severity.INFO,
+    TaskStatus.WARNING: Severity.WARNING,
+    TaskStatus.ERROR: Severity.ERROR,
+    TaskStatus.FATAL: Severity.FATAL,
+    TaskStatus.INVALID: Severity.FATAL,
 }
 # Severity page -> (statuses of the tasks it covers, severity of the messages it lists): one page per
 # completed status, then the info page over every completed task.
@@ -80,9 +63,9 @@ SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
 }
 
 # SQL predicates on a task's `status` column (fixed text, safe to join into a statement).
-IN_PROGRESS_SQL = f"status >= {TODO}"
-LEASED_SQL = f"status > {TODO}"
-BLOCKED_SQL = f"status <= {BLOCKED}"
+IN_PROGRESS_SQL = f"status >= {TaskStatus.TODO}"
+LEASED_SQL = f"status > {TaskStatus.TODO}"
+BLOCKED_SQL = f"status <= {TaskStatus.BLOCKED}"
 
 # A filter of a pair's documents by their task's status: each key of the per-status counts (STATUS_KEYS
 # and in_progress, their names in a count record) and its SQL predicate on `status`.
@@ -90,7 +73,7 @@ IN_PROGRESS = "in_progress"
 STATUS_FILTERS: dict[str, str] = {
     **{COMPLETED_NAMES[status]: f"status = {status}" for status in COMPLETED},
     IN_PROGRESS: IN_PROGRESS_SQL,
-    "todo": f"status = {TODO}",
+    "todo": f"status = {TaskStatus.TODO}",
     "queued": LEASED_SQL,
     "blocked": BLOCKED_SQL,
 }
@@ -98,17 +81,17 @@ STATUS_FILTERS: dict[str, str] = {
 
 def in_progress(status: int) -> bool:
     """TODO or leased: the task still waits for a result."""
-    return status >= TODO
+    return status >= TaskStatus.TODO
 
 
 def leased(status: int) -> bool:
     """Carries a lease mark: handed to (or queued for) a worker."""
-    return status > TODO
+    return status > TaskStatus.TODO
 
 
 def blocked(status: int) -> bool:
     """Paused: neither handed out nor counted as done."""
-    return status <= BLOCKED
+    return status <= TaskStatus.BLOCKED
 
 
 def severity_check(severity: str, key: str = "severity") -> tuple[tuple[int, ...], str]:
@@ -121,7 +104,7 @@ def severity_check(severity: str, key: str = "severity") -> tuple[tuple[int, ...
 def status_name(status: int) -> str:
     """The name of any task status: todo, queued, a completed status's name, or blocked."""
     if in_progress(status):
-        return "todo" if status == TODO else "queued"
+        return "todo" if status == TaskStatus.TODO else "queued"
     return COMPLETED_NAMES.get(status, "blocked")
 
 

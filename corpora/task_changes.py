@@ -23,8 +23,8 @@ from typing import Any, Protocol
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
+from conversion.choices import Category, Severity, TaskStatus
 from conversion.logparse import DETAILS_MAX, Message
-from conversion.severities import INVALID_CATEGORY, Severity
 from corpora.grains import grains_purge
 from corpora.message_store import (
     CLASS,
@@ -48,16 +48,7 @@ from corpora.models import (
     TaskCount,
     TaskRuntime,
 )
-from corpora.statuses import (
-    BLOCKED,
-    BLOCKED_SQL,
-    FATAL,
-    IN_PROGRESS_SQL,
-    INVALID,
-    LEASED_SQL,
-    NO_PROBLEM,
-    TODO,
-)
+from corpora.statuses import BLOCKED_SQL, IN_PROGRESS_SQL, LEASED_SQL
 from corpora.telemetry import LEASE_WAITS_CTE
 
 ACTIVATION_TABLE = Activation._meta.db_table
@@ -84,7 +75,8 @@ def import_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_service
     entry has a problem) and a Fatal:invalid message for each invalid one."""
     cursor.execute(
         f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-        f" SELECT %s, %s, document_id, CASE WHEN problem = '' THEN {NO_PROBLEM} ELSE {INVALID} END"
+        f" SELECT %s, %s, document_id,"
+        f" CASE WHEN problem = '' THEN {TaskStatus.NO_PROBLEM} ELSE {TaskStatus.INVALID} END"
         " FROM import_entries",
         [corpus_id, import_service_id],
     )
@@ -98,7 +90,7 @@ def import_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_service
     messages_write(
         cursor,
         (
-            (t, c, s, status, [(Severity.FATAL, INVALID_CATEGORY, problem, detail)])
+            (t, c, s, status, [(Severity.FATAL, Category.INVALID, problem, detail)])
             for t, c, s, status, problem, detail in invalid
         ),
     )
@@ -108,7 +100,7 @@ def extend_tasks_create(cursor: CursorWrapper, *, corpus_id: int) -> int:
     """TODO tasks on every activated service of the corpus for the valid rows of `import_entries`."""
     cursor.execute(
         f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-        f" SELECT a.corpus_id, a.service_id, e.document_id, {TODO}"
+        f" SELECT a.corpus_id, a.service_id, e.document_id, {TaskStatus.TODO}"
         f" FROM import_entries e CROSS JOIN {ACTIVATION_TABLE} a"
         " WHERE a.corpus_id = %s AND e.problem = ''",
         [corpus_id],
@@ -122,8 +114,8 @@ def activation_tasks_create(*, corpus_id: int, service_id: int, import_service_i
     with connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-            f" SELECT i.corpus_id, %s, i.document_id, {TODO} FROM {TASK_TABLE} i"
-            f" WHERE i.corpus_id = %s AND i.service_id = %s AND i.status <> {INVALID}"
+            f" SELECT i.corpus_id, %s, i.document_id, {TaskStatus.TODO} FROM {TASK_TABLE} i"
+            f" WHERE i.corpus_id = %s AND i.service_id = %s AND i.status <> {TaskStatus.INVALID}"
             " ON CONFLICT (service_id, document_id) DO NOTHING",
             [service_id, corpus_id, import_service_id],
         )
@@ -154,7 +146,7 @@ def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -
             f"""
             WITH picked AS (
                 SELECT id, todo_since FROM {TASK_TABLE}
-                 WHERE service_id = %(service)s AND status = {TODO}
+                 WHERE service_id = %(service)s AND status = {TaskStatus.TODO}
                  ORDER BY id LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED
             ), leased AS (
@@ -179,7 +171,8 @@ def lease_release(task_ids: list[int], *, mark: int) -> int:
         return 0
     with connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {TASK_TABLE} SET status = {TODO}, leased_until = NULL, attempts = GREATEST(attempts - 1, 0)"
+            f"UPDATE {TASK_TABLE} SET status = {TaskStatus.TODO}, leased_until = NULL,"
+            " attempts = GREATEST(attempts - 1, 0)"
             " WHERE id = ANY(%s) AND status = %s",
             [task_ids, mark],
         )
@@ -277,7 +270,8 @@ def leases_reap(*, max_attempts: int) -> Reaped:
         cursor.execute(
             f"""
             UPDATE {TASK_TABLE}
-               SET status = CASE WHEN attempts >= %s THEN {FATAL} ELSE {TODO} END, leased_until = NULL,
+               SET status = CASE WHEN attempts >= %s THEN {TaskStatus.FATAL} ELSE {TaskStatus.TODO} END,
+                   leased_until = NULL,
                    todo_since = CASE WHEN attempts >= %s THEN todo_since ELSE now() END
              WHERE {LEASED_SQL} AND leased_until < now()
             RETURNING id, corpus_id, service_id, status, attempts
@@ -285,7 +279,7 @@ def leases_reap(*, max_attempts: int) -> Reaped:
             [max_attempts, max_attempts],
         )
         rows = cursor.fetchall()
-        fatal = [row for row in rows if row[3] == FATAL]
+        fatal = [row for row in rows if row[3] == TaskStatus.FATAL]
         if fatal:
             messages_delete(cursor, [row[0] for row in fatal])
             severity, category, what = NEVER_COMPLETED
@@ -311,7 +305,8 @@ def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[
     ids = [task_id for task_id, _, _ in refused]
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
-            f"UPDATE {TASK_TABLE} t SET status = {INVALID}, leased_until = NULL FROM unnest(%s::bigint[]) AS v(id)"
+            f"UPDATE {TASK_TABLE} t SET status = {TaskStatus.INVALID}, leased_until = NULL"
+            " FROM unnest(%s::bigint[]) AS v(id)"
             " WHERE t.id = v.id AND t.status = %s RETURNING t.id, t.corpus_id, t.service_id",
             [ids, mark],
         )
@@ -323,7 +318,13 @@ def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[
         messages_write(
             cursor,
             (
-                (task_id, corpus_id, service_id, INVALID, [(Severity.FATAL, INVALID_CATEGORY, *reasons[task_id])])
+                (
+                    task_id,
+                    corpus_id,
+                    service_id,
+                    TaskStatus.INVALID,
+                    [(Severity.FATAL, Category.INVALID, *reasons[task_id])],
+                )
                 for task_id, corpus_id, service_id in rows
             ),
         )
@@ -380,7 +381,8 @@ def results_retry(cursor: CursorWrapper, task_ids: list[int]) -> None:
     governor stopped them): the attempt stays counted, and their previous messages stay as they were."""
     if task_ids:
         cursor.execute(
-            f"UPDATE {TASK_TABLE} SET status = {TODO}, leased_until = NULL, todo_since = now() WHERE id = ANY(%s)",
+            f"UPDATE {TASK_TABLE} SET status = {TaskStatus.TODO}, leased_until = NULL, todo_since = now()"
+            " WHERE id = ANY(%s)",
             [task_ids],
         )
 
@@ -417,14 +419,17 @@ def results_write(cursor: CursorWrapper, rows: Sequence[tuple[int, int, int, Tas
 def tasks_pause(*, corpus_id: int | None = None, service_id: int | None = None) -> int:
     """Block every task in progress (TODO or leased) of a pair, or of all pairs. Returns how many."""
     return _statuses_update(
-        f"SET status = {BLOCKED}, leased_until = NULL", IN_PROGRESS_SQL, corpus_id=corpus_id, service_id=service_id
+        f"SET status = {TaskStatus.BLOCKED}, leased_until = NULL",
+        IN_PROGRESS_SQL,
+        corpus_id=corpus_id,
+        service_id=service_id,
     )
 
 
 def tasks_resume(*, corpus_id: int | None = None, service_id: int | None = None) -> int:
     """Put every blocked task of a pair, or of all pairs, back to TODO. Returns how many."""
     return _statuses_update(
-        f"SET status = {TODO}, todo_since = now()", BLOCKED_SQL, corpus_id=corpus_id, service_id=service_id
+        f"SET status = {TaskStatus.TODO}, todo_since = now()", BLOCKED_SQL, corpus_id=corpus_id, service_id=service_id
     )
 
 
@@ -484,7 +489,8 @@ def tasks_rerun(
         # The status is checked again: a task another rerun set TODO meanwhile (and a dispatcher leased)
         # keeps its lease.
         cursor.execute(
-            f"UPDATE {TASK_TABLE} t SET status = {TODO}, attempts = 0, leased_until = NULL, todo_since = NULL"
+            f"UPDATE {TASK_TABLE} t SET status = {TaskStatus.TODO}, attempts = 0, leased_until = NULL,"
+            " todo_since = NULL"
             " FROM rerun_scope s"
             " WHERE t.id = s.id AND t.status = ANY(%s)",
             [status_list],
@@ -532,7 +538,7 @@ def sandbox_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_servic
     document was taken from a valid document of its parent. Returns how many were created."""
     cursor.execute(
         f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-        f" SELECT d.corpus_id, %s, d.id, {NO_PROBLEM} FROM {DOCUMENT_TABLE} d WHERE d.corpus_id = %s",
+        f" SELECT d.corpus_id, %s, d.id, {TaskStatus.NO_PROBLEM} FROM {DOCUMENT_TABLE} d WHERE d.corpus_id = %s",
         [import_service_id, corpus_id],
     )
     return cursor.rowcount

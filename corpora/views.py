@@ -28,6 +28,7 @@ from config.screens import (
     validated,
 )
 from corpora import actions
+from corpora.choices import CorpusState
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
 from corpora.links import document_reader_url, document_url, report_url
@@ -76,7 +77,7 @@ def _corpus_page(request: HttpRequest, name: str, *, error: ServiceError | None 
         corpus = CorpusDetailSerializer(corpus_detail(name)).data
     except ServiceError as exc:
         return error_page(request, exc)
-    busy = corpus["state"] == "importing" or any(s["counts"]["in_progress"] > 0 for s in corpus["services"])
+    busy = corpus["state"] == CorpusState.IMPORTING or any(s["counts"]["in_progress"] > 0 for s in corpus["services"])
     if request.GET.get("fragment") == "body":
         response = render(request, "corpora/_detail_body.html", {"corpus": corpus, "busy": busy, **_origin(corpus)})
         if not busy:

@@ -15,15 +15,14 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from django.conf import settings
 from django.db import connection, transaction
 
+from config.live import get_config
+from conversion.choices import Category, KillReason, Severity, TaskStatus
 from conversion.logparse import Message, parse_log
-from conversion.severities import GOVERNOR_WHAT, INVALID_CATEGORY, LIMIT_CATEGORY, Severity
 from conversion.zips import zip_member
 from corpora.pairs import runs_close_drained
 from corpora.results import result_files_write
-from corpora.statuses import FATAL, INVALID
 from corpora.task_changes import results_lock, results_retry, results_write
 from corpora.telemetry import AppliedTimes, results_record
 
@@ -69,20 +68,20 @@ def _fatal(what: str, details: str, category: str = "cortex") -> Message:
 def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
     """Status, messages and runtime of one returned result."""
     if not data:
-        return Decoded(FATAL, [_fatal("empty_result", "the worker returned no data")], None, None)
+        return Decoded(TaskStatus.FATAL, [_fatal("empty_result", "the worker returned no data")], None, None)
     if len(data) > max_bytes:
-        message = _fatal("too_large", f"result of {len(data)} bytes exceeds the limit of {max_bytes}", INVALID_CATEGORY)
-        return Decoded(INVALID, [message], None, None)
+        message = _fatal("too_large", f"result of {len(data)} bytes exceeds the limit of {max_bytes}", Category.INVALID)
+        return Decoded(TaskStatus.INVALID, [message], None, None)
     try:
         log = zip_member(data, LOG_NAME)
     except KeyError:
-        return Decoded(FATAL, [_fatal("missing_log", "the result archive has no cortex.log")], None, data)
+        return Decoded(TaskStatus.FATAL, [_fatal("missing_log", "the result archive has no cortex.log")], None, data)
     except zipfile.BadZipFile as exc:
         raise BadResult(str(exc)) from exc
     parsed = parse_log(log)
     # The engine writes the governor's message last, after all latexmlc said.
     stopped = any(
-        m.severity == Severity.FATAL and m.category == LIMIT_CATEGORY and m.what == GOVERNOR_WHAT
+        m.severity == Severity.FATAL and m.category == Category.LIMIT and m.what == KillReason.GOVERNOR
         for m in parsed.messages[-2:]
     )
     return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, stopped)
@@ -141,7 +140,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
     if not batch.results:
         return outcome
     if max_attempts is None:
-        max_attempts = settings.DISPATCHER_MAX_ATTEMPTS
+        max_attempts = get_config().DISPATCHER_MAX_ATTEMPTS
     rows: list[tuple[int, int, int, Decoded]] = []
     with transaction.atomic(), connection.cursor() as cursor:
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])

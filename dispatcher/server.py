@@ -42,11 +42,12 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from config.live import config_sync
+from config.live import config_refresh, get_config
 from config.outage import database_down
 from config.transient import connections_reset, transient_reason
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
-from conversion.engine import KILL_REASONS, VERSION_MAX_CHARS
+from conversion.choices import KillReason
+from conversion.engine import VERSION_MAX_CHARS
 from conversion.profiles import PATH_MAX_CHARS, profile_load
 from conversion.wire import (
     HEARTBEAT_TAG,
@@ -85,6 +86,8 @@ from services.queries import effective_lease_seconds, in_flight_held
 
 logger = logging.getLogger(__name__)
 
+# The reasons a heartbeat may count kills under (any other is dropped).
+_KILL_REASONS = frozenset(reason.value for reason in KillReason)
 DRY_SECONDS = 0.25
 SINK_START_SECONDS = 30
 SINK_STOP_SECONDS = 60
@@ -194,34 +197,36 @@ class DispatcherConfig:
     corpus_roots: list[Path] = field(default_factory=list)
     worker_silence_seconds: int = 60
     payload_max_bytes: int = PAYLOAD_MAX_BYTES
-    # Follow the live configuration keys (config.live) while running: set when made from the settings.
+    # Follow the live configuration keys (config.live.get_config) while running: set when made from the settings.
     live: bool = False
 
     @classmethod
     def from_settings(cls) -> DispatcherConfig:
+        live = get_config()
         return cls(
             bind=settings.DISPATCHER_BIND,
             ventilator_port=settings.DISPATCHER_VENTILATOR_PORT,
             sink_port=settings.DISPATCHER_SINK_PORT,
             message_size=settings.DISPATCHER_MESSAGE_SIZE,
-            max_in_flight=settings.DISPATCHER_MAX_IN_FLIGHT,
-            max_attempts=settings.DISPATCHER_MAX_ATTEMPTS,
-            lease_batch=settings.DISPATCHER_LEASE_BATCH,
+            max_in_flight=live.DISPATCHER_MAX_IN_FLIGHT,
+            max_attempts=live.DISPATCHER_MAX_ATTEMPTS,
+            lease_batch=live.DISPATCHER_LEASE_BATCH,
             result_batch=settings.DISPATCHER_RESULT_BATCH,
-            reap_seconds=settings.DISPATCHER_REAP_SECONDS,
-            worker_silence_seconds=settings.DISPATCHER_WORKER_SILENCE_SECONDS,
+            reap_seconds=live.DISPATCHER_REAP_SECONDS,
+            worker_silence_seconds=live.DISPATCHER_WORKER_SILENCE_SECONDS,
             corpus_roots=list(settings.CORPUS_ROOTS),
             payload_max_bytes=settings.PAYLOAD_MAX_BYTES,
             live=True,
         )
 
-    def follow_settings(self) -> None:
+    def follow_live(self) -> None:
         """Take the live keys' current values (the ports, sizes and the sink's batch need a restart)."""
-        self.max_in_flight = settings.DISPATCHER_MAX_IN_FLIGHT
-        self.max_attempts = settings.DISPATCHER_MAX_ATTEMPTS
-        self.lease_batch = settings.DISPATCHER_LEASE_BATCH
-        self.reap_seconds = settings.DISPATCHER_REAP_SECONDS
-        self.worker_silence_seconds = settings.DISPATCHER_WORKER_SILENCE_SECONDS
+        live = get_config()
+        self.max_in_flight = live.DISPATCHER_MAX_IN_FLIGHT
+        self.max_attempts = live.DISPATCHER_MAX_ATTEMPTS
+        self.lease_batch = live.DISPATCHER_LEASE_BATCH
+        self.reap_seconds = live.DISPATCHER_REAP_SECONDS
+        self.worker_silence_seconds = live.DISPATCHER_WORKER_SILENCE_SECONDS
 
 
 @dataclass
@@ -390,8 +395,8 @@ class Dispatcher:
                     self._flush()
                     self._refresh_services()
                     self._prune_queues()
-                    if self.config.live and config_sync():
-                        self.config.follow_settings()
+                    if self.config.live and config_refresh():
+                        self.config.follow_live()
                     next_flush = now + 1.0
             except Exception as exc:
                 if transient_reason(exc) is None:
@@ -656,7 +661,7 @@ class Dispatcher:
                     float(limit) if limit is not None else None,
                 )
                 kills = {reason: max(0, int(count)) for reason, count in thread.get("kills", {}).items()
-                         if reason in KILL_REASONS}  # fmt: skip
+                         if reason in _KILL_REASONS}  # fmt: skip
                 current[str(name)[:200]] = (
                     int(task) if task is not None else None, int(thread.get("conversions", 0)),
                     int(thread.get("peak_rss", 0)), kills,
@@ -883,7 +888,7 @@ class Dispatcher:
 
 def dispatcher_serve(config: DispatcherConfig | None = None) -> None:
     """Run the dispatcher until SIGTERM or SIGINT."""
-    config_sync(force=True)  # live values changed since the settings were read, before they are used
+    config_refresh(force=True)  # live values changed since the settings were read, before they are used
     for conn in connections.all():  # the sink is forked next: it must not inherit a pool with its threads
         conn.close()
         if hasattr(conn, "close_pool"):

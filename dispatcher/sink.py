@@ -37,7 +37,7 @@ from django.conf import settings
 from django.db import connections
 from django.utils import timezone
 
-from config.live import config_sync
+from config.live import config_refresh
 from config.transient import connections_reset, transient_reason, transient_retry
 from conversion.processes import die_with_parent
 from corpora.grains import grains_clear
@@ -336,7 +336,7 @@ class Sink:
 
         try:
             self.services = dict(Service.objects.values_list("name", "pk"))
-            config_sync()  # DISPATCHER_MAX_ATTEMPTS, which decides whether a governor's stop is tried again
+            config_refresh()  # DISPATCHER_MAX_ATTEMPTS, which decides whether a governor's stop is tried again
         except Exception as exc:
             if transient_reason(exc) is None:
                 raise

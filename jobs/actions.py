@@ -14,7 +14,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from accounts.actions import journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from jobs.choices import ACTIVE_STATES, JobKinds, JobState
 from jobs.models import Job
 from jobs.registry import job_kind_get

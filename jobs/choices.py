@@ -1,4 +1,5 @@
-"""The vocabularies of jobs, each spelled here once: a job's state and the kinds of job there are."""
+"""The vocabularies of jobs, each spelled here once: a job's state and health, the kinds of job there are and
+the lanes they run in."""
 
 from __future__ import annotations
 
@@ -18,17 +19,15 @@ ACTIVE_STATES = (JobState.QUEUED, JobState.RUNNING)
 FAILED_STATES = (JobState.FAILED, JobState.INTERRUPTED)
 
 
-class JobHealth:
+class JobHealth(models.TextChoices):
     """A job's health, as the jobs API (`jobs/serializers.py`) and the metrics report it."""
 
     OK = "ok"
     STALLED = "stalled"
     FAILED = "failed"
 
-    ALL: tuple[str, ...] = (OK, STALLED, FAILED)
 
-
-class JobKinds:
+class JobKinds(models.TextChoices):
     """The name of every job kind. Each app's `tasks.py` registers its function under one of these
     (`jobs.registry.job_kind`), and the actions that start a job name it by the same constant."""
 
@@ -45,7 +44,7 @@ class JobKinds:
     MAINTENANCE_ANALYZE = "maintenance_analyze"
 
 
-class JobLanes:
+class JobLanes(models.TextChoices):
     """Lanes: the kinds of one lane run one at a time (`jobs.registry.job_kind(..., lane=...)`)."""
 
     # Work that takes table-level locks on the busiest tables (REINDEX CONCURRENTLY, ANALYZE, VACUUM):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from config.errors import NotFound
+from config.live import get_config
 from jobs.choices import ACTIVE_STATES, FAILED_STATES
 from jobs.models import Job
 
@@ -38,7 +38,7 @@ def jobs_in_trouble(*, failed_within: timedelta, limit: int = 20) -> QuerySet[Jo
     """Active jobs with no sign of life for over JOB_STALL_SECONDS (stalled) and jobs that failed or were
     interrupted within `failed_within`, newest first."""
     now = timezone.now()
-    stalled = Q(state__in=ACTIVE_STATES, last_sign__lt=now - timedelta(seconds=settings.JOB_STALL_SECONDS))
+    stalled = Q(state__in=ACTIVE_STATES, last_sign__lt=now - timedelta(seconds=get_config().JOB_STALL_SECONDS))
     failed = Q(state__in=FAILED_STATES, finished_at__gte=now - failed_within)
     jobs = Job.objects.annotate(last_sign=Coalesce(F("heartbeat_at"), F("created_at")))
     return jobs.filter(stalled | failed).order_by("-created_at")[:limit]

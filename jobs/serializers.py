@@ -7,6 +7,7 @@ from django.utils import timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from config.live import get_config
 from jobs.choices import ACTIVE_STATES, FAILED_STATES, JobHealth
 from jobs.models import Job
 
@@ -39,7 +40,7 @@ class JobSerializer(serializers.ModelSerializer):
         percent = round(100.0 * job.progress_current / total, 1) if total else None
         return {"current": job.progress_current, "total": total, "percent": percent}
 
-    @extend_schema_field(serializers.ChoiceField(choices=list(JobHealth.ALL)))
+    @extend_schema_field(serializers.ChoiceField(choices=JobHealth.values))
     def get_health(self, job: Job) -> str:
         """failed for a job that failed or was interrupted; stalled when an active job has given no
         sign of life for longer than JOB_STALL_SECONDS; ok otherwise."""
@@ -47,7 +48,7 @@ class JobSerializer(serializers.ModelSerializer):
             return JobHealth.FAILED
         if job.state in ACTIVE_STATES:
             last_sign = job.heartbeat_at or job.created_at
-            if (timezone.now() - last_sign).total_seconds() > settings.JOB_STALL_SECONDS:
+            if (timezone.now() - last_sign).total_seconds() > get_config().JOB_STALL_SECONDS:
                 return JobHealth.STALLED
         return JobHealth.OK
 

@@ -26,10 +26,10 @@ def jobs_sweep() -> dict[str, int]:
 
 
 @task_prerun.connect
-def _config_sync_before_task(**_: Any) -> None:
-    from config.live import config_sync
+def _config_refresh_before_task(**_: Any) -> None:
+    from config.live import config_refresh
 
-    config_sync()  # the configuration overrides, at most one query every few seconds
+    config_refresh()  # the configuration overrides, at most one query every few seconds
 
 
 @worker_ready.connect

@@ -9,9 +9,9 @@ from django.db import transaction
 from django.db.models import F
 
 from accounts.actions import journal_note, journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import BadRequest
-from config.live import config_sync
+from config.live import config_refresh
 from config.overrides import KEYS, pair_problem, problem
 from ops.configuration import NOT_SETTABLE, environment_value
 from ops.models import ConfigOverride, ConfigVersion
@@ -69,5 +69,5 @@ def config_update(data: Any, *, actor: str) -> dict[str, Any]:
         ConfigVersion.objects.filter(pk=1).update(version=F("version") + 1)
     restart = sorted(name for name in checked if not KEYS[name].live)
     journal_note(before=before, after=after)
-    config_sync(force=True)
+    config_refresh(force=True)
     return {"before": before, "after": after, "restart_required": restart}

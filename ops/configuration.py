@@ -1,8 +1,9 @@
 """The effective configuration: environment values (the defaults) with the overrides set through the API.
 
 The keys and their checks are in `config.overrides`, which the settings use to read the stored values as a
-process starts. Live keys are applied in every process within a few seconds of a change (`config.live`,
-called by the web middleware, the job worker and the dispatcher's loop); the others at the next start."""
+process starts. Live keys are read through `config.live.get_config()`, which every process brings up to date
+within a few seconds of a change (the web middleware, the job worker and the dispatcher's loop); the others
+take a change at the next start."""
 
 from __future__ import annotations
 
@@ -14,7 +15,9 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 
 from config.errors import BadRequest
+from config.live import get_config
 from config.overrides import KEYS, plain, setting_value
+from ops.choices import ConfigSource
 
 MASK = "********"
 # Shown, never settable, and why (the overrides are stored in the database that URL names).
@@ -34,7 +37,7 @@ def database_url_masked(url: str) -> str:
 
 
 def _env_source(env: str) -> str:
-    return "environment" if os.environ.get(env) or os.environ.get(f"{env}_FILE") else "default"
+    return ConfigSource.ENVIRONMENT if os.environ.get(env) or os.environ.get(f"{env}_FILE") else ConfigSource.DEFAULT
 
 
 def environment_value(name: str) -> Any:
@@ -58,20 +61,21 @@ def effective_config() -> dict[str, Any]:
     from ops.models import ConfigOverride
 
     stored = dict(ConfigOverride.objects.values_list("key", "value"))
+    live = get_config()
     entries = []
     for key in KEYS.values():
         if key.name in stored:
-            value, source = stored[key.name], "api"
+            value, source = stored[key.name], ConfigSource.API
             wanted = plain(setting_value(key, value))
         else:
             value, source = environment_value(key.name), _env_source(key.setting)
             wanted = value
-        running = plain(getattr(settings, key.setting))
+        running = plain(getattr(live if key.live else settings, key.setting))
         entries.append(_entry(key.name, value, source, live=key.live, running=running, pending=running != wanted))
     url = database_url_masked(settings.DATABASE_URL)
     entries.append(_entry("database.url", url, _env_source("DATABASE_URL"), live=False))
     tokens = ApiToken.objects.filter(revoked_at__isnull=True).count()
-    entries.append(_entry("tokens.count", tokens, "database", live=True))
+    entries.append(_entry("tokens.count", tokens, ConfigSource.DATABASE, live=True))
     entries.sort(key=lambda e: e["key"])
     return {"entries": entries}
 

@@ -19,20 +19,21 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Coalesce, Now
 from django.utils import timezone
 
+from config.live import get_config
 from config.redis_client import redis_client
+from conversion.choices import TaskStatus
 from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
 from corpora.queries import services_stranded
 from corpora.results import results_space
-from corpora.statuses import TODO
 from dispatcher.metrics import results_held_read
 from jobs.choices import ACTIVE_STATES, JobState
 from jobs.models import Job
+from ops.choices import HealthStatus
 from services.models import DispatcherState, Worker
 from services.queries import WORKER_SEEN_MINUTES, conversion_sandbox, in_flight_list
 
-OK, WARNING, PROBLEM = "ok", "warning", "problem"
-RANK = {OK: 0, WARNING: 1, PROBLEM: 2}
+RANK = {HealthStatus.OK: 0, HealthStatus.WARNING: 1, HealthStatus.PROBLEM: 2}
 
 # The dispatcher writes its heartbeat once a second; a few missed rounds mean it is gone or hung.
 DISPATCHER_STALE_SECONDS = 15
@@ -47,7 +48,7 @@ def _check(name: str, status: str, summary: str, remediation: str | None = None,
         "name": name,
         "status": status,
         "summary": summary,
-        "remediation": remediation if status != OK else None,
+        "remediation": remediation if status != HealthStatus.OK else None,
         "details": details,
     }
 
@@ -55,7 +56,7 @@ def _check(name: str, status: str, summary: str, remediation: str | None = None,
 def database_pool_check() -> dict:
     pool = getattr(connection, "pool", None)
     if pool is None:
-        return _check("database_pool", OK, "no pool: each request opens its own connection", pool=False)
+        return _check("database_pool", HealthStatus.OK, "no pool: each request opens its own connection", pool=False)
     stats = pool.get_stats()
     size = stats.get("pool_size", 0)
     idle = stats.get("pool_available", 0)
@@ -64,13 +65,13 @@ def database_pool_check() -> dict:
     if waiting:
         return _check(
             "database_pool",
-            WARNING,
+            HealthStatus.WARNING,
             f"{waiting} request(s) waiting for a database connection",
             "Raise pool.max (PUT /api/config, then restart; or DB_POOL_MAX) and PostgreSQL max_connections to "
             "match, or look for long queries in pg_stat_activity.",
             **details,
         )
-    return _check("database_pool", OK, f"{details['in_use']} in use, {idle} idle", **details)
+    return _check("database_pool", HealthStatus.OK, f"{details['in_use']} in use, {idle} idle", **details)
 
 
 def postgresql_check() -> dict:
@@ -81,13 +82,13 @@ def postgresql_check() -> dict:
     except Exception as exc:
         return _check(
             "postgresql",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"PostgreSQL does not answer: {type(exc).__name__}",
             "Start PostgreSQL or fix DATABASE_URL (host, port, database, credentials), then retry.",
             reachable=False,
             version=None,
         )
-    return _check("postgresql", OK, f"reachable, server {version}", reachable=True, version=version)
+    return _check("postgresql", HealthStatus.OK, f"reachable, server {version}", reachable=True, version=version)
 
 
 def redis_check() -> dict:
@@ -97,7 +98,7 @@ def redis_check() -> dict:
     except Exception as exc:
         return _check(
             "redis",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"Redis does not answer: {type(exc).__name__}",
             "Start Redis (`manage.py up` starts an embedded one when REDIS_URL is unset) or fix REDIS_URL; "
             "background jobs cannot start meanwhile.",
@@ -106,7 +107,7 @@ def redis_check() -> dict:
         )
     finally:
         client.close()
-    return _check("redis", OK, f"reachable, server {version}", reachable=True, version=version)
+    return _check("redis", HealthStatus.OK, f"reachable, server {version}", reachable=True, version=version)
 
 
 def _port_open(host: str, port: int) -> bool:
@@ -134,11 +135,11 @@ def dispatcher_check() -> dict:
     }
     start = "Start the dispatcher (`manage.py up` runs it, or `manage.py dispatcher`)"
     if state is None:
-        return _check("dispatcher", PROBLEM, "no dispatcher has run", f"{start}.", **details)
+        return _check("dispatcher", HealthStatus.PROBLEM, "no dispatcher has run", f"{start}.", **details)
     if age > DISPATCHER_STALE_SECONDS:
         return _check(
             "dispatcher",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"no heartbeat for {age:.0f} s (process {state.pid}): stopped or hung",
             f"{start}; if process {state.pid} still exists it is hung: stop it first. Its log says why it stopped.",
             **details,
@@ -147,13 +148,13 @@ def dispatcher_check() -> dict:
     if closed:
         return _check(
             "dispatcher",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"alive (process {state.pid}) but not reachable on {', '.join(closed)}",
             "Check DISPATCHER_HOST / DISPATCHER_VENTILATOR_PORT / DISPATCHER_SINK_PORT against DISPATCHER_BIND "
             "and any firewall between this host and the dispatcher.",
             **details,
         )
-    return _check("dispatcher", OK, f"alive (process {state.pid}), ports reachable", **details)
+    return _check("dispatcher", HealthStatus.OK, f"alive (process {state.pid}), ports reachable", **details)
 
 
 def workers_check() -> dict:
@@ -168,13 +169,15 @@ def workers_check() -> dict:
     if not seen:
         return _check(
             "workers",
-            WARNING,
+            HealthStatus.WARNING,
             f"no worker seen in the last {WORKER_SEEN_MINUTES} minutes",
             "Start conversion workers pointed at the dispatcher's ventilator and sink ports "
             "(`manage.py up --workers N` starts local ones); without them no task converts.",
             **details,
         )
-    return _check("workers", OK, f"{len(seen)} worker(s) seen in the last {WORKER_SEEN_MINUTES} minutes", **details)
+    return _check(
+        "workers", HealthStatus.OK, f"{len(seen)} worker(s) seen in the last {WORKER_SEEN_MINUTES} minutes", **details
+    )
 
 
 def served_check() -> dict:
@@ -186,14 +189,14 @@ def served_check() -> dict:
         first = stranded[0]["service"]
         return _check(
             "served",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"tasks wait and no live worker serves {names}",
             f"Start workers for them (`manage.py worker --service {first}`, or `--all-services`; `manage.py up "
             "--workers N` starts local ones) pointed at the dispatcher's ports; or deactivate the service on its "
             "corpora if nothing should convert it.",
             **details,
         )
-    return _check("served", OK, "every service with waiting tasks has a live worker", **details)
+    return _check("served", HealthStatus.OK, "every service with waiting tasks has a live worker", **details)
 
 
 # The in-flight check lists this many conversions at most, the longest running first.
@@ -214,14 +217,16 @@ def in_flight_check() -> dict:
         row = past[0]
         return _check(
             "in_flight",
-            WARNING,
+            HealthStatus.WARNING,
             f"{len(past)} of {len(flying)} conversion(s) in flight run past their service's 99th percentile; the "
             f"longest: {row['document']} of {row['corpus']} on {row['worker']}, {row['elapsed_seconds']:.0f} s",
             "A conversion past its service's usual runtime may be stuck: its worker ends it at the timeout. Look at "
             "the document (the workers screen of its service lists it) and at the worker's machine.",
             **details,
         )
-    return _check("in_flight", OK, f"{len(flying)} conversion(s) in flight, none past its service's p99", **details)
+    return _check(
+        "in_flight", HealthStatus.OK, f"{len(flying)} conversion(s) in flight, none past its service's p99", **details
+    )
 
 
 def _free_bytes(path: Path) -> int | None:
@@ -252,7 +257,7 @@ def corpus_roots_check() -> dict:
     if unreadable:
         return _check(
             "corpus_roots",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"not a readable directory: {', '.join(unreadable)}",
             "Create the directory or mount the volume, and make it readable by the service user; or remove it "
             "from CORPUS_ROOTS.",
@@ -261,12 +266,12 @@ def corpus_roots_check() -> dict:
     if low:
         return _check(
             "corpus_roots",
-            WARNING,
+            HealthStatus.WARNING,
             f"less than 1 GiB free under {', '.join(low)}",
             "Free space on that volume (delete old corpora or exports) or move the corpora to a larger one.",
             **details,
         )
-    return _check("corpus_roots", OK, f"{len(roots)} root(s) readable", **details)
+    return _check("corpus_roots", HealthStatus.OK, f"{len(roots)} root(s) readable", **details)
 
 
 def _existing_ancestor(path: Path) -> Path:
@@ -295,25 +300,29 @@ def _directory_check(name: str, setting: str, path: Path) -> dict:
         where = "" if exists else f" (its nearest existing ancestor {probe} is not a writable directory)"
         return _check(
             name,
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"{path} cannot be written{where}",
             f"Make {path} a directory writable by the service user (mkdir -p, chown), or point {setting} at one.",
             **details,
         )
     if free is not None and free < LOW_FREE_BYTES:
         return _check(
-            name, WARNING, f"less than 1 GiB free under {path}", "Free space on that volume or move it.", **details
+            name,
+            HealthStatus.WARNING,
+            f"less than 1 GiB free under {path}",
+            "Free space on that volume or move it.",
+            **details,
         )
     if not exists:
-        return _check(name, OK, f"{path} will be created on first use", **details)
-    return _check(name, OK, f"{path} writable", **details)
+        return _check(name, HealthStatus.OK, f"{path} will be created on first use", **details)
+    return _check(name, HealthStatus.OK, f"{path} writable", **details)
 
 
 def results_dir_check() -> dict:
     """The directory check, and the disk: below RESULTS_MIN_FREE_MB free, or while the sink says it holds
     results back (a write failed for want of space), a problem; below twice that, a warning."""
     check = _directory_check("results_dir", "RESULTS_DIR", settings.RESULTS_DIR)
-    if check["status"] == PROBLEM:
+    if check["status"] == HealthStatus.PROBLEM:
         return check
     space = results_space()
     try:
@@ -327,7 +336,7 @@ def results_dir_check() -> dict:
         sink = "the sink has stopped taking results" if held is not None else "the sink takes no result meanwhile"
         return _check(
             "results_dir",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"{why}; {sink} (workers keep theirs and no work is handed out)",
             f"Free space under {space.directory} or grow its volume; or lower RESULTS_MIN_FREE_MB (PUT /api/config "
             "results.min_free_mb). The sink takes results again within a second of there being room, and the "
@@ -337,7 +346,7 @@ def results_dir_check() -> dict:
     if space.free_bytes is not None and space.free_bytes < 2 * space.min_free_bytes:
         return _check(
             "results_dir",
-            WARNING,
+            HealthStatus.WARNING,
             f"{space.describe()}: the sink stops taking results below it",
             f"Free space under {space.directory} or grow its volume before it runs full.",
             **details,
@@ -350,7 +359,7 @@ def export_root_check() -> dict:
 
 
 def jobs_check() -> dict:
-    stall_before = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    stall_before = timezone.now() - timedelta(seconds=get_config().JOB_STALL_SECONDS)
     active = Job.objects.filter(state__in=ACTIVE_STATES)
     counts = active.aggregate(
         queued=Count("pk", filter=Q(state=JobState.QUEUED)),
@@ -361,34 +370,34 @@ def jobs_check() -> dict:
         .filter(last_sign__lt=stall_before)
         .values_list("kind", flat=True)[:1000]
     )
-    details = {**counts, "stalled": len(stalled), "stall_seconds": settings.JOB_STALL_SECONDS}
+    details = {**counts, "stalled": len(stalled), "stall_seconds": get_config().JOB_STALL_SECONDS}
     if stalled:
         return _check(
             "jobs",
-            PROBLEM,
-            f"{len(stalled)} job(s) without a sign of life for over {settings.JOB_STALL_SECONDS} s "
+            HealthStatus.PROBLEM,
+            f"{len(stalled)} job(s) without a sign of life for over {get_config().JOB_STALL_SECONDS} s "
             f"({', '.join(sorted(set(stalled)))})",
             "Start the job worker (`manage.py up` runs it) and check Redis; a job whose worker died is marked "
             "interrupted by the next worker start and can be requested again.",
             **details,
         )
-    return _check("jobs", OK, f"{counts['queued']} queued, {counts['running']} running", **details)
+    return _check("jobs", HealthStatus.OK, f"{counts['queued']} queued, {counts['running']} running", **details)
 
 
 def expired_leases_check() -> dict:
     # Matches the partial index task_leased_until (status > TODO): an index range scan, not a table scan.
-    expired = Task.objects.filter(status__gt=TODO, leased_until__lt=Now()).count()
-    details = {"expired": expired, "reap_seconds": settings.DISPATCHER_REAP_SECONDS}
+    expired = Task.objects.filter(status__gt=TaskStatus.TODO, leased_until__lt=Now()).count()
+    details = {"expired": expired, "reap_seconds": get_config().DISPATCHER_REAP_SECONDS}
     if expired:
         return _check(
             "expired_leases",
-            WARNING,
+            HealthStatus.WARNING,
             f"{expired} task(s) whose lease has expired wait to be handed out again",
-            f"The dispatcher returns them every {settings.DISPATCHER_REAP_SECONDS} s; if the count does not fall, "
+            f"The dispatcher returns them every {get_config().DISPATCHER_REAP_SECONDS} s; if the count does not fall, "
             "start the dispatcher.",
             **details,
         )
-    return _check("expired_leases", OK, "no expired lease waiting", **details)
+    return _check("expired_leases", HealthStatus.OK, "no expired lease waiting", **details)
 
 
 def conversion_sandbox_check() -> dict:
@@ -398,7 +407,7 @@ def conversion_sandbox_check() -> dict:
     if not sandbox.enabled:
         return _check(
             "conversion_sandbox",
-            WARNING,
+            HealthStatus.WARNING,
             "the sandbox is turned off (CONVERSION_SANDBOX=none): documents run their own Perl unconfined",
             "Unset CONVERSION_SANDBOX (or set it to bwrap) with bubblewrap installed, then restart.",
             mode=sandbox.mode,
@@ -408,7 +417,7 @@ def conversion_sandbox_check() -> dict:
     if why is not None:
         return _check(
             "conversion_sandbox",
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"conversions cannot run: {why}",
             "Install bubblewrap (apt-get install bubblewrap) or point CONVERSION_BWRAP at it; in a container, allow "
             "user namespaces. Then restart the workers.",
@@ -416,7 +425,11 @@ def conversion_sandbox_check() -> dict:
             state="unavailable",
         )
     return _check(
-        "conversion_sandbox", OK, f"conversions run confined in {sandbox.mode}", mode=sandbox.mode, state="ok"
+        "conversion_sandbox",
+        HealthStatus.OK,
+        f"conversions run confined in {sandbox.mode}",
+        mode=sandbox.mode,
+        state="ok",
     )
 
 
@@ -459,7 +472,7 @@ def _guarded(check: Callable[[], dict], name: str) -> dict:
     except Exception as exc:
         return _check(
             name,
-            PROBLEM,
+            HealthStatus.PROBLEM,
             f"the check failed: {type(exc).__name__}: {str(exc)[:200]}",
             "See the postgresql check and the server log.",
         )

@@ -25,7 +25,6 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import redis
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
@@ -33,9 +32,11 @@ from django.utils import timezone
 from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from config.live import get_config
+from conversion.choices import TaskStatus
 from corpora.queries import services_stranded
 from corpora.results import results_space
-from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS, TODO
+from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS
 from dispatcher.metrics import ingest_read, results_held_read
 from services.queries import in_flight_list
 
@@ -80,7 +81,7 @@ def leases_expired() -> int:
     """Leased tasks whose lease ran out, not yet returned: a range read on the partial index task_leased_until."""
     from corpora.models import Task
 
-    return Task.objects.filter(status__gt=TODO, leased_until__lt=timezone.now()).count()
+    return Task.objects.filter(status__gt=TaskStatus.TODO, leased_until__lt=timezone.now()).count()
 
 
 def job_counts() -> tuple[dict[str, int], dict[str, int]]:
@@ -88,7 +89,7 @@ def job_counts() -> tuple[dict[str, int], dict[str, int]]:
     from jobs.choices import ACTIVE_STATES, FAILED_STATES, JobHealth, JobState
     from jobs.models import Job
 
-    stale = timezone.now() - timedelta(seconds=settings.JOB_STALL_SECONDS)
+    stale = timezone.now() - timedelta(seconds=get_config().JOB_STALL_SECONDS)
     failed = Q(state__in=FAILED_STATES)
     stalled = Q(state__in=ACTIVE_STATES) & Q(last_sign__lt=stale)
     rows = (
@@ -97,7 +98,7 @@ def job_counts() -> tuple[dict[str, int], dict[str, int]]:
         .annotate(total=Count("pk"), failed=Count("pk", filter=failed), stalled=Count("pk", filter=stalled))
     )
     states = {state.value: 0 for state in JobState}
-    health = dict.fromkeys(JobHealth.ALL, 0)
+    health = dict.fromkeys(JobHealth.values, 0)
     for row in rows:
         states[row["state"]] = row["total"]
         health[JobHealth.FAILED] += row["failed"]

@@ -15,13 +15,16 @@ from django.utils.dateparse import parse_datetime
 
 from config.errors import ServiceError
 from config.redis_client import redis_client
+from conversion.choices import COMPLETED, COMPLETED_NAMES, TaskStatus
 from corpora.models import Corpus, Run, TaskCount
 from corpora.queries import corpus_get
-from corpora.statuses import COMPLETED, COMPLETED_NAMES, QUEUED_BUCKET, TODO
+from corpora.statuses import QUEUED_BUCKET
 from jobs.queries import jobs_in_trouble
+from ops.choices import HealthStatus, Readiness
 from ops.health import health
 from runs.queries.history import open_runs, run_history
-from services.models import PROTECTED_SERVICES, Service, Worker
+from services.choices import ProtectedService
+from services.models import Service, Worker
 from services.queries import in_flight_list, service_get
 
 CORPUS_TABLE = Corpus._meta.db_table
@@ -45,7 +48,7 @@ def database_reachable() -> bool:
 def liveness() -> dict:
     """GET /healthz, the specification's liveness record: the status and whether the database answers."""
     reachable = database_reachable()
-    return {"status": "ok" if reachable else "unavailable", "database": {"reachable": reachable}}
+    return {"status": Readiness.OK if reachable else Readiness.UNAVAILABLE, "database": {"reachable": reachable}}
 
 
 # --- status and statistics ---
@@ -67,13 +70,13 @@ def system_status() -> dict:
         .order_by("service__name")
     )
     pending = dict(
-        TaskCount.objects.filter(bucket__in=(TODO, QUEUED_BUCKET))
-        .exclude(service__name__in=PROTECTED_SERVICES)
+        TaskCount.objects.filter(bucket__in=(TaskStatus.TODO, QUEUED_BUCKET))
+        .exclude(service__name__in=ProtectedService.values)
         .values("bucket")
         .annotate(n=Sum("count"))
         .values_list("bucket", "n")
     )
-    todo, queued = pending.get(TODO, 0), pending.get(QUEUED_BUCKET, 0)
+    todo, queued = pending.get(TaskStatus.TODO, 0), pending.get(QUEUED_BUCKET, 0)
     latest = run_history(limit=1)
     return {
         "corpora": Corpus.objects.count(),
@@ -97,11 +100,11 @@ def dashboard() -> dict:
     and ETA, the backlog per service, the jobs that stalled or failed lately and the health checks that
     are not ok (name and status; the details are on the signed-in health screen and GET /api/health)."""
     backlog = (
-        TaskCount.objects.filter(bucket__in=(TODO, QUEUED_BUCKET))
-        .exclude(service__name__in=PROTECTED_SERVICES)
+        TaskCount.objects.filter(bucket__in=(TaskStatus.TODO, QUEUED_BUCKET))
+        .exclude(service__name__in=ProtectedService.values)
         .values("service__name")
         .annotate(
-            todo=Sum("count", filter=Q(bucket=TODO), default=0),
+            todo=Sum("count", filter=Q(bucket=TaskStatus.TODO), default=0),
             queued=Sum("count", filter=Q(bucket=QUEUED_BUCKET), default=0),
         )
         .order_by("service__name")
@@ -121,7 +124,9 @@ def dashboard() -> dict:
         "failed_jobs_hours": int(FAILED_JOBS_WINDOW.total_seconds() // 3600),
         "health": {
             "status": checks["status"],
-            "problems": [{"name": c["name"], "status": c["status"]} for c in checks["checks"] if c["status"] != "ok"],
+            "problems": [
+                {"name": c["name"], "status": c["status"]} for c in checks["checks"] if c["status"] != HealthStatus.OK
+            ],
         },
         "in_flight": len(flying),
         "in_flight_past_p99": sum(row["past_p99"] for row in flying),
@@ -183,7 +188,6 @@ def run_statistics(*, corpus: str | None = None, service: str | None = None) -> 
 
 
 # --- logs ---
-LOG_LEVELS = ["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 
 class LogsUnavailable(ServiceError):

@@ -6,6 +6,7 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField
 from jobs.choices import FAILED_STATES, JobHealth, JobState
 from jobs.models import Job
+from ops.choices import ConfigSource, HealthStatus, LogLevel, Readiness
 from ops.health import CHECK_NAMES
 from runs.serializers import CurrentRunSerializer, RunSerializer, TalliesField
 from services.serializers import ServiceInFlightSerializer
@@ -16,7 +17,7 @@ class DatabaseReachSerializer(serializers.Serializer):
 
 
 class LivenessSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["ok", "unavailable"])
+    status = serializers.ChoiceField(choices=Readiness.values)
     database = DatabaseReachSerializer()
 
 
@@ -66,11 +67,11 @@ class DashboardJobSerializer(serializers.Serializer):
 
 class HealthProblemSerializer(serializers.Serializer):
     name = serializers.ChoiceField(choices=CHECK_NAMES)
-    status = serializers.ChoiceField(choices=["warning", "problem"])
+    status = serializers.ChoiceField(choices=[HealthStatus.WARNING, HealthStatus.PROBLEM])
 
 
 class DashboardHealthSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=["ok", "warning", "problem"], help_text="the worst check's status")
+    status = serializers.ChoiceField(choices=HealthStatus.values, help_text="the worst check's status")
     problems = HealthProblemSerializer(many=True, help_text="the checks that are not ok; details: GET /api/health")
 
 
@@ -113,28 +114,25 @@ class StatisticsParamsSerializer(serializers.Serializer):
 
 
 # --- detailed health ---
-HEALTH_STATUSES = ["ok", "warning", "problem"]
 
 
 class HealthCheckSerializer(serializers.Serializer):
     name = serializers.ChoiceField(choices=CHECK_NAMES)
-    status = serializers.ChoiceField(choices=HEALTH_STATUSES)
+    status = serializers.ChoiceField(choices=HealthStatus.values)
     summary = serializers.CharField()
     remediation = serializers.CharField(allow_null=True, help_text="What to do about it; null when the check is ok")
     details = serializers.DictField(help_text="The check's figures (counts, paths, ports, free bytes, versions)")
 
 
 class HealthSerializer(serializers.Serializer):
-    status = serializers.ChoiceField(choices=HEALTH_STATUSES, help_text="The worst check's status")
+    status = serializers.ChoiceField(choices=HealthStatus.values, help_text="The worst check's status")
     checked_at = serializers.DateTimeField()
     checks = HealthCheckSerializer(many=True)
 
 
 # --- logs ---
 class LogsParamsSerializer(serializers.Serializer):
-    level = serializers.ChoiceField(
-        choices=["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"], required=False, help_text="minimum level"
-    )
+    level = serializers.ChoiceField(choices=LogLevel.values, required=False, help_text="minimum level")
     process = StrictCharField(required=False, max_length=100, help_text="web, celery-worker, dispatcher, ...")
     request_id = StrictCharField(required=False, max_length=200)
     before = serializers.RegexField(
@@ -163,7 +161,7 @@ class LogsSerializer(serializers.Serializer):
 class ConfigEntrySerializer(serializers.Serializer):
     key = serializers.CharField(help_text="Dotted name, e.g. dispatcher.max_in_flight")
     value = serializers.JSONField(help_text="The effective value; secrets masked, tokens only as a count")
-    source = serializers.ChoiceField(choices=["default", "environment", "api", "database"])
+    source = serializers.ChoiceField(choices=ConfigSource.values)
     live = serializers.BooleanField(help_text="A change takes effect in running processes within seconds")
     settable = serializers.BooleanField(help_text="Settable through PUT /api/config (else environment only)")
     running = serializers.JSONField(help_text="The value the answering web process runs with")

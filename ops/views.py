@@ -18,9 +18,10 @@ from config.errors import ServiceError
 from config.screens import duration_text, error_page, given, screen_write, validated
 from corpora.statuses import OVERVIEW_ORDER
 from ops.actions import config_update
+from ops.choices import LogLevel
 from ops.configuration import assignments, effective_config
 from ops.health import health
-from ops.queries import LOG_LEVELS, dashboard, log_records, run_statistics
+from ops.queries import dashboard, log_records, run_statistics
 from ops.serializers import (
     ConfigSerializer,
     DashboardSerializer,
@@ -128,7 +129,9 @@ def logs_view(request: HttpRequest) -> HttpResponse:
     older = None
     if logs["next_before"]:
         older = urlencode({**{key: value for key, value in filters.items() if value}, "before": logs["next_before"]})
-    return render(request, "ops/logs.html", {"logs": logs, "filters": filters, "older": older, "levels": LOG_LEVELS})
+    return render(
+        request, "ops/logs.html", {"logs": logs, "filters": filters, "older": older, "levels": LogLevel.values}
+    )
 
 
 # --- configuration ---

@@ -13,20 +13,22 @@ from django.conf import settings
 from django.db import OperationalError, connection, transaction
 
 from accounts.actions import journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
+from conversion.choices import COMPLETED
 from corpora.grains import grain_slice_rebuild, grains_clear
 from corpora.message_store import messages_purge_retired, messages_vacuum
 from corpora.models import GrainSlice, TaskCount
 from corpora.pairs import run_open, runs_close_drained
 from corpora.queries import Pair, pair_resolve
-from corpora.statuses import COMPLETED, SEVERITIES, severity_check
+from corpora.statuses import SEVERITIES, severity_check
 from corpora.task_changes import tasks_pause, tasks_rerun, tasks_resume
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
+from reports.choices import RunControlAction
 from reports.queries import GrainReport, category_report, retired_messages_left, what_report
 
 TASK_COUNT_TABLE = TaskCount._meta.db_table
@@ -57,7 +59,7 @@ def run_control(
     RunControlSerializer."""
     scope = {"corpus": corpus_name, "service": service_name, "action": action}
     pair = {"corpus_name": corpus_name, "service_name": service_name, "actor": actor}
-    if action == "pause":
+    if action == RunControlAction.PAUSE:
         return {**scope, "blocked": conversions_pause(**pair)}
     return {**scope, "resumed": conversions_resume(**pair)}
 

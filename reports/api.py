@@ -24,6 +24,7 @@ from corpora.queries import pair_resolve
 from corpora.results import result_member
 from jobs.serializers import JobAckSerializer
 from reports.actions import category_report_read, pair_refresh, reports_refresh, rerun, run_control, what_report_read
+from reports.choices import RunControlAction
 from reports.queries import (
     document_paper,
     document_report,
@@ -60,7 +61,9 @@ class PairPauseApi(TokenApiView):
     def post(self, request: Request, corpus: str, service: str) -> Response:
         return Response(
             RunControlSerializer(
-                run_control(action="pause", corpus_name=corpus, service_name=service, actor=self.actor_name())
+                run_control(
+                    action=RunControlAction.PAUSE, corpus_name=corpus, service_name=service, actor=self.actor_name()
+                )
             ).data
         )
 
@@ -73,7 +76,9 @@ class PairResumeApi(TokenApiView):
     def post(self, request: Request, corpus: str, service: str) -> Response:
         return Response(
             RunControlSerializer(
-                run_control(action="resume", corpus_name=corpus, service_name=service, actor=self.actor_name())
+                run_control(
+                    action=RunControlAction.RESUME, corpus_name=corpus, service_name=service, actor=self.actor_name()
+                )
             ).data
         )
 
@@ -84,7 +89,7 @@ class FleetPauseApi(TokenApiView):
         request=None, responses={200: RunControlSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(run_control(action="pause", actor=self.actor_name())).data)
+        return Response(RunControlSerializer(run_control(action=RunControlAction.PAUSE, actor=self.actor_name())).data)
 
 
 class FleetResumeApi(TokenApiView):
@@ -93,7 +98,7 @@ class FleetResumeApi(TokenApiView):
         request=None, responses={200: RunControlSerializer}, tags=["reports"],
     )  # fmt: skip
     def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(run_control(action="resume", actor=self.actor_name())).data)
+        return Response(RunControlSerializer(run_control(action=RunControlAction.RESUME, actor=self.actor_name())).data)
 
 
 # --- reports --------------------------------------------------------------------------------------

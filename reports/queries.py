@@ -23,8 +23,8 @@ from django.db import connection, transaction
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
-from conversion.severities import Severity
-from conversion.taxonomy import MISSING_FILE, meaning_of
+from conversion.choices import COMPLETED_NAMES, Category, Severity
+from conversion.taxonomy import meaning_of
 from corpora.links import document_html_url, document_result_url
 from corpora.models import (
     RUNTIME_BIN_MS,
@@ -45,7 +45,7 @@ from corpora.models import (
 )
 from corpora.queries import Pair, pair_counts, retired_messages_exist
 from corpora.results import result_html, result_stored
-from corpora.statuses import COMPLETED_NAMES, SEVERITIES, STATUS_KEYS, severity_check, status_name
+from corpora.statuses import SEVERITIES, STATUS_KEYS, severity_check, status_name
 from services.queries import service_get
 
 CORPUS_TABLE = Corpus._meta.db_table
@@ -406,7 +406,9 @@ def document_explanation(status: str, messages: list[LoggedMessage]) -> Explanat
         for m in (fatal or errors[:EXPLAINED_ERRORS])
     ]
     missing = list(
-        dict.fromkeys(m.what for m in messages if m.category.lower() == MISSING_FILE and m.severity != Severity.INFO)
+        dict.fromkeys(
+            m.what for m in messages if m.category.lower() == Category.MISSING_FILE and m.severity != Severity.INFO
+        )
     )
     if status in _NOT_CONVERTED:
         summary = f"Not converted: the document {_NOT_CONVERTED[status]}."

@@ -17,6 +17,7 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField
 from config.errors import BadRequest
 from corpora.serializers import StatusCountsSerializer
+from reports.choices import RunControlAction
 from reports.queries import EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
 
 
@@ -25,7 +26,7 @@ class RunControlSerializer(serializers.Serializer):
 
     corpus = serializers.CharField(allow_null=True)
     service = serializers.CharField(allow_null=True)
-    action = serializers.ChoiceField(choices=["pause", "resume"])
+    action = serializers.ChoiceField(choices=RunControlAction.values)
     blocked = serializers.IntegerField(required=False)
     resumed = serializers.IntegerField(required=False)
 

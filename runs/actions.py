@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from accounts.actions import journal_note, journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.api.paging import Page
 from config.errors import NotFound
 from corpora.diffs import diff_ensure, diff_rows_ensure

@@ -28,12 +28,8 @@ from corpora.links import class_tasks_url, document_url, report_url
 from corpora.queries import pair_resolve
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
 from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
+from runs.choices import ClassChange, MemberChange
 from runs.queries.classes import (
-    DECREASED,
-    GAINED,
-    INCREASED,
-    KINDS,
-    LOST,
     class_diff,
     class_diff_count,
     class_known,
@@ -291,9 +287,9 @@ def class_rows(corpus: str, service: str, scope: DiffScope, changes: list[dict[s
     return [
         {
             "change": change,
-            "gained_href": class_tasks_href(corpus, service, dates, change, GAINED)
+            "gained_href": class_tasks_href(corpus, service, dates, change, MemberChange.GAINED)
             if change["documents_listed"] and change["current_tasks"] else None,
-            "lost_href": class_tasks_href(corpus, service, dates, change, LOST)
+            "lost_href": class_tasks_href(corpus, service, dates, change, MemberChange.LOST)
             if change["documents_listed"] and change["previous_tasks"] else None,
         }
         for change in changes
@@ -308,18 +304,18 @@ def top_failures(corpus: str, service: str, scope: DiffScope) -> dict[str, Any]:
     page = page_check(0, FAILURES_SHOWN)
     try:
         new = ClassChangeSerializer(
-            class_diff(scope, page, kind=INCREASED, severity=FAILURE_SEVERITIES), many=True
+            class_diff(scope, page, kind=ClassChange.INCREASED, severity=FAILURE_SEVERITIES), many=True
         ).data
         fixed = ClassChangeSerializer(
-            class_diff(scope, page, kind=DECREASED, severity=FAILURE_SEVERITIES), many=True
+            class_diff(scope, page, kind=ClassChange.DECREASED, severity=FAILURE_SEVERITIES), many=True
         ).data
     except BadRequest as exc:
         return {"note": str(exc.detail)}
     return {
         "new": class_rows(corpus, service, scope, new),
         "fixed": class_rows(corpus, service, scope, fixed),
-        "new_href": classes_href(corpus, service, scope, kind=INCREASED, severity=FAILURE_SEVERITIES),
-        "fixed_href": classes_href(corpus, service, scope, kind=DECREASED, severity=FAILURE_SEVERITIES),
+        "new_href": classes_href(corpus, service, scope, kind=ClassChange.INCREASED, severity=FAILURE_SEVERITIES),
+        "fixed_href": classes_href(corpus, service, scope, kind=ClassChange.DECREASED, severity=FAILURE_SEVERITIES),
         "all_href": classes_href(corpus, service, scope),
     }
 
@@ -340,7 +336,7 @@ def classes_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
     context = {
         "scope": _dates(scope),
         "filters": query,
-        "kinds": KINDS,
+        "kinds": ClassChange.values,
         "rows": class_rows(corpus, service, scope, changes),
         "count": count,
         "pager": pager(page.offset, page.page_size, len(changes), count, {k: v for k, v in kept.items() if v}),
@@ -373,7 +369,7 @@ def class_tasks_view(request: HttpRequest, corpus: str, service: str, severity: 
         "change": query["change"],
         "other_href": class_tasks_href(
             corpus, service, _dates(scope), {"severity": cls.severity, "category": cls.category, "what": cls.what},
-            LOST if query["change"] == GAINED else GAINED,
+            MemberChange.LOST if query["change"] == MemberChange.GAINED else MemberChange.GAINED,
         ),
         "tasks": tasks,
         # The count of a class's gained or lost documents is not kept: the pager knows only whether the page is full.

@@ -14,28 +14,24 @@ from django.utils import timezone
 from psycopg.types.json import Jsonb
 
 from accounts.actions import journal_note, journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse
 from corpora.pairs import data_purge, runs_profile_note
+from services.choices import ProtectedService
 from services.models import DispatcherState, InFlight, Service, Worker
 from services.queries import service_get
 
 IN_FLIGHT_TABLE = InFlight._meta.db_table
 WORKER_TABLE = Worker._meta.db_table
 
-PROTECTED_DESCRIPTIONS = {
-    "init": "Infrastructure: the initial state of every document.",
-    "import": "Infrastructure: one task per imported document (no_problem, or invalid with why).",
-}
-
 
 def protected_service(name: str) -> Service:
     """The init or import service, recreated if it went missing (a migration creates both)."""
     service, _ = Service.objects.get_or_create(
         name=name,
-        defaults={"description": PROTECTED_DESCRIPTIONS[name], "version": "1", "outputformat": "tex"},
+        defaults={"description": ProtectedService(name).label, "version": "1", "outputformat": "tex"},
     )
     return service
 

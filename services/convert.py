@@ -18,8 +18,8 @@ from rest_framework.response import Response
 from accounts.api_base import PublicApiView
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.fields import StrictCharField
+from conversion.choices import LATEXML_NAMES, LatexmlStatus
 from conversion.engine import EngineMissing, convert_text
-from conversion.statuses import LATEXML_FATAL, LATEXML_NAMES
 from services.convert_slots import convert_slot_take
 from services.queries import conversion_sandbox
 
@@ -52,7 +52,9 @@ def _refusal(http_status: int, why: str, what: str) -> Response:
     """A problem body that also carries the conversion fields: status_code 3 and a log line saying why."""
     body = problem_body(http_status, why)
     body.update(
-        result="", log=f"Fatal:input:{what} {why}\nStatus:conversion:{LATEXML_FATAL}\n", status_code=LATEXML_FATAL
+        result="",
+        log=f"Fatal:input:{what} {why}\nStatus:conversion:{LatexmlStatus.FATAL}\n",
+        status_code=LatexmlStatus.FATAL.value,
     )
     return Response(body, status=http_status, content_type=PROBLEM_CONTENT_TYPE)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from django.db import models
 
 from conversion.profiles import DEFAULT as DEFAULT_PROFILE
-
-PROTECTED_SERVICES = ("init", "import")
+from services.choices import ProtectedService
 
 
 def default_profile() -> dict:
@@ -37,7 +36,7 @@ class Service(models.Model):
 
     @property
     def is_protected(self) -> bool:
-        return self.name in PROTECTED_SERVICES
+        return self.name in ProtectedService.values
 
 
 class Worker(models.Model):

@@ -11,9 +11,11 @@ from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from config.errors import NotFound
-from conversion.engine import KILL_REASONS
+from config.live import get_config
+from conversion.choices import KillReason
 from conversion.sandbox import Sandbox
-from services.models import PROTECTED_SERVICES, InFlight, Service, Worker
+from services.choices import ProtectedService
+from services.models import InFlight, Service, Worker
 
 # A worker that sends no heartbeat counts as live this long after it was last handed a task or returned one.
 WORKER_SEEN_MINUTES = 5
@@ -25,7 +27,9 @@ def service_list() -> QuerySet[Service]:
 
 def converter_names() -> list[str]:
     """The names of every service that converts (all but the protected infrastructure ones), by name."""
-    return list(Service.objects.exclude(name__in=PROTECTED_SERVICES).order_by("name").values_list("name", flat=True))
+    return list(
+        Service.objects.exclude(name__in=ProtectedService.values).order_by("name").values_list("name", flat=True)
+    )
 
 
 def service_get(name: str) -> Service:
@@ -37,7 +41,7 @@ def service_get(name: str) -> Service:
 
 def effective_lease_seconds(service: Service) -> int:
     """The lease a task of this service gets when leased now: the override or the global default."""
-    return service.lease_seconds or settings.DISPATCHER_LEASE_SECONDS
+    return service.lease_seconds or get_config().DISPATCHER_LEASE_SECONDS
 
 
 def conversion_sandbox() -> Sandbox:
@@ -66,7 +70,7 @@ def worker_live_since(now: datetime | None = None) -> tuple[datetime, datetime]:
     a task or returned one after the second."""
     now = now or timezone.now()
     return (
-        now - timedelta(seconds=2 * settings.DISPATCHER_WORKER_SILENCE_SECONDS),
+        now - timedelta(seconds=2 * get_config().DISPATCHER_WORKER_SILENCE_SECONDS),
         now - timedelta(minutes=WORKER_SEEN_MINUTES),
     )
 
@@ -83,9 +87,9 @@ def kills_by_reason(kills: object) -> dict[str, int]:
     count that is not a whole number of at least 0."""
     given = kills if isinstance(kills, dict) else {}
     counts = {}
-    for reason in KILL_REASONS:
-        value = given.get(reason)
-        counts[reason] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+    for reason in KillReason:
+        value = given.get(reason.value)
+        counts[reason.value] = value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
     return counts
 
 

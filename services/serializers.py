@@ -195,7 +195,7 @@ def lease_request(service: str, data: Any) -> LeaseUpdateRequestSerializer:
 
 
 class WorkerKillsSerializer(serializers.Serializer):
-    """A worker's killed conversions by reason (conversion.engine.KILL_REASONS), every reason present."""
+    """A worker's killed conversions by reason (conversion.choices.KillReason), every reason present."""
 
     timeout = serializers.IntegerField(help_text="past the conversion timeout")
     memory = serializers.IntegerField(help_text="past the conversion's memory limit")

@@ -47,10 +47,13 @@ def test_sleep(ctx: JobContext, *, seconds: float = 60.0) -> dict[str, Any]:
 
 @job_kind("test_setting")
 def test_setting(ctx: JobContext, *, name: str) -> dict[str, Any]:
-    """Report a setting as the process running the job sees it (configuration changes at run time)."""
+    """Report a live key as the process running the job sees it through the accessor (configuration changes at
+    run time), and its setting, which stays as the process started."""
     from django.conf import settings
 
-    return {"value": getattr(settings, name)}
+    from config.live import get_config
+
+    return {"value": getattr(get_config(), name), "setting": getattr(settings, name)}
 
 
 def _session_waits_or_idles(cursor: Any, pid: int, timeout: float = 30.0) -> None:

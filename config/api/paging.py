@@ -10,6 +10,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from config.errors import BadRequest
+from config.live import get_config
 
 
 @dataclass(frozen=True)
@@ -28,12 +29,12 @@ def page_check(offset: Any, page_size: Any) -> Page:
         raise BadRequest("offset and page_size must be whole numbers.", errors={"offset": ["not a number"]}) from exc
     if offset < 0 or size < 1:
         raise BadRequest("offset must be 0 or more and page_size at least 1.", errors={"offset": ["out of range"]})
-    if offset > settings.MAX_REPORT_OFFSET:
+    if offset > get_config().MAX_REPORT_OFFSET:
         raise BadRequest(
-            f"offset {offset} is beyond the limit of {settings.MAX_REPORT_OFFSET}; narrow the report instead.",
-            errors={"offset": [f"at most {settings.MAX_REPORT_OFFSET}"]},
+            f"offset {offset} is beyond the limit of {get_config().MAX_REPORT_OFFSET}; narrow the report instead.",
+            errors={"offset": [f"at most {get_config().MAX_REPORT_OFFSET}"]},
         )
-    return Page(offset=offset, page_size=min(size, settings.MAX_REPORT_PAGE_SIZE))
+    return Page(offset=offset, page_size=min(size, get_config().MAX_REPORT_PAGE_SIZE))
 
 
 class PageParamsSerializer(serializers.Serializer):

@@ -8,9 +8,10 @@ from typing import Any
 from django.utils import timezone
 
 from accounts.actions import journaled
-from accounts.journal import Action
+from accounts.choices import Action
 from config.errors import Conflict, NotFound, Unprocessable
-from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS, export_dir_check, plan_read
+from corpora.choices import ExportGrouping
+from corpora.export.queries import EXPORT_SEVERITIES, export_dir_check, plan_read
 from corpora.models import Activation
 from corpora.queries import corpus_get
 from jobs.actions import job_enqueue
@@ -27,8 +28,8 @@ def export_request_check(
     if not Activation.objects.filter(corpus=corpus_row, service=service_row).exists():
         raise NotFound(f"The service {service!r} is not active on the corpus {corpus!r}.")
     problems: dict[str, list[str]] = {}
-    if group_by not in GROUP_BYS:
-        problems["group_by"] = [f"one of {', '.join(GROUP_BYS)}"]
+    if group_by not in ExportGrouping.values:
+        problems["group_by"] = [f"one of {', '.join(ExportGrouping.values)}"]
     unknown = [key for key in severities if key not in EXPORT_SEVERITIES]
     if unknown or not severities:
         problems["severities"] = [f"a non-empty list of {', '.join(EXPORT_SEVERITIES)}"]

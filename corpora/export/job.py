@@ -33,11 +33,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from conversion.choices import COMPLETED_NAMES
 from conversion.zips import ZipOut
+from corpora.choices import ExportGrouping
 from corpora.export.queries import EXPORT_SEVERITIES, MANIFEST, PLAN, export_dir_check, plan_read
 from corpora.models import Activation, Document, Task
 from corpora.results import result_copy, result_file
-from corpora.statuses import COMPLETED_NAMES
 from jobs.runner import JobFailed
 
 DOCUMENT_TABLE = Document._meta.db_table
@@ -70,7 +71,11 @@ def _month_sql(column: str) -> str:
 
 MONTH_SQL = f"COALESCE({_month_sql('d.name')}, {_month_sql('d.entry')}, '{UNKNOWN_MONTH}')"
 _STATUS_NAME_SQL = "CASE t.status " + " ".join(f"WHEN {v} THEN '{k}'" for k, v in EXPORT_SEVERITIES.items()) + " END"
-_GROUP_SQL = {"severity": _STATUS_NAME_SQL, "month": MONTH_SQL, "none": f"'{ALL_ARCHIVE}'"}
+_GROUP_SQL = {
+    ExportGrouping.SEVERITY: _STATUS_NAME_SQL,
+    ExportGrouping.MONTH: MONTH_SQL,
+    ExportGrouping.NONE: f"'{ALL_ARCHIVE}'",
+}
 
 
 @dataclass

@@ -13,9 +13,9 @@ from django.conf import settings
 from django.urls import reverse
 
 from config.errors import NotFound, Unprocessable
-from corpora.statuses import COMPLETED_NAMES, SEVERITIES
+from conversion.choices import COMPLETED_NAMES
+from corpora.statuses import SEVERITIES
 
-GROUP_BYS = ("severity", "month", "none")
 # The severity keys of an export: the completed statuses (not `info`, which spans them all).
 EXPORT_SEVERITIES: dict[str, int] = {name: SEVERITIES[name][0][0] for name in COMPLETED_NAMES.values()}
 OUT_RULE = "letters, digits, '.', '_', '+' and '-', starting with a letter or digit, at most 200 characters"

@@ -23,8 +23,9 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
-from conversion.severities import Severity
-from corpora.export.queries import EXPORT_SEVERITIES, GROUP_BYS
+from conversion.choices import SEVERITIES_WORST_FIRST, Severity
+from corpora.choices import ExportGrouping
+from corpora.export.queries import EXPORT_SEVERITIES
 from corpora.links import (
     document_history_url,
     document_reader_url,
@@ -37,6 +38,7 @@ from corpora.queries import pair_resolve
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from reports.charts import RUNTIME_CHART, histogram_bars
+from reports.choices import RunControlAction
 from reports.queries import (
     SEVERITIES,
     document_report,
@@ -58,7 +60,7 @@ from reports.serializers import (
     ServiceOverviewSerializer,
 )
 from runs.queries.compare import comparable_services
-from services.models import PROTECTED_SERVICES
+from services.choices import ProtectedService
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------
 
@@ -140,12 +142,12 @@ def _overview_page(
     context.update(
         crumbs=crumbs(corpus, service),
         # Infrastructure services (import) have no runs and are no converters to compare.
-        converter=service not in PROTECTED_SERVICES,
-        compare_with=comparable_services(pair) if service not in PROTECTED_SERVICES else [],
+        converter=service not in ProtectedService.values,
+        compare_with=comparable_services(pair) if service not in ProtectedService.values else [],
         info_href=report_url(corpus, service, Severity.INFO),
         export_links=export_links(corpus, service),
         error=error.detail if error else "",
-        export_group_bys=GROUP_BYS,
+        export_group_bys=ExportGrouping.values,
         export_severities=list(EXPORT_SEVERITIES),
     )
     return render(request, "reports/overview.html", context, status=error.status if error else 200)
@@ -256,7 +258,7 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
             "messages": [m for m in document["messages"] if m["severity"] == severity],
             "folded": severity == Severity.INFO,
         }
-        for severity in Severity.WORST_FIRST
+        for severity in SEVERITIES_WORST_FIRST
     ]
     names = (document["corpus"], document["service"], document["document"])
     context = {
@@ -342,7 +344,9 @@ def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     return _pair_write(
         request, corpus, service,
         lambda: RunControlSerializer(
-            run_control(action="pause", corpus_name=corpus, service_name=service, actor=request.user.username)
+            run_control(
+                action=RunControlAction.PAUSE, corpus_name=corpus, service_name=service, actor=request.user.username
+            )
         ).data,
         "Paused: {blocked} tasks in progress blocked.",
     )  # fmt: skip
@@ -355,7 +359,9 @@ def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse
     return _pair_write(
         request, corpus, service,
         lambda: RunControlSerializer(
-            run_control(action="resume", corpus_name=corpus, service_name=service, actor=request.user.username)
+            run_control(
+                action=RunControlAction.RESUME, corpus_name=corpus, service_name=service, actor=request.user.username
+            )
         ).data,
         "Resumed: {resumed} blocked tasks back to TODO.",
     )  # fmt: skip

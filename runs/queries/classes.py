@@ -13,7 +13,7 @@ from django.db import connection, transaction
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
-from conversion.severities import Severity
+from conversion.choices import SEVERITIES_WORST_FIRST, Severity
 from conversion.taxonomy import meaning_of
 from corpora.links import document_api_url, document_history_url, document_url
 from corpora.models import (
@@ -30,6 +30,7 @@ from corpora.models import (
 from corpora.pairs import MEMBER_SEVERITIES
 from corpora.queries import Pair
 from corpora.statuses import DIFF_BUCKET_NAMES, status_name
+from runs.choices import ClassChange, MemberChange
 from runs.queries.diffs import DiffScope
 from runs.queries.history import pair_known
 
@@ -39,25 +40,19 @@ SNAPSHOT_CLASS_TABLE = SnapshotClass._meta.db_table
 SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_CLASS_TABLE = TaskClass._meta.db_table
-
-APPEARED, VANISHED, GREW, SHRANK = "appeared", "vanished", "grew", "shrank"
-# Filters of two kinds each: more tasks have the class now (appeared or grew), or fewer (vanished or shrank).
-INCREASED, DECREASED = "increased", "decreased"
-KINDS = (APPEARED, VANISHED, GREW, SHRANK, INCREASED, DECREASED)
-GAINED, LOST = "gained", "lost"
-CHANGES = (GAINED, LOST)
 # What each kind is, on the two snapshots' task counts p (previous) and c (current).
 _KIND_SQL = {
-    APPEARED: "p = 0 AND c > 0",
-    VANISHED: "p > 0 AND c = 0",
-    GREW: "p > 0 AND c > p",
-    SHRANK: "c > 0 AND c < p",
-    INCREASED: "c > p",
-    DECREASED: "c < p",
+    ClassChange.APPEARED: "p = 0 AND c > 0",
+    ClassChange.VANISHED: "p > 0 AND c = 0",
+    ClassChange.GREW: "p > 0 AND c > p",
+    ClassChange.SHRANK: "c > 0 AND c < p",
+    ClassChange.INCREASED: "c > p",
+    ClassChange.DECREASED: "c < p",
 }
+_SEVERITY_VALUES: tuple[str, ...] = tuple(severity.value for severity in Severity)
 _SEVERITY_RANK = (
     "CASE k.severity "
-    + " ".join(f"WHEN '{severity}' THEN {rank}" for rank, severity in enumerate(Severity.WORST_FIRST))
+    + " ".join(f"WHEN '{severity}' THEN {rank}" for rank, severity in enumerate(SEVERITIES_WORST_FIRST))
     + " END"
 )
 
@@ -82,12 +77,12 @@ def _classes_check(scope: DiffScope) -> tuple[int, int] | None:
 def severities_check(value: str | None) -> list[str]:
     """A `severity` filter of the class diff: message severities separated by commas (empty: all)."""
     if value in (None, ""):
-        return list(Severity.ALL)
+        return list(_SEVERITY_VALUES)
     chosen = [part.strip() for part in value.split(",") if part.strip()]
-    unknown = [part for part in chosen if part not in Severity.ALL]
+    unknown = [part for part in chosen if part not in _SEVERITY_VALUES]
     if unknown or not chosen:
         raise BadRequest(
-            f"Unknown severity {', '.join(unknown) or value!r}; use one or more of {', '.join(Severity.ALL)}, "
+            f"Unknown severity {', '.join(unknown) or value!r}; use one or more of {', '.join(Severity)}, "
             "separated by commas.",
             errors={"severity": ["unknown"]},
         )
@@ -95,8 +90,10 @@ def severities_check(value: str | None) -> list[str]:
 
 
 def _diff_where(kind: str | None, severities: list[str]) -> tuple[str, list[Any]]:
-    if kind is not None and kind not in KINDS:
-        raise BadRequest(f"Unknown kind {kind!r}; use one of {', '.join(KINDS)}.", errors={"kind": ["unknown"]})
+    if kind is not None and kind not in ClassChange.values:
+        raise BadRequest(
+            f"Unknown kind {kind!r}; use one of {', '.join(ClassChange.values)}.", errors={"kind": ["unknown"]}
+        )
     return (f"({_KIND_SQL[kind]})" if kind else "p <> c") + " AND k.severity = ANY(%s)", [severities]
 
 
@@ -111,7 +108,15 @@ _PAIRED = (
 
 
 def _kind(p: int, c: int) -> str:
-    return APPEARED if p == 0 else VANISHED if c == 0 else GREW if c > p else SHRANK
+    return (
+        ClassChange.APPEARED
+        if p == 0
+        else ClassChange.VANISHED
+        if c == 0
+        else ClassChange.GREW
+        if c > p
+        else ClassChange.SHRANK
+    )
 
 
 def class_diff(
@@ -247,12 +252,12 @@ def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> lis
     gained (had it only in the current snapshot) or lost (only in the previous) the class, in document
     order. The class's chunks in one snapshot are walked in order: a chunk equal in the other is passed
     over, the others are compared with the other's documents in their range until the page is full."""
-    if change not in CHANGES:
+    if change not in MemberChange.values:
         raise BadRequest(f"Unknown change {change!r}; use gained or lost.", errors={"change": ["unknown"]})
     ids = _classes_check(scope)
     if ids is None:
         return []
-    mine, other = (ids[1], ids[0]) if change == GAINED else ids
+    mine, other = (ids[1], ids[0]) if change == MemberChange.GAINED else ids
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in _CHUNK_PAGE_SETTINGS:
             cursor.execute(statement)

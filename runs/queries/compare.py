@@ -19,7 +19,8 @@ from corpora.queries import Pair, corpus_get
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, regressed
 from runs.queries.diffs import status_filter
 from runs.queries.history import RunProfile, run_latest
-from services.models import PROTECTED_SERVICES, Service
+from services.choices import ProtectedService
+from services.models import Service
 from services.queries import service_get
 
 DOCUMENT_TABLE = Document._meta.db_table
@@ -48,7 +49,7 @@ def comparable_services(pair: Pair) -> list[str]:
     names = (
         TaskCount.objects.filter(corpus_id=pair.corpus_id, count__gt=0)
         .exclude(service_id=pair.service_id)
-        .exclude(service__name__in=PROTECTED_SERVICES)
+        .exclude(service__name__in=ProtectedService.values)
         .values_list("service__name", flat=True)
         .distinct()
     )

@@ -13,8 +13,9 @@ from typing import Any
 
 from django.utils import timezone
 
+from conversion.choices import TaskStatus
 from corpora.models import TaskCount, TelemetryMinute
-from corpora.statuses import QUEUED_BUCKET, TODO
+from corpora.statuses import QUEUED_BUCKET
 from services.queries import served_service_ids
 
 RECENT_MINUTES = 10
@@ -30,7 +31,9 @@ def pair_remaining(pairs: set[tuple[int, int]]) -> dict[tuple[int, int], int]:
     if not pairs:
         return remaining
     rows = TaskCount.objects.filter(
-        corpus_id__in={c for c, _ in pairs}, service_id__in={s for _, s in pairs}, bucket__in=(TODO, QUEUED_BUCKET)
+        corpus_id__in={c for c, _ in pairs},
+        service_id__in={s for _, s in pairs},
+        bucket__in=(TaskStatus.TODO, QUEUED_BUCKET),
     ).values_list("corpus_id", "service_id", "count")
     for corpus_id, service_id, count in rows:
         if (corpus_id, service_id) in remaining:

@@ -156,7 +156,7 @@ def test_the_interactive_docs_load_their_assets_from_this_server(client):
 
 
 def test_the_worker_record_documents_its_heartbeat_fields_and_every_kill_reason(document):
-    from conversion.engine import KILL_REASONS
+    from conversion.choices import KillReason
 
     schemas = document["components"]["schemas"]
     ok = document["paths"]["/api/services/{service}/workers"]["get"]["responses"]["200"]
@@ -166,5 +166,5 @@ def test_the_worker_record_documents_its_heartbeat_fields_and_every_kill_reason(
     assert properties["heartbeat_at"]["nullable"] is True and properties["heartbeat_at"]["format"] == "date-time"
     assert properties["peak_rss_bytes"]["type"] == properties["conversions"]["type"] == "integer"
     kills = schemas[properties["kills"]["allOf"][0]["$ref"].rsplit("/", 1)[1]]
-    assert list(kills["properties"]) == list(KILL_REASONS) and sorted(kills["required"]) == sorted(KILL_REASONS)
+    assert list(kills["properties"]) == list(KillReason) and sorted(kills["required"]) == sorted(KillReason)
     assert all(field["type"] == "integer" for field in kills["properties"].values())

@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import re
 
+from conversion.choices import Category, Severity, task_status_of
 from conversion.logparse import CATEGORY_MAX, DETAILS_MAX, WHAT_MAX, Message, ParsedLog, _as_text, _loaded_files
 from conversion.logparse import _status_code as status_code_read
-from conversion.severities import INVALID_CATEGORY, Severity
-from conversion.statuses import task_status_of
 
 _MESSAGE_LINE = re.compile(r"^([^ :]+):([^ :]+):([^ ]+)(\s(.*))?$")
-_SEVERITIES = {**{severity: severity for severity in Severity.ALL}, "warn": Severity.WARNING}
+_SEVERITIES = {**{severity: severity for severity in Severity}, "warn": Severity.WARNING}
 _SMALL_INT = re.compile(r"[0-9]{1,18}")
 
 
@@ -53,7 +52,7 @@ def parse_log_by_line(data: bytes | str) -> ParsedLog:
             if severity == Severity.INFO and category_lower == "runtime_ms" and _SMALL_INT.fullmatch(what):
                 runtime_ms = int(what)
                 continue
-            if severity == Severity.FATAL and category_lower == INVALID_CATEGORY:
+            if severity == Severity.FATAL and category_lower == Category.INVALID:
                 invalid = True
             open_message = [severity, category[:CATEGORY_MAX], what[:WHAT_MAX], details[:DETAILS_MAX]]
             continue

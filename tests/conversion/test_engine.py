@@ -9,8 +9,9 @@ import time
 import psutil
 import pytest
 
+from conversion.choices import TaskStatus
 from conversion.engine import TERMINATE_GRACE_SECONDS, EngineMissing, convert, convert_text, latexmlc_path
-from conversion.logparse import ERROR, parse_log
+from conversion.logparse import parse_log
 from conversion.sandbox import Sandbox
 from tests.support import installed_latexmlc_version, write_tex
 
@@ -162,7 +163,7 @@ def test_the_engine_reads_a_log_with_several_status_lines_as_the_log_parser_does
     assert status_lines(conversion.log) == [b"Status:conversion:2", b"Status:conversion:0"]
     parsed = parse_log(conversion.log)
     assert conversion.status_code == parsed.status_code == 2
-    assert parsed.status == ERROR
+    assert parsed.status == TaskStatus.ERROR
 
 
 def test_limit_checks_come_as_rarely_as_the_disk_room_allows_and_never_rarer_than_a_quarter_second():

@@ -9,7 +9,8 @@ import time
 
 import pytest
 
-from conversion.engine import KILL_REASONS, Watch, convert, latexmlc_path
+from conversion.choices import KillReason
+from conversion.engine import Watch, convert, latexmlc_path
 from conversion.governor import Governor
 from conversion.machine import memory_available
 from conversion.sandbox import Sandbox
@@ -75,7 +76,7 @@ def test_the_engine_measures_a_watched_conversion_and_kills_it_when_its_governor
     started = time.monotonic()
     conversion = convert(tmp_path / "work", "doc.tex", timeout=120, sandbox=BWRAP, watch=watch)
     assert time.monotonic() - started < 60  # stopped, not timed out
-    assert (conversion.status_code, conversion.killed) == (3, "governor") and "governor" in KILL_REASONS
+    assert (conversion.status_code, conversion.killed) == (3, "governor") and KillReason.GOVERNOR == "governor"
     assert b"Fatal:limit:governor the worker's memory governor stopped the conversion: told to\n" in conversion.log
     # The resident size of all its processes, measured while it ran: at least what the test saw.
     assert conversion.peak_rss == watch.peak_rss > 400 * _MB

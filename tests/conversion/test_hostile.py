@@ -37,8 +37,9 @@ import psutil
 import pytest
 import zmq
 
+from conversion.choices import TaskStatus
 from conversion.engine import TERMINATE_GRACE_SECONDS, convert, latexmlc_path
-from conversion.logparse import FATAL, NO_PROBLEM, ParsedLog, parse_log
+from conversion.logparse import ParsedLog, parse_log
 from conversion.profiles import DEFAULT
 from conversion.sandbox import Sandbox
 from conversion.wire import (
@@ -416,7 +417,7 @@ def test_a_fork_bomb_ends_at_the_process_limit_and_is_stopped_within_a_bound(wor
         ("limit", "processes", f"the conversion tried to run more than its limit of {MAX_PROCESSES} processes at once")
     ]
     assert outcome.fatal == expected, outcome.log[-1500:]
-    assert outcome.parsed.status == FATAL
+    assert outcome.parsed.status == TaskStatus.FATAL
     assert outcome.seconds < TIMEOUT  # stopped at the limit, not at the timeout
     assert MAX_PROCESSES // 2 < forks_started(outcome) <= FORK_BOUND
     # Seen forking, and below the worker never more than the bound allows: the outer bwrap, the sandbox's
@@ -444,7 +445,7 @@ def test_a_document_that_writes_without_end_ends_at_the_disk_limit_and_its_space
     outcome = worker.convert(name)
     limit = f"the conversion wrote more than its disk limit of {DISK_MB} MB (its working directory and /tmp together)"
     assert outcome.fatal == [("limit", "disk", limit)], outcome.log[-1500:]
-    assert outcome.parsed.status == FATAL
+    assert outcome.parsed.status == TaskStatus.FATAL
     assert outcome.seconds < TIMEOUT
     # Seen filling, and never far past the limit.
     assert DISK_MB // 2 * 2**20 < outcome.watch.most_bytes <= (DISK_MB + DISK_MARGIN_MB) * 2**20
@@ -458,7 +459,7 @@ def test_a_document_that_takes_memory_in_steps_ends_out_of_memory_at_the_memory_
     outcome = worker.convert("memory")
     expected = [("perl", "out_of_memory", f"latexmlc ran out of memory (limit {MEMORY_MB} MB)")]
     assert outcome.fatal == expected, outcome.log[-1500:]
-    assert outcome.parsed.status == FATAL
+    assert outcome.parsed.status == TaskStatus.FATAL
     assert outcome.seconds < TIMEOUT
     assert_nothing_left(worker, outcome)
 
@@ -470,7 +471,7 @@ def test_a_document_that_ignores_sigterm_ends_at_the_timeout_with_its_orphaned_h
     outcome = worker.convert("sigterm")
     expected = [("timeout", "timedout", f"Conversion exceeded the timeout of {TIMEOUT} seconds")]
     assert outcome.fatal == expected, outcome.log[-1500:]
-    assert outcome.parsed.status == FATAL
+    assert outcome.parsed.status == TaskStatus.FATAL
     assert TIMEOUT <= outcome.seconds < TIMEOUT + TERMINATE_GRACE_SECONDS + 10
     assert len({seen.session for seen in outcome.watch.latexmlc()}) == 2  # latexmlc's, and its helper's own
     assert_nothing_left(worker, outcome)
@@ -552,7 +553,7 @@ def test_a_document_that_opens_sockets_converts_and_reaches_nothing(worker, list
     assert reached == {"tcp": 1 + (address is not None), "udp": 1 + (address is not None), "unix": 1}
 
     outcome = worker.convert("sockets", files)
-    assert outcome.parsed.status == NO_PROBLEM and outcome.fatal == []
+    assert outcome.parsed.status == TaskStatus.NO_PROBLEM and outcome.fatal == []
     report = outcome.report()
     assert report.pop("targets") == str(len(entries))
     assert report.pop("dns") == "failed"
@@ -592,7 +593,7 @@ def test_a_document_that_reads_host_files_converts_and_gets_none_of_them(worker)
         "control.txt": f"{control_marker}\n",
     }
     outcome = worker.convert("hostfiles", files)
-    assert outcome.parsed.status == NO_PROBLEM and outcome.fatal == []
+    assert outcome.parsed.status == TaskStatus.NO_PROBLEM and outcome.fatal == []
     report = outcome.report()
     assert report.pop("targets") == "3"
     # Reading works: the document's own file comes back whole.

@@ -14,19 +14,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conversion.logparse import (
-    DETAILS_MAX,
-    ERROR,
-    FATAL,
-    INVALID,
-    NO_PROBLEM,
-    WARNING,
-    Message,
-    ParsedLog,
-    parse_log,
-    status_code_of,
-    status_name,
-)
+from conversion.choices import TaskStatus, completed_status_name
+from conversion.logparse import DETAILS_MAX, Message, ParsedLog, parse_log, status_code_of
 from tests.conversion.logparse_reference import parse_log_by_line
 
 
@@ -68,7 +57,7 @@ def test_a_line_whose_first_field_is_not_a_severity_is_not_a_message():
     )
     parsed = parse_log(log)
     assert parsed.messages == []
-    assert parsed.status == NO_PROBLEM
+    assert parsed.status == TaskStatus.NO_PROBLEM
 
 
 def test_a_line_that_does_not_fit_the_message_pattern_is_not_a_message():
@@ -108,7 +97,7 @@ def test_a_non_tab_line_ends_the_details_and_later_tab_lines_are_not_attached():
 def test_tab_lines_with_no_message_before_them_are_dropped():
     parsed = parse_log("\torphan\nStatus:conversion:0\n\tafter status\n")
     assert parsed.messages == []
-    assert parsed.status == NO_PROBLEM
+    assert parsed.status == TaskStatus.NO_PROBLEM
 
 
 def test_details_stay_within_2000_characters_however_many_tab_lines_follow():
@@ -121,7 +110,7 @@ def test_details_stay_within_2000_characters_however_many_tab_lines_follow():
 def test_crlf_line_endings_are_read_like_lf():
     parsed = parse_log("Error:undefined:\\foo bad\r\n\tmore\r\nStatus:conversion:2\r\n")
     assert parsed.messages == [Message("error", "undefined", "\\foo", "bad\nmore")]
-    assert parsed.status == ERROR
+    assert parsed.status == TaskStatus.ERROR
 
 
 # --- loaded files -------------------------------------------------------------------------------
@@ -175,7 +164,12 @@ def test_messages_keep_log_order_between_loaded_files():
 
 
 def test_a_status_line_sets_the_status_and_is_not_a_message():
-    for code, status in [(0, NO_PROBLEM), (1, WARNING), (2, ERROR), (3, FATAL)]:
+    for code, status in [
+        (0, TaskStatus.NO_PROBLEM),
+        (1, TaskStatus.WARNING),
+        (2, TaskStatus.ERROR),
+        (3, TaskStatus.FATAL),
+    ]:
         parsed = parse_log(f"Warning:expected:ids x\nStatus:conversion:{code}\n")
         assert (parsed.status, parsed.status_code) == (status, code)
         assert triples(parsed) == [("warning", "expected", "ids")]
@@ -183,19 +177,19 @@ def test_a_status_line_sets_the_status_and_is_not_a_message():
 
 def test_a_log_without_a_status_line_is_fatal_with_no_status_code():
     parsed = parse_log("(Loading /a/TeX.pool.ltxml...\nWarning:expected:ids x\n")
-    assert (parsed.status, parsed.status_code) == (FATAL, None)
+    assert (parsed.status, parsed.status_code) == (TaskStatus.FATAL, None)
 
 
 def test_the_most_severe_of_several_status_lines_counts():
     parsed = parse_log("Status:conversion:0\nFatal:timeout:timedout killed\nStatus:conversion:3\nStatus:conversion:1\n")
-    assert (parsed.status, parsed.status_code) == (FATAL, 3)
+    assert (parsed.status, parsed.status_code) == (TaskStatus.FATAL, 3)
 
 
 def test_an_appended_log_keeps_the_worst_status_even_when_a_clean_run_comes_last():
     # Two runs' output in one log: the fatal run's messages are kept, so the status may not be no_problem.
     log = b"Fatal:perl:die first run\nStatus:conversion:3\nInfo:note:x second run\nStatus:conversion:0\n"
     assert status_code_of(log) == parse_log(log).status_code == 3
-    assert parse_log(log).status == FATAL
+    assert parse_log(log).status == TaskStatus.FATAL
 
 
 def _status_code_by_the_message_rule(text: str) -> int | None:
@@ -226,23 +220,25 @@ def test_the_status_line_reading_agrees_with_the_message_rule_on_odd_lines():
 
 def test_a_status_code_outside_0_to_3_is_fatal_not_a_blocked_status():
     parsed = parse_log("Status:conversion:7\n")
-    assert (parsed.status, parsed.status_code) == (FATAL, 7)
+    assert (parsed.status, parsed.status_code) == (TaskStatus.FATAL, 7)
 
 
 def test_a_malformed_status_line_is_ignored():
     parsed = parse_log("Status:conversion:two\nStatus:conversion:" + "9" * 5000 + "\n")
-    assert (parsed.status, parsed.status_code, parsed.messages) == (FATAL, None, [])
+    assert (parsed.status, parsed.status_code, parsed.messages) == (TaskStatus.FATAL, None, [])
 
 
 def test_fatal_invalid_makes_the_task_invalid_whatever_the_status_line_says():
     parsed = parse_log("Fatal:invalid:binary main source is a binary file\nStatus:conversion:0\n")
-    assert (parsed.status, parsed.status_code) == (INVALID, 0)
+    assert (parsed.status, parsed.status_code) == (TaskStatus.INVALID, 0)
     assert triples(parsed) == [("fatal", "invalid", "binary")]
-    assert parse_log("Fatal:invalid:archive no main source\n").status == INVALID
+    assert parse_log("Fatal:invalid:archive no main source\n").status == TaskStatus.INVALID
 
 
 def test_other_fatal_messages_do_not_make_the_task_invalid():
-    assert parse_log("Fatal:missing_file:invalid x\nError:invalid:x y\nStatus:conversion:3\n").status == FATAL
+    assert (
+        parse_log("Fatal:missing_file:invalid x\nError:invalid:x y\nStatus:conversion:3\n").status == TaskStatus.FATAL
+    )
 
 
 # --- runtime ------------------------------------------------------------------------------------
@@ -275,13 +271,13 @@ def test_category_what_and_details_are_capped():
 
 def test_non_utf8_bytes_are_replaced_not_raised():
     parsed = parse_log(b"Error:undefined:\\caf\xe9 caf\xe9 \xff\xfe\nStatus:conversion:2\n")
-    assert parsed.status == ERROR
+    assert parsed.status == TaskStatus.ERROR
     assert parsed.messages == [Message("error", "undefined", "\\caf\ufffd", "caf\ufffd \ufffd\ufffd")]
 
 
 def test_a_byte_order_mark_does_not_hide_the_first_line():
     parsed = parse_log(b"\xef\xbb\xbfError:undefined:\\foo x\nStatus:conversion:2\n")
-    assert (parsed.status, triples(parsed)) == (ERROR, [("error", "undefined", "\\foo")])
+    assert (parsed.status, triples(parsed)) == (TaskStatus.ERROR, [("error", "undefined", "\\foo")])
 
 
 def test_nul_characters_are_stripped_from_every_field():
@@ -292,7 +288,7 @@ def test_nul_characters_are_stripped_from_every_field():
         Message("error", "undefined", "\\foo", "details\nmore"),
         Message("info", "loaded_file", "/a/b.sty", ""),
     ]
-    assert parsed.status == ERROR
+    assert parsed.status == TaskStatus.ERROR
 
 
 def test_a_str_log_with_lone_surrogates_comes_out_storable():
@@ -303,14 +299,14 @@ def test_a_str_log_with_lone_surrogates_comes_out_storable():
 
 
 def test_an_empty_log_does_not_raise_and_is_fatal():
-    assert parse_log(b"") == ParsedLog(status=FATAL, status_code=None, messages=[], runtime_ms=None)
-    assert parse_log("") == ParsedLog(status=FATAL, status_code=None, messages=[], runtime_ms=None)
+    assert parse_log(b"") == ParsedLog(status=TaskStatus.FATAL, status_code=None, messages=[], runtime_ms=None)
+    assert parse_log("") == ParsedLog(status=TaskStatus.FATAL, status_code=None, messages=[], runtime_ms=None)
 
 
 def test_five_megabytes_of_random_bytes_do_not_raise():
     garbage = random.Random(20260501).randbytes(5 * 1024 * 1024)
     parsed = parse_log(garbage + b"\nStatus:conversion:1\n")
-    assert parsed.status == WARNING
+    assert parsed.status == TaskStatus.WARNING
     for message in parsed.messages:
         assert "\x00" not in message.category + message.what + message.details
         assert len(message.category) <= 100 and len(message.what) <= 200 and len(message.details) <= 2000
@@ -368,9 +364,15 @@ def test_the_one_pass_reading_agrees_with_the_line_by_line_rules_on_random_text(
 
 
 def test_status_name_names_each_completed_status():
-    assert [status_name(s) for s in (-1, -2, -3, -4, -5)] == ["no_problem", "warning", "error", "fatal", "invalid"]
+    assert [completed_status_name(s) for s in (-1, -2, -3, -4, -5)] == [
+        "no_problem",
+        "warning",
+        "error",
+        "fatal",
+        "invalid",
+    ]
     with pytest.raises(ValueError, match="-6"):
-        status_name(-6)
+        completed_status_name(-6)
 
 
 # --- real LaTeXML logs --------------------------------------------------------------------------
@@ -395,7 +397,7 @@ def assert_status_is_latexmlcs_own(parsed: ParsedLog, log: bytes, exit_code: int
     (code,) = re.findall(rb"^Status:conversion:(\d+)$", log, re.MULTILINE)
     assert (parsed.status_code, parsed.status) == (int(code), -(int(code) + 1))
     # latexmlc exits 1 exactly when the conversion is fatal.
-    assert exit_code == (1 if parsed.status == FATAL else 0)
+    assert exit_code == (1 if parsed.status == TaskStatus.FATAL else 0)
     loaded = [m.what for m in parsed.messages if m.category == "loaded_file"]
     assert any(path.endswith("/article.cls.ltxml") for path in loaded)
     assert all(path.startswith("/") and "..." not in path and "sec)" not in path for path in loaded)
@@ -407,7 +409,7 @@ def test_a_real_clean_conversion_is_no_problem(tmp_path):
     log, exit_code = latexmlc_run(tmp_path, "Hello $x^2$ world.")
     parsed = parse_log(log)
     assert_status_is_latexmlcs_own(parsed, log, exit_code)
-    assert parsed.status == NO_PROBLEM
+    assert parsed.status == TaskStatus.NO_PROBLEM
     assert problems(parsed) == []
 
 
@@ -416,7 +418,7 @@ def test_a_real_missing_label_and_unknown_package_are_warnings(tmp_path):
     log, exit_code = latexmlc_run(tmp_path, "See~\\ref{sec:missing}.", preamble="\\usepackage{nosuchpackagexyz}\n")
     parsed = parse_log(log)
     assert_status_is_latexmlcs_own(parsed, log, exit_code)
-    assert parsed.status == WARNING
+    assert parsed.status == TaskStatus.WARNING
     assert problems(parsed) == [("warning", "missing_file", "nosuchpackagexyz"), ("warning", "expected", "ids")]
     missing_package = next(m for m in parsed.messages if m.category == "missing_file")
     assert missing_package.details.startswith("Can't find binding for package nosuchpackagexyz\nat doc.tex; line 3")
@@ -427,7 +429,7 @@ def test_a_real_undefined_macro_is_an_error(tmp_path):
     log, exit_code = latexmlc_run(tmp_path, "Text \\foo{} more.")
     parsed = parse_log(log)
     assert_status_is_latexmlcs_own(parsed, log, exit_code)
-    assert parsed.status == ERROR
+    assert parsed.status == TaskStatus.ERROR
     assert problems(parsed) == [("error", "undefined", "\\foo")]
     (undefined,) = [m for m in parsed.messages if m.severity == "error"]
     assert undefined.details.startswith("The token T_CS[\\foo] is not defined.\nat doc.tex; line 3")
@@ -438,7 +440,7 @@ def test_a_real_conversion_with_over_100_errors_ends_fatal(tmp_path):
     log, exit_code = latexmlc_run(tmp_path, " ".join(name + "{}" for name in _UNDEFINED_MACROS))
     parsed = parse_log(log)
     assert_status_is_latexmlcs_own(parsed, log, exit_code)
-    assert (parsed.status, exit_code) == (FATAL, 1)
+    assert (parsed.status, exit_code) == (TaskStatus.FATAL, 1)
     found = problems(parsed)
     assert found[-1] == ("fatal", "too_many_errors", "100")
     assert found[:-1] == [("error", "undefined", name) for name in _UNDEFINED_MACROS[:101]]

@@ -23,11 +23,11 @@ import pytest
 import zmq
 from django.core.management import CommandError, call_command
 
+from conversion.choices import TaskStatus
 from conversion.engine import EngineMissing, latexmlc_path
 from conversion.logparse import parse_log
 from conversion.machine import concurrency_auto
 from conversion.profiles import DEFAULT, Profile
-from conversion.statuses import FATAL, INVALID
 from conversion.wire import (
     HEARTBEAT_TAG,
     NO_WORK_WITH_PROFILE,
@@ -283,7 +283,7 @@ def test_a_result_over_the_limit_comes_back_as_its_log_with_a_message_that_makes
     log = archive.read("cortex.log")
     assert re.search(rb"^Fatal:invalid:too_large the result archive passes the limit of 2000 bytes", log, re.M)
     assert re.search(rb"^Status:conversion:0$", log, re.M)  # the conversion itself went through
-    assert parse_log(log).status == INVALID
+    assert parse_log(log).status == TaskStatus.INVALID
 
 
 @pytest.mark.slow
@@ -300,7 +300,7 @@ def test_a_binding_that_fills_the_disk_ends_fatal_at_the_workers_disk_limit(disp
     finally:
         running.shut_down()
     assert b"Fatal:limit:disk the conversion wrote more than its disk limit of 30 MB" in log
-    assert parse_log(log).status == FATAL
+    assert parse_log(log).status == TaskStatus.FATAL
 
 
 @pytest.mark.slow
@@ -472,7 +472,7 @@ def test_a_profile_the_worker_cannot_run_is_a_refused_result_and_the_worker_keep
         archive = result_of(dispatcher.next_result(), task_id)
         log = archive.read("cortex.log")
         assert log.startswith(f"Fatal:profile:refused the worker {IDENTITY} refuses the profile: ".encode()), log
-        assert reasons[task_id] in log and parse_log(log).status == FATAL
+        assert reasons[task_id] in log and parse_log(log).status == TaskStatus.FATAL
         assert archive.namelist() == ["cortex.log"]
     dispatcher.hand_task(b"75", GOOD_PAYLOAD)
     assert_converted(result_of(dispatcher.next_result(), b"75"))

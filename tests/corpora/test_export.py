@@ -17,11 +17,11 @@ import pytest
 from django.conf import settings as django_settings
 from rest_framework.test import APIClient
 
+from conversion.choices import TaskStatus
 from conversion.zips import ZipOut
 from corpora.export import job as export_job
 from corpora.models import Task
 from corpora.results import result_copy, result_path
-from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING
 from jobs.models import Job
 from jobs.runner import job_run
 from tests.corpora.helpers import activated
@@ -61,7 +61,13 @@ def converted(corpus_root: Path, roots: Path) -> dict[str, int]:
     result ZIP per task (an HTML page and an image), except `notes`, whose result file is missing."""
     _import(corpus_root, NAMES)
     activated("papers")
-    statuses = dict(zip(NAMES, (NO_PROBLEM, WARNING, ERROR, NO_PROBLEM, FATAL), strict=True))
+    statuses = dict(
+        zip(
+            NAMES,
+            (TaskStatus.NO_PROBLEM, TaskStatus.WARNING, TaskStatus.ERROR, TaskStatus.NO_PROBLEM, TaskStatus.FATAL),
+            strict=True,
+        )
+    )
     for task in Task.objects.filter(corpus__name="papers", service__name="tex_to_html").select_related("document"):
         name = task.document.name
         Task.objects.filter(pk=task.pk).update(status=statuses[name])
@@ -283,7 +289,7 @@ def test_an_export_interrupted_midway_leaves_no_complete_looking_half_archive_an
 def test_an_export_run_again_after_the_tasks_changed_rewrites_its_archives(authed, converted, roots) -> None:
     request = {"group_by": "severity", "severities": ["no_problem", "warning"], "out": "changing"}
     assert _export(authed, **request)["state"] == "succeeded"
-    Task.objects.filter(document__name="2401.00002").update(status=NO_PROBLEM)
+    Task.objects.filter(document__name="2401.00002").update(status=TaskStatus.NO_PROBLEM)
     assert _export(authed, **request)["state"] == "succeeded"
     directory = roots / "changing"
     assert sorted(p.name for p in directory.glob("*.zip")) == ["no_problem.zip"]

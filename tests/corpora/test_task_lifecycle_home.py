@@ -1,6 +1,7 @@
 """The task lifecycle has one home: a source scan of the product code (not tests, migrations or bench).
 Only `corpora/task_changes.py` and the message store (`corpora/message_store.py`) change tasks and their
-messages, and only the two status modules spell a task status as a number."""
+messages, and only the task statuses' vocabulary (`conversion/choices.py`) and what the apps derive from it
+(`corpora/statuses.py`) spell a task status as a number."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 from tests.support import PROJECT_DIR
 
 LIFECYCLE = {Path("corpora/task_changes.py"), Path("corpora/message_store.py")}
-STATUS_MODULES = {Path("conversion/statuses.py"), Path("corpora/statuses.py")}
+STATUS_MODULES = {Path("conversion/choices.py"), Path("corpora/statuses.py")}
 
 # A statement that writes the task table or a message table, or such a table's name given on its own (a
 # loop over tables) other than as a model's own table name; the statements name them by the constants

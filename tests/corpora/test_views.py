@@ -7,7 +7,8 @@ import json
 import pytest
 
 from accounts.models import AuditEntry
-from corpora.models import Activation, Corpus, CorpusState, Document, Task
+from corpora.choices import CorpusState
+from corpora.models import Activation, Corpus, Document, Task
 from jobs.models import Job, JobState
 from jobs.runner import job_run
 from services.actions import service_register

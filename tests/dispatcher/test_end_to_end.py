@@ -16,8 +16,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from conversion.choices import TaskStatus
 from conversion.logparse import parse_log
-from conversion.statuses import INVALID
 from corpora.models import LogMessage, Run, Task, TaskRuntime, TelemetryMinute
 from services.models import Service, Worker
 from tests.corpora.helpers import activated
@@ -208,7 +208,7 @@ def test_a_worker_keeps_the_result_limit_so_an_oversized_result_is_invalid_with_
     finally:
         process_stop(worker)
         dispatcher.stop()
-    assert set(tasks.values_list("status", flat=True)) == {INVALID}
+    assert set(tasks.values_list("status", flat=True)) == {TaskStatus.INVALID}
     for task in tasks:
         details = LogMessage.objects.get(task=task, category="invalid", what="too_large").details
         assert details.startswith(f"the result archive passes the limit of {limit} bytes"), details

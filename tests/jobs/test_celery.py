@@ -67,22 +67,24 @@ def _alive(pid: int) -> bool:
 
 
 def test_a_running_worker_follows_a_live_configuration_change_without_a_restart(authed, worker):
-    """PUT /api/config reaches the job worker, another process, within its sync period."""
+    """PUT /api/config reaches the job worker, another process, within its sync period, through the accessor;
+    the worker's settings stay as they started."""
     from django.conf import settings
 
     from jobs.actions import job_send
 
-    def seen_by_a_job() -> int:
+    def seen_by_a_job() -> dict:
         job = Job.objects.create(kind="test_setting", actor="tester", params={"name": "JOB_STALL_SECONDS"})
         job_send(job.pk)
         done = wait_until(
             lambda: Job.objects.filter(pk=job.pk, state=JobState.SUCCEEDED).first(), timeout=60, message="the job"
         )
-        return done.result["value"]
+        return done.result
 
     environment = settings.CONFIG_ENVIRONMENT["jobs.stall_seconds"]
-    assert seen_by_a_job() == environment
+    assert seen_by_a_job() == {"value": environment, "setting": environment}
     changed = environment + 17
     response = authed.put("/api/config", {"jobs": {"stall_seconds": changed}}, format="json")
     assert response.status_code == 200 and response.json()["restart_required"] == []
-    wait_until(lambda: seen_by_a_job() == changed, timeout=30, message="the worker to apply the change")
+    wait_until(lambda: seen_by_a_job()["value"] == changed, timeout=30, message="the worker to apply the change")
+    assert seen_by_a_job() == {"value": changed, "setting": environment}

@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.db import connection
 
 from accounts.models import AuditEntry
+from config.live import get_config
 from config.overrides import stored
 from corpora.models import Task
 from ops.models import ConfigOverride
@@ -70,7 +71,8 @@ def test_the_configuration_lists_each_value_with_its_source(authed, monkeypatch)
     assert _put(authed, {"jobs": {"stall_seconds": 77}}).status_code == 200
     entry = _config(authed)["jobs.stall_seconds"]
     assert (entry["value"], entry["source"], entry["live"]) == (77, "api", True)
-    assert django_settings.JOB_STALL_SECONDS == 77  # live in this process at once
+    assert get_config().JOB_STALL_SECONDS == 77  # live in this process at once, through the accessor
+    assert django_settings.CONFIG_ENVIRONMENT["jobs.stall_seconds"] == django_settings.JOB_STALL_SECONDS
 
 
 @pytest.mark.django_db
@@ -191,7 +193,8 @@ def test_the_conversion_limits_take_their_bounds_and_wait_for_a_restart_the_sile
         assert (entry["value"], entry["source"]) == (lowest[name.split(".")[1]], "api"), name
         assert entry["running"] == getattr(django_settings, setting) == environment[name], name  # until a restart
         assert entry["restart_pending"] is (entry["value"] != environment[name]), name
-    assert django_settings.DISPATCHER_WORKER_SILENCE_SECONDS == 5  # live in this process at once
+    assert get_config().DISPATCHER_WORKER_SILENCE_SECONDS == 5  # live in this process at once
+    assert environment["dispatcher.worker_silence_seconds"] == django_settings.DISPATCHER_WORKER_SILENCE_SECONDS
     assert entries["dispatcher.worker_silence_seconds"]["restart_pending"] is False
     highest = {"timeout_seconds": 86400, "memory_mb": 1024 * 1024, "disk_mb": 1024 * 1024, "max_processes": 100_000,
                "memory_floor_mb": 1024 * 1024}  # fmt: skip
@@ -241,13 +244,15 @@ def test_keys_read_at_start_are_stored_and_shown_pending_until_a_restart(authed)
 _SHOW_SETTINGS = """
 import json
 from django.conf import settings
+from config.live import get_config
 print(json.dumps({
     "pool": settings.DATABASES["default"]["OPTIONS"].get("pool"),
     "sweep": settings.CELERY_BEAT_SCHEDULE["jobs-sweep-interrupted"]["schedule"],
-    "page_size_max": settings.MAX_REPORT_PAGE_SIZE,
+    "page_size_max": get_config().MAX_REPORT_PAGE_SIZE,
+    "page_size_max_setting": settings.MAX_REPORT_PAGE_SIZE,
     "ventilator_port": settings.DISPATCHER_VENTILATOR_PORT,
     "export_root": str(settings.EXPORT_ROOT),
-    "max_attempts": settings.DISPATCHER_MAX_ATTEMPTS,
+    "max_attempts": get_config().DISPATCHER_MAX_ATTEMPTS,
     "memory_floor_mb": settings.CONVERSION_MEMORY_FLOOR_MB,
 }))
 """
@@ -276,6 +281,7 @@ def test_a_new_process_starts_with_the_stored_values(authed, tmp_path):
         "pool": {"min_size": 2, "max_size": 3, "timeout": 7},
         "sweep": 30.0,
         "page_size_max": 321,
+        "page_size_max_setting": django_settings.CONFIG_ENVIRONMENT["reports.page_size_max"],
         "ventilator_port": 40001,
         "export_root": str(exports.resolve()),
         "max_attempts": django_settings.CONFIG_ENVIRONMENT["dispatcher.max_attempts"],

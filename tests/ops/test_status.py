@@ -12,12 +12,13 @@ from django.db.models import Case, When
 from django.utils import timezone
 
 from config.middleware import SCREEN_CSP
+from conversion.choices import COMPLETED_NAMES
 from corpora.models import Corpus, Run, Task
 from corpora.pairs import runs_close_drained
-from corpora.statuses import COMPLETED_NAMES
 from jobs.models import JobState
 from ops.health import health
-from services.models import PROTECTED_SERVICES, Service, Worker
+from services.choices import ProtectedService
+from services.models import Service, Worker
 from tests.corpora.helpers import activated, imported
 from tests.factories import JobFactory
 
@@ -67,7 +68,7 @@ def busy(corpus_root):
 def test_the_status_record_says_what_the_data_says(api, busy):
     body = api.get("/api/status").json()  # public: no token
     assert body["corpora"] == Corpus.objects.count() == 2
-    conversions = Task.objects.exclude(service__name__in=PROTECTED_SERVICES)
+    conversions = Task.objects.exclude(service__name__in=ProtectedService.values)
     todo, queued = conversions.filter(status=0).count(), conversions.filter(status__gt=0).count()
     assert (todo, queued) == (4, 1)
     assert body["backlog"] == {"todo": todo, "queued": queued, "total": todo + queued}
@@ -117,7 +118,7 @@ def test_the_dashboard_says_what_the_data_says(api, busy, settings):
     assert {key: body[key] for key in api.get("/api/status").json()} == api.get("/api/status").json()
     open_runs = Run.objects.filter(finished_at__isnull=True).order_by("started_at", "id")
     assert [run["id"] for run in body["open_runs"]] == [run.pk for run in open_runs]
-    conversions = Task.objects.exclude(service__name__in=PROTECTED_SERVICES)
+    conversions = Task.objects.exclude(service__name__in=ProtectedService.values)
     for run in body["open_runs"]:
         pair = conversions.filter(corpus__name=run["corpus"], service__name=run["service"])
         assert run["eta"]["remaining"] == pair.filter(status__gte=0).count()

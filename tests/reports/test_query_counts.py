@@ -42,7 +42,7 @@ def config_synced(monkeypatch) -> None:
     """The live configuration checked just now and not again during the test: its poll runs on a timer
     (config.live.SYNC_SECONDS), not for a page."""
     monkeypatch.setattr(live, "SYNC_SECONDS", 3600.0)
-    live.config_sync(force=True)
+    live.config_refresh(force=True)
 
 
 def statements(client, path: str) -> list[str]:

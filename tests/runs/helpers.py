@@ -7,18 +7,28 @@ from pathlib import Path
 
 from django.db import connection, transaction
 
+from conversion.choices import TaskStatus
 from corpora.message_store import messages_delete, messages_write
 from corpora.models import Task
 from corpora.pairs import runs_close_drained
-from corpora.statuses import ERROR, FATAL, NO_PROBLEM, WARNING
 from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 
 CORPUS, SERVICE, NEXT = "a", "tex_to_html", "tex_to_html_next"
 # doc0..doc3 in the first run, then after a rerun of everything, and under the other converter.
-FIRST = [NO_PROBLEM, NO_PROBLEM, WARNING, FATAL]
-SECOND = [NO_PROBLEM, ERROR, WARNING, WARNING]  # doc1 got worse, doc3 better
-UNDER_NEXT = [NO_PROBLEM, ERROR, WARNING, FATAL]  # differs from SECOND on doc3 only
+FIRST = [TaskStatus.NO_PROBLEM, TaskStatus.NO_PROBLEM, TaskStatus.WARNING, TaskStatus.FATAL]
+SECOND = [
+    TaskStatus.NO_PROBLEM,
+    TaskStatus.ERROR,
+    TaskStatus.WARNING,
+    TaskStatus.WARNING,
+]  # doc1 got worse, doc3 better
+UNDER_NEXT = [
+    TaskStatus.NO_PROBLEM,
+    TaskStatus.ERROR,
+    TaskStatus.WARNING,
+    TaskStatus.FATAL,
+]  # differs from SECOND on doc3 only
 
 
 def finish(statuses: list[int], service: str = SERVICE, corpus: str = CORPUS) -> None:
@@ -43,7 +53,7 @@ def two_runs(corpus_root: Path, *, with_next: bool = True) -> None:
 
 
 Class = tuple[str, str, str]  # (severity, category, what)
-_STATUS_OF = {"fatal": FATAL, "error": ERROR, "warning": WARNING}
+_STATUS_OF = {"fatal": TaskStatus.FATAL, "error": TaskStatus.ERROR, "warning": TaskStatus.WARNING}
 
 
 def pair_tasks(corpus: str = CORPUS, service: str = SERVICE) -> list[Task]:
@@ -56,7 +66,7 @@ def classes_write(having: list[set[Class]], corpus: str = CORPUS, service: str =
     makes (no problem without any)."""
     with transaction.atomic(), connection.cursor() as cursor:
         for task, classes in zip(pair_tasks(corpus, service), having, strict=True):
-            status = min((_STATUS_OF[c[0]] for c in classes if c[0] in _STATUS_OF), default=NO_PROBLEM)
+            status = min((_STATUS_OF[c[0]] for c in classes if c[0] in _STATUS_OF), default=TaskStatus.NO_PROBLEM)
             Task.objects.filter(pk=task.pk).update(status=status)
             messages = [(*c, f"details {n}") for c in sorted(classes) for n in range(2)]
             messages_delete(cursor, [task.pk])

@@ -12,10 +12,10 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from conversion.choices import TaskStatus
 from corpora.models import Run, Task, TelemetryBin, TelemetryMinute
 from corpora.pairs import data_purge, run_open
 from corpora.queries import pair_resolve
-from corpora.statuses import NO_PROBLEM
 from corpora.task_changes import lease_batch, leases_expire, leases_reap, tasks_pause, tasks_resume
 from corpora.telemetry import (
     CONVERSION,
@@ -186,7 +186,7 @@ def test_current_carries_the_eta_and_the_api_gives_the_telemetry(api, pair):
 def test_a_pair_keeps_the_telemetry_of_its_open_and_latest_closed_runs_only(pair):
     first = pair.pk
     TelemetryBin.objects.create(run_id=first, stage=CONVERSION, bin=3, count=1)
-    finish([NO_PROBLEM] * 12)
+    finish([TaskStatus.NO_PROBLEM] * 12)
     second = run_open(corpus_id=pair.corpus_id, service_id=pair.service_id, owner="tester")
     TelemetryBin.objects.create(run_id=second.pk, stage=CONVERSION, bin=4, count=2)
     body = pair_telemetry(pair_resolve("a", "tex_to_html"))
@@ -212,7 +212,7 @@ def test_a_task_todo_again_within_its_run_waits_from_then_and_a_rerun_starts_it_
     tasks_resume(corpus_id=pair.corpus_id, service_id=pair.service_id)
     # Every task is TODO again since the resume.
     assert tasks.filter(status=0).count() == tasks.count() == tasks.filter(todo_since=now).count() == 12
-    finish([NO_PROBLEM] * 12)
+    finish([TaskStatus.NO_PROBLEM] * 12)
     rerun(corpus_name="a", service_name="tex_to_html", actor="tester", description="again")
     assert tasks.filter(status=0).count() == 12 and not tasks.filter(todo_since__isnull=False).exists()
 

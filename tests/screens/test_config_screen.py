@@ -8,6 +8,7 @@ import pytest
 from django.conf import settings
 
 from accounts.models import AuditEntry
+from config.live import get_config
 from ops.models import ConfigOverride
 from tests.screens.conftest import sign_in_on_the_way
 from tests.screens.test_csp_screens import _violations
@@ -32,7 +33,7 @@ def test_an_operator_sets_resets_and_is_refused_on_the_config_screen(page, live_
     row = page.locator('tr[data-key="jobs.stall_seconds"]')
     assert (row.locator("td.value").inner_text(), row.locator("td.source").inner_text()) == ("77", "api")
     assert row.locator("td.running").inner_text() == "same"  # live: this process runs with it already
-    assert settings.JOB_STALL_SECONDS == 77
+    assert get_config().JOB_STALL_SECONDS == 77 and environment["jobs.stall_seconds"] == settings.JOB_STALL_SECONDS
 
     _set(page, "pool.max", "3")
     assert "Restart needed for: pool.max" in page.inner_text("ul.messages")

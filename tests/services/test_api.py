@@ -248,7 +248,7 @@ def _workers_of(service: str, *rows: dict) -> None:
 def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_every_reason(authed):
     from datetime import UTC, datetime
 
-    from conversion.engine import KILL_REASONS
+    from conversion.choices import KillReason
 
     beat = datetime(2026, 11, 25, 3, 40, 12, tzinfo=UTC)
     _workers_of(
@@ -263,11 +263,11 @@ def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_ev
     assert (beating["dispatched"], beating["returned"], beating["in_flight"]) == (9, 8, 1)  # unchanged fields
     assert (beating["conversions"], beating["peak_rss_bytes"]) == (8, 432_013_312)
     assert beating["kills"] == {"timeout": 1, "memory": 2, "processes": 0, "disk": 0, "governor": 0}
-    assert list(beating["kills"]) == list(KILL_REASONS) == ["timeout", "memory", "processes", "disk", "governor"]
+    assert list(beating["kills"]) == list(KillReason) == ["timeout", "memory", "processes", "disk", "governor"]
     assert beating["heartbeat_at"] == "2026-11-25T03:40:12Z"
     # A worker that sends no heartbeat (an unmodified CorTeX worker): zeros, every reason, and no heartbeat.
     assert (cortex["conversions"], cortex["peak_rss_bytes"], cortex["heartbeat_at"]) == (0, 0, None)
-    assert cortex["kills"] == dict.fromkeys(KILL_REASONS, 0)
+    assert cortex["kills"] == dict.fromkeys(KillReason, 0)
     assert (beating["engine"], beating["engine_version"]) == ("latexmlc", "latexmlc (LaTeXML version 0.8.7)")
     assert (cortex["engine"], cortex["engine_version"]) == (None, None)
     assert set(beating) == set(cortex) == {

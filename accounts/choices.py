@@ -1,12 +1,13 @@
-"""The names of journaled writes, each defined once and spelled one way (app.operation): every write
-action is decorated with its name (accounts.actions.journaled), so each caller journals it under that name."""
+"""The vocabularies of accounts, each spelled here once: the names of journaled writes (app.operation; every
+write action is decorated with its name, accounts.actions.journaled, so each caller journals it under that
+name) and what a passkey challenge is for."""
 
 from __future__ import annotations
 
-from enum import StrEnum
+from django.db import models
 
 
-class Action(StrEnum):
+class Action(models.TextChoices):
     CORPUS_IMPORT = "corpus.import"
     CORPUS_EXTEND = "corpus.extend"
     CORPUS_DELETE = "corpus.delete"
@@ -44,3 +45,10 @@ class Action(StrEnum):
 
     # --- configuration ---
     CONFIG_SET = "config.set"
+
+
+class ChallengePurpose(models.TextChoices):
+    """What a passkey challenge is for."""
+
+    REGISTER = "register"
+    SIGN_IN = "sign_in"

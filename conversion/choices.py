@@ -1,0 +1,120 @@
+"""The vocabularies of a conversion, each spelled here once: task statuses (CorTeX's), LaTeXML's status codes,
+message severities, the message categories the code itself writes, what a conversion is killed for, and
+how it is confined.
+
+They are `enum.IntEnum` and `enum.StrEnum`, not Django's choices, because the worker's library runs without
+Django; a member is its value (`TaskStatus.FATAL == -4`, `Severity.INFO == "info"`, the same in SQL, JSON and
+f-strings), and the Django apps build their model choices from these (docs/decisions/vocabularies.md).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum, StrEnum
+
+
+class TaskStatus(IntEnum):
+    """A task's status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number, no member),
+    -1..-5 completed, <= -6 blocked (pause writes BLOCKED)."""
+
+    TODO = 0
+    NO_PROBLEM = -1
+    WARNING = -2
+    ERROR = -3
+    FATAL = -4
+    INVALID = -5
+    BLOCKED = -6
+
+    @property
+    def key(self) -> str:
+        """The status's name in counts, filters and the API: no_problem, warning, ..., todo, blocked."""
+        return self.name.lower()
+
+
+# The completed statuses, best first; a document's result is one of these.
+COMPLETED: tuple[TaskStatus, ...] = (
+    TaskStatus.NO_PROBLEM, TaskStatus.WARNING, TaskStatus.ERROR, TaskStatus.FATAL, TaskStatus.INVALID,
+)  # fmt: skip
+COMPLETED_NAMES: dict[int, str] = {status.value: status.key for status in COMPLETED}
+
+
+class LatexmlStatus(IntEnum):
+    """LaTeXML's own status codes (`Status:conversion:N`); code c is task status -(c + 1)."""
+
+    NO_PROBLEM = 0
+    WARNING = 1
+    ERROR = 2
+    FATAL = 3
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+LATEXML_NAMES: dict[int, str] = {code.value: code.key for code in LatexmlStatus}
+
+
+class Severity(StrEnum):
+    """The severity of a stored log message: LaTeXML's Info, Warning, Error and Fatal lines, mildest first
+    (the model's choices); a document's messages are shown worst first (SEVERITIES_WORST_FIRST)."""
+
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    FATAL = "fatal"
+
+
+SEVERITIES_WORST_FIRST: tuple[Severity, ...] = tuple(reversed(Severity))
+
+
+class Category(StrEnum):
+    """The message categories that the code writes or reads by name; every other category is LaTeXML's."""
+
+    # The Fatal message that makes a task invalid (`Fatal:invalid:<what>`).
+    INVALID = "invalid"
+    # The Fatal message of a conversion killed at one of its limits (`Fatal:limit:disk`); with the what
+    # KillReason.GOVERNOR it is the machine's doing, not the document's, and the dispatcher tries the task
+    # again while it has attempts left.
+    LIMIT = "limit"
+    # The Fatal message of a task whose service's converter profile its worker cannot run (an engine it lacks,
+    # a path outside its roots): `Fatal:profile:refused`.
+    PROFILE = "profile"
+    # The category whose whats name the files and packages a conversion could not load.
+    MISSING_FILE = "missing_file"
+
+
+class KillReason(StrEnum):
+    """What a conversion was stopped for from outside (or died of out of memory)."""
+
+    TIMEOUT = "timeout"
+    MEMORY = "memory"
+    PROCESSES = "processes"
+    DISK = "disk"
+    GOVERNOR = "governor"
+
+
+class SandboxMode(StrEnum):
+    """How a conversion is confined: in bubblewrap, or not at all (a machine that cannot run it, said loudly)."""
+
+    BWRAP = "bwrap"
+    NONE = "none"
+
+
+def completed_status_name(status: int) -> str:
+    """The name of a completed task status: -1..-5 -> no_problem, warning, error, fatal, invalid."""
+    try:
+        return COMPLETED_NAMES[status]
+    except KeyError:
+        raise ValueError(
+            f"{status!r} is not a completed task status ({TaskStatus.INVALID.value}..{TaskStatus.NO_PROBLEM.value})"
+        ) from None
+
+
+def task_status_of(status_code: int | None, *, invalid: bool = False) -> int:
+    """The completed task status of a log with LaTeXML status code `status_code` (None: no status line)."""
+    if invalid:
+        return TaskStatus.INVALID.value
+    if status_code is None or not LatexmlStatus.NO_PROBLEM <= status_code <= LatexmlStatus.FATAL:
+        # No status line means LaTeXML never finished; a code outside 0..3 must not become a
+        # non-terminal task status (-(7+1) would read as "blocked").
+        return TaskStatus.FATAL.value
+    return -(status_code + 1)
