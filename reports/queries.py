@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.models import QuerySet
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
@@ -327,14 +328,22 @@ class DocumentReport:
     html_url: str | None
 
 
+def _document_task(pair: Pair, document_name: str) -> QuerySet[Task]:
+    """The task of a pair's document, found by the document's (corpus, name) key: the task's corpus does
+    not carry over to the document in the join, and without the document's own corpus the planner scans
+    every document of every corpus for the name."""
+    return Task.objects.filter(
+        corpus_id=pair.corpus_id,
+        service_id=pair.service_id,
+        document__corpus_id=pair.corpus_id,
+        document__name=document_name,
+    )
+
+
 def document_report(pair: Pair, document_name: str) -> DocumentReport:
     """One document's status for a service and every log message behind it, with its result links: the
     converted HTML only when the stored result holds some (a fatal conversion may leave only its log)."""
-    found = (
-        Task.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id, document__name=document_name)
-        .select_related("document")
-        .first()
-    )
+    found = _document_task(pair, document_name).select_related("document").first()
     if found is None:
         raise NotFound(f"No document {document_name!r} for {pair.service_name} in {pair.corpus_name}.")
     task, document = found, found.document
@@ -762,11 +771,7 @@ def message_class_id(severity: str, category: str, what: str) -> int | None:
 
 def document_result_archive(pair: Pair, document_name: str) -> Path:
     """The stored result ZIP of a document's task, or NotFound."""
-    task_id = (
-        Task.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id, document__name=document_name)
-        .values_list("pk", flat=True)
-        .first()
-    )
+    task_id = _document_task(pair, document_name).values_list("pk", flat=True).first()
     if task_id is not None:
         path = result_stored(pair.corpus_id, pair.service_id, task_id)
         if path is not None:

@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
 from config.api.paging import Page
 from corpora.models import GrainSlice, ReportGrain
 from corpora.queries import pair_resolve
 from jobs.models import Job
 from reports.actions import slice_ensure
-from reports.queries import category_report, what_report
+from reports.queries import category_report, document_report, what_report
 from tests.reports.test_api import converted  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db
@@ -123,3 +126,18 @@ def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
         cursor.execute("DELETE FROM corpora_taskruntime WHERE service_id = %s", [service.pk])
     assert runtime_report("timed", PAGE).count == 0 and _runtimes_expected(service.pk)["count"] == 0
     assert runtime_report("other", PAGE).p50_ms == 1
+
+
+def test_a_documents_task_is_found_through_the_documents_corpus_and_name_key(converted):  # noqa: F811
+    """The document page's task lookup probes an index of documents with the corpus and the name: a lookup
+    by name alone scans every document of every corpus."""
+    name = converted[0].document.name
+    with CaptureQueriesContext(connection) as captured:
+        document_report(pair_resolve("c", "tex_to_html"), name)
+    sql = next(q["sql"] for q in captured.captured_queries if '"corpora_document"' in q["sql"])
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute(f"EXPLAIN {sql}")
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    document_scan = plan[plan.index(" on corpora_document") :]
+    assert re.search(r"Index Cond: \(\(corpus_id = \d+\) AND \(\(name\)::text = ", document_scan), plan
