@@ -60,8 +60,6 @@ from urllib.parse import quote
 
 import harness  # bench/ is the script's directory
 
-from config.live import get_config
-
 harness.configure("ccs_scale_bench", 15, Path("/tmp/ccs-scale-bench"))
 ACTOR = harness.ACTOR
 percentile = harness.percentile
@@ -151,6 +149,7 @@ def url_of(*parts: str) -> str:
 
 def spread(total: int, count: int, step: int = 100) -> list[int]:
     """`count` offsets from 0 to the last full page of `total` rows (capped at MAX_REPORT_OFFSET)."""
+    from config.live import get_config  # after harness.configure, which the settings read
 
     last = max(min(total - step, get_config().MAX_REPORT_OFFSET), 0)
     if count <= 1 or last == 0:
