@@ -121,7 +121,7 @@ def _kind(p: int, c: int) -> str:
 
 def class_diff(
     scope: DiffScope, page: Page, *, kind: str | None = None, severity: str | None = None
-) -> list[ClassChange]:
+) -> list[ClassDiffRow]:
     """GET /api/runs/{corpus}/{service}/classes: the message classes whose task count changed between the
     two snapshots, the largest change first, optionally of one kind and of some severities."""
     where, params = _diff_where(kind, severities_check(severity))
@@ -151,7 +151,7 @@ def class_diff_count(scope: DiffScope, *, kind: str | None = None, severity: str
 
 
 @dataclass(frozen=True)
-class ClassChange:
+class ClassDiffRow:
     """A message class whose task count changed between two snapshots (ClassChangeSerializer)."""
 
     severity: str
@@ -169,9 +169,9 @@ class ClassChange:
 
 def _class_change(
     corpus: str, service: str, severity: str, category: str, what: str, p: int, c: int, pm: int, cm: int
-) -> ClassChange:
+) -> ClassDiffRow:
     meaning = meaning_of(severity, category)
-    return ClassChange(
+    return ClassDiffRow(
         severity=severity,
         category=category,
         what=what,
