@@ -4,6 +4,7 @@ entry that every write action records (accounts.actions.journaled)."""
 
 from __future__ import annotations
 
+import ast
 import sys
 from pathlib import Path
 
@@ -15,7 +16,7 @@ from tests.corpora.helpers import activated, imported
 ROOT = Path(__file__).resolve().parent.parent
 APPS = {"accounts", "corpora", "dispatcher", "jobs", "ops", "reports", "runs", "services"}
 # Where the journal is written: the decorator of every write action, the names and the entry's model.
-JOURNAL = {ROOT / "accounts" / name for name in ("actions.py", "journal.py", "models.py")}
+JOURNAL = {ROOT / "accounts" / name for name in ("actions.py", "choices.py", "models.py")}
 
 
 def _apps_run_by(call) -> tuple[list[str], set[str]]:
@@ -54,3 +55,32 @@ def test_a_rerun_runs_code_of_at_most_three_apps(corpus_root):
     assert apps[0] == "reports", apps
     assert set(apps) <= {"reports", "corpora", "services"}, apps
     assert "record" in journal, journal  # the rerun journaled itself
+
+
+def _product_modules() -> list[Path]:
+    return sorted(
+        path
+        for package in (*APPS, "config", "conversion", "wiring", "cli")
+        for path in (ROOT / package).rglob("*.py")
+        if "migrations" not in path.parts
+    )
+
+
+def test_no_module_defines_a_name_it_imports():
+    """A class or function defined under a name the module imports hides the import for the rest of the
+    module (a DTO named as the vocabulary it uses makes `ClassChange.SHRANK` fail at run time)."""
+    hidden = []
+    for path in _product_modules():
+        tree = ast.parse(path.read_text())
+        imported = {
+            alias.asname or alias.name.split(".")[0]
+            for node in tree.body
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        }
+        hidden += [
+            f"{path.relative_to(ROOT)}: {node.name}"
+            for node in tree.body
+            if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name in imported
+        ]
+    assert hidden == []

@@ -189,7 +189,7 @@ def task_diffs(
     previous_status: str | None = None,
     current_status: str | None = None,
     change: str | None = None,
-) -> list[TaskDiff]:
+) -> list[TaskDiffRow]:
     """GET /api/runs/{corpus}/{service}/tasks: the documents whose status changed, by transition and
     document, optionally of one transition (or only regressions). The diff's matrix says which
     transitions the page covers and where in each it starts, so each is one index range."""
@@ -245,7 +245,7 @@ def task_diff_count(
 
 
 @dataclass(frozen=True)
-class TaskDiff:
+class TaskDiffRow:
     """A document whose status changed between two snapshots (TaskDiffSerializer)."""
 
     document: str
@@ -255,9 +255,9 @@ class TaskDiff:
     report: str
 
 
-def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> TaskDiff:
+def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> TaskDiffRow:
     previous_name, current_name = DIFF_BUCKET_NAMES[previous], DIFF_BUCKET_NAMES[current]
-    return TaskDiff(
+    return TaskDiffRow(
         document=name,
         previous_status=previous_name,
         current_status=current_name,
