@@ -142,7 +142,9 @@ def template_row(status: int, messages: Sequence[Message]) -> TemplateRow:
     """The writer's layout of one task's messages: classes in the order they first appear, rollups in the
     order the writer meets them, the log order, the details (message_shape caps the fields as the log
     parser does)."""
-    from corpora.message_store import CATEGORY, CLASS, SEVERITY
+    from corpora.choices import ClassLevel
+
+    CLASS, CATEGORY, SEVERITY = ClassLevel.CLASS, ClassLevel.CATEGORY, ClassLevel.SEVERITY
 
     place: dict[tuple[int, str, str, str], int] = {}
     counts: list[int] = []

@@ -92,6 +92,32 @@ class KillReason(StrEnum):
     GOVERNOR = "governor"
 
 
+class OutputFormat(StrEnum):
+    """An output format latexmlc knows (its --format)."""
+
+    TEX = "tex"
+    BOX = "box"
+    XML = "xml"
+    HTML = "html"
+    HTML4 = "html4"
+    HTML5 = "html5"
+    XHTML = "xhtml"
+
+    @property
+    def extension(self) -> str:
+        """The file extension a result in this format is written under."""
+        return "html" if self in (OutputFormat.HTML4, OutputFormat.HTML5) else self.value
+
+
+class Chunk(StrEnum):
+    """What a piece of TeX is, going in or coming out of latexmlc (its --whatsin and --whatsout)."""
+
+    DOCUMENT = "document"
+    FRAGMENT = "fragment"
+    FORMULA = "formula"
+    MATH = "math"
+
+
 class SandboxMode(StrEnum):
     """How a conversion is confined: in bubblewrap, or not at all (a machine that cannot run it, said loudly)."""
 

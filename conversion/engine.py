@@ -28,7 +28,7 @@ from pathlib import Path, PurePath
 
 from conversion import cgroups, imagemagick
 from conversion import sandbox as sandboxes
-from conversion.choices import LATEXML_NAMES, Category, KillReason, LatexmlStatus
+from conversion.choices import LATEXML_NAMES, Category, Chunk, KillReason, LatexmlStatus, OutputFormat
 from conversion.logparse import status_code_of
 from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import Launch, Sandbox
@@ -68,12 +68,9 @@ LOG_MAX_BYTES = 32 * 1024 * 1024
 _LOG_TAIL_BYTES = 256 * 1024
 _STDERR_MAX_BYTES = 256 * 1024
 _INSTALL_HINT = "apt-get install latexml"
-_CHUNKS = frozenset({"document", "fragment", "formula", "math"})
-_MATH_CHUNKS = frozenset({"formula", "math"})
-# Output formats latexmlc knows, with the file extension their result is written under.
-_FORMATS = {
-    "tex": "tex", "box": "box", "xml": "xml", "html": "html", "html4": "html", "html5": "html", "xhtml": "xhtml"
-}  # fmt: skip
+_CHUNKS = frozenset(Chunk)
+_MATH_CHUNKS = frozenset({Chunk.FORMULA, Chunk.MATH})
+_FORMATS = frozenset(OutputFormat)
 _PRELOAD_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]*(?:\[[A-Za-z0-9_.,=\- ]*\])?$")
 
 
@@ -273,9 +270,9 @@ def convert_text(
     Returns {"result", "log", "status", "status_code"}; raises ValueError for an unknown switch value,
     EngineMissing without latexmlc and SandboxUnavailable when the sandbox cannot start."""
     if whatsin not in _CHUNKS or whatsout not in _CHUNKS:
-        raise ValueError(f"whatsin and whatsout must be one of {sorted(_CHUNKS)}")
+        raise ValueError(f"whatsin and whatsout must be one of {sorted(chunk.value for chunk in Chunk)}")
     if format not in _FORMATS:
-        raise ValueError(f"format must be one of {sorted(_FORMATS)}")
+        raise ValueError(f"format must be one of {sorted(known.value for known in OutputFormat)}")
     bad = [name for name in preload if not _PRELOAD_NAME.match(name)]
     if bad:
         raise ValueError(f"not a binding name to preload: {bad[0]!r}")
@@ -295,7 +292,7 @@ def convert_text(
         work_dir.mkdir()
         # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
         (work_dir / "input.tex").write_text(source, encoding="utf-8")
-        dest = work_dir / f"result.{_FORMATS[format]}"
+        dest = work_dir / f"result.{OutputFormat(format).extension}"
         policy = imagemagick.policy_xml(memory_mb=memory_mb, disk_mb=disk_mb, timeout=timeout)
         with sandboxes.launched(sandbox, work_dir, executable, imagemagick_policy=policy) as launch:
             argv = [

@@ -21,7 +21,7 @@ from config.planner import BULK_SETTINGS
 from config.transient import transient_note, transient_retry
 from conversion.archive import Entry
 from corpora import scan
-from corpora.choices import CorpusState
+from corpora.choices import ClassLevel, CorpusState
 from corpora.models import Activation, Corpus, Document, MessageClass, MessageTally, Run, StaleMessages, Task, TaskClass
 from corpora.pairs import data_purge, run_open, runs_close_drained
 from corpora.queries import corpus_get, pair_get, retired_messages_exist
@@ -493,7 +493,7 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
         # carry their task's status).
         narrow = "".join(f" AND c.{key} = %s" for key in ("category", "what") if condition.get(key) is not None)
         narrow_params = [condition[key] for key in ("category", "what") if condition.get(key) is not None]
-        classes = f"c.level = {MessageClass.CLASS} AND c.severity = %s{narrow}"
+        classes = f"c.level = {ClassLevel.CLASS} AND c.severity = %s{narrow}"
         class_params = [SEVERITIES[severity][1], *narrow_params]
         entry_rows = entry_sql.format("p.task_id") if entry else ""
         if retired_messages_exist(parent_id, service_id):  # rows a rerun retired wait for the purge

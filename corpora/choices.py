@@ -17,6 +17,25 @@ class CorpusState(models.TextChoices):
     READY = "ready"
 
 
+class ClassLevel(models.IntegerChoices):
+    """A row of the message class dictionary (MessageClass.level): a (severity, category, what) of log
+    messages, or a rollup the reports count, of a (severity, category) or of a severity alone."""
+
+    CLASS = 0
+    CATEGORY = 1
+    SEVERITY = 2
+
+
+class Stage(models.IntegerChoices):
+    """A stage of a task's way through the system that run telemetry times (TelemetryBin.stage); the label
+    is the stage's name in the API."""
+
+    QUEUE_WAIT = 0, "queue_wait"
+    CONVERSION = 1, "conversion"
+    INGESTION = 2, "ingestion"
+    END_TO_END = 3, "end_to_end"
+
+
 class ExportGrouping(models.TextChoices):
     """How a dataset export splits its papers into archives: by the task's status, by month, or not at all."""
 

@@ -12,6 +12,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
+from corpora.choices import ClassLevel
 from corpora.models import GrainSlice, MessageClass, MessageTally, ReportGrain
 from corpora.statuses import SEVERITIES
 
@@ -35,8 +36,8 @@ def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeo
             cursor.execute(f"SET LOCAL statement_timeout = {int(timeout_ms)}")
         # Rollup rows carry NULL category or what, as the grain rows of a category and of the slice.
         cursor.execute(
-            f"SELECT CASE WHEN c.level < {MessageClass.SEVERITY} THEN c.category END,"
-            f" CASE WHEN c.level = {MessageClass.CLASS} THEN c.what END, sum(t.tasks)::bigint, sum(t.messages)::bigint"
+            f"SELECT CASE WHEN c.level < {ClassLevel.SEVERITY} THEN c.category END,"
+            f" CASE WHEN c.level = {ClassLevel.CLASS} THEN c.what END, sum(t.tasks)::bigint, sum(t.messages)::bigint"
             f" FROM {MESSAGE_TALLY_TABLE} t JOIN {MESSAGE_CLASS_TABLE} c ON c.id = t.message_class_id"
             " WHERE t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND c.severity = %s"
             " AND t.tasks > 0 GROUP BY 1, 2",

@@ -22,6 +22,7 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
+from corpora.choices import ClassLevel
 from corpora.models import MessageClass, MessageTally, StaleMessages, Task, TaskClass, TaskMessages
 
 MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
@@ -39,7 +40,6 @@ logger = logging.getLogger(__name__)
 TaskMessagesIn = tuple[int, int, int, int, Sequence[tuple[str, str, str, str]]]
 # A class or rollup of the dictionary: (level, severity, category, what); see MessageClass.
 ClassKey = tuple[int, str, str, str]
-CLASS, CATEGORY, SEVERITY = MessageClass.CLASS, MessageClass.CATEGORY, MessageClass.SEVERITY
 _CLASS_OF = itemgetter(0, 1, 2)  # a message's (severity, category, what)
 _DETAILS_OF = itemgetter(3)
 TASK_ROW_COLUMNS = (
@@ -72,9 +72,9 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
         counts = [counted[index] for index in range(1, len(place) + 1)]
         rollups: dict[ClassKey, int] = {}
         for (severity, category, _), count in zip(place, counts, strict=True):
-            for key in ((CATEGORY, severity, category, ""), (SEVERITY, severity, "", "")):
+            for key in ((ClassLevel.CATEGORY, severity, category, ""), (ClassLevel.SEVERITY, severity, "", "")):
                 rollups[key] = rollups.get(key, 0) + count
-        classes = [(CLASS, *key) for key in place]
+        classes = [(ClassLevel.CLASS, *key) for key in place]
         wanted.update(dict.fromkeys(classes))
         wanted.update(dict.fromkeys(rollups))
         details = _text_array(list(map(_DETAILS_OF, messages)))

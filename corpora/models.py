@@ -258,10 +258,8 @@ class MessageClass(models.Model):
     rollups the reports count, a (severity, category) (level 1, what '') and a severity (level 2, category
     and what ''). Append only: rows are never changed or deleted, so an id always names the same class."""
 
-    CLASS, CATEGORY, SEVERITY = 0, 1, 2
-
     id = models.AutoField(primary_key=True)
-    level = models.SmallIntegerField()
+    level = models.SmallIntegerField()  # a ClassLevel (corpora/choices.py)
     severity = models.CharField(max_length=10, choices=MessageSeverity.choices)
     category = models.CharField(max_length=CATEGORY_MAX)
     what = models.CharField(max_length=WHAT_MAX)
@@ -523,7 +521,7 @@ class TaskDiff(models.Model):
 
 class TelemetryBin(models.Model):
     """How many tasks of a run spent a duration in log-scale bin `bin` (corpora.telemetry.bin_bounds) in
-    one stage (corpora.telemetry.STAGES). Written by the dispatcher's lease and ingestion statements
+    one stage (corpora.choices.Stage). Written by the dispatcher's lease and ingestion statements
     (corpora.telemetry), an upsert per (run, stage, bin) of each batch; kept for a pair's open run and its
     latest closed one (corpora.telemetry.telemetry_trim). No foreign-key constraint: the rows go with
     their run wherever a run is deleted."""

@@ -25,6 +25,7 @@ from django.db.models import F, Func, Value
 from config.planner import BULK_SETTINGS
 from conversion.choices import Severity
 from conversion.profiles import profile_load
+from corpora.choices import ClassLevel
 from corpora.models import (
     MEMBERS_CHUNK,
     Activation,
@@ -191,7 +192,7 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
         cursor.execute(
             f"INSERT INTO {SNAPSHOT_CLASS_TABLE} (snapshot_id, message_class_id, tasks, messages)"
             f" SELECT %s, t.message_class_id, sum(t.tasks), sum(t.messages) FROM {MESSAGE_TALLY_TABLE} t"
-            f" JOIN {MESSAGE_CLASS_TABLE} c ON c.id = t.message_class_id AND c.level = {MessageClass.CLASS}"
+            f" JOIN {MESSAGE_CLASS_TABLE} c ON c.id = t.message_class_id AND c.level = {ClassLevel.CLASS}"
             " WHERE t.corpus_id = %s AND t.service_id = %s GROUP BY t.message_class_id HAVING sum(t.tasks) > 0",
             [snapshot_id, corpus_id, service_id],
         )
@@ -207,7 +208,7 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
             " WITH m AS MATERIALIZED ("
             "  SELECT p.message_class_id AS c, array_agg(p.document_id ORDER BY p.document_id) AS a"
             f"  FROM {MESSAGE_TALLY_TABLE} x"
-            f"  JOIN {MESSAGE_CLASS_TABLE} k ON k.id = x.message_class_id AND k.level = {MessageClass.CLASS}"
+            f"  JOIN {MESSAGE_CLASS_TABLE} k ON k.id = x.message_class_id AND k.level = {ClassLevel.CLASS}"
             " AND k.severity = ANY(%s)"
             f"  JOIN {TASK_CLASS_TABLE} p ON p.corpus_id = x.corpus_id AND p.service_id = x.service_id"
             "   AND p.task_status = x.task_status AND p.message_class_id = x.message_class_id"

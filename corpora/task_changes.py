@@ -25,9 +25,9 @@ from django.db.backends.utils import CursorWrapper
 
 from conversion.choices import Category, Severity, TaskStatus
 from conversion.logparse import DETAILS_MAX, Message
+from corpora.choices import ClassLevel
 from corpora.grains import grains_purge
 from corpora.message_store import (
-    CLASS,
     PROBE_SETTINGS,
     messages_delete,
     messages_purge,
@@ -468,7 +468,7 @@ def tasks_rerun(
             " ON p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s) AND p.message_class_id = c.id"
             f" WHERE {classes} ORDER BY 1"
         )
-        params: list[Any] = [corpus_id, service_id, status_list, CLASS, message_severity, category]
+        params: list[Any] = [corpus_id, service_id, status_list, ClassLevel.CLASS, message_severity, category]
         params += [what] if what else []
     else:
         scope = (

@@ -26,14 +26,13 @@ from datetime import UTC, datetime
 
 from django.db.backends.utils import CursorWrapper
 
+from corpora.choices import Stage
 from corpora.models import Run, TelemetryBin, TelemetryMinute
 
 RUN_TABLE = Run._meta.db_table
 TELEMETRY_BIN_TABLE = TelemetryBin._meta.db_table
 TELEMETRY_MINUTE_TABLE = TelemetryMinute._meta.db_table
 
-QUEUE_WAIT, CONVERSION, INGESTION, END_TO_END = 0, 1, 2, 3
-STAGES = {QUEUE_WAIT: "queue_wait", CONVERSION: "conversion", INGESTION: "ingestion", END_TO_END: "end_to_end"}
 BINS_PER_OCTAVE = 4
 
 
@@ -69,7 +68,7 @@ _UPSERT_BINS = f"ON CONFLICT (run_id, stage, bin) DO UPDATE SET count = {TELEMET
 LEASE_WAITS_CTE = f"""
     waits AS (
         INSERT INTO {TELEMETRY_BIN_TABLE} (run_id, stage, bin, count)
-        SELECT r.id, {QUEUE_WAIT}, {_bin_sql(_ms_sql("now()", "coalesce(l.todo_since, r.started_at)"))}, count(*)
+        SELECT r.id, {Stage.QUEUE_WAIT}, {_bin_sql(_ms_sql("now()", "coalesce(l.todo_since, r.started_at)"))}, count(*)
           FROM leased l
           JOIN {RUN_TABLE} r ON r.corpus_id = l.corpus_id AND r.service_id = l.service_id AND r.finished_at IS NULL
          GROUP BY 1, 3 ORDER BY 1, 3
@@ -105,11 +104,11 @@ def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes], *, appli
     for run_id, leased_at, waiting_since, arrived in rows:
         applied_per_run[run_id] += 1
         if waiting_since is not None:
-            bins[run_id, END_TO_END, duration_bin(1000 * (applied - waiting_since))] += 1
+            bins[run_id, Stage.END_TO_END, duration_bin(1000 * (applied - waiting_since))] += 1
         if arrived is not None:
-            bins[run_id, INGESTION, duration_bin(1000 * (applied - arrived))] += 1
+            bins[run_id, Stage.INGESTION, duration_bin(1000 * (applied - arrived))] += 1
             if leased_at is not None:
-                bins[run_id, CONVERSION, duration_bin(1000 * (arrived - leased_at))] += 1
+                bins[run_id, Stage.CONVERSION, duration_bin(1000 * (arrived - leased_at))] += 1
     minute = datetime.fromtimestamp(applied - applied % 60, UTC)
     run_ids = sorted(applied_per_run)
     keys = sorted(bins)

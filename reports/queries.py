@@ -26,6 +26,7 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from conversion.choices import COMPLETED_NAMES, Category, Severity
 from conversion.taxonomy import meaning_of
+from corpora.choices import ClassLevel
 from corpora.links import document_html_url, document_result_url
 from corpora.models import (
     RUNTIME_BIN_MS,
@@ -604,7 +605,7 @@ def messages_export(
         statuses, message_severity = severity_check(severity)
         # Only task rows with a class of the slice: the dictionary's ids of it, once for the statement.
         classes = f"SELECT c.id FROM {MESSAGE_CLASS_TABLE} c WHERE c.level = %s AND c.severity = %s"
-        params += [list(statuses), MessageClass.CLASS, message_severity]
+        params += [list(statuses), ClassLevel.CLASS, message_severity]
         for column, value in (("category", category), ("what", what)):
             if value is not None:
                 classes += f" AND c.{column} = %s"
@@ -750,12 +751,12 @@ def report_path_split(pair: Pair, severity: str, rest: str) -> tuple[str, str | 
             )
             return cursor.fetchone()[0]
 
-    if "/" not in rest or exists(MessageClass.CATEGORY, rest):
+    if "/" not in rest or exists(ClassLevel.CATEGORY, rest):
         return rest, None
     positions = [index for index, char in enumerate(rest) if char == "/"]
     for index in positions:
         category, what = rest[:index], rest[index + 1 :]
-        if exists(MessageClass.CLASS, category, what):
+        if exists(ClassLevel.CLASS, category, what):
             return category, what
     return rest[: positions[0]], rest[positions[0] + 1 :]
 
@@ -763,7 +764,7 @@ def report_path_split(pair: Pair, severity: str, rest: str) -> tuple[str, str | 
 def message_class_id(severity: str, category: str, what: str) -> int | None:
     """The dictionary id of a message class (reports.MessageClass), None when no message ever had it."""
     return (
-        MessageClass.objects.filter(level=MessageClass.CLASS, severity=severity, category=category, what=what)
+        MessageClass.objects.filter(level=ClassLevel.CLASS, severity=severity, category=category, what=what)
         .values_list("id", flat=True)
         .first()
     )

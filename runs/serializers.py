@@ -11,9 +11,9 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField
 from config.api.paging import PageParamsSerializer
 from config.errors import BadRequest
+from corpora.choices import Stage
 from corpora.serializers import StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
-from corpora.telemetry import STAGES
 from runs.queries.eta import RATE_WINDOW
 from services.serializers import ProfileSerializer
 
@@ -103,7 +103,7 @@ class HistogramBinSerializer(serializers.Serializer):
 
 
 class StageSerializer(serializers.Serializer):
-    stage = serializers.ChoiceField(choices=list(STAGES.values()))
+    stage = serializers.ChoiceField(choices=Stage.labels)
     count = serializers.IntegerField()
     p50 = PercentileSerializer(allow_null=True)
     p90 = PercentileSerializer(allow_null=True)

@@ -18,13 +18,16 @@ from rest_framework.response import Response
 from accounts.api_base import PublicApiView
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.fields import StrictCharField
-from conversion.choices import LATEXML_NAMES, LatexmlStatus
+from conversion.choices import LATEXML_NAMES, Chunk, LatexmlStatus, OutputFormat
 from conversion.engine import EngineMissing, convert_text
 from services.convert_slots import convert_slot_take
 from services.queries import conversion_sandbox
 
-_FORMATS = ["html5", "html", "html4", "xhtml", "xml"]
-_WHATS = ["document", "fragment", "math"]
+# What /convert offers of latexmlc's formats and chunks.
+_FORMATS = [
+    f.value for f in (OutputFormat.HTML5, OutputFormat.HTML, OutputFormat.HTML4, OutputFormat.XHTML, OutputFormat.XML)
+]
+_WHATS = [chunk.value for chunk in (Chunk.DOCUMENT, Chunk.FRAGMENT, Chunk.MATH)]
 # What a refused client is told to wait: about one short conversion (latexmlc alone takes ~1 s to start).
 RETRY_AFTER_SECONDS = 2
 

@@ -15,6 +15,7 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from conversion.choices import SEVERITIES_WORST_FIRST, Severity
 from conversion.taxonomy import meaning_of
+from corpora.choices import ClassLevel
 from corpora.links import document_api_url, document_history_url, document_url
 from corpora.models import (
     Document,
@@ -203,7 +204,7 @@ def class_known(severity: str, category: str, what: str) -> ClassRef:
         )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT id FROM {MESSAGE_CLASS_TABLE} WHERE level = {MessageClass.CLASS} AND severity = %s"
+            f"SELECT id FROM {MESSAGE_CLASS_TABLE} WHERE level = {ClassLevel.CLASS} AND severity = %s"
             " AND category = %s AND what = %s",
             [severity, category, what],
         )
@@ -222,7 +223,7 @@ def class_split(severity: str, rest: str) -> tuple[str, str]:
     positions = [index for index, char in enumerate(rest) if char == "/"]
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT category, what FROM {MESSAGE_CLASS_TABLE} WHERE level = {MessageClass.CLASS} AND severity = %s"
+            f"SELECT category, what FROM {MESSAGE_CLASS_TABLE} WHERE level = {ClassLevel.CLASS} AND severity = %s"
             " AND (category, what) IN"
             " (SELECT left(%s, p - 1), substr(%s, p + 1) FROM unnest(%s::int[]) AS p) ORDER BY length(category)",
             [severity, rest, rest, [index + 1 for index in positions]],

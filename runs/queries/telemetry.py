@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from corpora.choices import Stage
 from corpora.models import Run, TelemetryBin, TelemetryMinute
 from corpora.queries import Pair
-from corpora.telemetry import BINS_PER_OCTAVE, STAGES, bin_bounds, bin_middle
+from corpora.telemetry import BINS_PER_OCTAVE, bin_bounds, bin_middle
 from runs.queries.eta import RATE_WINDOW, Eta, run_etas
 from runs.queries.history import pair_known
 
@@ -98,7 +99,7 @@ def run_stages(run_ids: list[int]) -> dict[int, list[StageSummary]]:
         "run_id", "stage", "bin", "count"
     ):
         by_run[run_id][stage].append((bin_, count))
-    return {run_id: [stage_summary(name, by_run[run_id][code]) for code, name in STAGES.items()] for run_id in run_ids}
+    return {run_id: [stage_summary(stage.label, by_run[run_id][stage]) for stage in Stage] for run_id in run_ids}
 
 
 def run_throughput(run_id: int) -> list[ThroughputMinute]:

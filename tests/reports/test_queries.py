@@ -140,8 +140,10 @@ def test_a_documents_task_is_found_through_the_documents_corpus_and_name_key(con
         cursor.execute("SET LOCAL enable_seqscan = off")
         cursor.execute(f"EXPLAIN {sql}")
         plan = "\n".join(row[0] for row in cursor.fetchall())
-    # The document's node: its line and the conditions under it, up to the next node.
+    # The document's node and what lies under it (its conditions, a bitmap's index scan): the lines indented
+    # deeper than its own.
     lines = plan.splitlines()
     start = next(i for i, line in enumerate(lines) if " on corpora_document" in line)
-    node = [lines[start], *itertools.takewhile(lambda line: "->" not in line, lines[start + 1 :])]
+    depth = len(lines[start]) - len(lines[start].lstrip())
+    node = [lines[start], *itertools.takewhile(lambda line: len(line) - len(line.lstrip()) > depth, lines[start + 1 :])]
     assert re.search(r"Index Cond: \(+corpus_id = \d+", "\n".join(node)), plan

@@ -13,15 +13,12 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from conversion.choices import TaskStatus
+from corpora.choices import Stage
 from corpora.models import Run, Task, TelemetryBin, TelemetryMinute
 from corpora.pairs import data_purge, run_open
 from corpora.queries import pair_resolve
 from corpora.task_changes import lease_batch, leases_expire, leases_reap, tasks_pause, tasks_resume
 from corpora.telemetry import (
-    CONVERSION,
-    END_TO_END,
-    INGESTION,
-    QUEUE_WAIT,
     bin_bounds,
     bin_middle,
     duration_bin,
@@ -71,7 +68,7 @@ def test_the_lease_counts_each_task_queue_wait_from_todo_since_or_the_run_start(
     Task.objects.filter(pk__in=[t.pk for t in tasks[:4]]).update(todo_since=now - timedelta(seconds=3))
     leased = lease_batch(service_id=tasks[0].service_id, limit=len(tasks), mark=MARK, lease_seconds=600)
     assert len(leased) == len(tasks)
-    assert _bins(pair.pk, QUEUE_WAIT) == {duration_bin(3000): 4, duration_bin(60_000): len(tasks) - 4}
+    assert _bins(pair.pk, Stage.QUEUE_WAIT) == {duration_bin(3000): 4, duration_bin(60_000): len(tasks) - 4}
 
 
 def test_applied_results_count_their_stage_times_exactly_and_read_back_as_nearest_rank_percentiles(pair):
@@ -98,9 +95,11 @@ def test_applied_results_count_their_stage_times_exactly_and_read_back_as_neares
         return found
 
     expected_bins = counted(conversions_ms)
-    assert _bins(pair.pk, CONVERSION) == expected_bins
-    assert _bins(pair.pk, INGESTION) == counted(ingestions_ms)
-    assert _bins(pair.pk, END_TO_END) == counted(ends_ms) == {duration_bin(3_670_000): 11, duration_bin(72_000): 1}
+    assert _bins(pair.pk, Stage.CONVERSION) == expected_bins
+    assert _bins(pair.pk, Stage.INGESTION) == counted(ingestions_ms)
+    assert (
+        _bins(pair.pk, Stage.END_TO_END) == counted(ends_ms) == {duration_bin(3_670_000): 11, duration_bin(72_000): 1}
+    )
     minutes = dict(TelemetryMinute.objects.filter(run_id=pair.pk).values_list("minute", "count"))
     assert minutes == {datetime.fromtimestamp(applied - applied % 60, UTC): len(tasks)}
 
@@ -125,8 +124,8 @@ def test_applied_results_count_their_stage_times_exactly_and_read_back_as_neares
 def test_a_result_of_unknown_arrival_counts_end_to_end_only(pair):
     with transaction.atomic(), connection.cursor() as cursor:
         results_record(cursor, [(pair.pk, timezone.now().timestamp(), pair.started_at.timestamp(), None)])
-    assert sum(_bins(pair.pk, CONVERSION).values()) == sum(_bins(pair.pk, INGESTION).values()) == 0
-    assert sum(_bins(pair.pk, END_TO_END).values()) == 1
+    assert sum(_bins(pair.pk, Stage.CONVERSION).values()) == sum(_bins(pair.pk, Stage.INGESTION).values()) == 0
+    assert sum(_bins(pair.pk, Stage.END_TO_END).values()) == 1
 
 
 def test_throughput_and_eta_from_known_minutes(pair):
@@ -185,10 +184,10 @@ def test_current_carries_the_eta_and_the_api_gives_the_telemetry(api, pair):
 
 def test_a_pair_keeps_the_telemetry_of_its_open_and_latest_closed_runs_only(pair):
     first = pair.pk
-    TelemetryBin.objects.create(run_id=first, stage=CONVERSION, bin=3, count=1)
+    TelemetryBin.objects.create(run_id=first, stage=Stage.CONVERSION, bin=3, count=1)
     finish([TaskStatus.NO_PROBLEM] * 12)
     second = run_open(corpus_id=pair.corpus_id, service_id=pair.service_id, owner="tester")
-    TelemetryBin.objects.create(run_id=second.pk, stage=CONVERSION, bin=4, count=2)
+    TelemetryBin.objects.create(run_id=second.pk, stage=Stage.CONVERSION, bin=4, count=2)
     body = pair_telemetry(pair_resolve("a", "tex_to_html"))
     assert body.open_run.id == second.pk and body.last_closed_run.id == first
     assert {s.stage: s.count for s in body.last_closed_run.stages}["conversion"] == 1
@@ -222,7 +221,7 @@ def test_deleting_a_corpus_deletes_its_runs_telemetry(pair, corpus_root):
     activated("b")
     other = Run.objects.get(corpus__name="b", finished_at__isnull=True)
     for run in (pair, other):
-        TelemetryBin.objects.create(run_id=run.pk, stage=CONVERSION, bin=5, count=1)
+        TelemetryBin.objects.create(run_id=run.pk, stage=Stage.CONVERSION, bin=5, count=1)
         TelemetryMinute.objects.create(run_id=run.pk, minute=timezone.now(), count=1)
     data_purge(corpus_id=pair.corpus_id, actor="tester")
     assert list(TelemetryBin.objects.values_list("run_id", flat=True)) == [other.pk]
