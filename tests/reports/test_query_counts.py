@@ -7,10 +7,8 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
-from config import live
+from tests.query_counts import config_synced, statements  # noqa: F401 (config_synced: the fixture)
 from tests.reports.test_views import converted  # noqa: F401 (the fixture: documents with HTML)
 
 pytestmark = pytest.mark.django_db
@@ -35,23 +33,6 @@ PAGES = [
     ("/corpora/c/services/tex_to_html/documents", 6),
     ("/api/corpora/c/services/tex_to_html/documents", 6),
 ]
-
-
-@pytest.fixture(autouse=True)
-def config_synced(monkeypatch) -> None:
-    """The live configuration checked just now and not again during the test: its poll runs on a timer
-    (config.live.SYNC_SECONDS), not for a page."""
-    monkeypatch.setattr(live, "SYNC_SECONDS", 3600.0)
-    live.config_refresh(force=True)
-
-
-def statements(client, path: str) -> list[str]:
-    """The SQL of a second read of `path` (200 both times)."""
-    assert client.get(path).status_code == 200, path
-    with CaptureQueriesContext(connection) as captured:
-        response = client.get(path)
-    assert response.status_code == 200, path
-    return [query["sql"] for query in captured.captured_queries]
 
 
 @pytest.mark.parametrize(("path", "expected"), PAGES)

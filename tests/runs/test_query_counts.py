@@ -5,10 +5,8 @@ and the count is that of every later read; screens and their API twins alike."""
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
-from config import live
+from tests.query_counts import config_synced, statements  # noqa: F401 (config_synced: the fixture)
 from tests.runs.helpers import two_runs
 
 pytestmark = pytest.mark.django_db
@@ -35,23 +33,6 @@ PAGES = [
 @pytest.fixture
 def history(corpus_root) -> None:
     two_runs(corpus_root)
-
-
-@pytest.fixture(autouse=True)
-def config_synced(monkeypatch) -> None:
-    """The live configuration checked just now and not again during the test: its poll runs on a timer
-    (config.live.SYNC_SECONDS), not for a page."""
-    monkeypatch.setattr(live, "SYNC_SECONDS", 3600.0)
-    live.config_refresh(force=True)
-
-
-def statements(client, path: str) -> list[str]:
-    """The SQL of a second read of `path` (200 both times)."""
-    assert client.get(path).status_code == 200, path
-    with CaptureQueriesContext(connection) as captured:
-        response = client.get(path)
-    assert response.status_code == 200, path
-    return [query["sql"] for query in captured.captured_queries]
 
 
 @pytest.mark.parametrize(("path", "expected"), PAGES)
