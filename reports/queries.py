@@ -15,16 +15,18 @@ import math
 import queue
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from conversion.choices import COMPLETED_NAMES, Category, Severity
+from conversion.source_context import SourceContext, location_of, source_contexts
 from conversion.taxonomy import meaning_of
 from corpora.choices import ClassLevel
 from corpora.links import document_html_url, document_result_url
@@ -309,6 +311,9 @@ class LoggedMessage:
     category: str
     what: str
     details: str
+    # The document's own source around the message's location (conversion.source_context), for at most
+    # CONTEXTS_MAX messages of the page; None for the others and where there is none.
+    context: SourceContext | None = None
 
 
 @dataclass(frozen=True)
@@ -341,10 +346,11 @@ def _document_task(pair: Pair, document_name: str) -> QuerySet[Task]:
     )
 
 
-def document_report(pair: Pair, document_name: str) -> DocumentReport:
+def document_report(pair: Pair, document_name: str, *, contexts: bool = True) -> DocumentReport:
     """One document's status for a service and every log message behind it, with its result links: the
-    converted HTML only when the stored result holds some (a fatal conversion may leave only its log)."""
-    found = _document_task(pair, document_name).select_related("document").first()
+    converted HTML only when the stored result holds some (a fatal conversion may leave only its log).
+    With `contexts`, the messages that carry a location get the source lines around it (source_context)."""
+    found = _document_task(pair, document_name).select_related("document__corpus").first()
     if found is None:
         raise NotFound(f"No document {document_name!r} for {pair.service_name} in {pair.corpus_name}.")
     task, document = found, found.document
@@ -354,6 +360,8 @@ def document_report(pair: Pair, document_name: str) -> DocumentReport:
         .order_by("position")
         .values_list("severity", "category", "what", "details")
     ]
+    if contexts:
+        messages = _with_source_context(document, messages)
     runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
     archive = result_stored(pair.corpus_id, pair.service_id, task.pk)
     has_html = archive is not None and result_html(archive) is not None
@@ -372,6 +380,31 @@ def document_report(pair: Pair, document_name: str) -> DocumentReport:
         has_html=has_html,
         html_url=document_html_url(*names) if has_html else None,
     )
+
+
+# Messages of a document page that get source context: the first ones with a location, worst severity
+# first, so that a log of thousands of located warnings costs a page no more than this many windows.
+CONTEXTS_MAX = 20
+_SEVERITY_RANK = {severity: rank for rank, severity in enumerate(("fatal", "error", "warning", "info"))}
+
+
+def _with_source_context(document: Document, messages: list[LoggedMessage]) -> list[LoggedMessage]:
+    """The messages, the first CONTEXTS_MAX with a location (worst severity first, then in log order) given
+    the lines of the document's own source around it, read in one pass over its stored entry."""
+    located = [(index, location) for index, m in enumerate(messages) if (location := location_of(m.details))]
+    if not located:
+        return messages
+    located.sort(key=lambda item: (_SEVERITY_RANK.get(messages[item[0]].severity, len(_SEVERITY_RANK)), item[0]))
+    chosen = located[:CONTEXTS_MAX]
+    found = source_contexts(
+        Path(document.corpus.path) / document.entry, document.kind, document.main_file, document.entry,
+        [location for _, location in chosen], [Path(root) for root in settings.CORPUS_ROOTS],
+    )  # fmt: skip
+    with_context = list(messages)
+    for (index, _), context in zip(chosen, found, strict=True):
+        if context is not None:
+            with_context[index] = replace(messages[index], context=context)
+    return with_context
 
 
 # Errors a document's explanation names when it has no fatal message.
@@ -412,7 +445,7 @@ def document_explanation(status: str, messages: list[LoggedMessage]) -> Explanat
     errors = [m for m in messages if m.severity == Severity.ERROR]
     warnings = sum(1 for m in messages if m.severity == Severity.WARNING)
     causes = [
-        ExplainedMessage(**vars(m), **_meaning_fields(m.severity, m.category))
+        ExplainedMessage(m.severity, m.category, m.what, m.details, **_meaning_fields(m.severity, m.category))
         for m in (fatal or errors[:EXPLAINED_ERRORS])
     ]
     missing = list(

@@ -18,7 +18,7 @@ from config.api.fields import StrictCharField
 from config.errors import BadRequest
 from corpora.serializers import StatusCountsSerializer
 from reports.choices import RunControlAction
-from reports.queries import EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
+from reports.queries import CONTEXTS_MAX, EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
 
 
 class RunControlSerializer(serializers.Serializer):
@@ -121,6 +121,36 @@ class MessageSerializer(serializers.Serializer):
     details = serializers.CharField(allow_blank=True)
 
 
+class SourceLineSerializer(serializers.Serializer):
+    """A line of the document's source (conversion.source_context.SourceLine), as plain text."""
+
+    number = serializers.IntegerField(help_text="the line's number in its file, from 1")
+    text = serializers.CharField(allow_blank=True, trim_whitespace=False, help_text="the line, or a window of it")
+    offset = serializers.IntegerField(help_text="the column of text's first character: 0 unless a long line is cut")
+    clipped = serializers.BooleanField(help_text="whether the line goes on after text")
+    marked = serializers.BooleanField(help_text="whether the line is one of the message's")
+
+
+class SourceContextSerializer(serializers.Serializer):
+    """The document's own source around a message's location (conversion.source_context.SourceContext)."""
+
+    file = serializers.CharField(help_text="the file's path inside the document's entry")
+    line = serializers.IntegerField()
+    column = serializers.IntegerField(allow_null=True, help_text="characters of the line before the place")
+    to_line = serializers.IntegerField(allow_null=True, help_text="a range's last line")
+    to_column = serializers.IntegerField(allow_null=True)
+    lines = SourceLineSerializer(many=True)
+
+
+class LoggedMessageSerializer(MessageSerializer):
+    context = SourceContextSerializer(
+        allow_null=True,
+        help_text=f"the source lines around the message's location (at most {CONTEXTS_MAX} messages of a document"
+        " have them, the worst first);"
+        " null without a location, or where it is not in the document's own files",
+    )
+
+
 class ExplainedMessageSerializer(MessageSerializer, MeaningFieldsMixin):
     pass
 
@@ -144,7 +174,7 @@ class DocumentReportSerializer(serializers.Serializer):
     status = serializers.CharField()
     attempts = serializers.IntegerField()
     runtime_ms = serializers.IntegerField(allow_null=True)
-    messages = MessageSerializer(many=True)
+    messages = LoggedMessageSerializer(many=True)
     result_url = serializers.CharField(allow_null=True, help_text="the stored result archive; null without one")
     has_html = serializers.BooleanField(help_text="whether the stored result holds the converted paper's HTML")
     html_url = serializers.CharField(allow_null=True, help_text="the converted HTML; null when there is none")

@@ -32,7 +32,7 @@ def document_reader_view(request: HttpRequest, corpus: str, service: str, name: 
     and links. The context DTO is that of GET /api/corpus/<c>/<s>/document/<name>; the paper in the frame is
     that of GET /api/corpus/<c>/<s>/document/<name>/html. No HTML: 404, in words."""
     try:
-        document = DocumentReportSerializer(document_report(pair_resolve(corpus, service), name)).data
+        document = DocumentReportSerializer(document_report(pair_resolve(corpus, service), name, contexts=False)).data
         if not document["has_html"]:
             raise NotFound(f"No HTML: {name!r} has no converted paper for {service} in {corpus}.")
     except ServiceError as exc:
