@@ -1,4 +1,4 @@
-"""The marked column of a source line (conversion.source_context), split for the document screen."""
+"""The marked place of a source line (conversion.source_context), split for the document screen."""
 
 from __future__ import annotations
 
@@ -10,12 +10,17 @@ register = template.Library()
 
 
 @register.filter
-def column_parts(line: dict[str, Any], column: int | None) -> tuple[str, str, str] | None:
-    """A shown line's text before the column, the character at it (empty at the line's end) and after it;
-    None when the column is not within the shown text (no column, or outside a long line's window)."""
-    if column is None:
+def column_parts(line: dict[str, Any], source: dict[str, Any]) -> tuple[str, str, str] | None:
+    """A shown line's text before the message's column, the text marked (the range when it ends on this
+    line, else the one character at the column; empty at the line's end) and the text after; None on
+    another line than the message's, or when the column is not within the shown text."""
+    column = source["column"]
+    if column is None or line["number"] != source["line"]:
         return None
-    text, at = line["text"], column - line["offset"]
-    if not 0 <= at <= len(text):
+    text, start = line["text"], column - line["offset"]
+    if not 0 <= start <= len(text):
         return None
-    return text[:at], text[at : at + 1], text[at + 1 :]
+    end = start + 1
+    if source["to_line"] == source["line"] and source["to_column"] is not None:
+        end = max(end, source["to_column"] - line["offset"])
+    return text[:start], text[start:end], text[end:]

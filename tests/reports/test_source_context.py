@@ -21,10 +21,9 @@ from tests.support import write_targz, write_tex
 pytestmark = pytest.mark.django_db
 
 MAIN = "\\documentclass{article}\n\\begin{document}\n\\input{sec/body}\n\\end{document}\n"
-BODY = "".join(f"body line {n}\n" for n in range(1, 7)) + "A <script>alert('x')</script> & \\foo here\n" + "".join(
-    f"body line {n}\n" for n in range(8, 12)
-)  # line 7 holds the markup; \foo is at column 32 (the characters before it)
+# Line 7 holds markup; \foo is at column 32 (the characters before it).
 SCRIPT_LINE = "A <script>alert('x')</script> & \\foo here"
+BODY = "".join(f"{SCRIPT_LINE if n == 7 else f'body line {n}'}\n" for n in range(1, 12))
 LOG = (
     "(Loading /usr/share/perl5/LaTeXML/Package/article.cls.ltxml...\n"
     "Error:undefined:\\foo The control sequence \\foo is undefined.\n\tat body.tex; line 7 col 32\n"
@@ -33,6 +32,8 @@ LOG = (
     "Error:unexpected:\\relax In a package\n\tat amsmath.sty; line 300 col 2\n"
     "Error:unexpected:\\x Climbing out\n\tat ../../etc/passwd; line 1\n"
     "Error:malformed:x Beyond its end\n\tat body.tex; line 99 col 1\n"
+    "Warning:not_parsed:UNKNOWN>METARELOP MathParser failed to match rule 'Anything'\n"
+    "\tat body.tex; line 3 col 5 - line 3 col 9\n"
     "Status:conversion:2\nInfo:runtime_ms:120\n"
 )
 
@@ -79,6 +80,8 @@ def test_a_located_message_shows_its_lines_escaped_on_the_screen_and_plain_in_th
         "A &lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; "
         '<mark class="source-column">\\</mark>foo here</span>'
     ) in body
+    # A range within one line is marked from its column to its end column.
+    assert '<span class="line-number">3</span>body <mark class="source-column">line</mark> 3</span>' in body
 
 
 def test_source_context_costs_the_document_page_no_statement(client, located):
