@@ -95,8 +95,10 @@ def location_of(details: str) -> Location | None:
     found = _LOCATION.search(details)
     if found is None or int(found["line"]) < 1:
         return None
-    number = lambda name: int(found[name]) if found[name] is not None else None  # noqa: E731
-    return Location(found["file"].strip(), int(found["line"]), number("col"), number("to_line"), number("to_col"))
+    col, to_line, to_col = (
+        int(found[name]) if found[name] is not None else None for name in ("col", "to_line", "to_col")
+    )
+    return Location(found["file"].strip(), int(found["line"]), col, to_line, to_col)
 
 
 @dataclass(frozen=True)

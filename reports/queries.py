@@ -25,7 +25,7 @@ from django.db.models import QuerySet
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
-from conversion.choices import COMPLETED_NAMES, Category, Severity
+from conversion.choices import COMPLETED_NAMES, SEVERITIES_WORST_FIRST, Category, Severity
 from conversion.source_context import SourceContext, location_of, source_contexts
 from conversion.taxonomy import meaning_of
 from corpora.choices import ClassLevel
@@ -385,7 +385,7 @@ def document_report(pair: Pair, document_name: str, *, contexts: bool = True) ->
 # Messages of a document page that get source context: the first ones with a location, worst severity
 # first, so that a log of thousands of located warnings costs a page no more than this many windows.
 CONTEXTS_MAX = 20
-_SEVERITY_RANK = {severity: rank for rank, severity in enumerate(("fatal", "error", "warning", "info"))}
+_SEVERITY_RANK = {severity.value: rank for rank, severity in enumerate(SEVERITIES_WORST_FIRST)}
 
 
 def _with_source_context(document: Document, messages: list[LoggedMessage]) -> list[LoggedMessage]:
