@@ -310,7 +310,8 @@ def _unfinished_details(reason: str, attempts: int, worker: str | None) -> str:
         InfrastructureReason.WORKER_DIED: f"its last worker ({worker}) fell silent",
         InfrastructureReason.LEASE_LOST: "its last lease ran out",
     }.get(reason, f"its last attempt ended: {reason}")
-    return f"no result came back after {attempts} attempts; {last}"[:DETAILS_MAX]
+    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+    return f"no result came back after {tries}; {last}"[:DETAILS_MAX]
 
 
 def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[tuple[int, int]]:

@@ -127,7 +127,7 @@ def test_a_conversion_no_attempt_can_finish_ends_as_an_infrastructure_failure_no
     assert (done.status, done.attempts, done.last_worker) == (-4, 1, "only")
     fatal = LogMessage.objects.get(task=task, severity="fatal")
     assert (fatal.category, fatal.what) == ("infrastructure", "worker_died")
-    assert fatal.details == "no result came back after 1 attempts; its last worker (only) fell silent"
+    assert fatal.details == "no result came back after 1 attempt; its last worker (only) fell silent"
     assert not _converter_fatals([task])
     overview = service_overview(pair_resolve("lost", "tex_to_html"))
     assert (overview.counts["fatal"], overview.infrastructure_fatal) == (1, 1)
