@@ -348,6 +348,7 @@ READS: tuple[Command, ...] = (
             CURRENT,
             opt("kind", "appeared, vanished, grew or shrank"),
             opt("severity", "only this severity"),
+            opt("exclude_infrastructure", "leave out infrastructure failures (Fatal:infrastructure)", bool),
             *PAGE,
         ),
     ),

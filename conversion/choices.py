@@ -71,15 +71,22 @@ class Category(StrEnum):
 
     # The Fatal message that makes a task invalid (`Fatal:invalid:<what>`).
     INVALID = "invalid"
-    # The Fatal message of a conversion killed at one of its limits (`Fatal:limit:disk`); with the what
-    # KillReason.GOVERNOR it is the machine's doing, not the document's, and the dispatcher tries the task
-    # again while it has attempts left.
+    # The Fatal message of a conversion killed at one of its own limits (`Fatal:limit:disk`): the document's doing.
     LIMIT = "limit"
+    # The Fatal message of a conversion the machine ended, not the document (`Fatal:infrastructure:<what>`,
+    # an InfrastructureReason): the dispatcher tries the task again, on another worker where one exists,
+    # while it has attempts left, and reports count such fatals apart from the converter's.
+    INFRASTRUCTURE = "infrastructure"
     # The Fatal message of a task whose service's converter profile its worker cannot run (an engine it lacks,
     # a path outside its roots): `Fatal:profile:refused`.
     PROFILE = "profile"
     # The category whose whats name the files and packages a conversion could not load.
     MISSING_FILE = "missing_file"
+
+
+# CorTeX's own (category, what) for the fatal of a task whose attempts all ended without a result: an
+# infrastructure failure by another name, counted and left out with Category.INFRASTRUCTURE.
+CORTEX_NEVER_COMPLETED = ("cortex", "never_completed_with_retries")
 
 
 class KillReason(StrEnum):
@@ -90,6 +97,17 @@ class KillReason(StrEnum):
     PROCESSES = "processes"
     DISK = "disk"
     GOVERNOR = "governor"
+    # The kernel's OOM killer ended it for the host's memory, not for its own cgroup's limit.
+    HOST_OOM = "host_oom"
+
+
+class InfrastructureReason(StrEnum):
+    """Why the machine, not the document, ended a conversion: the what of a `Fatal:infrastructure` message."""
+
+    GOVERNOR = KillReason.GOVERNOR.value  # the worker's memory governor stopped it
+    HOST_OOM = KillReason.HOST_OOM.value  # the kernel's OOM killer, acting for the host's memory
+    WORKER_DIED = "worker_died"  # its worker fell silent (killed, crashed, its machine gone)
+    LEASE_LOST = "lease_lost"  # its lease ran out with no result and no holder known to be silent
 
 
 class OutputFormat(StrEnum):

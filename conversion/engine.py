@@ -28,8 +28,17 @@ from pathlib import Path, PurePath
 
 from conversion import cgroups, imagemagick
 from conversion import sandbox as sandboxes
-from conversion.choices import LATEXML_NAMES, Category, Chunk, KillReason, LatexmlStatus, OutputFormat
+from conversion.choices import (
+    LATEXML_NAMES,
+    Category,
+    Chunk,
+    InfrastructureReason,
+    KillReason,
+    LatexmlStatus,
+    OutputFormat,
+)
 from conversion.logparse import status_code_of
+from conversion.machine import host_oom_kills
 from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import Launch, Sandbox
 
@@ -139,6 +148,9 @@ class _Run:
     # memory limit made the kernel end one of its processes.
     limit: str | None = None
     governor: str | None = None  # the governor's reason, when it stopped the run
+    # The kernel's OOM killer acted on the host while it ran, and it died of SIGKILL that neither its own
+    # cgroup's limit nor this engine sent: the host's memory ended it, not the document.
+    host_oom: bool = False
 
 
 def latexmlc_path(latexmlc: str = "latexmlc") -> str:
@@ -389,6 +401,7 @@ def _run_latexmlc(
             cgroups.Quota.join(join)  # a write to descriptors opened before the fork: no lock
 
         started = time.monotonic()
+        oom_kills_before = host_oom_kills()
         try:
             process = subprocess.Popen(
                 [*launch.argv_prefix, *argv],
@@ -473,7 +486,18 @@ def _run_latexmlc(
             stderr=stderr.read(),
             limit=passed[0] if passed else None,
             governor=watch.stop_reason if watch is not None and passed[:1] == [KillReason.GOVERNOR] else None,
+            host_oom=_host_oom(returncode, passed, timed_out, oom_kills_before),
         )
+
+
+def _host_oom(returncode: int, passed: list[str], timed_out: bool, oom_kills_before: int | None) -> bool:
+    """Whether a run that died of SIGKILL was ended by the kernel's OOM killer for the host: no limit of its own
+    was passed (its cgroup's OOM kills are such a limit, KillReason.MEMORY) and the host's OOM kill count grew
+    while it ran. Another conversion's own cgroup limit acting at the same moment counts too: a rare retry."""
+    if returncode != -signal.SIGKILL or passed or timed_out or oom_kills_before is None:
+        return False
+    after = host_oom_kills()
+    return after is not None and after > oom_kills_before
 
 
 def _open_pidfd(pid: int | None) -> int | None:
@@ -613,8 +637,8 @@ def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | Non
     killed: str | None = None
     if run.limit == KillReason.GOVERNOR:
         lines += [
-            f"Fatal:{Category.LIMIT}:{KillReason.GOVERNOR} the worker's memory governor stopped the conversion:"
-            f" {run.governor}",
+            f"Fatal:{Category.INFRASTRUCTURE}:{InfrastructureReason.GOVERNOR} the worker's memory governor stopped"
+            f" the conversion: {run.governor}",
             f"Status:conversion:{_FATAL}",
         ]
         status_code, killed = _FATAL, KillReason.GOVERNOR
@@ -644,6 +668,13 @@ def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | Non
             f"Status:conversion:{_FATAL}",
         ]
         status_code, killed = _FATAL, KillReason.TIMEOUT
+    elif status_code is None and run.host_oom:
+        lines += [
+            f"Fatal:{Category.INFRASTRUCTURE}:{InfrastructureReason.HOST_OOM} the kernel's OOM killer ended the"
+            " conversion for the host's memory (its own memory limit was not reached)",
+            f"Status:conversion:{_FATAL}",
+        ]
+        status_code, killed = _FATAL, KillReason.HOST_OOM
     elif status_code is None:
         death = _death_message(run, log, limits.memory_mb)
         lines += [death, f"Status:conversion:{_FATAL}"]

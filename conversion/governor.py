@@ -1,8 +1,8 @@
 """The worker's memory governor: it watches the machine's available memory (conversion.machine, which
 counts the worker's memory cgroup when it runs inside one) and the resident size of each conversion
 the worker runs. When available memory falls below the floor it stops the largest conversion (its log
-gets `Fatal:limit:governor …`, which the dispatcher answers with another attempt rather than a fatal
-status) and holds back new tasks until memory is above the floor again.
+gets `Fatal:infrastructure:governor …`, which the dispatcher answers with another attempt, on another
+worker where one asks, rather than a fatal status) and holds back new tasks until memory is above the floor again.
 
 One conversion is stopped at a time: the next is chosen only after the stopped one has ended, so that
 the memory it gave back is seen first. Standard library only, like the rest of the worker."""

@@ -69,3 +69,16 @@ def concurrency_auto(memory_mb: int, *, cpus: int | None = None, available: int 
     cpus = cores() if cpus is None else cpus
     available = memory_available() if available is None else available
     return max(1, min(cpus, available // (memory_mb * 1024 * 1024)))
+
+
+def host_oom_kills(vmstat: Path = Path("/proc/vmstat")) -> int | None:
+    """How many processes the kernel's OOM killer has ended on this host since it booted (every cgroup's
+    and the host's own), or None where the kernel does not say (before Linux 4.13, or no /proc)."""
+    try:
+        text = vmstat.read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("oom_kill "):
+            return int(line.split()[1])
+    return None

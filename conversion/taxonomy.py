@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from conversion.choices import Category, KillReason, Severity
+from conversion.choices import Category, Severity
 
 
 class Meaning(NamedTuple):
@@ -55,6 +55,9 @@ _ERROR = {
 }  # fmt: skip
 
 _FATAL = {
+    "cortex": ("empty_result, missing_log or never_completed_with_retries", "the worker's result was empty or had no "
+               "log; never_completed_with_retries is CorTeX's name for a task whose attempts all ended without a "
+               "result, which reports count with the infrastructure failures"),
     "die": ("file name", "LaTeXML died in its own code, caught by another handler"),
     "expected": ("tokens", "the tokens a macro's argument signature needs were not found"),
     "I/O": ("unreadable", "a mandatory file could not be read"),
@@ -69,8 +72,10 @@ _FATAL = {
     "too_many_errors": ("100", "100 errors end the conversion early, with no output"),
     "unexpected": ("endgroup", "too many closing groups; the last was locked"),
     # Written by this system's workers, not by LaTeXML.
-    Category.LIMIT: ("limit", f"the conversion was stopped at one of the worker's limits (disk, processes), or by "
-                     f"its memory governor ('{KillReason.GOVERNOR}', which is tried again)"),
+    Category.LIMIT: ("limit", "the conversion was stopped at one of its own limits (memory, disk, processes)"),
+    Category.INFRASTRUCTURE: ("reason", "the machine ended the conversion, not the document: the worker's memory "
+                              "governor, the host's OOM killer, the worker's death or a lost lease; tried again on "
+                              "another worker, and fatal with this class only when no attempt could finish"),
     Category.PROFILE: ("refused", "the worker cannot run the service's converter profile: an engine it does not have, "
                        "or a path missing or outside its profile roots"),
 }  # fmt: skip

@@ -102,6 +102,10 @@ class Task(models.Model):
     # worker's governor); null while it is TODO since its run opened (created or rerun then). The queue
     # wait of the run's telemetry starts here (corpora.telemetry).
     todo_since = models.DateTimeField(null=True, blank=True)
+    # The worker thread (its DEALER identity) that held the task when the machine last ended one of its
+    # attempts (a governor's stop, the host's OOM killer, its worker's silence): the dispatcher hands the
+    # retry to another worker where one asks (docs/decisions/infrastructure-failures.md). Null otherwise.
+    last_worker = models.CharField(max_length=200, null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]

@@ -9,7 +9,7 @@ Status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number), -1..
 from __future__ import annotations
 
 from config.errors import BadRequest
-from conversion.choices import COMPLETED, COMPLETED_NAMES, Severity, TaskStatus
+from conversion.choices import COMPLETED, COMPLETED_NAMES, CORTEX_NEVER_COMPLETED, Category, Severity, TaskStatus
 
 # The task-count triggers (corpora migration 0002, ccs_status_bucket) count every lease mark in this
 # bucket and every blocked status in BLOCKED's.
@@ -66,6 +66,18 @@ SEVERITIES: dict[str, tuple[tuple[int, ...], str]] = {
 IN_PROGRESS_SQL = f"status >= {TaskStatus.TODO}"
 LEASED_SQL = f"status > {TaskStatus.TODO}"
 BLOCKED_SQL = f"status <= {TaskStatus.BLOCKED}"
+
+
+def infrastructure_class_sql(alias: str) -> str:
+    """An SQL predicate on a message class row `alias` (corpora.models.MessageClass, a class or a category
+    rollup): a fatal of the machine's, not the converter's (Category.INFRASTRUCTURE, or CorTeX's own name for
+    a task whose attempts all ran out). Fixed text, safe to join into a statement."""
+    category, what = CORTEX_NEVER_COMPLETED
+    return (
+        f"({alias}.severity = '{Severity.FATAL}' AND ({alias}.category = '{Category.INFRASTRUCTURE}'"
+        f" OR ({alias}.category = '{category}' AND {alias}.what = '{what}')))"
+    )
+
 
 # A filter of a pair's documents by their task's status: each key of the per-status counts (STATUS_KEYS
 # and in_progress, their names in a count record) and its SQL predicate on `status`.

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
-from conversion.choices import Category, Severity, TaskStatus
+from conversion.choices import Category, InfrastructureReason, Severity, TaskStatus
 from conversion.logparse import DETAILS_MAX, Message
 from corpora.choices import ClassLevel
 from corpora.grains import grains_purge
@@ -64,8 +64,6 @@ TASK_COUNT_TABLE = TaskCount._meta.db_table
 TASK_RUNTIME_TABLE = TaskRuntime._meta.db_table
 
 logger = logging.getLogger(__name__)
-
-NEVER_COMPLETED = (Severity.FATAL, "cortex", "never_completed_with_retries")
 
 # --- creation ------------------------------------------------------------------------------------
 
@@ -133,6 +131,7 @@ class LeasedTask:
     path: Path
     kind: str
     entry: str
+    last_worker: str | None = None  # the worker thread that held it when the machine last ended an attempt
 
 
 def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -> list[LeasedTask]:
@@ -155,14 +154,14 @@ def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -
                        leased_until = now() + make_interval(secs => %(lease)s)
                   FROM picked, {DOCUMENT_TABLE} d, {CORPUS_TABLE} c
                  WHERE t.id = picked.id AND d.id = t.document_id AND c.id = t.corpus_id
-                RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry, picked.todo_since
+                RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry, picked.todo_since, t.last_worker
             ),{LEASE_WAITS_CTE}
-            SELECT id, corpus_id, service_id, path, kind, entry FROM leased
+            SELECT id, corpus_id, service_id, path, kind, entry, last_worker FROM leased
             """,
             {"service": service_id, "limit": limit, "mark": mark, "lease": lease_seconds},
         )
         rows = cursor.fetchall()
-    return [LeasedTask(i, c, s, Path(path) / entry, kind, entry) for i, c, s, path, kind, entry in rows]
+    return [LeasedTask(i, c, s, Path(path) / entry, kind, entry, w) for i, c, s, path, kind, entry, w in rows]
 
 
 def lease_release(task_ids: list[int], *, mark: int) -> int:
@@ -262,38 +261,57 @@ class Reaped:
     pairs: set[tuple[int, int]]  # (corpus, service) of the tasks made fatal: their runs may have drained
 
 
-def leases_reap(*, max_attempts: int) -> Reaped:
-    """Return expired leases to TODO; a task that used all its attempts becomes fatal with the message
-    cortex:never_completed_with_retries. The caller closes the drained runs of the pairs it returns in
+def leases_reap(*, max_attempts: int, interrupted: dict[int, tuple[str, str]] | None = None) -> Reaped:
+    """Return expired leases to TODO; a task that used all its attempts becomes fatal with the infrastructure
+    class `Fatal:infrastructure:<reason>`: no attempt could finish, and the machine, not the document, is why.
+    `interrupted` says, for tasks the caller knows the holder of, (worker thread, InfrastructureReason): the
+    thread is kept on the task (`last_worker`) so its retry goes elsewhere, and the reason names a fatal;
+    any other expired lease is `lease_lost`. The caller closes the drained runs of the pairs it returns in
     its transaction (corpora.pairs.runs_close_drained), as ingestion does."""
+    known = interrupted or {}
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"""
-            UPDATE {TASK_TABLE}
-               SET status = CASE WHEN attempts >= %s THEN {TaskStatus.FATAL} ELSE {TaskStatus.TODO} END,
+            UPDATE {TASK_TABLE} t
+               SET status = CASE WHEN t.attempts >= %(max)s THEN {TaskStatus.FATAL} ELSE {TaskStatus.TODO} END,
                    leased_until = NULL,
-                   todo_since = CASE WHEN attempts >= %s THEN todo_since ELSE now() END
-             WHERE {LEASED_SQL} AND leased_until < now()
-            RETURNING id, corpus_id, service_id, status, attempts
+                   todo_since = CASE WHEN t.attempts >= %(max)s THEN t.todo_since ELSE now() END,
+                   last_worker = coalesce(v.worker, t.last_worker)
+              FROM (SELECT id FROM {TASK_TABLE} WHERE {LEASED_SQL} AND leased_until < now()) e
+              LEFT JOIN unnest(%(ids)s::bigint[], %(workers)s::text[], %(reasons)s::text[]) AS v(id, worker, reason)
+                ON v.id = e.id
+             WHERE t.id = e.id AND t.{LEASED_SQL} AND t.leased_until < now()
+            RETURNING t.id, t.corpus_id, t.service_id, t.status, t.attempts,
+                      coalesce(v.reason, '{InfrastructureReason.LEASE_LOST}'), t.last_worker
             """,
-            [max_attempts, max_attempts],
-        )
+            {"max": max_attempts, "ids": list(known), "workers": [worker for worker, _ in known.values()],
+             "reasons": [reason for _, reason in known.values()]},
+        )  # fmt: skip
         rows = cursor.fetchall()
         fatal = [row for row in rows if row[3] == TaskStatus.FATAL]
         if fatal:
             messages_delete(cursor, [row[0] for row in fatal])
-            severity, category, what = NEVER_COMPLETED
             messages_write(
                 cursor,
                 (
                     (task_id, corpus_id, service_id, status,
-                     [(severity, category, what, f"no result came back after {attempts} attempts")])
-                    for task_id, corpus_id, service_id, status, attempts in fatal
+                     [(Severity.FATAL, Category.INFRASTRUCTURE, reason, _unfinished_details(reason, attempts, worker))])
+                    for task_id, corpus_id, service_id, status, attempts, reason, worker in fatal
                 ),
             )  # fmt: skip
     if rows:
-        logger.info("reaped %d expired leases (%d now fatal)", len(rows), len(fatal))
+        logger.info("reaped %d expired leases (%d now fatal: infrastructure)", len(rows), len(fatal))
     return Reaped(len(rows) - len(fatal), len(fatal), {(row[1], row[2]) for row in fatal})
+
+
+def _unfinished_details(reason: str, attempts: int, worker: str | None) -> str:
+    """The details of the infrastructure fatal of a task whose last lease ended without a result."""
+    last = {
+        InfrastructureReason.WORKER_DIED: f"its last worker ({worker}) fell silent",
+        InfrastructureReason.LEASE_LOST: "its last lease ran out",
+    }.get(reason, f"its last attempt ended: {reason}")
+    tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
+    return f"no result came back after {tries}; {last}"[:DETAILS_MAX]
 
 
 def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[tuple[int, int]]:
@@ -376,14 +394,15 @@ def results_lock(cursor: CursorWrapper, task_ids: list[int]) -> dict[int, Locked
     return {row[0]: Locked(*row[1:]) for row in cursor.fetchall()}
 
 
-def results_retry(cursor: CursorWrapper, task_ids: list[int]) -> None:
-    """Send tasks locked by `results_lock` back to TODO without applying their result (the worker's
-    governor stopped them): the attempt stays counted, and their previous messages stay as they were."""
-    if task_ids:
+def results_retry(cursor: CursorWrapper, retries: Sequence[tuple[int, str]]) -> None:
+    """Send tasks locked by `results_lock` back to TODO without applying their result (the machine ended
+    them: an infrastructure fatal), each with the worker thread that returned it as its `last_worker`: the
+    attempt stays counted, and their previous messages stay as they were."""
+    if retries:
         cursor.execute(
-            f"UPDATE {TASK_TABLE} SET status = {TaskStatus.TODO}, leased_until = NULL, todo_since = now()"
-            " WHERE id = ANY(%s)",
-            [task_ids],
+            f"UPDATE {TASK_TABLE} t SET status = {TaskStatus.TODO}, leased_until = NULL, todo_since = now(),"
+            " last_worker = v.worker FROM unnest(%s::bigint[], %s::text[]) AS v(id, worker) WHERE t.id = v.id",
+            [[task_id for task_id, _ in retries], [worker[:200] for _, worker in retries]],
         )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from django.db import connection, transaction
 
 from config.live import get_config
-from conversion.choices import Category, KillReason, Severity, TaskStatus
+from conversion.choices import Category, Severity, TaskStatus
 from conversion.logparse import Message, parse_log
 from conversion.zips import zip_member
 from corpora.pairs import runs_close_drained
@@ -46,14 +46,15 @@ class Decoded:
     messages: list[Message]
     runtime_ms: int | None
     archive: bytes | None
-    governor_stopped: bool = False  # the worker's memory governor stopped the conversion: not the document's doing
+    # The machine ended the conversion, not the document (`Fatal:infrastructure:<reason>`): the reason, else None.
+    infrastructure: str | None = None
 
 
 @dataclass
 class IngestOutcome:
     ingested: int = 0
     discarded: int = 0
-    retried: int = 0  # results of conversions the governor stopped, their tasks sent back to TODO
+    retried: int = 0  # results of conversions the machine ended (infrastructure fatals), their tasks sent back to TODO
     pairs: set[tuple[int, int]] = field(default_factory=set)
 
 
@@ -79,12 +80,10 @@ def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
     except zipfile.BadZipFile as exc:
         raise BadResult(str(exc)) from exc
     parsed = parse_log(log)
-    # The engine writes the governor's message last, after all latexmlc said.
-    stopped = any(
-        m.severity == Severity.FATAL and m.category == Category.LIMIT and m.what == KillReason.GOVERNOR
-        for m in parsed.messages[-2:]
-    )
-    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, stopped)
+    # The engine writes an infrastructure message as the log's last Fatal, after all latexmlc said.
+    last_fatal = next((m for m in reversed(parsed.messages) if m.severity == Severity.FATAL), None)
+    reason = last_fatal.what if last_fatal is not None and last_fatal.category == Category.INFRASTRUCTURE else None
+    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, reason)
 
 
 @dataclass(frozen=True)
@@ -95,6 +94,7 @@ class Prepared:
     service_id: int
     decoded: Decoded
     received_at: float | None = None
+    identity: str = ""  # the worker thread that returned it
 
 
 @dataclass
@@ -125,7 +125,7 @@ def results_prepare(results: list[RawResult], *, service_ids: dict[str, int], ma
             logger.warning("discarding unreadable result for task %s from %s: %s", task_id, result.identity, exc)
             batch.discarded += 1
             continue
-        batch.results.append(Prepared(task_id, service_id, decoded, result.received_at))
+        batch.results.append(Prepared(task_id, service_id, decoded, result.received_at, result.identity))
     return batch
 
 
@@ -133,9 +133,10 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
     """Apply prepared results in one short transaction: only those whose task is still leased and of the
     same service; their files are written before the statuses that point to them commit, and
     the runs of pairs left with no task to do are closed in it, and the results' stage times are counted
-    into their runs' telemetry (corpora.telemetry.results_record). A result the worker's governor stopped
-    sends its task back to TODO instead while it has used fewer than `max_attempts` (the dispatcher's
-    setting by default), and is applied as the fatal result it is on the last attempt."""
+    into their runs' telemetry (corpora.telemetry.results_record). A result the machine ended (an
+    infrastructure fatal: the worker's governor, the host's OOM killer) sends its task back to TODO instead,
+    its worker noted so that another one gets it, while it has used fewer than `max_attempts` (the
+    dispatcher's setting by default), and is applied as the infrastructure fatal it is on the last attempt."""
     outcome = IngestOutcome(discarded=batch.discarded)
     if not batch.results:
         return outcome
@@ -146,14 +147,14 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])
         writes: list[tuple[int, int, int, bytes]] = []
         times: list[AppliedTimes] = []
-        retry: list[int] = []
+        retry: list[tuple[int, str]] = []
         for prepared in batch.results:
             task = leased.get(prepared.task_id)
             if task is None or prepared.service_id != task.service_id:
                 outcome.discarded += 1
                 continue
-            if prepared.decoded.governor_stopped and task.attempts < max_attempts:
-                retry.append(prepared.task_id)
+            if prepared.decoded.infrastructure is not None and task.attempts < max_attempts:
+                retry.append((prepared.task_id, prepared.identity))
                 continue
             if prepared.decoded.archive is not None:
                 writes.append((task.corpus_id, task.service_id, prepared.task_id, prepared.decoded.archive))

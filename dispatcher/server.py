@@ -25,6 +25,7 @@ unmodified CorTeX worker) keeps the plain lease timeout.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import multiprocessing
 import os
@@ -46,7 +47,7 @@ from config.live import config_refresh, get_config
 from config.outage import database_down
 from config.transient import connections_reset, transient_reason
 from conversion.archive import PAYLOAD_MAX_BYTES, SourceRefused, pack_entry
-from conversion.choices import KillReason
+from conversion.choices import InfrastructureReason, KillReason
 from conversion.engine import VERSION_MAX_CHARS
 from conversion.profiles import PATH_MAX_CHARS, profile_load
 from conversion.wire import (
@@ -115,6 +116,12 @@ UNCLAIMED_GRACE_SECONDS = 30.0
 # Leases held by live workers that would end within this time are renewed, checked this often.
 LEASE_RENEW_WITHIN_SECONDS = 30
 LEASE_RENEW_EVERY_SECONDS = 1.0
+# A task the machine ended on one worker goes to another that asked for the service within this time,
+# rather than back to the same worker; with no other asking, the same worker gets it (it may be the only
+# one). Idle workers ask every half second (conversion.worker.NO_WORK_MAX_WAIT_SECONDS).
+ELSEWHERE_ASKED_SECONDS = 5.0
+# How far into a service's queue a worker is looked past tasks it last held, for one it did not.
+ELSEWHERE_SCAN = 64
 # How often the services' 99th percentile runtimes are read again, for the in-flight rows.
 P99_EVERY_SECONDS = 60.0
 # What a heartbeat may name: services served, engines with their versions.
@@ -245,6 +252,8 @@ class Dispatcher:
         # back short means the service ran dry, and idle workers asking again at once need no SQL to hear
         # "no work". New tasks (activation, rerun, resume) wait at most DRY_SECONDS for it.
         self.dry_until: dict[str, float] = {}
+        # service name -> worker -> monotonic time it last asked for the service: who else could take a retry
+        self.asked: dict[str, dict[str, float]] = defaultdict(dict)
         self.in_flight = 0  # handed out and not yet returned (or reaped)
         # Leases run on a thread of their own (with its own database connection), one batch ahead.
         self.lease_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dispatcher-lease")
@@ -494,7 +503,7 @@ class Dispatcher:
     def _hand_out(self, identity: bytes, service_name: str, *, with_profile: bool = False) -> None:
         """Answer "no work", or lease a task and have it packed; `_take_packed` sends it once packed, with
         the service's profile as it is now when the worker asked for it."""
-        task = None if self.stopping or self.results_held else self._next_task(service_name)
+        task = None if self.stopping or self.results_held else self._next_task(service_name, identity)
         if task is None:
             self._send(identity, NO_WORK_WITH_PROFILE if with_profile else NO_WORK)
             return
@@ -586,7 +595,7 @@ class Dispatcher:
         except zmq.ZMQError as exc:  # the peer went away or its queue is full: drop the reply
             logger.debug("could not answer %r: %s", identity, exc)
 
-    def _next_task(self, service_name: str) -> LeasedTask | None:
+    def _next_task(self, service_name: str, identity: bytes = b"") -> LeasedTask | None:
         if self.in_flight >= self.config.max_in_flight or self.outage_since is not None:
             return None
         service = self.services.get(service_name)
@@ -600,7 +609,30 @@ class Dispatcher:
             self._lease_ahead(service_name, service)
         if not queue:
             self._leases_take(service_name, wait=True)
-        return queue.popleft() if queue else None
+        return self._pick(service_name, queue, identity) if queue else None
+
+    def _worker_of(self, identity: str) -> str:
+        """The worker process a thread identity belongs to, where its heartbeats said; else the identity."""
+        return self.beating.get(identity.encode(errors="replace"), identity)
+
+    def _pick(self, service_name: str, queue: deque[LeasedTask], identity: bytes) -> LeasedTask | None:
+        """The next queued task for the worker thread `identity`: the first one the machine did not end last
+        on this worker. A task it did end there waits for another worker that asked for the service within
+        ELSEWHERE_ASKED_SECONDS; with none, this worker gets it (docs/decisions/infrastructure-failures.md)."""
+        name = identity.decode(errors="replace")
+        worker = self._worker_of(name)
+        now = time.monotonic()
+        askers = self.asked[service_name]
+        askers[worker] = now
+        for index, task in enumerate(itertools.islice(queue, ELSEWHERE_SCAN)):
+            if task.last_worker is None or self._worker_of(task.last_worker) != worker:
+                del queue[index]
+                return task
+        others = any(now - at <= ELSEWHERE_ASKED_SECONDS for other, at in askers.items() if other != worker)
+        if len(askers) > 1:  # forget workers that have not asked for long, so the map stays small
+            for other in [other for other, at in askers.items() if now - at > ELSEWHERE_ASKED_SECONDS]:
+                del askers[other]
+        return None if others and len(queue) <= ELSEWHERE_SCAN else queue.popleft()
 
     def _lease_ahead(self, service_name: str, service: ServiceEntry) -> None:
         """Start a lease for the service on the leasing thread unless one is running or it ran dry."""
@@ -706,13 +738,18 @@ class Dispatcher:
         if not silent:
             return
         held: list[int] = []
+        died: dict[int, tuple[str, str]] = {}  # task -> (its worker thread, why): the reaper notes both
         for name in silent:
             beat = self.beats.pop(name)
             for task in beat.tasks | beat.sent:
                 if self.holders.get(task) == name:
                     del self.holders[task]
                     held.append(task)
-                    self.flying.pop(task, None)
+                    flying = self.flying.pop(task, None)
+                    died[task] = (
+                        (flying.thread if flying is not None else name)[:200],
+                        InfrastructureReason.WORKER_DIED,
+                    )
                     self.flying_changed = True
             for identity in [identity for identity, worker in self.beating.items() if worker == name]:
                 del self.beating[identity]
@@ -723,7 +760,7 @@ class Dispatcher:
             self.config.worker_silence_seconds, released,
         )  # fmt: skip
         if released:
-            self._reap()
+            self._reap(died)
 
     def _holders_load(self) -> None:
         """Take over what the last dispatcher knew of the leases held: each holder heard as long ago as its
@@ -797,10 +834,11 @@ class Dispatcher:
 
     # --- timers ----------------------------------------------------------------------------------
 
-    def _reap(self) -> None:
+    def _reap(self, interrupted: dict[int, tuple[str, str]] | None = None) -> None:
+        """Reap expired leases; `interrupted` names the holder and reason of those the caller ended."""
         self._leases_take(wait=True)  # so that the recount below sees every leased task queued
         with transaction.atomic():
-            reaped = leases_reap(max_attempts=self.config.max_attempts)
+            reaped = leases_reap(max_attempts=self.config.max_attempts, interrupted=interrupted)
             runs_close_drained(reaped.pairs)
         self.counters.reaped += reaped.returned + reaped.fatal
         self.counters.failed_for_retries += reaped.fatal

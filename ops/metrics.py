@@ -50,9 +50,9 @@ DISPATCHER_COUNTERS: dict[str, str] = {
     "discarded": "Results discarded: their task was no longer leased",
     "garbage": "Messages on the dispatcher's sockets that were neither a well-formed request nor a result",
     "reaped": "Expired leases the dispatcher gave back",
-    "failed_for_retries": "Tasks made fatal: their leases ran out too often",
+    "failed_for_retries": "Tasks made infrastructure failures: their leases ran out too often",
     "released": "Leases given back because their worker's heartbeats stopped",
-    "retried": "Results a worker's memory governor sent back for another attempt",
+    "retried": "Results the machine ended (infrastructure fatals) sent back for another attempt",
 }
 
 METRIC_NAMES: tuple[str, ...] = (

@@ -25,7 +25,7 @@ from django.db.models import QuerySet
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
-from conversion.choices import COMPLETED_NAMES, SEVERITIES_WORST_FIRST, Category, Severity
+from conversion.choices import COMPLETED_NAMES, SEVERITIES_WORST_FIRST, Category, Severity, TaskStatus
 from conversion.source_context import SourceContext, location_of, source_contexts
 from conversion.taxonomy import meaning_of
 from corpora.choices import ClassLevel
@@ -49,7 +49,7 @@ from corpora.models import (
 )
 from corpora.queries import Pair, pair_counts, retired_messages_exist
 from corpora.results import result_html, result_stored
-from corpora.statuses import SEVERITIES, STATUS_KEYS, severity_check, status_name
+from corpora.statuses import SEVERITIES, STATUS_KEYS, infrastructure_class_sql, severity_check, status_name
 from services.queries import service_get
 
 CORPUS_TABLE = Corpus._meta.db_table
@@ -85,10 +85,30 @@ class ServiceOverview:
     percentages: dict[str, float]
     run_in_progress: bool
     severities: list[str]
+    # Fatal tasks the machine ended, not the converter (docs/decisions/infrastructure-failures.md): part of
+    # counts["fatal"], which less this is the converter's fatals.
+    infrastructure_fatal: int = 0
+
+
+def infrastructure_fatal_count(pair: Pair) -> int:
+    """How many fatal tasks of the pair are infrastructure failures: a sum of the tally rows of the
+    (fatal, infrastructure) rollup and of CorTeX's own class for it, one index probe each."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT coalesce(sum(t.tasks), 0) FROM {MESSAGE_TALLY_TABLE} t"
+            f" JOIN {MESSAGE_CLASS_TABLE} k ON k.id = t.message_class_id"
+            f" WHERE t.corpus_id = %s AND t.service_id = %s AND t.task_status = {TaskStatus.FATAL}"
+            f" AND k.level IN ({ClassLevel.CLASS}, {ClassLevel.CATEGORY}) AND {infrastructure_class_sql('k')}"
+            # the rollup counts the tasks of every infrastructure class once; CorTeX's class is a class
+            f" AND (k.level = {ClassLevel.CATEGORY} OR k.category <> '{Category.INFRASTRUCTURE}')",
+            [pair.corpus_id, pair.service_id],
+        )
+        return int(cursor.fetchone()[0])
 
 
 def service_overview(pair: Pair) -> ServiceOverview:
-    """Total and per-status counts with percentages; invalid tasks are left out of the denominator."""
+    """Total and per-status counts with percentages; invalid tasks are left out of the denominator. The
+    fatal tasks that are infrastructure failures are counted apart too."""
     counts = pair_counts(pair.corpus_id, pair.service_id)
     denominator = counts["total"] - counts["invalid"]
     percentages = {
@@ -102,6 +122,7 @@ def service_overview(pair: Pair) -> ServiceOverview:
     return ServiceOverview(
         corpus=pair.corpus_name, service=pair.service_name, total=counts["total"], counts=counts,
         percentages=percentages, run_in_progress=run_in_progress, severities=list(SEVERITIES),
+        infrastructure_fatal=infrastructure_fatal_count(pair) if counts["fatal"] else 0,
     )  # fmt: skip
 
 

@@ -49,6 +49,9 @@ class ServiceOverviewSerializer(serializers.Serializer):
     percentages = PercentagesSerializer(help_text="of all tasks but the invalid ones")
     run_in_progress = serializers.BooleanField()
     severities = serializers.ListField(child=serializers.CharField())
+    infrastructure_fatal = serializers.IntegerField(
+        help_text="fatal tasks the machine ended, not the converter (Fatal:infrastructure): part of counts.fatal"
+    )
 
 
 class MeaningFieldsMixin(serializers.Serializer):

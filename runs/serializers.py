@@ -264,6 +264,11 @@ SEVERITY_FILTER_HELP = "message severities separated by commas (info, warning, e
 class ClassDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
     kind = StrictCharField(required=False, max_length=20, help_text=KIND_HELP)
     severity = StrictCharField(required=False, max_length=40, help_text=SEVERITY_FILTER_HELP)
+    exclude_infrastructure = serializers.BooleanField(
+        required=False,
+        help_text="leave out the infrastructure failures' classes (Fatal:infrastructure): the "
+        "machine's doing, not the converter's",
+    )
 
 
 class ClassChangeSerializer(serializers.Serializer):

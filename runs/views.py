@@ -298,24 +298,45 @@ def class_rows(corpus: str, service: str, scope: DiffScope, changes: list[dict[s
 
 def top_failures(corpus: str, service: str, scope: DiffScope) -> dict[str, Any]:
     """The error and fatal classes that most tasks gained (new failures) and lost (fixed failures) between
-    two snapshots, for the run page and the diff screen; a note instead when the snapshots cannot say."""
+    two snapshots, for the run page and the diff screen; a note instead when the snapshots cannot say. The
+    infrastructure failures' classes are left out: the machine's doing, not the converter's."""
     if scope.previous is None or scope.current is None:
         return {"note": "Two snapshots are needed to compare their message classes."}
     page = page_check(0, FAILURES_SHOWN)
     try:
         new = ClassChangeSerializer(
-            class_diff(scope, page, kind=ClassChange.INCREASED, severity=FAILURE_SEVERITIES), many=True
+            class_diff(
+                scope, page, kind=ClassChange.INCREASED, severity=FAILURE_SEVERITIES, exclude_infrastructure=True
+            ),
+            many=True,
         ).data
         fixed = ClassChangeSerializer(
-            class_diff(scope, page, kind=ClassChange.DECREASED, severity=FAILURE_SEVERITIES), many=True
+            class_diff(
+                scope, page, kind=ClassChange.DECREASED, severity=FAILURE_SEVERITIES, exclude_infrastructure=True
+            ),
+            many=True,
         ).data
     except BadRequest as exc:
         return {"note": str(exc.detail)}
     return {
         "new": class_rows(corpus, service, scope, new),
         "fixed": class_rows(corpus, service, scope, fixed),
-        "new_href": classes_href(corpus, service, scope, kind=ClassChange.INCREASED, severity=FAILURE_SEVERITIES),
-        "fixed_href": classes_href(corpus, service, scope, kind=ClassChange.DECREASED, severity=FAILURE_SEVERITIES),
+        "new_href": classes_href(
+            corpus,
+            service,
+            scope,
+            kind=ClassChange.INCREASED,
+            severity=FAILURE_SEVERITIES,
+            exclude_infrastructure="true",
+        ),
+        "fixed_href": classes_href(
+            corpus,
+            service,
+            scope,
+            kind=ClassChange.DECREASED,
+            severity=FAILURE_SEVERITIES,
+            exclude_infrastructure="true",
+        ),
         "all_href": classes_href(corpus, service, scope),
     }
 

@@ -202,6 +202,7 @@ class WorkerKillsSerializer(serializers.Serializer):
     processes = serializers.IntegerField(help_text="past the conversion's process limit")
     disk = serializers.IntegerField(help_text="past the conversion's disk limit")
     governor = serializers.IntegerField(help_text="stopped by the worker's memory governor: its machine ran low")
+    host_oom = serializers.IntegerField(help_text="ended by the kernel's OOM killer for the host's memory, not its own")
 
 
 class InFlightSerializer(serializers.Serializer):

@@ -23,7 +23,7 @@ from config.api.paging import Page, PageParamsSerializer, page_check
 from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
-from conversion.choices import SEVERITIES_WORST_FIRST, Severity
+from conversion.choices import SEVERITIES_WORST_FIRST, Category, Severity
 from corpora.choices import ExportGrouping
 from corpora.export.queries import EXPORT_SEVERITIES
 from corpora.links import (
@@ -136,7 +136,11 @@ def _overview_page(
         }
         for key in OVERVIEW_ORDER
     ]
-    context = {"overview": overview, "live": live, "statuses": statuses}
+    context = {
+        "overview": overview, "live": live, "statuses": statuses,
+        "converter_fatal": overview["counts"]["fatal"] - overview["infrastructure_fatal"],
+        "infrastructure_href": report_url(corpus, service, "fatal", Category.INFRASTRUCTURE),
+    }  # fmt: skip
     if request.GET.get("fragment") == "body":
         return _fragment(request, "reports/_overview_body.html", context, live=live)
     context.update(

@@ -30,7 +30,7 @@ from corpora.models import (
 )
 from corpora.pairs import MEMBER_SEVERITIES
 from corpora.queries import Pair
-from corpora.statuses import DIFF_BUCKET_NAMES, status_name
+from corpora.statuses import DIFF_BUCKET_NAMES, infrastructure_class_sql, status_name
 from runs.choices import ClassChange, MemberChange
 from runs.queries.diffs import DiffScope
 from runs.queries.history import pair_known
@@ -90,12 +90,15 @@ def severities_check(value: str | None) -> list[str]:
     return chosen
 
 
-def _diff_where(kind: str | None, severities: list[str]) -> tuple[str, list[Any]]:
+def _diff_where(kind: str | None, severities: list[str], exclude_infrastructure: bool) -> tuple[str, list[Any]]:
     if kind is not None and kind not in ClassChange.values:
         raise BadRequest(
             f"Unknown kind {kind!r}; use one of {', '.join(ClassChange.values)}.", errors={"kind": ["unknown"]}
         )
-    return (f"({_KIND_SQL[kind]})" if kind else "p <> c") + " AND k.severity = ANY(%s)", [severities]
+    where = (f"({_KIND_SQL[kind]})" if kind else "p <> c") + " AND k.severity = ANY(%s)"
+    if exclude_infrastructure:
+        where += f" AND NOT {infrastructure_class_sql('k')}"
+    return where, [severities]
 
 
 _PAIRED = (
@@ -121,11 +124,17 @@ def _kind(p: int, c: int) -> str:
 
 
 def class_diff(
-    scope: DiffScope, page: Page, *, kind: str | None = None, severity: str | None = None
+    scope: DiffScope,
+    page: Page,
+    *,
+    kind: str | None = None,
+    severity: str | None = None,
+    exclude_infrastructure: bool = False,
 ) -> list[ClassDiffRow]:
     """GET /api/runs/{corpus}/{service}/classes: the message classes whose task count changed between the
-    two snapshots, the largest change first, optionally of one kind and of some severities."""
-    where, params = _diff_where(kind, severities_check(severity))
+    two snapshots, the largest change first, optionally of one kind and of some severities, and without
+    the infrastructure failures' classes (corpora.statuses.infrastructure_class_sql)."""
+    where, params = _diff_where(kind, severities_check(severity), exclude_infrastructure)
     ids = _classes_check(scope)
     if ids is None:
         return []
@@ -140,9 +149,11 @@ def class_diff(
     return [_class_change(corpus, service, *row) for row in rows]
 
 
-def class_diff_count(scope: DiffScope, *, kind: str | None = None, severity: str | None = None) -> int:
+def class_diff_count(
+    scope: DiffScope, *, kind: str | None = None, severity: str | None = None, exclude_infrastructure: bool = False
+) -> int:
     """How many classes class_diff lists under the same filters (for the screen's pager)."""
-    where, params = _diff_where(kind, severities_check(severity))
+    where, params = _diff_where(kind, severities_check(severity), exclude_infrastructure)
     ids = _classes_check(scope)
     if ids is None:
         return 0

@@ -77,7 +77,10 @@ def test_the_engine_measures_a_watched_conversion_and_kills_it_when_its_governor
     conversion = convert(tmp_path / "work", "doc.tex", timeout=120, sandbox=BWRAP, watch=watch)
     assert time.monotonic() - started < 60  # stopped, not timed out
     assert (conversion.status_code, conversion.killed) == (3, "governor") and KillReason.GOVERNOR == "governor"
-    assert b"Fatal:limit:governor the worker's memory governor stopped the conversion: told to\n" in conversion.log
+    assert (
+        b"Fatal:infrastructure:governor the worker's memory governor stopped the conversion: told to\n"
+        in conversion.log
+    )
     # The resident size of all its processes, measured while it ran: at least what the test saw.
     assert conversion.peak_rss == watch.peak_rss > 400 * _MB
 

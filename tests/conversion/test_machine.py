@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conversion.machine import concurrency_auto, cores, memory_available
+from conversion.machine import concurrency_auto, cores, host_oom_kills, memory_available
 from tests.support import PROJECT_DIR
 
 GIB = 1024**3
@@ -73,3 +73,13 @@ def test_the_worker_command_line_takes_auto_or_a_positive_number():
             cwd=PROJECT_DIR, capture_output=True, text=True, timeout=30, check=False,
         )  # fmt: skip
         assert result.returncode == 2 and "a positive number or auto" in result.stderr, result.stderr
+
+
+def test_the_host_s_oom_kill_count_is_read_from_vmstat_and_is_none_where_the_kernel_says_nothing(tmp_path):
+    vmstat = tmp_path / "vmstat"
+    vmstat.write_text("pgfault 123\noom_kill 7\nthp_fault_alloc 0\n")
+    assert host_oom_kills(vmstat) == 7
+    vmstat.write_text("pgfault 123\n")
+    assert host_oom_kills(vmstat) is None
+    assert host_oom_kills(tmp_path / "absent") is None
+    assert isinstance(host_oom_kills(), int)  # this machine's kernel (4.13 or later) counts them

@@ -143,7 +143,7 @@ def test_expired_leases_are_retried_then_fatal_after_the_attempts(pair, dispatch
     assert sorted(seen) == sorted([str(t.pk) for t in pair] * 2)
     wait_for(lambda: pair.filter(status=-4).count() == 3, timeout=30, message="all fatal")
     whats = set(LogMessage.objects.filter(task__in=pair).values_list("category", "what"))
-    assert whats == {("cortex", "never_completed_with_retries")}
+    assert whats == {("infrastructure", "lease_lost")}  # never a converter fatal
     assert set(LogMessage.objects.filter(task__in=pair).values_list("task_status", flat=True)) == {-4}
     run = Run.objects.get(corpus__name="demo", service__name="tex_to_html")  # drained by the reaper: closed
     assert run.finished_at is not None and run.tallies["fatal"] == 3 and run.snapshot_id is not None

@@ -120,7 +120,7 @@ def test_the_governor_stops_a_conversion_below_its_floor_and_the_task_is_tried_a
     assert (done.status, done.attempts) == (-4, 2)
     assert DispatcherState.objects.get().retried == 1  # the first stop went back for another attempt
     fatal = LogMessage.objects.get(task=task, severity="fatal")
-    assert (fatal.category, fatal.what) == ("limit", "governor")
+    assert (fatal.category, fatal.what) == ("infrastructure", "governor")
     assert fatal.details.startswith("the worker's memory governor stopped the conversion: the machine had")
     assert f"below the floor of {floor_mb} MB" in fatal.details
     assert kills == {"governor": 2}

@@ -106,8 +106,8 @@ def test_a_rerun_result_replaces_the_file_whole_and_a_failed_write_leaves_no_fil
 
 GOVERNOR_LOG = (
     "Warning:expected:label Missing label target\n"
-    "Fatal:limit:governor the worker's memory governor stopped the conversion: the machine had 900 MB of memory"
-    " available, below the floor of 1024 MB; this conversion held 700 MB, the most of the 2 running\n"
+    "Fatal:infrastructure:governor the worker's memory governor stopped the conversion: the machine had 900 MB of"
+    " memory available, below the floor of 1024 MB; this conversion held 700 MB, the most of the 2 running\n"
     "Status:conversion:3\nInfo:runtime_ms:900\n"
 )
 
@@ -122,25 +122,40 @@ def test_a_result_the_governor_stopped_sends_its_task_back_until_its_attempts_ru
     early, last = Task.objects.filter(service__name="tex_to_html").order_by("pk")
     Task.objects.filter(pk=early.pk).update(status=99, attempts=1)
     Task.objects.filter(pk=last.pk).update(status=99, attempts=3)
-    batch = [RawResult("w", "tex_to_html", str(task.pk), result_zip(GOVERNOR_LOG)) for task in (early, last)]
+    batch = [RawResult("w:0", "tex_to_html", str(task.pk), result_zip(GOVERNOR_LOG)) for task in (early, last)]
     outcome = result_ingest(
         batch, service_ids={"tex_to_html": early.service_id}, results_dir=results_dir, max_bytes=10**6
     )  # DISPATCHER_MAX_ATTEMPTS is 3
     assert (outcome.ingested, outcome.retried, outcome.discarded) == (1, 1, 0)
     early.refresh_from_db()
     last.refresh_from_db()
-    assert (early.status, early.attempts, early.leased_until) == (0, 1, None)
+    assert (early.status, early.attempts, early.leased_until, early.last_worker) == (0, 1, None, "w:0")
     assert (
         not LogMessage.objects.filter(task=early).exists()
         and not result_path(results_dir, early.corpus_id, early.service_id, early.pk).exists()
     )
     assert last.status == -4
     fatal = LogMessage.objects.get(task=last, severity="fatal")
-    assert (fatal.category, fatal.what) == ("limit", "governor")
+    assert (fatal.category, fatal.what) == ("infrastructure", "governor")
     assert fatal.details.startswith("the worker's memory governor stopped the conversion: the machine had 900 MB")
 
 
-def test_only_the_governor_s_own_message_marks_a_result_for_another_attempt():
-    assert result_decode(result_zip(GOVERNOR_LOG), max_bytes=10**6).governor_stopped
-    for log in (WARNING_LOG, "Fatal:limit:disk the conversion wrote more\nStatus:conversion:3\n"):
-        assert not result_decode(result_zip(log), max_bytes=10**6).governor_stopped
+HOST_OOM_LOG = (
+    "Warning:expected:label Missing label target\n"
+    "Fatal:infrastructure:host_oom the kernel's OOM killer ended the conversion for the host's memory\n"
+    "Status:conversion:3\nInfo:runtime_ms:900\nInfo:cpu_ms:850\n"
+)
+
+
+def test_only_an_infrastructure_fatal_as_the_log_s_last_fatal_marks_a_result_for_another_attempt():
+    assert result_decode(result_zip(GOVERNOR_LOG), max_bytes=10**6).infrastructure == "governor"
+    assert result_decode(result_zip(HOST_OOM_LOG), max_bytes=10**6).infrastructure == "host_oom"
+    own_limits = (
+        WARNING_LOG,
+        "Fatal:limit:disk the conversion wrote more\nStatus:conversion:3\n",
+        "Fatal:limit:memory the conversion's processes together passed its memory limit\nStatus:conversion:3\n",
+        # An infrastructure line that latexmlc's own fatal follows is not the engine's last word.
+        "Fatal:infrastructure:governor said early\nFatal:perl:die latexmlc died\nStatus:conversion:3\n",
+    )
+    for log in own_limits:
+        assert result_decode(result_zip(log), max_bytes=10**6).infrastructure is None

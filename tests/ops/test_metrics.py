@@ -162,11 +162,11 @@ def test_each_worker_row_is_exported_with_its_conversions_peak_memory_and_kills_
         labels = (("service", service), ("worker", worker))
         assert samples["ccs_worker_conversions_total"][labels] == conversions
         assert samples["ccs_worker_peak_rss_bytes"][labels] == peak
-        for reason in ("timeout", "memory", "processes", "disk", "governor"):
+        for reason in ("timeout", "memory", "processes", "disk", "governor", "host_oom"):
             key = tuple(sorted((*labels, ("reason", reason))))
             assert samples["ccs_worker_kills_total"][key] == kills.get(reason, 0), (service, worker, reason)
     assert len(samples["ccs_worker_conversions_total"]) == len(samples["ccs_worker_peak_rss_bytes"]) == 3
-    assert len(samples["ccs_worker_kills_total"]) == 3 * 5  # one series per worker row and reason, no more
+    assert len(samples["ccs_worker_kills_total"]) == 3 * 6  # one series per worker row and reason, no more
 
 
 def test_the_dispatcher_counters_are_exported_with_released_and_retried_beside_the_others(api, token) -> None:

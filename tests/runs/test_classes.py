@@ -305,3 +305,39 @@ def test_a_snapshot_s_status_arrays_are_stored_uncompressed_and_read_back_whole(
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_column_size(document_ids) FROM corpora_snapshot WHERE id = %s", [taken.snapshot_id])
         assert cursor.fetchone()[0] >= 8 * 400  # as written: ascending ids would compress
+
+
+WORKER_DIED = ("fatal", "infrastructure", "worker_died")
+NEVER_COMPLETED = ("fatal", "cortex", "never_completed_with_retries")  # CorTeX's own name for one
+
+
+def test_the_class_diff_its_screen_and_the_overview_leave_out_or_count_apart_infrastructure_failures(
+    authed, admin_client, corpus_root
+):
+    """Two tasks became infrastructure failures (the class and CorTeX's own), one a converter fatal: the
+    diff lists all three, leaves the first two out on request (API and screen), the run page's new
+    failures never show them, and the report overview counts them apart."""
+    from corpora.queries import pair_resolve
+    from reports.queries import service_overview
+    from reports.serializers import ServiceOverviewSerializer
+
+    imported(corpus_root, "a", documents=4)
+    activated("a")
+    classes_write([{UNDEFINED_A}, {UNDEFINED_A}, set(), set()])
+    pair_close()
+    classes_write([{WORKER_DIED}, {NEVER_COMPLETED}, {IO_FATAL}, set()])
+    _snapshot(authed)
+    listed = {(c["severity"], c["category"], c["what"]) for c in authed.get(f"{PAIR}/classes?severity=fatal").json()}
+    assert listed == {WORKER_DIED, NEVER_COMPLETED, IO_FATAL}
+    without = authed.get(f"{PAIR}/classes", {"severity": "fatal", "exclude_infrastructure": "true"}).json()
+    assert [(c["severity"], c["category"], c["what"]) for c in without] == [IO_FATAL]
+    screen = admin_client.get("/runs/a/tex_to_html/classes", {"exclude_infrastructure": "true"})
+    assert screen.status_code == 200
+    body = screen.content.decode()
+    assert 'data-class="fatal:I/O:a/b.tex"' in body and "infrastructure" not in body.split('id="class-changes"')[1]
+    assert 'name="exclude_infrastructure" value="true" checked' in body
+    everything = admin_client.get("/runs/a/tex_to_html/classes").content.decode()
+    assert 'data-class="fatal:infrastructure:worker_died"' in everything
+    overview = ServiceOverviewSerializer(service_overview(pair_resolve("a", "tex_to_html"))).data
+    assert (overview["counts"]["fatal"], overview["infrastructure_fatal"]) == (3, 2)
+    assert authed.get("/api/reports/a/tex_to_html").json()["infrastructure_fatal"] == 2

@@ -262,8 +262,9 @@ def test_workers_show_their_heartbeats_conversions_peak_memory_and_kills_with_ev
     beating, cortex = rows["beating:1"], rows["cortex:2"]
     assert (beating["dispatched"], beating["returned"], beating["in_flight"]) == (9, 8, 1)  # unchanged fields
     assert (beating["conversions"], beating["peak_rss_bytes"]) == (8, 432_013_312)
-    assert beating["kills"] == {"timeout": 1, "memory": 2, "processes": 0, "disk": 0, "governor": 0}
-    assert list(beating["kills"]) == list(KillReason) == ["timeout", "memory", "processes", "disk", "governor"]
+    assert beating["kills"] == {"timeout": 1, "memory": 2, "processes": 0, "disk": 0, "governor": 0, "host_oom": 0}
+    assert list(beating["kills"]) == list(KillReason)
+    assert list(KillReason) == ["timeout", "memory", "processes", "disk", "governor", "host_oom"]
     assert beating["heartbeat_at"] == "2026-11-25T03:40:12Z"
     # A worker that sends no heartbeat (an unmodified CorTeX worker): zeros, every reason, and no heartbeat.
     assert (cortex["conversions"], cortex["peak_rss_bytes"], cortex["heartbeat_at"]) == (0, 0, None)
@@ -307,9 +308,9 @@ def test_kill_counts_keep_only_the_known_reasons_as_whole_numbers():
     from services.queries import kills_by_reason
 
     assert kills_by_reason({"disk": 3, "governor": 1, "gremlins": 7, "memory": "2", "timeout": True}) == {
-        "timeout": 0, "memory": 0, "processes": 0, "disk": 3, "governor": 1,
+        "timeout": 0, "memory": 0, "processes": 0, "disk": 3, "governor": 1, "host_oom": 0,
     }  # fmt: skip
-    none = dict.fromkeys(("timeout", "memory", "processes", "disk", "governor"), 0)
+    none = dict.fromkeys(("timeout", "memory", "processes", "disk", "governor", "host_oom"), 0)
     assert kills_by_reason(None) == kills_by_reason([]) == kills_by_reason({}) == none
 
 
