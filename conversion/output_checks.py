@@ -215,7 +215,7 @@ def analyse_source(body: str) -> Source:
 
 # --- the output -----------------------------------------------------------------------------------------
 
-_MATH_ELEMENT = re.compile(r"<math[\s>]")
+_SPACES = (" ", "\n", "\t", "\r", "\f", "\v", "\xa0")
 # How far before a class value its tag may open (LaTeXML's tags put the class near their start).
 _TAG_REACH = 2048
 # A tag never holds a '<' (LaTeXML escapes it in attributes), so a stray one costs one step, not a rescan.
@@ -247,9 +247,11 @@ def analyse_output(html: str, *, complete: bool = True) -> Output:
     footer = _FOOTER.search(body)
     if footer:
         body = body[: footer.start()]
-    math = len(_MATH_ELEMENT.findall(body))
-    text = _TAG.sub(" ", _cut(_cut(_cut(body, "<script", "</script>"), "<style", "</style>"), "<math", "</math>"))
-    text_chars = len(_ENTITY.sub("x", "".join(text.split())))
+    math = body.count("<math ") + body.count("<math>")
+    text = _ENTITY.sub(
+        "x", _TAG.sub("", _cut(_cut(_cut(body, "<script", "</script>"), "<style", "</style>"), "<math", "</math>"))
+    )
+    text_chars = len(text) - sum(text.count(space) for space in _SPACES)
     images = []
     for tag in _IMG.findall(body):
         src = _SRC.search(tag)
