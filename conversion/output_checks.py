@@ -20,12 +20,14 @@ searches, and nothing raises on any content.
 
 from __future__ import annotations
 
+import html as html_module
 import os
 import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from urllib.parse import unquote
 
 from conversion.choices import Category, LatexmlStatus, Severity
 
@@ -378,7 +380,8 @@ def check_conversion(
         if base is None:
             return True
         try:
-            target = (base / src.split("?")[0].split("#")[0]).resolve()
+            path = unquote(html_module.unescape(src).split("?")[0].split("#")[0])
+            target = (base / path).resolve()
             return target.is_relative_to(base) and target.is_file()
         except (OSError, ValueError, RuntimeError):
             return False

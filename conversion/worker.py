@@ -15,6 +15,10 @@ profile it cannot run (an engine it lacks, a path outside its roots) gets a `Fat
 result saying why. The first use of an engine asks it for its version (`ENGINE --VERSION`, once per
 executable), which the heartbeats report.
 
+After a conversion that finished, the worker compares its HTML with its TeX source
+(conversion.output_checks) and appends what the page lost to the log, each loss a message of its own
+category and a status line no better than the worst (docs/decisions/output-checks.md).
+
 Every conversion runs in the bubblewrap sandbox (conversion.sandbox) unless `--sandbox none` (or
 CONVERSION_SANDBOX=none) is given; a worker whose sandbox cannot start refuses to run.
 

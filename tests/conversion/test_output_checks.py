@@ -131,6 +131,10 @@ def test_the_log_lines_parse_as_messages_and_a_status_no_better_than_the_worst(t
     assert status_code_of(log) == LatexmlStatus.WARNING
     (output / "plot.png").write_bytes(b"\x89PNG")
     assert check_conversion(tmp_path, "main.tex", output, status_code=0) == [*lines[:1], "Status:conversion:1"]
+    # A name with a space and an ampersand, as LaTeXML writes it into src.
+    (output / "main.html").write_text(PAGE.format(body=GOOD_BODY.replace("plot.png", "my%20plot&amp;1.png")))
+    (output / "my plot&1.png").write_bytes(b"\x89PNG")
+    assert check_conversion(tmp_path, "main.tex", output, status_code=0) == []
     (output / "main.html").unlink()
     assert check_conversion(tmp_path, "main.tex", output, status_code=0) == [
         "Error:output_empty:body the conversion wrote no HTML document",
