@@ -328,7 +328,8 @@ def check(
         said = f"{output.math} math elements in the output against {source.math} pieces of math in the source"
         found.append((Severity.ERROR, Category.OUTPUT_MATH, "lost", said))
     if output.complete and source.citations and not output.bibitems:
-        said = f"the source cites {source.citations} times and the output has no bibliography entry"
+        commands = "citation command" + ("s" if source.citations != 1 else "")
+        said = f"the source has {source.citations} {commands} and the output no bibliography entry"
         found.append((Severity.WARNING, Category.OUTPUT_BIBLIOGRAPHY, "missing", said))
     absent = [src for src in output.images if present is not None and not present(src)]
     lacking = len(source.graphics) - output.graphics if output.complete else 0

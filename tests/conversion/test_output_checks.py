@@ -90,7 +90,9 @@ def test_math_is_lost_when_the_output_has_under_half_the_sources_math():
 def test_citations_without_a_bibliography_are_a_warning():
     found = findings_of(PAGE.format(body=GOOD_BODY.replace(BIBLIOGRAPHY, "")), GOOD_TEX, present=lambda s: True)
     assert list(found) == [Category.OUTPUT_BIBLIOGRAPHY]
-    assert found[Category.OUTPUT_BIBLIOGRAPHY].startswith("Warning:output_bibliography:missing the source cites 1")
+    assert found[Category.OUTPUT_BIBLIOGRAPHY].startswith(
+        "Warning:output_bibliography:missing the source has 1 citation command and the output no bibliography"
+    )
     uncited = GOOD_TEX.replace("\\citet[p.~3]{key}", "Smith")
     assert findings_of(PAGE.format(body=GOOD_BODY.replace(BIBLIOGRAPHY, "")), uncited, present=lambda s: True) == {}
 
