@@ -104,6 +104,7 @@ def check_one(path: Path, keep: Path, repeat: int) -> dict | None:
         if code is None or code >= LatexmlStatus.FATAL:
             return {"name": path.name, "status": "fatal", "runtime_ms": _runtime_ms(log), "checks_ms": 0.0,
                     "html": False, "flags": [], "lines": []}  # fmt: skip
+        html = any(output.glob("*.html"))
         times, lines = [], []
         for _ in range(repeat):
             started = time.perf_counter()
@@ -113,8 +114,8 @@ def check_one(path: Path, keep: Path, repeat: int) -> dict | None:
     parsed = parse_log(log)
     return {
         "name": path.name, "status": COMPLETED_NAMES.get(parsed.status, "fatal"), "runtime_ms": runtime_ms,
-        "checks_ms": statistics.median(times) * 1000, "html": any(output.glob("*.html")),
-        "flags": [line.split(" ", 1)[0] for line in lines], "lines": lines,
+        "checks_ms": statistics.median(times) * 1000, "html": html, "lines": lines,
+        "flags": [line.split(" ", 1)[0].split(":", 1)[1] for line in lines if not line.startswith("Status:")],
     }  # fmt: skip
 
 
@@ -165,19 +166,21 @@ def main() -> None:
 
 
 def report(outcomes: list[dict]) -> None:
-    checks = sum(o["checks_ms"] for o in outcomes)
-    runtime = sum(o["runtime_ms"] for o in outcomes)
-    with_html = [o for o in outcomes if o["html"]]
-    worst = max(with_html or outcomes, key=lambda o: o["checks_ms"] / max(o["runtime_ms"], 1))
-    print(f"\n{len(outcomes)} papers ({len(with_html)} with an HTML result); load {load()}")
-    print(f"  checks {checks:.1f} ms of {runtime / 1000:.1f} s converting: {checks / max(runtime, 1):.4%}")
-    html_checks = sum(o["checks_ms"] for o in with_html)
-    html_runtime = sum(o["runtime_ms"] for o in with_html)
-    print(f"  papers with HTML only: {html_checks:.1f} ms of {html_runtime / 1000:.1f} s: "
-          f"{html_checks / max(html_runtime, 1):.4%}")  # fmt: skip
-    print(f"  worst paper: {worst['name']}, {worst['checks_ms']:.2f} ms of {worst['runtime_ms'] / 1000:.1f} s "
-          f"({worst['checks_ms'] / max(worst['runtime_ms'], 1):.4%}); slowest checks "
-          f"{max(o['checks_ms'] for o in outcomes):.2f} ms")  # fmt: skip
+    """The checks' time against the conversions' (all papers; the papers checked, those that did not end fatal,
+    as the worker checks only those), the worst paper, and the papers each check flags."""
+    checked = [o for o in outcomes if o["status"] != "fatal"]
+    print(f"\n{len(outcomes)} papers, {len(checked)} checked (not fatal), "
+          f"{sum(o['html'] for o in outcomes)} with an HTML result; load {load()}")  # fmt: skip
+    for label, group in (("all papers", outcomes), ("papers checked", checked)):
+        checks, runtime = sum(o["checks_ms"] for o in group), sum(o["runtime_ms"] for o in group)
+        print(
+            f"  {label}: checks {checks:.1f} ms of {runtime / 1000:.1f} s converting = {checks / max(runtime, 1):.4%}"
+        )
+    if checked:
+        worst = max(checked, key=lambda o: o["checks_ms"] / max(o["runtime_ms"], 1))
+        print(f"  worst paper: {worst['name']}, {worst['checks_ms']:.2f} ms of {worst['runtime_ms'] / 1000:.1f} s "
+              f"({worst['checks_ms'] / max(worst['runtime_ms'], 1):.4%}); slowest checks "
+              f"{max(o['checks_ms'] for o in checked):.2f} ms")  # fmt: skip
     flagged = Counter(flag for o in outcomes for flag in set(o["flags"]))
     print("  papers each check flags: " + (", ".join(f"{k} {v}" for k, v in sorted(flagged.items())) or "none"))
     for o in outcomes:
