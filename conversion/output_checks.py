@@ -6,7 +6,8 @@ source and writes each failed check into the log as a message of its own categor
 followed by a status line no better than the worst check's severity, so an empty document is never
 no_problem. The checks:
 
-- `output_empty:body`: the document has (almost) no text, math or graphics, or no HTML was written;
+- `output_empty:body`: no HTML was written, or it has no text, math or graphics at all, or a tenth of its
+  source's text;
 - `output_math:lost`: far fewer math elements than the source has math;
 - `output_bibliography:missing`: the source cites, and the output has no bibliography entry;
 - `output_figures:missing`: graphics the source includes are absent from the output, or the output points
