@@ -82,6 +82,13 @@ class Category(StrEnum):
     PROFILE = "profile"
     # The category whose whats name the files and packages a conversion could not load.
     MISSING_FILE = "missing_file"
+    # The output checks' categories (conversion.output_checks, docs/decisions/output-checks.md): what a finished
+    # conversion's HTML lost against its TeX source, one category a check.
+    OUTPUT_EMPTY = "output_empty"
+    OUTPUT_MATH = "output_math"
+    OUTPUT_BIBLIOGRAPHY = "output_bibliography"
+    OUTPUT_FIGURES = "output_figures"
+    OUTPUT_ERRORS = "output_errors"
 
 
 # CorTeX's own (category, what) for the fatal of a task whose attempts all ended without a result: an

@@ -35,6 +35,11 @@ _WARNING = {
     "undefined": ("name", "an undefined construct of minor impact, commonly a counter"),
     "unexpected": ("construct", "unexpected in its context, with a clear recovery"),
     "uninitialized": ("variable", "a Perl warning about an uninitialized variable"),
+    # Written by this system's output checks (conversion.output_checks), not by LaTeXML.
+    Category.OUTPUT_BIBLIOGRAPHY: ("missing", "output check: the source cites, and the HTML has no bibliography "
+                                   "entry (commonly a .bib without its .bbl); citations show as bare keys"),
+    Category.OUTPUT_FIGURES: ("missing", "output check: graphics the source includes are not in the HTML, or the "
+                              "HTML shows image files the result does not hold"),
 }  # fmt: skip
 
 _ERROR = {
@@ -52,6 +57,13 @@ _ERROR = {
     "undefined": ("command name", "a command used before any definition, often from a missing package"),
     "unexpected": ("command or token", "wrong mode, wrong environment ending, or illegal content in a restricted "
                    "expansion"),
+    # Written by this system's output checks (conversion.output_checks), not by LaTeXML.
+    Category.OUTPUT_EMPTY: ("body", "output check: the conversion finished, and its HTML has (almost) no text, "
+                            "math or graphics, or none was written"),
+    Category.OUTPUT_MATH: ("lost", "output check: the HTML has far fewer math elements than the source has math "
+                           "(under half)"),
+    Category.OUTPUT_ERRORS: ("nodes", "output check: the HTML shows LaTeXML's error nodes (ltx_ERROR, red raw TeX) "
+                             "to its readers"),
 }  # fmt: skip
 
 _FATAL = {

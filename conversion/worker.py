@@ -15,6 +15,10 @@ profile it cannot run (an engine it lacks, a path outside its roots) gets a `Fat
 result saying why. The first use of an engine asks it for its version (`ENGINE --VERSION`, once per
 executable), which the heartbeats report.
 
+After a conversion that finished, the worker compares its HTML with its TeX source
+(conversion.output_checks) and appends what the page lost to the log, each loss a message of its own
+category and a status line no better than the worst (docs/decisions/output-checks.md).
+
 Every conversion runs in the bubblewrap sandbox (conversion.sandbox) unless `--sandbox none` (or
 CONVERSION_SANDBOX=none) is given; a worker whose sandbox cannot start refuses to run.
 
@@ -60,6 +64,7 @@ from conversion.archive import inspect_entry
 from conversion.choices import Category, LatexmlStatus, SandboxMode
 from conversion.governor import Governor
 from conversion.machine import concurrency_auto
+from conversion.output_checks import check_conversion
 from conversion.processes import scratch_prefix, scratch_sweep
 from conversion.profiles import (
     ENGINE_DEFAULT,
@@ -258,11 +263,23 @@ def convert_task(
             cancel=cancel, sandbox=sandbox, root=source, max_processes=max_processes, watch=watch,
             extra_args=extra_args, read_only=read_only,
         )  # fmt: skip
+        log = conversion.log + checked(conversion, source / main.parent, main.name, root=source)
         try:
-            result = result_archive(conversion.log, conversion.output_dir, max_bytes=result_max_bytes)
+            result = result_archive(log, conversion.output_dir, max_bytes=result_max_bytes)
         except ResultTooLarge as exc:
-            result = too_large_result(conversion.log, result_max_bytes, str(exc))
+            result = too_large_result(log, result_max_bytes, str(exc))
         return Converted(result, conversion.killed, conversion.peak_rss)
+
+
+def checked(conversion: engine.Conversion, source_dir: Path, main_file: str, *, root: Path) -> bytes:
+    """The output checks' log lines for a conversion that finished (conversion.output_checks): nothing for
+    one that ended fatal, whose status already says the worst."""
+    if conversion.status_code is None or conversion.status_code >= LatexmlStatus.FATAL:
+        return b""
+    lines = check_conversion(
+        source_dir, main_file, conversion.output_dir, status_code=conversion.status_code, root=root
+    )
+    return "".join(f"{line}\n" for line in lines).encode()
 
 
 @dataclass

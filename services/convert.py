@@ -20,6 +20,7 @@ from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.fields import StrictCharField
 from conversion.choices import LATEXML_NAMES, Chunk, LatexmlStatus, OutputFormat
 from conversion.engine import EngineMissing, convert_text
+from conversion.output_checks import checked_text
 from services.convert_slots import convert_slot_take
 from services.queries import conversion_sandbox
 
@@ -115,4 +116,6 @@ class ConvertApi(PublicApiView):
             return _refusal(503, str(exc), "engine_missing")
         finally:
             slot.release()
+        if options["whatsin"] == options["whatsout"] == Chunk.DOCUMENT and options["format"] != OutputFormat.XML:
+            converted = checked_text(converted, tex.removeprefix("literal:"))  # the output checks of a whole document
         return Response(ConversionSerializer(converted).data)

@@ -1,6 +1,7 @@
 """Real LaTeXML through the whole system: dispatcher and `manage.py worker` processes over real
-sockets; what lands in the database equals what latexmlc itself reports for the same documents, and the
-run's telemetry counts every conversion in each stage."""
+sockets; what lands in the database equals what latexmlc itself reports for the same documents, with the
+worker's output checks (conversion.output_checks) on top, and the run's telemetry counts every conversion
+in each stage."""
 
 from __future__ import annotations
 
@@ -40,6 +41,10 @@ DOCUMENTS = {
     "fatal.tex": "\\documentclass{article}\n\\begin{document}\n"
     + " ".join(f"\\undef{chr(97 + i // 26)}{chr(97 + i % 26)}{{}}" for i in range(110))
     + "\n\\end{document}\n",
+    # LaTeXML converts this without a complaint to an empty page: the output checks make it an error.
+    "empty.tex": "\\documentclass{article}\n\\begin{document}\n\\iffalse\n"
+    + "A body that a conditional never true hides from the reader. " * 10
+    + "\n\\fi\n\\end{document}\n",
 }
 
 
@@ -74,7 +79,9 @@ def latexml_corpus(corpus_root, tmp_path):
 
 def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_path, corpus_root, process_tmpdir):
     expected = {name.removesuffix(".tex"): _latexmlc(latexml_corpus / name) for name in DOCUMENTS}
-    assert [expected[n][0] for n in ("clean", "warning", "error", "fatal")] == [-1, -2, -3, -4]
+    assert [expected[n][0] for n in ("clean", "warning", "error", "fatal", "empty")] == [-1, -2, -3, -4, -1]
+    # The one document whose output the checks find wanting: an empty body is an error, never no_problem.
+    expected["empty"] = (TaskStatus.ERROR, expected["empty"][1] | {("error", "output_empty", "body")})
     dispatcher = DispatcherProcess(RESULTS_DIR=str(tmp_path / "results"), CORPUS_ROOTS=str(corpus_root)).start()
     worker = worker_process(dispatcher, scratch=process_tmpdir)
     try:
@@ -92,7 +99,7 @@ def test_statuses_and_messages_equal_what_latexmlc_reports(latexml_corpus, tmp_p
         assert TaskRuntime.objects.get(task=task).runtime_ms > 0
         assert (tmp_path / "results" / str(task.corpus_id) / str(task.service_id) / f"{task.pk}.zip").exists()
     identities = Worker.objects.filter(service__name="tex_to_html")
-    assert sum(w.returned for w in identities) == 4 and all(w.in_flight == 0 for w in identities)
+    assert sum(w.returned for w in identities) == len(DOCUMENTS) and all(w.in_flight == 0 for w in identities)
 
 
 def _nearest_rank(values: list[int], fraction: float) -> int:

@@ -31,6 +31,16 @@ def test_a_document_converts_to_html_with_its_log(api):
     assert "Hello" in body["result"] and "Error:undefined:\\undefinedthing" in body["log"]
 
 
+@pytest.mark.slow
+def test_a_document_that_converts_to_an_empty_page_is_an_error_with_the_output_checks_message(api):
+    tex = "\\documentclass{article}\\begin{document}\\iffalse A hidden body. \\fi\\end{document}"
+    body = _post(api, tex=tex, format="html5").json()
+    assert "Status:conversion:0" in body["log"]  # LaTeXML's own verdict
+    assert body["status"] == "error" and body["status_code"] == 2
+    assert "\nError:output_empty:body the document is empty" in body["log"]
+    assert body["log"].endswith("Status:conversion:2\n")
+
+
 def test_empty_input_is_a_400_with_status_code_3_and_a_log_line(api):
     for tex in ("", "   ", "literal:"):
         response = _post(api, tex=tex)
