@@ -9,7 +9,7 @@ f-strings), and the Django apps build their model choices from these (docs/decis
 
 from __future__ import annotations
 
-from enum import IntEnum, StrEnum
+from enum import IntEnum, IntFlag, StrEnum
 
 
 class TaskStatus(IntEnum):
@@ -80,6 +80,44 @@ class Category(StrEnum):
     PROFILE = "profile"
     # The category whose whats name the files and packages a conversion could not load.
     MISSING_FILE = "missing_file"
+
+
+class PackageKind(StrEnum):
+    """What a LaTeX file of definitions is to package attribution (conversion/attribution.py): a package
+    (`.sty`) or a class (`.cls`)."""
+
+    PACKAGE = "package"
+    CLASS = "class"
+
+
+class PackageFlag(IntFlag):
+    """What a task's log says about one package (conversion/attribution.py), as bits of one number.
+
+    Evidence: LOADED (a binding or style file of it was loaded), RAW (only its TeX file was read, no
+    LaTeXML binding), MISSING (a `missing_file` warning names it: no binding, or no file at all),
+    ERROR_IN_DEFINITIONS (an error or fatal message located in its files); WEAK (an undefined macro or
+    environment in a paper whose only missing dependency it is: inferred, never counted as evidence).
+    Verdicts: ONLY (the paper's only missing dependency), CLEARS (every error and fatal message of a paper
+    that is not error-free is located in it), CLEARS_WEAK (the same when the weak ones count too)."""
+
+    LOADED = 1
+    RAW = 2
+    MISSING = 4
+    ERROR_IN_DEFINITIONS = 8
+    WEAK = 16
+    ONLY = 32
+    CLEARS = 64
+    CLEARS_WEAK = 128
+
+    @property
+    def key(self) -> str:
+        return (self.name or "").lower()
+
+
+# The flags that are evidence from the log, strongest first; WEAK is shown apart.
+PACKAGE_EVIDENCE: tuple[PackageFlag, ...] = (
+    PackageFlag.ERROR_IN_DEFINITIONS, PackageFlag.MISSING, PackageFlag.LOADED, PackageFlag.RAW,
+)  # fmt: skip
 
 
 class KillReason(StrEnum):

@@ -1,0 +1,142 @@
+"""Package attribution: what one task's log messages say about the LaTeX packages and classes it used.
+
+Pure library (standard library only). `attribute` reads the messages `conversion.logparse` makes of a log
+and returns one `PackageUse` per package or class the log names, with the evidence for it
+(`conversion.choices.PackageFlag`) and its verdicts:
+- LOADED / RAW: a `loaded_file` message with the path of its LaTeXML binding (`amsmath.sty.ltxml`) or of
+  its TeX file (`keyval.sty`); RAW when no binding of it was loaded, only its TeX;
+- MISSING: a `missing_file` warning whose details say "Can't find [binding for] package|class NAME";
+- ERROR_IN_DEFINITIONS: an error or fatal message whose details give a location in one of its files
+  ("at /usr/share/.../foo.sty; line 12", "In Core::Definition[...] /usr/.../foo.sty.ltxml; line 40"):
+  the error arose while LaTeXML read or ran that package's definitions;
+- WEAK: an undefined macro or environment (category `undefined`) that no location ties to a package, in a
+  paper whose only missing package is this one. Inferred, so it is kept apart and never counts as evidence.
+- ONLY: the paper's only missing package or class (no file, or no LaTeXML binding);
+- CLEARS: the paper is not error-free (error or fatal) and every one of its error and fatal messages is
+  located in this package: with its messages gone the paper would be no_problem or warning. CLEARS_WEAK
+  is the same with the weak attributions counted.
+
+LaTeXML's own pools (`LaTeX.pool.ltxml`) are the converter, not a package, and are never attributed.
+Messages the service writes itself (invalid, limit, profile, infrastructure, output checks) carry no
+location in a package and are never attributed: they keep a paper from being cleared.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from conversion.choices import PACKAGE_EVIDENCE, Category, PackageFlag, PackageKind, Severity, TaskStatus
+
+NAME_MAX = 100
+LOADED_FILE = "loaded_file"
+UNDEFINED = "undefined"
+# Categories whose messages are the service's verdicts or missing files, not errors in a package's code.
+# "infrastructure" is the category of the machine's failures (`Fatal:infrastructure:*`).
+NOT_LOCATED = frozenset({Category.MISSING_FILE, Category.INVALID, Category.LIMIT, Category.PROFILE, "infrastructure"})
+_EXTENSIONS = {"sty": PackageKind.PACKAGE, "cls": PackageKind.CLASS}
+# A location in LaTeXML's details: a file name (any path before it) then "; line N" or "; from line N".
+_LOCATION = re.compile(r"([^\s;\[\]()]+)\.(sty|cls)(\.ltxml)?; (?:from )?line ")
+# The details of a missing package or class (LaTeXML's Package.pm, InputDefinitions and LoadClass).
+_MISSING = re.compile(r"^Can't find (?:binding for )?(package|class) (\S+)")
+_ERRORS = (Severity.ERROR.value, Severity.FATAL.value)
+
+
+@dataclass(frozen=True)
+class PackageUse:
+    """One package or class of one task: its kind, its name, its PackageFlag bits, and how many of the
+    task's error and fatal messages are located in it."""
+
+    kind: str
+    name: str
+    flags: int
+    errors: int
+
+
+def package_of_path(path: str) -> tuple[str, str, bool] | None:
+    """(kind, name, is a LaTeXML binding) of a loaded file's path; None for anything but a package or class
+    (pools, .def, .cfg, .tex files)."""
+    base = path.rstrip().rsplit("/", 1)[-1]
+    binding = base.endswith(".ltxml")
+    if binding:
+        base = base[: -len(".ltxml")]
+    stem, dot, extension = base.rpartition(".")
+    kind = _EXTENSIONS.get(extension)
+    if not dot or not stem or kind is None:
+        return None
+    return kind, stem[:NAME_MAX], binding
+
+
+def located_packages(details: str) -> list[tuple[str, str]]:
+    """The (kind, name) of every package or class file that a message's details give as a location, in
+    the order they appear, each once."""
+    found: dict[tuple[str, str], None] = {}
+    for match in _LOCATION.finditer(details):
+        stem = match.group(1).rsplit("/", 1)[-1]
+        if stem:
+            found[(_EXTENSIONS[match.group(2)], stem[:NAME_MAX])] = None
+    return list(found)
+
+
+def attribute(messages: Iterable[Sequence[str]], status: int) -> list[PackageUse]:
+    """The packages and classes one task's log names, with evidence and verdicts (module docstring).
+    `messages` are (severity, category, what, details) in log order; `status` the task's TaskStatus."""
+    flags: dict[tuple[str, str], int] = {}
+    errors: dict[tuple[str, str], int] = {}
+    binding: set[tuple[str, str]] = set()
+    blocking: list[tuple[tuple[str, str], ...]] = []  # per error/fatal message, the packages it is located in
+    undefined: list[int] = []  # indexes into blocking of unlocated undefined errors
+    fatal_seen = False
+    for severity, category, what, details in messages:
+        if category == LOADED_FILE:
+            found = package_of_path(what)
+            if found is not None:
+                key = found[:2]
+                flags[key] = flags.get(key, 0) | PackageFlag.LOADED
+                if found[2]:
+                    binding.add(key)
+            continue
+        if category == Category.MISSING_FILE:
+            missing = _MISSING.match(details)
+            if missing is not None and severity not in _ERRORS:
+                key = (PackageKind(missing.group(1)).value, what[:NAME_MAX])
+                flags[key] = flags.get(key, 0) | PackageFlag.MISSING
+        if severity not in _ERRORS:
+            continue
+        fatal_seen = fatal_seen or severity == Severity.FATAL
+        located = () if category in NOT_LOCATED else tuple(located_packages(details))
+        for key in located:
+            flags[key] = flags.get(key, 0) | PackageFlag.ERROR_IN_DEFINITIONS
+            errors[key] = errors.get(key, 0) + 1
+        if not located and category == UNDEFINED:
+            undefined.append(len(blocking))
+        blocking.append(located)
+
+    for key, value in flags.items():
+        if value & PackageFlag.LOADED and key not in binding and not value & PackageFlag.MISSING:
+            flags[key] = value | PackageFlag.RAW
+    missing_keys = [key for key, value in flags.items() if value & PackageFlag.MISSING]
+    only = missing_keys[0] if len(missing_keys) == 1 else None
+    weak = blocking.copy()
+    if only is not None:
+        flags[only] |= PackageFlag.ONLY
+        if undefined:
+            flags[only] |= PackageFlag.WEAK
+            for index in undefined:
+                weak[index] = (only,)
+    clearable = status in (TaskStatus.ERROR, TaskStatus.FATAL) and bool(blocking)
+    clearable = clearable and (status != TaskStatus.FATAL or fatal_seen)
+    if clearable:
+        for key in flags:
+            if all(key in located for located in blocking):
+                flags[key] |= PackageFlag.CLEARS | PackageFlag.CLEARS_WEAK
+            elif all(key in located for located in weak):
+                flags[key] |= PackageFlag.CLEARS_WEAK
+    return [PackageUse(kind, name, value, errors.get((kind, name), 0)) for (kind, name), value in flags.items()]
+
+
+def evidence_names(flags: int) -> list[str]:
+    """The names of the evidence bits set in `flags`, strongest first, then `weak` when set."""
+    names = [flag.key for flag in PACKAGE_EVIDENCE if flags & flag]
+    return names + ([PackageFlag.WEAK.key] if flags & PackageFlag.WEAK else [])
