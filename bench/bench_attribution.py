@@ -13,7 +13,6 @@ Run: .venv/bin/python bench/bench_attribution.py [--corpus ../shared/corpora/rea
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import threading

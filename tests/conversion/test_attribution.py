@@ -33,7 +33,7 @@ UNDEFINED = (
     "\tIn Core::Gullet[@0x5562] /tmp/x/paper.tex; from line 9 col 3 to line 9 col 3\n"
 )
 IN_MATHPAR = (
-    "Error:unexpected:& Stray alignment \"&\"\n"
+    'Error:unexpected:& Stray alignment "&"\n'
     f"\tat {TEXMF}/mathpartir/mathpartir.sty; line 120 col 4 - line 120 col 5\n"
     f"\tIn Core::Gullet[@0x55] {TEXMF}/mathpartir/mathpartir.sty; from line 120 col 4 to line 120 col 5\n"
 )
