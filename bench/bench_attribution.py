@@ -13,11 +13,13 @@ Run: .venv/bin/python bench/bench_attribution.py [--corpus ../shared/corpora/rea
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import threading
 import time
 import zipfile
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from io import BytesIO
 from pathlib import Path
@@ -27,7 +29,9 @@ sys.path.insert(0, str(PROJECT_ROOT))
 
 from conversion import engine, profiles  # noqa: E402
 from conversion.archive import inspect_entry, pack_entry  # noqa: E402
-from conversion.logparse import parse_log  # noqa: E402
+from conversion.attribution import attribute, evidence_names  # noqa: E402
+from conversion.choices import COMPLETED_NAMES, PackageFlag  # noqa: E402
+from conversion.logparse import ParsedLog, parse_log  # noqa: E402
 from conversion.worker import convert_task  # noqa: E402
 
 REAL_CORPUS = PROJECT_ROOT.parent / "shared" / "corpora" / "real"
@@ -61,6 +65,8 @@ def main() -> None:
     parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
     parser.add_argument("--profile", default="default", choices=sorted(profiles.PRESETS))
     parser.add_argument("--convert-only", action="store_true", help="keep the logs, rank nothing")
+    parser.add_argument("--rank-only", action="store_true", help="rank the logs there are, convert nothing")
+    parser.add_argument("--reverse", action="store_true", help="convert from the last paper (a second process)")
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
@@ -84,15 +90,56 @@ def main() -> None:
             done.append(log)
             print(f"{len(done):3d}/{len(entries)} {seconds:6.1f} s  {path.name}", flush=True)
 
-    with ThreadPoolExecutor(args.parallel) as pool:
-        list(pool.map(run, entries))
+    if not args.rank_only:
+        with ThreadPoolExecutor(args.parallel) as pool:
+            list(pool.map(run, entries[::-1] if args.reverse else entries))
     if args.convert_only:
         return
-    rank_logs({p.name: parse_log((args.logs / (p.name + ".log")).read_bytes()) for p in entries}, args)
+    logs = {p.name: args.logs / (p.name + ".log") for p in entries}
+    rank_logs({name: parse_log(log.read_bytes()) for name, log in logs.items() if log.exists()}, args)
 
 
-def rank_logs(parsed: dict, args: argparse.Namespace) -> None:  # filled in below
-    raise NotImplementedError
+def rank_logs(parsed: dict[str, ParsedLog], args: argparse.Namespace) -> None:
+    """The ranking as the service computes it (runs.queries.packages): per package, its papers by status,
+    the papers it is the only missing dependency of and the papers it clears, strongly and weakly."""
+    statuses = Counter(COMPLETED_NAMES.get(log.status, "fatal") for log in parsed.values())
+    print(f"\n{len(parsed)} papers: " + ", ".join(f"{name} {statuses[name]}" for name in COMPLETED_NAMES.values()))
+    rows: dict[tuple[str, str], dict] = {}
+    for name, log in parsed.items():
+        for use in attribute(log.messages, log.status):
+            row = rows.setdefault((use.kind, use.name), {"papers": [], "statuses": Counter(), "flags": 0})
+            row["papers"].append((name, COMPLETED_NAMES.get(log.status, "fatal"), use.flags))
+            row["statuses"][COMPLETED_NAMES.get(log.status, "fatal")] += 1
+            row["flags"] |= use.flags
+
+    def count(row: dict, flag: PackageFlag) -> int:
+        return sum(1 for _, _, flags in row["papers"] if flags & flag)
+
+    ranked = sorted(
+        rows.items(),
+        key=lambda item: (-count(item[1], PackageFlag.CLEARS), -count(item[1], PackageFlag.CLEARS_WEAK),
+                          -count(item[1], PackageFlag.ONLY), -len(item[1]["papers"]), item[0]),
+    )  # fmt: skip
+    print(f"{len(rows)} packages and classes; the first {args.top} (clears, clears weak, only missing, papers):")
+    print(f"  {'package':28s} {'clears':>6s} {'weak':>5s} {'only':>5s} {'papers':>6s}  np/w/e/f   evidence")
+    for (kind, package), row in ranked[: args.top]:
+        mix = "/".join(str(row["statuses"][key]) for key in ("no_problem", "warning", "error", "fatal"))
+        print(f"  {package + (' (class)' if kind == 'class' else ''):28s} {count(row, PackageFlag.CLEARS):6d}"
+              f" {count(row, PackageFlag.CLEARS_WEAK):5d} {count(row, PackageFlag.ONLY):5d} {len(row['papers']):6d}"
+              f"  {mix:10s} {' '.join(evidence_names(row['flags']))}")  # fmt: skip
+    for (_, package), row in ranked[: args.top]:
+        named = [(n, s, f) for n, s, f in row["papers"] if f & (PackageFlag.CLEARS_WEAK | PackageFlag.ONLY)]
+        if named:
+            print(f"  {package}: " + "; ".join(
+                f"{n.removesuffix('.tar.gz')} {s}{' clears' if f & PackageFlag.CLEARS else ''}"
+                f"{' clears-weak' if f & PackageFlag.CLEARS_WEAK and not f & PackageFlag.CLEARS else ''}"
+                f"{' only' if f & PackageFlag.ONLY else ''}" for n, s, f in sorted(named)
+            ))  # fmt: skip
+    if args.json:
+        args.json.write_text(json.dumps([
+            {"kind": kind, "package": package, "papers": [{"name": n, "status": s, "flags": f} for n, s, f in papers]}
+            for (kind, package), papers in ((key, row["papers"]) for key, row in ranked)
+        ], indent=1))  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ UNDEFINED = "undefined"
 # Categories whose messages are the service's verdicts or missing files, not errors in a package's code.
 # "infrastructure" is the category of the machine's failures (`Fatal:infrastructure:*`).
 NOT_LOCATED = frozenset({Category.MISSING_FILE, Category.INVALID, Category.LIMIT, Category.PROFILE, "infrastructure"})
-_EXTENSIONS = {"sty": PackageKind.PACKAGE, "cls": PackageKind.CLASS}
+_EXTENSIONS = {"sty": PackageKind.PACKAGE.value, "cls": PackageKind.CLASS.value}
 # A location in LaTeXML's details: a file name (any path before it) then "; line N" or "; from line N".
 _LOCATION = re.compile(r"([^\s;\[\]()]+)\.(sty|cls)(\.ltxml)?; (?:from )?line ")
 # The details of a missing package or class (LaTeXML's Package.pm, InputDefinitions and LoadClass).

@@ -125,7 +125,9 @@ def test_a_run_keeps_its_ranking_and_the_diff_names_the_papers_gained_and_lost(a
     ]  # fmt: skip
     assert api.get(f"{PAIR}/packages", {"run": first.pk + 1000}).status_code == 404
     diff = api.get(f"{PAIR}/packages/diff").json()
-    changes = [(c["package"], c["gained"], c["lost"], c["previous_papers"], c["current_papers"]) for c in diff["changes"]]  # noqa: E501
+    changes = [
+        (c["package"], c["gained"], c["lost"], c["previous_papers"], c["current_papers"]) for c in diff["changes"]
+    ]
     assert changes == [("minted", [], ["doc1"], 2, 1)]
     assert (diff["changes"][0]["previous_clears"], diff["changes"][0]["current_clears"]) == (0, 0)
 
