@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from conversion.choices import PACKAGE_EVIDENCE, Category, PackageFlag, PackageKind, Severity, TaskStatus
 
@@ -36,17 +36,21 @@ UNDEFINED = "undefined"
 # "infrastructure" is the category of the machine's failures (`Fatal:infrastructure:*`).
 NOT_LOCATED = frozenset({Category.MISSING_FILE, Category.INVALID, Category.LIMIT, Category.PROFILE, "infrastructure"})
 _EXTENSIONS = {"sty": PackageKind.PACKAGE.value, "cls": PackageKind.CLASS.value}
-# A location in LaTeXML's details: a file name (any path before it) then "; line N" or "; from line N".
-_LOCATION = re.compile(r"([^\s;\[\]()]+)\.(sty|cls)(\.ltxml)?; (?:from )?line ")
+# A location in LaTeXML's details: a file name (any path before it) then "; line N" or "; from line N";
+# the file name is found before each "; " (str methods: a pattern scanning 2,000 characters of details
+# for a name of any length backtracks at every position).
+_LOCATED = re.compile(r"; (?:from )?line ")
 # The details of a missing package or class (LaTeXML's Package.pm, InputDefinitions and LoadClass).
-_MISSING = re.compile(r"^Can't find (?:binding for )?(package|class) (\S+)")
+_MISSING_DETAILS = re.compile(r"^Can't find (?:binding for )?(package|class) (\S+)")
 _ERRORS = (Severity.ERROR.value, Severity.FATAL.value)
+# The flags as plain numbers: IntFlag's operators cost microseconds each, and ingestion runs this per task.
+_LOADED, _RAW, _IS_MISSING, _IN_DEFINITIONS, _WEAK, _ONLY, _CLEARS, _CLEARS_WEAK = (int(flag) for flag in PackageFlag)
 
 
-@dataclass(frozen=True)
-class PackageUse:
+class PackageUse(NamedTuple):
     """One package or class of one task: its kind, its name, its PackageFlag bits, and how many of the
-    task's error and fatal messages are located in it."""
+    task's error and fatal messages are located in it. (A named tuple, as logparse's Message: ingestion
+    makes about fifty a task.)"""
 
     kind: str
     name: str
@@ -57,7 +61,7 @@ class PackageUse:
 def package_of_path(path: str) -> tuple[str, str, bool] | None:
     """(kind, name, is a LaTeXML binding) of a loaded file's path; None for anything but a package or class
     (pools, .def, .cfg, .tex files)."""
-    base = path.rstrip().rsplit("/", 1)[-1]
+    base = path[path.rfind("/") + 1 :].rstrip()
     binding = base.endswith(".ltxml")
     if binding:
         base = base[: -len(".ltxml")]
@@ -72,10 +76,14 @@ def located_packages(details: str) -> list[tuple[str, str]]:
     """The (kind, name) of every package or class file that a message's details give as a location, in
     the order they appear, each once."""
     found: dict[tuple[str, str], None] = {}
-    for match in _LOCATION.finditer(details):
-        stem = match.group(1).rsplit("/", 1)[-1]
-        if stem:
-            found[(_EXTENSIONS[match.group(2)], stem[:NAME_MAX])] = None
+    if ".sty" not in details and ".cls" not in details:
+        return []
+    for match in _LOCATED.finditer(details):
+        before = details[: match.start()]
+        start = max(before.rfind(" "), before.rfind("\n"), before.rfind("\t"))
+        package = package_of_path(before[start + 1 :])
+        if package is not None:
+            found[package[:2]] = None
     return list(found)
 
 
@@ -93,36 +101,36 @@ def attribute(messages: Iterable[Sequence[str]], status: int) -> list[PackageUse
             found = package_of_path(what)
             if found is not None:
                 key = found[:2]
-                flags[key] = flags.get(key, 0) | PackageFlag.LOADED
+                flags[key] = flags.get(key, 0) | _LOADED
                 if found[2]:
                     binding.add(key)
             continue
         if category == Category.MISSING_FILE:
-            missing = _MISSING.match(details)
+            missing = _MISSING_DETAILS.match(details)
             if missing is not None and severity not in _ERRORS:
                 key = (PackageKind(missing.group(1)).value, what[:NAME_MAX])
-                flags[key] = flags.get(key, 0) | PackageFlag.MISSING
+                flags[key] = flags.get(key, 0) | _IS_MISSING
         if severity not in _ERRORS:
             continue
         fatal_seen = fatal_seen or severity == Severity.FATAL
         located = () if category in NOT_LOCATED else tuple(located_packages(details))
         for key in located:
-            flags[key] = flags.get(key, 0) | PackageFlag.ERROR_IN_DEFINITIONS
+            flags[key] = flags.get(key, 0) | _IN_DEFINITIONS
             errors[key] = errors.get(key, 0) + 1
         if not located and category == UNDEFINED:
             undefined.append(len(blocking))
         blocking.append(located)
 
     for key, value in flags.items():
-        if value & PackageFlag.LOADED and key not in binding and not value & PackageFlag.MISSING:
-            flags[key] = value | PackageFlag.RAW
-    missing_keys = [key for key, value in flags.items() if value & PackageFlag.MISSING]
+        if value & _LOADED and key not in binding and not value & _IS_MISSING:
+            flags[key] = value | _RAW
+    missing_keys = [key for key, value in flags.items() if value & _IS_MISSING]
     only = missing_keys[0] if len(missing_keys) == 1 else None
     weak = blocking.copy()
     if only is not None:
-        flags[only] |= PackageFlag.ONLY
+        flags[only] |= _ONLY
         if undefined:
-            flags[only] |= PackageFlag.WEAK
+            flags[only] |= _WEAK
             for index in undefined:
                 weak[index] = (only,)
     clearable = status in (TaskStatus.ERROR, TaskStatus.FATAL) and bool(blocking)
@@ -130,10 +138,11 @@ def attribute(messages: Iterable[Sequence[str]], status: int) -> list[PackageUse
     if clearable:
         for key in flags:
             if all(key in located for located in blocking):
-                flags[key] |= PackageFlag.CLEARS | PackageFlag.CLEARS_WEAK
+                flags[key] |= _CLEARS | _CLEARS_WEAK
             elif all(key in located for located in weak):
-                flags[key] |= PackageFlag.CLEARS_WEAK
-    return [PackageUse(kind, name, value, errors.get((kind, name), 0)) for (kind, name), value in flags.items()]
+                flags[key] |= _CLEARS_WEAK
+    new = tuple.__new__
+    return [new(PackageUse, (kind, name, value, errors.get((kind, name), 0))) for (kind, name), value in flags.items()]
 
 
 def evidence_names(flags: int) -> list[str]:
