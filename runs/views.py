@@ -79,6 +79,8 @@ REGRESSIONS_SHOWN = 50
 # The run page and the diff screen list this many new and fixed failure classes; a link leads to all.
 FAILURES_SHOWN = 10
 FAILURE_SEVERITIES = "error,fatal"
+# The package screen offers the pair's latest runs to read.
+RUNS_PICKED = 50
 
 
 # --- shared pieces -----------------------------------------------------------------------------------
@@ -541,8 +543,10 @@ def packages_view(request: HttpRequest, corpus: str, service: str) -> HttpRespon
     try:
         query = dict(validated(PackageParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        source = package_source(pair_resolve(corpus, service), query.get("run"))
+        pair = pair_resolve(corpus, service)
+        source = package_source(pair, query.get("run"))
         ranking = PackageRankingSerializer(package_ranking(source, page, kind_check(query.get("kind")))).data
+        runs = pair_runs(pair, limit=RUNS_PICKED)
     except ServiceError as exc:
         return error_page(request, exc)
     kept = {key: value for key, value in query.items() if value}
@@ -550,6 +554,7 @@ def packages_view(request: HttpRequest, corpus: str, service: str) -> HttpRespon
         "ranking": ranking,
         "filters": query,
         "kinds": [kind.value for kind in PackageKind],
+        "runs": [{"id": run.id, "started_at": run.started_at.isoformat(), "open": run.open} for run in runs],
         "rows": [
             {"row": row, "href": _package_href(corpus, service, row, query.get("run"))} for row in ranking["rows"]
         ],
