@@ -14,11 +14,12 @@ from django.db import connection, transaction
 
 from conversion.choices import PackageFlag
 from conversion.logparse import parse_log
-from corpora.message_store import messages_delete, messages_write
+from corpora.message_store import messages_delete, messages_purge_retired, messages_write
 from corpora.models import Run, SnapshotPackage, Task, TaskPackage
 from reports.actions import rerun
 from tests.conversion.test_attribution import IN_MATHPAR, MISSING_MINTED, PREAMBLE, TEXMF, UNDEFINED
 from tests.corpora.helpers import activated, imported
+from tests.reports.messages import message_tables_problems
 from tests.runs.helpers import pair_close, pair_tasks
 
 pytestmark = pytest.mark.django_db
@@ -111,9 +112,16 @@ def test_a_run_keeps_its_ranking_and_the_diff_names_the_papers_gained_and_lost(a
     first = Run.objects.get(finished_at__isnull=False)
     assert SnapshotPackage.objects.filter(snapshot_id=first.snapshot_id).count() == 5
     rerun(corpus_name="a", service_name="tex_to_html", actor="tester", description="minted fixed")
-    # Retired messages count nowhere: the live ranking is empty until the results come.
+    # Retired messages count nowhere: the live ranking is empty until the results come; the purge takes
+    # their package rows with them.
     assert api.get(f"{PAIR}/packages").json()["count"] == 0
+    assert TaskPackage.objects.exists()
+    while messages_purge_retired():
+        pass
+    assert not TaskPackage.objects.exists()
+    assert message_tables_problems() == []
     logs_write(LOGS_AFTER)
+    assert message_tables_problems() == []
     pair_close()
     live = _rows(api.get(f"{PAIR}/packages").json())
     assert live["minted"]["papers"] == 1
