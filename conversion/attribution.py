@@ -13,7 +13,8 @@ and returns one `PackageUse` per package or class the log names, with the eviden
   paper whose only missing package is this one. Inferred, so it is kept apart and never counts as evidence.
 - ONLY: the paper's only missing package or class (no file, or no LaTeXML binding);
 - CLEARS: the paper is not error-free (error or fatal) and every one of its error and fatal messages is
-  located in this package: with its messages gone the paper would be no_problem or warning. CLEARS_WEAK
+  located in this package: with its messages gone the paper would be no_problem or warning. LaTeXML's
+  `too_many_errors` fatal follows the errors it counts. CLEARS_WEAK
   is the same with the weak attributions counted.
 
 LaTeXML's own pools (`LaTeX.pool.ltxml`) are the converter, not a package, and are never attributed.
@@ -32,6 +33,8 @@ from conversion.choices import PACKAGE_EVIDENCE, Category, PackageFlag, PackageK
 NAME_MAX = 100
 LOADED_FILE = "loaded_file"
 UNDEFINED = "undefined"
+# LaTeXML's Fatal after 100 errors: a consequence of the others, so it follows them (it clears with them).
+TOO_MANY_ERRORS = "too_many_errors"
 # Categories whose messages are the service's verdicts or missing files, not errors in a package's code.
 # "infrastructure" is the category of the machine's failures (`Fatal:infrastructure:*`).
 NOT_LOCATED = frozenset({Category.MISSING_FILE, Category.INVALID, Category.LIMIT, Category.PROFILE, "infrastructure"})
@@ -113,6 +116,8 @@ def attribute(messages: Iterable[Sequence[str]], status: int) -> list[PackageUse
         if severity not in _ERRORS:
             continue
         fatal_seen = fatal_seen or severity == Severity.FATAL
+        if category == TOO_MANY_ERRORS:
+            continue
         located = () if category in NOT_LOCATED else tuple(located_packages(details))
         for key in located:
             flags[key] = flags.get(key, 0) | _IN_DEFINITIONS

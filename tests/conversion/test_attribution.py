@@ -86,6 +86,17 @@ def test_errors_located_in_a_package_clear_the_paper_when_they_are_all_its_error
     assert not found[("package", "amsmath")][0] & F.CLEARS
 
 
+def test_too_many_errors_follows_the_errors_it_counts():
+    log = PREAMBLE + IN_MATHPAR * 3 + "Fatal:too_many_errors:100 Too many errors (> 100)!\nStatus:conversion:3\n"
+    assert uses(log)[("package", "mathpartir")][0] & F.CLEARS
+    assert (
+        not uses(PREAMBLE + "Fatal:too_many_errors:100 Too many errors\nStatus:conversion:3\n")[("package", "amsmath")][
+            0
+        ]
+        & F.CLEARS_WEAK
+    )  # no error of its own: nothing to clear
+
+
 def test_one_error_elsewhere_keeps_the_paper_from_being_cleared():
     found = uses(PREAMBLE + IN_MATHPAR + UNDEFINED + "Status:conversion:2\n")
     assert found[("package", "mathpartir")] == (F.ERROR_IN_DEFINITIONS, 1)
