@@ -24,6 +24,7 @@ location in a package and are never attributed: they keep a paper from being cle
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from typing import NamedTuple
@@ -61,9 +62,10 @@ class PackageUse(NamedTuple):
     errors: int
 
 
+@functools.lru_cache(maxsize=8192)
 def package_of_path(path: str) -> tuple[str, str, bool] | None:
     """(kind, name, is a LaTeXML binding) of a loaded file's path; None for anything but a package or class
-    (pools, .def, .cfg, .tex files)."""
+    (pools, .def, .cfg, .tex files). Cached: every paper loads much the same hundred files."""
     base = path[path.rfind("/") + 1 :].rstrip()
     binding = base.endswith(".ltxml")
     if binding:
