@@ -9,7 +9,7 @@ f-strings), and the Django apps build their model choices from these (docs/decis
 
 from __future__ import annotations
 
-from enum import IntEnum, IntFlag, StrEnum
+from enum import IntEnum, StrEnum
 
 
 class TaskStatus(IntEnum):
@@ -90,8 +90,9 @@ class PackageKind(StrEnum):
     CLASS = "class"
 
 
-class PackageFlag(IntFlag):
-    """What a task's log says about one package (conversion/attribution.py), as bits of one number.
+class PackageFlag(IntEnum):
+    """What a task's log says about one package (conversion/attribution.py), as bits of one number (each
+    member one bit; a combination is a plain int).
 
     Evidence: LOADED (a binding or style file of it was loaded), RAW (only its TeX file was read, no
     LaTeXML binding), MISSING (a `missing_file` warning names it: no binding, or no file at all),
@@ -111,7 +112,7 @@ class PackageFlag(IntFlag):
 
     @property
     def key(self) -> str:
-        return (self.name or "").lower()
+        return self.name.lower()
 
 
 # The flags that are evidence from the log, strongest first; WEAK is shown apart.
