@@ -235,6 +235,19 @@ def messages(
     _stream(f"/api/reports/{segment(corpus)}/{segment(service)}/messages", query, output)
 
 
+@app.command(
+    "package-export", help="Every (package, paper) row of a pair's package ranking, or a run's, as CSV (streamed)."
+)
+@handled
+def package_export(
+    corpus: Annotated[str, Arg(help="the corpus's name", show_default=False)],
+    service: Annotated[str, Arg(help="the service's name", show_default=False)],
+    run: Annotated[Optional[int], Opt(help="a run's id (default: the tasks now)")] = None,  # noqa: UP045
+    output: Annotated[Optional[Path], Opt("--output", "-o", help="write to this file, not stdout")] = None,  # noqa: UP045
+) -> None:
+    _stream(f"/api/runs/{segment(corpus)}/{segment(service)}/packages/export", {"run": run}, output)
+
+
 @app.command(help="Download an archive (or manifest.json) of a finished dataset export (see `ccs exports`).")
 @handled
 def download(

@@ -96,6 +96,45 @@ class Category(StrEnum):
 CORTEX_NEVER_COMPLETED = ("cortex", "never_completed_with_retries")
 
 
+class PackageKind(StrEnum):
+    """What a LaTeX file of definitions is to package attribution (conversion/attribution.py): a package
+    (`.sty`) or a class (`.cls`)."""
+
+    PACKAGE = "package"
+    CLASS = "class"
+
+
+class PackageFlag(IntEnum):
+    """What a task's log says about one package (conversion/attribution.py), as bits of one number (each
+    member one bit; a combination is a plain int).
+
+    Evidence: LOADED (a binding or style file of it was loaded), RAW (only its TeX file was read, no
+    LaTeXML binding), MISSING (a `missing_file` warning names it: no binding, or no file at all),
+    ERROR_IN_DEFINITIONS (an error or fatal message located in its files); WEAK (an undefined macro or
+    environment in a paper whose only missing dependency it is: inferred, never counted as evidence).
+    Verdicts: ONLY (the paper's only missing dependency), CLEARS (every error and fatal message of a paper
+    that is not error-free is located in it), CLEARS_WEAK (the same when the weak ones count too)."""
+
+    LOADED = 1
+    RAW = 2
+    MISSING = 4
+    ERROR_IN_DEFINITIONS = 8
+    WEAK = 16
+    ONLY = 32
+    CLEARS = 64
+    CLEARS_WEAK = 128
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+# The flags that are evidence from the log, strongest first; WEAK is shown apart.
+PACKAGE_EVIDENCE: tuple[PackageFlag, ...] = (
+    PackageFlag.ERROR_IN_DEFINITIONS, PackageFlag.MISSING, PackageFlag.LOADED, PackageFlag.RAW,
+)  # fmt: skip
+
+
 class KillReason(StrEnum):
     """What a conversion was stopped for from outside (or died of out of memory)."""
 

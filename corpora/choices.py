@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from conversion.choices import Severity
+from conversion.choices import PackageKind, Severity
 
 
 class CorpusState(models.TextChoices):
@@ -48,3 +48,6 @@ class ExportGrouping(models.TextChoices):
 MessageSeverity = models.TextChoices(
     "MessageSeverity", [(severity.name, (severity.value, severity.value.title())) for severity in Severity]
 )
+
+# What a package of package attribution is (TaskPackage.kind), as model choices: the values of `PackageKind`.
+PACKAGE_KINDS = models.TextChoices("PackageKinds", [(kind.name, (kind.value, kind.value)) for kind in PackageKind])

@@ -22,8 +22,9 @@ from typing import Any
 from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
+from conversion.attribution import attribute
 from corpora.choices import ClassLevel
-from corpora.models import MessageClass, MessageTally, StaleMessages, Task, TaskClass, TaskMessages
+from corpora.models import MessageClass, MessageTally, StaleMessages, Task, TaskClass, TaskMessages, TaskPackage
 
 MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
 MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
@@ -31,6 +32,7 @@ STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_TABLE = Task._meta.db_table
 TASK_CLASS_TABLE = TaskClass._meta.db_table
 TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
+TASK_PACKAGE_TABLE = TaskPackage._meta.db_table
 
 logger = logging.getLogger(__name__)
 
@@ -52,7 +54,8 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
     a (task, class) row per distinct class, and additions to the pair's tallies, in the caller's
     transaction. The (task, class) rows carry the task's document, read here. A task's row carries its
     final status, so write it with or after that status; a task must have no messages yet
-    (messages_delete first). Fields must fit the dictionary's columns (the log parser caps them).
+    (messages_delete first). Fields must fit the dictionary's columns (the log parser caps them). The
+    packages and classes the messages name become the task's package rows (conversion.attribution).
     Returns how many messages were written.
 
     The arrays go into COPY as array literals made here: psycopg's own list adapter, pure Python, took
@@ -60,9 +63,11 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
     rows: list[tuple[Any, ...]] = []
     wanted: dict[ClassKey, None] = {}
     written = 0
+    tasks_messages: dict[int, Sequence[tuple[str, str, str, str]]] = {}
     for task_id, corpus_id, service_id, status, messages in tasks:
         if not messages:
             continue
+        tasks_messages[task_id] = messages
         # A class's place is its order of first appearance, counted from 1. (map and dict.fromkeys keep the
         # per-message work in C: the sink writes hundreds of tasks of 150 messages a second.)
         keys = list(map(_CLASS_OF, messages))
@@ -110,7 +115,35 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
     ) as copy:
         copy.write("".join(pairs))  # integers only: nothing to escape
     _tallies_add(cursor, tallies, sign=1)
+    _packages_write(cursor, rows, documents, tasks_messages)
     return written
+
+
+def _packages_write(
+    cursor: CursorWrapper, rows: list, documents: dict[int, int], messages: dict[int, Sequence]
+) -> None:
+    """The package rows of the tasks written (TaskPackage): what conversion.attribution reads in each task's
+    messages, one COPY for all of them."""
+    lines = []
+    for task_id, corpus_id, service_id, status, *_ in rows:
+        head = f"{task_id}\t{documents[task_id]}\t{corpus_id}\t{service_id}\t{status}\t"
+        lines += [
+            f"{head}{use.kind}\t{_copy_text(use.name)}\t{use.flags}\t{use.errors}\n"
+            for use in attribute(messages[task_id], status)
+        ]
+    if lines:
+        with cursor.cursor.copy(
+            f"COPY {TASK_PACKAGE_TABLE} (task_id, document_id, corpus_id, service_id, task_status, kind, package,"
+            " flags, errors) FROM STDIN"
+        ) as copy:
+            copy.write("".join(lines))
+
+
+def _copy_text(value: str) -> str:
+    """A value in COPY's text format: backslash, tab and line ends escaped."""
+    if "\\" in value or "\t" in value or "\n" in value or "\r" in value:
+        value = value.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
+    return value
 
 
 def _int_array(values: list[int]) -> str:
@@ -230,9 +263,9 @@ def _tallies_take_gone(cursor: CursorWrapper) -> int:
 
 def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None, *, scope: str = "") -> int:
     """Delete the messages of tasks (`task_ids`, or the ids in the column `id` of the temporary table
-    named by `scope`): their task rows, their (task, class) rows, and their share of the tallies, in the
-    caller's transaction. Retired messages (messages_retire) go too, without touching the tallies, which
-    no longer count them. Returns how many messages were deleted that the tallies still counted."""
+    named by `scope`): their task rows, their (task, class) rows, their package rows and their share of
+    the tallies, in the caller's transaction. Retired messages (messages_retire) go too, without touching
+    the tallies, which no longer count them. Returns how many messages were deleted that the tallies still counted."""
     if not scope and not task_ids:
         return 0
     cursor.execute(_GONE_TABLE)
@@ -242,7 +275,8 @@ def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None
         f"WITH retired AS (DELETE FROM {STALE_MESSAGES_TABLE} z USING {retired} RETURNING z.task_id),"
         f" gone AS (DELETE FROM {TASK_MESSAGES_TABLE} x USING {using} RETURNING x.task_id, {_GONE_COLUMNS},"
         " x.task_id IN (SELECT task_id FROM retired) AS retired),"
-        f" pairs AS (DELETE FROM {TASK_CLASS_TABLE} p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
+        f" pairs AS (DELETE FROM {TASK_CLASS_TABLE} p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone))),"
+        f" packages AS (DELETE FROM {TASK_PACKAGE_TABLE} k WHERE k.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
         " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages"
         " FROM gone WHERE NOT retired",
         [*retired_params, *params],
@@ -285,6 +319,7 @@ def messages_purge_retired(*, batch: int = 5_000) -> int:
             wal_compress(cursor)
             cursor.execute(f"DELETE FROM {TASK_MESSAGES_TABLE} x USING purge_batch s WHERE x.task_id = s.id")
             cursor.execute(f"DELETE FROM {TASK_CLASS_TABLE} p USING purge_batch s WHERE p.task_id = s.id")
+            cursor.execute(f"DELETE FROM {TASK_PACKAGE_TABLE} k USING purge_batch s WHERE k.task_id = s.id")
             cursor.execute(f"DELETE FROM {STALE_MESSAGES_TABLE} z USING purge_batch s WHERE z.task_id = s.id")
         cursor.execute("DROP TABLE purge_batch")
     return count
@@ -347,6 +382,6 @@ def messages_purge(cursor: CursorWrapper, where: str, params: list[Any]) -> int:
         params,
     )
     messages = int(cursor.fetchone()[0])
-    for table in (TASK_CLASS_TABLE, MESSAGE_TALLY_TABLE, STALE_MESSAGES_TABLE):
+    for table in (TASK_CLASS_TABLE, TASK_PACKAGE_TABLE, MESSAGE_TALLY_TABLE, STALE_MESSAGES_TABLE):
         cursor.execute(f"DELETE FROM {table} WHERE {where}", params)
     return messages

@@ -19,9 +19,10 @@ from django.db import models
 from django.db.models import F, Q
 from django.db.models.functions import Collate, Lower
 
+from conversion.attribution import NAME_MAX as PACKAGE_NAME_MAX
 from conversion.choices import TaskStatus
 from conversion.logparse import CATEGORY_MAX, DETAILS_MAX, WHAT_MAX
-from corpora.choices import CorpusState, MessageSeverity
+from corpora.choices import PACKAGE_KINDS, CorpusState, MessageSeverity
 
 
 class Corpus(models.Model):
@@ -359,6 +360,47 @@ class MessageTally(models.Model):
 
     def __str__(self) -> str:
         return f"{self.corpus_id}/{self.service_id}/{self.task_status}/{self.message_class_id}: {self.tasks}"
+
+
+class TaskPackage(models.Model):
+    """What one task's log says about one package or class it used (conversion/attribution.py): its
+    evidence and verdicts as PackageFlag bits, and the task's error and fatal messages located in it.
+    Written by corpora.message_store's message writer with the task's messages, in the same transaction,
+    and deleted with them; like them it carries the task's status, document and pair, so the ranking of a
+    pair is one index range (docs/decisions/package-attribution.md)."""
+
+    pk = models.CompositePrimaryKey("corpus_id", "service_id", "kind", "package", "task_id")
+    task_id = models.BigIntegerField()
+    document_id = models.BigIntegerField()
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+    kind = models.CharField(max_length=10, choices=PACKAGE_KINDS.choices)
+    package = models.CharField(max_length=PACKAGE_NAME_MAX)
+    flags = models.SmallIntegerField()
+    errors = models.IntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["task_id"], name="taskpackage_task")]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id} used {self.kind} {self.package}"
+
+
+class SnapshotPackage(models.Model):
+    """One package or class of a snapshot: the documents whose tasks used it when the snapshot was taken,
+    ascending, with each one's task status and PackageFlag bits, in parallel arrays (corpora.pairs)."""
+
+    pk = models.CompositePrimaryKey("snapshot_id", "kind", "package")
+    snapshot_id = models.BigIntegerField()
+    kind = models.CharField(max_length=10, choices=PACKAGE_KINDS.choices)
+    package = models.CharField(max_length=PACKAGE_NAME_MAX)
+    document_ids = ArrayField(models.BigIntegerField())
+    statuses = ArrayField(models.SmallIntegerField())
+    flags = ArrayField(models.SmallIntegerField())
+
+    def __str__(self) -> str:
+        return f"snapshot {self.snapshot_id}: {self.kind} {self.package}"
 
 
 class LogMessage(models.Model):

@@ -38,11 +38,13 @@ from corpora.models import (
     SnapshotClass,
     SnapshotDiff,
     SnapshotMembers,
+    SnapshotPackage,
     StaleMessages,
     Task,
     TaskClass,
     TaskCount,
     TaskDiff,
+    TaskPackage,
     TelemetryBin,
     TelemetryMinute,
 )
@@ -63,11 +65,13 @@ SNAPSHOT_TABLE = Snapshot._meta.db_table
 SNAPSHOT_CLASS_TABLE = SnapshotClass._meta.db_table
 SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
 SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
+SNAPSHOT_PACKAGE_TABLE = SnapshotPackage._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_TABLE = Task._meta.db_table
 TASK_CLASS_TABLE = TaskClass._meta.db_table
 TASK_COUNT_TABLE = TaskCount._meta.db_table
 TASK_DIFF_TABLE = TaskDiff._meta.db_table
+TASK_PACKAGE_TABLE = TaskPackage._meta.db_table
 TELEMETRY_BIN_TABLE = TelemetryBin._meta.db_table
 TELEMETRY_MINUTE_TABLE = TelemetryMinute._meta.db_table
 
@@ -174,7 +178,8 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
     """Append the status of every task of the pair as one snapshot, with its message classes: the tasks
     and messages of each class (from the reports' tallies) and the documents that had each class of
     warning severity or worse (from the (task, class) rows), in chunks of document ids. Retired messages
-    (a rerun's, not yet purged) count nowhere, as in the reports. One transaction."""
+    (a rerun's, not yet purged) count nowhere, as in the reports. The packages the tasks used, each with its
+    documents, their statuses and attribution flags, are frozen with it. One transaction."""
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in BULK_SETTINGS:
             cursor.execute(statement)
@@ -219,6 +224,15 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
             f"   WHERE (hashint8(u.d) & {MEMBERS_CHUNK - 1}) = 0 AND u.i < cardinality(m.a)"
             "   UNION ALL SELECT cardinality(m.a)) e) s",
             [list(MEMBER_SEVERITIES), corpus_id, service_id, snapshot_id],
+        )
+        # Each package's documents with their status and attribution flags (docs/decisions/package-attribution.md).
+        cursor.execute(
+            f"INSERT INTO {SNAPSHOT_PACKAGE_TABLE} (snapshot_id, kind, package, document_ids, statuses, flags)"
+            " SELECT %s, p.kind, p.package, array_agg(p.document_id ORDER BY p.document_id),"
+            "  array_agg(p.task_status ORDER BY p.document_id), array_agg(p.flags ORDER BY p.document_id)"
+            f" FROM {TASK_PACKAGE_TABLE} p WHERE p.corpus_id = %s AND p.service_id = %s{retired}"
+            " GROUP BY p.kind, p.package",
+            [snapshot_id, corpus_id, service_id],
         )
     return SnapshotTaken(snapshot_id, taken_at, rows)
 
@@ -272,6 +286,7 @@ def _history_delete(cursor: Any, column: str, value: int) -> None:
     snapshots = f"SELECT id FROM {SNAPSHOT_TABLE} WHERE {column} = %s"
     cursor.execute(f"DELETE FROM {SNAPSHOT_MEMBERS_TABLE} WHERE snapshot_id IN ({snapshots})", [value])
     cursor.execute(f"DELETE FROM {SNAPSHOT_CLASS_TABLE} WHERE snapshot_id IN ({snapshots})", [value])
+    cursor.execute(f"DELETE FROM {SNAPSHOT_PACKAGE_TABLE} WHERE snapshot_id IN ({snapshots})", [value])
     cursor.execute(f"DELETE FROM {SNAPSHOT_TABLE} WHERE {column} = %s", [value])
 
 
@@ -335,6 +350,7 @@ def history_remove(
         )
         history_tally(pairs, cursor.fetchall(), "bytes")
         cursor.execute(f"DELETE FROM {SNAPSHOT_CLASS_TABLE} WHERE snapshot_id = ANY(%s)", [snapshot_ids])
+        cursor.execute(f"DELETE FROM {SNAPSHOT_PACKAGE_TABLE} WHERE snapshot_id = ANY(%s)", [snapshot_ids])
         cursor.execute(
             f"WITH gone AS (DELETE FROM {SNAPSHOT_TABLE} WHERE id = ANY(%s)"
             "  RETURNING corpus_id, service_id, pg_column_size(document_ids) + pg_column_size(statuses) AS bytes)"

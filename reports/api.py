@@ -4,19 +4,16 @@ resuming conversions."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.http import HttpResponseRedirect, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
-from rest_framework.negotiation import BaseContentNegotiation
-from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 
 from accounts.api_base import PublicApiView, TokenApiView
+from config.api.negotiation import FileNegotiation
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
 from corpora.links import document_file_api_url
@@ -182,18 +179,6 @@ PAPER_FILE = OpenApiResponse(
     description="The member, typed by its name, under the paper policy: Content-Security-Policy "
     "sandbox (no script, an opaque origin), X-Content-Type-Options nosniff",
 )
-
-
-class FileNegotiation(BaseContentNegotiation):
-    """A file answers in its own type (the export: the one its `format` parameter names) whatever Accept
-    says, and its errors in problem+json as everywhere; DRF's own negotiation would take ?format= for a
-    renderer's name, and refuse a browser that does not accept JSON."""
-
-    def select_parser(self, request: Request, parsers: list[Any]) -> Any:
-        return parsers[0] if parsers else None
-
-    def select_renderer(self, request: Request, renderers: list[BaseRenderer], format_suffix: str | None = None) -> Any:
-        return renderers[0], renderers[0].media_type
 
 
 class DocumentHtmlApi(PublicApiView):

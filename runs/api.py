@@ -6,7 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import JsonResponse
+from django.http import JsonResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import status
 from rest_framework.request import Request
@@ -14,6 +16,7 @@ from rest_framework.response import Response
 from rest_framework.serializers import Serializer
 
 from accounts.api_base import PublicApiView, TokenApiView
+from config.api.negotiation import FileNegotiation
 from config.api.paging import page_check
 from config.api.schema import problems
 from corpora.queries import pair_resolve
@@ -22,6 +25,15 @@ from runs.queries.classes import class_diff, class_known, class_split, class_tas
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
 from runs.queries.diffs import diff_scope
 from runs.queries.history import pair_runs, run_current, run_history
+from runs.queries.packages import (
+    EXPORT_HEADER,
+    kind_check,
+    package_diff,
+    package_export,
+    package_papers,
+    package_ranking,
+    package_source,
+)
 from runs.queries.telemetry import pair_telemetry
 from runs.serializers import (
     ClassChangeSerializer,
@@ -34,6 +46,11 @@ from runs.serializers import (
     CurrentRunSerializer,
     DiffParamsSerializer,
     DocumentHistorySerializer,
+    PackageDiffParamsSerializer,
+    PackageDiffSerializer,
+    PackagePaperSerializer,
+    PackageParamsSerializer,
+    PackageRankingSerializer,
     PairRunsParamsSerializer,
     RunDiffSerializer,
     RunListParamsSerializer,
@@ -42,6 +59,7 @@ from runs.serializers import (
     TaskDiffParamsSerializer,
     TaskDiffSerializer,
     TelemetrySerializer,
+    package_export_chunks,
 )
 
 # The CurrentRun component (a Run with its ETA) or null.
@@ -196,3 +214,68 @@ class CompareTasksApi(PublicApiView):
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
         tasks = compare_tasks(compare_scope(corpus, service_a, service_b), page, **query)
         return Response(CompareTaskSerializer(tasks, many=True).data)
+
+
+class PackagesApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_packages",
+        summary="Packages and classes of a pair or a run, ranked by the papers each alone keeps from being error-free",
+        parameters=[PackageParamsSerializer],
+        responses={200: PackageRankingSerializer, **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        query = params(PackageParamsSerializer, request)
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        source = package_source(pair_resolve(corpus, service), query.get("run"))
+        return Response(PackageRankingSerializer(package_ranking(source, page, kind_check(query.get("kind")))).data)
+
+
+class PackagePapersApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_package_papers", summary="The papers behind one package or class of a ranking, paginated",
+        parameters=[PackageParamsSerializer],
+        responses={200: PackagePaperSerializer(many=True), **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, kind: str, package: str) -> Response:
+        query = params(PackageParamsSerializer, request)
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        source = package_source(pair_resolve(corpus, service), query.get("run"))
+        papers = package_papers(source, kind_check(kind) or "", package, page)
+        return Response(PackagePaperSerializer(papers, many=True).data)
+
+
+class PackageDiffApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_package_diff", summary="Packages that gained or lost papers between two snapshots",
+        parameters=[PackageDiffParamsSerializer],
+        responses={200: PackageDiffSerializer, **problems(400, 404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        query = params(PackageDiffParamsSerializer, request)
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
+        return Response(PackageDiffSerializer(package_diff(scope, page)).data)
+
+
+class PackageExportApi(PublicApiView):
+    content_negotiation_class = FileNegotiation
+
+    @extend_schema(
+        operation_id="runs_package_export",
+        summary="Every (package, paper) row of a ranking as CSV, streamed",
+        description="Columns: kind, package, document, status, only_missing, clears, clears_weak, evidence "
+        "(space-separated, strongest first). `run` reads a run as its snapshot froze it.",
+        parameters=[PackageParamsSerializer], tags=["runs"],
+        responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.BINARY, description="CSV file"),
+                   **problems(400, 404)},
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> StreamingHttpResponse:
+        query = params(PackageParamsSerializer, request)
+        source = package_source(pair_resolve(corpus, service), query.get("run"))
+        response = StreamingHttpResponse(
+            package_export_chunks(package_export(source), EXPORT_HEADER), content_type="text/csv; charset=utf-8"
+        )
+        name = f"{corpus}-{service}-packages" + (f"-run{source.run_id}" if source.run_id else "") + ".csv"
+        response["Content-Disposition"] = content_disposition_header(True, name)
+        response["X-Content-Type-Options"] = "nosniff"
+        return response

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import csv
+import io
+from collections.abc import Iterator
 from datetime import datetime, time
+from typing import Any
 
 from django.utils import dateparse, timezone
 from drf_spectacular.utils import extend_schema_field
@@ -391,3 +395,86 @@ class PruneSummarySerializer(serializers.Serializer):
     service = serializers.CharField(allow_null=True)
     pairs = PrunePairSerializer(many=True)
     total = PruneCountsSerializer()
+
+
+# --- package attribution (runs.queries.packages) ----------------------------------------------------
+
+
+class PackageParamsSerializer(PageParamsSerializer):
+    run = serializers.IntegerField(required=False, min_value=1, help_text="a run of the pair (default: the tasks now)")
+    kind = StrictCharField(required=False, max_length=10, help_text="package or class")
+
+
+class PackageRowSerializer(serializers.Serializer):
+    kind = serializers.CharField(help_text="package (.sty) or class (.cls)")
+    package = serializers.CharField()
+    papers = serializers.IntegerField(help_text="papers whose log names it (loaded, missing or erring in it)")
+    statuses = serializers.DictField(child=serializers.IntegerField(), help_text="those papers by status")
+    only_missing = serializers.IntegerField(help_text="papers whose only missing or unsupported dependency it is")
+    clears = serializers.IntegerField(
+        help_text="papers that would be error-free without its messages: every error and fatal located in it"
+    )
+    clears_weak = serializers.IntegerField(help_text="the same when weak (inferred) attributions count too")
+    evidence = serializers.ListField(
+        child=serializers.CharField(), help_text="kinds of evidence among its papers, strongest first; weak apart"
+    )
+
+
+class PackageRankingSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    run = serializers.IntegerField(allow_null=True, help_text="the run read, or null for the tasks now")
+    taken_at = serializers.DateTimeField(allow_null=True, help_text="the run's snapshot, or null when read live")
+    count = serializers.IntegerField(help_text="packages in all")
+    rows = PackageRowSerializer(many=True)
+
+
+class PackagePaperSerializer(serializers.Serializer):
+    document = serializers.CharField()
+    status = serializers.CharField()
+    only_missing = serializers.BooleanField()
+    clears = serializers.BooleanField()
+    clears_weak = serializers.BooleanField()
+    evidence = serializers.ListField(child=serializers.CharField())
+    url = serializers.CharField()
+    api_url = serializers.CharField()
+
+
+class PackageDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
+    pass
+
+
+class PackageChangeSerializer(serializers.Serializer):
+    kind = serializers.CharField()
+    package = serializers.CharField()
+    previous_papers = serializers.IntegerField()
+    current_papers = serializers.IntegerField()
+    gained = serializers.ListField(child=serializers.CharField(), help_text="documents gained (the first 20)")
+    lost = serializers.ListField(child=serializers.CharField(), help_text="documents lost (the first 20)")
+    gained_count = serializers.IntegerField()
+    lost_count = serializers.IntegerField()
+    previous_clears = serializers.IntegerField()
+    current_clears = serializers.IntegerField()
+
+
+class PackageDiffSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    available_dates = serializers.ListField(child=serializers.DateTimeField())
+    previous = serializers.DateTimeField(allow_null=True)
+    current = serializers.DateTimeField(allow_null=True)
+    changes = PackageChangeSerializer(many=True)
+
+
+def package_export_chunks(batches: Iterator[list[tuple[Any, ...]]], header: tuple[str, ...]) -> Iterator[bytes]:
+    """The rows of a package export as CSV bytes, a header line first, one chunk a batch."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    for batch in batches:
+        writer.writerows(batch)
+        yield buffer.getvalue().encode()
+        buffer.seek(0)
+        buffer.truncate()
+    if buffer.tell():
+        yield buffer.getvalue().encode()

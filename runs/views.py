@@ -24,6 +24,7 @@ from config.api.paging import page_check
 from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
 from config.screens import duration_text, error_page, given, pager, screen_write, validated
+from conversion.choices import PackageKind
 from corpora.links import class_tasks_url, document_url, report_url
 from corpora.queries import pair_resolve
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
@@ -40,6 +41,7 @@ from runs.queries.classes import (
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
 from runs.queries.diffs import DiffScope, diff_scope, task_diff_count
 from runs.queries.history import pair_runs, run_current, run_history
+from runs.queries.packages import kind_check, package_diff, package_papers, package_ranking, package_source
 from runs.queries.prune import prune_preview
 from runs.queries.telemetry import pair_telemetry
 from runs.serializers import (
@@ -55,6 +57,11 @@ from runs.serializers import (
     CurrentRunSerializer,
     DiffParamsSerializer,
     DocumentHistorySerializer,
+    PackageDiffParamsSerializer,
+    PackageDiffSerializer,
+    PackagePaperSerializer,
+    PackageParamsSerializer,
+    PackageRankingSerializer,
     PairRunsParamsSerializer,
     PruneParamsSerializer,
     PruneSummarySerializer,
@@ -72,6 +79,8 @@ REGRESSIONS_SHOWN = 50
 # The run page and the diff screen list this many new and fixed failure classes; a link leads to all.
 FAILURES_SHOWN = 10
 FAILURE_SEVERITIES = "error,fatal"
+# The package screen offers the pair's latest runs to read.
+RUNS_PICKED = 50
 
 
 # --- shared pieces -----------------------------------------------------------------------------------
@@ -537,3 +546,85 @@ def _removed_sentence(total: dict[str, int]) -> str:
         f"Pruned {total['runs']} runs, {total['snapshots']} snapshots and {total['diffs']} diffs"
         f" ({total['diff_rows']} diff rows), freeing {filesizeformat(total['bytes'])} for reuse."
     )
+
+
+# --- package attribution -------------------------------------------------------------------------
+
+
+def _package_href(corpus: str, service: str, row: dict[str, Any], run: int | None) -> str:
+    path = reverse("runs-package-papers", kwargs={"corpus": corpus, "service": service, "kind": row["kind"],
+                                                  "package": row["package"]})  # fmt: skip
+    return path + _query(run=run) if run else path
+
+
+@require_GET
+def packages_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of GET /api/runs/<c>/<s>/packages: the packages and classes the pair's papers used (or a
+    run's, as its snapshot froze them), ranked by the papers each alone keeps from being error-free."""
+    try:
+        query = dict(validated(PackageParamsSerializer(data=given(request.GET))))
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        pair = pair_resolve(corpus, service)
+        source = package_source(pair, query.get("run"))
+        ranking = PackageRankingSerializer(package_ranking(source, page, kind_check(query.get("kind")))).data
+        runs = pair_runs(pair, limit=RUNS_PICKED)
+    except ServiceError as exc:
+        return error_page(request, exc)
+    kept = {key: value for key, value in query.items() if value}
+    context = {
+        "ranking": ranking,
+        "filters": query,
+        "kinds": [kind.value for kind in PackageKind],
+        "runs": [{"id": run.id, "started_at": run.started_at.isoformat(), "open": run.open} for run in runs],
+        "rows": [
+            {"row": row, "href": _package_href(corpus, service, row, query.get("run"))} for row in ranking["rows"]
+        ],
+        "diff_href": reverse("runs-package-diff", kwargs={"corpus": corpus, "service": service}),
+        "pager": pager(page.offset, page.page_size, len(ranking["rows"]), ranking["count"], kept),
+        "crumbs": crumbs(corpus, service, ("packages", None)),
+    }
+    return render(request, "runs/packages.html", context)
+
+
+@require_GET
+def package_papers_view(request: HttpRequest, corpus: str, service: str, kind: str, package: str) -> HttpResponse:
+    """Screen twin of GET /api/runs/<c>/<s>/packages/<kind>/<package>: the papers behind one row."""
+    try:
+        query = dict(validated(PackageParamsSerializer(data=given(request.GET))))
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        source = package_source(pair_resolve(corpus, service), query.get("run"))
+        papers = PackagePaperSerializer(package_papers(source, kind_check(kind) or "", package, page), many=True).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    kept = {key: value for key, value in query.items() if value}
+    ranking_href = reverse("runs-packages", kwargs={"corpus": corpus, "service": service})
+    ranking_href += _query(run=query["run"]) if query.get("run") else ""
+    context = {
+        "kind": kind,
+        "package": package,
+        "papers": papers,
+        "pager": pager(page.offset, page.page_size, len(papers), None, kept),
+        "crumbs": crumbs(corpus, service, ("packages", ranking_href), (package, None)),
+    }
+    return render(request, "runs/package_papers.html", context)
+
+
+@require_GET
+def package_diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
+    """Screen twin of GET /api/runs/<c>/<s>/packages/diff: the packages that gained or lost papers between
+    two snapshots."""
+    try:
+        query = dict(validated(PackageDiffParamsSerializer(data=given(request.GET))))
+        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
+        diff = PackageDiffSerializer(package_diff(scope, page)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    kept = {key: value for key, value in _dates(scope).items() if value}
+    ranking_href = reverse("runs-packages", kwargs={"corpus": corpus, "service": service})
+    context = {
+        "diff": diff,
+        "pager": pager(page.offset, page.page_size, len(diff["changes"]), None, kept),
+        "crumbs": crumbs(corpus, service, ("packages", ranking_href), ("diff", None)),
+    }
+    return render(request, "runs/package_diff.html", context)

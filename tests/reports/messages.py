@@ -1,5 +1,5 @@
 """Messages in tests: adding messages to a task through the one message writer, and what must hold
-between the message tables (reports.TaskMessages, TaskClass, MessageTally) and the tasks, as plain SQL
+between the message tables (TaskMessages, TaskClass, TaskPackage, MessageTally) and the tasks, as plain SQL
 recounts that the tests check after every kind of write."""
 
 from __future__ import annotations
@@ -73,6 +73,11 @@ CHECKS = {
         " WHERE r.tasks IS DISTINCT FROM t.tasks OR r.messages IS DISTINCT FROM t.messages"
     ),
     "a tally is negative": "SELECT count(*) FROM corpora_messagetally WHERE tasks < 0 OR messages < 0",
+    "a package row has no task row, or not its pair, status or document": (
+        "SELECT count(*) FROM corpora_taskpackage k LEFT JOIN corpora_taskmessages x ON x.task_id = k.task_id"
+        " LEFT JOIN corpora_task t ON t.id = k.task_id WHERE x.task_id IS NULL OR x.corpus_id <> k.corpus_id"
+        " OR x.service_id <> k.service_id OR x.task_status <> k.task_status OR t.document_id <> k.document_id"
+    ),
 }
 
 

@@ -225,19 +225,22 @@ def test_the_rerun_probes_each_tables_task_index_instead_of_hashing_the_scope(au
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
     # The task rows whose messages it retires are found by their key.
     assert "corpora_taskmessages_pkey" in plans["WITH retired AS"], plans["WITH retired AS"]
-    # The purge then deletes a batch's task rows by their key, and their (task, class) rows by the task index.
+    # The purge then deletes a batch's task rows by their key, and their (task, class) and package rows by
+    # their task indexes.
     plans.clear()
     with connection.execute_wrapper(explaining):
         _purge()
     assert set(plans) == {
         "DELETE FROM corpora_taskmessages",
         "DELETE FROM corpora_taskclass",
+        "DELETE FROM corpora_taskpackage",
         "DELETE FROM corpora_stalemessages",
     }
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
     assert "corpora_taskmessages_pkey" in plans["DELETE FROM corpora_taskmessages"]
     assert "taskclass_task" in plans["DELETE FROM corpora_taskclass"]
+    assert "taskpackage_task" in plans["DELETE FROM corpora_taskpackage"]
 
 
 def test_the_message_tables_agree_with_each_other_and_the_tasks(converted):
