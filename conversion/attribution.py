@@ -36,9 +36,11 @@ LOADED_FILE = "loaded_file"
 UNDEFINED = "undefined"
 # LaTeXML's Fatal after 100 errors: a consequence of the others, so it follows them (it clears with them).
 TOO_MANY_ERRORS = "too_many_errors"
-# Categories whose messages are the service's verdicts or missing files, not errors in a package's code.
-# "infrastructure" is the category of the machine's failures (`Fatal:infrastructure:*`).
-NOT_LOCATED = frozenset({Category.MISSING_FILE, Category.INVALID, Category.LIMIT, Category.PROFILE, "infrastructure"})
+# Categories whose messages are the service's verdicts, the machine's failures or missing files, not errors in
+# a package's code.
+NOT_LOCATED = frozenset(
+    {Category.MISSING_FILE, Category.INVALID, Category.LIMIT, Category.PROFILE, Category.INFRASTRUCTURE}
+)
 _EXTENSIONS = {"sty": PackageKind.PACKAGE.value, "cls": PackageKind.CLASS.value}
 # A location in LaTeXML's details: a file name (any path before it) then "; line N" or "; from line N";
 # the file name is found before each "; " (str methods: a pattern scanning 2,000 characters of details

@@ -6,7 +6,7 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-    dependencies = [("corpora", "0014_tables_of_their_writer")]
+    dependencies = [("corpora", "0015_package_attribution")]
 
     operations = [
         migrations.AddField(
