@@ -98,26 +98,47 @@ def import_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_service
 
 def extend_tasks_create(cursor: CursorWrapper, *, corpus_id: int) -> int:
     """TODO tasks on every activated service of the corpus for the valid rows of `import_entries`."""
+    # Each pair's median is read once (a CTE), not once per new task; a new document goes in the middle.
     cursor.execute(
-        f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-        f" SELECT a.corpus_id, a.service_id, e.document_id, {TaskStatus.TODO}"
-        f" FROM import_entries e CROSS JOIN {ACTIVATION_TABLE} a"
-        " WHERE a.corpus_id = %s AND e.problem = ''",
+        f"WITH a AS MATERIALIZED (SELECT a.corpus_id, a.service_id, coalesce(({_pair_median('a')}), 0) AS expected_ms"
+        f" FROM {ACTIVATION_TABLE} a WHERE a.corpus_id = %s)"
+        f" INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status, expected_ms)"
+        f" SELECT a.corpus_id, a.service_id, e.document_id, {TaskStatus.TODO}, a.expected_ms"
+        " FROM import_entries e CROSS JOIN a"
+        " WHERE e.problem = ''",
         [corpus_id],
     )
     return cursor.rowcount
+
+
+def _pair_median(pair: str) -> str:
+    """A scalar subquery: the median runtime of the pair whose corpus_id and service_id are columns of `pair`
+    (null when it has none), the expected runtime of its tasks that have none of their own."""
+    return (
+        f"SELECT percentile_disc(0.5) WITHIN GROUP (ORDER BY runtime_ms) FROM {TASK_RUNTIME_TABLE}"
+        f" WHERE corpus_id = {pair}.corpus_id AND service_id = {pair}.service_id"
+    )
+
+
+def pair_median_ms(cursor: CursorWrapper, *, corpus_id: int, service_id: int) -> int:
+    """The pair's median runtime in ms (0 when it has none): where a task without a runtime of its own is
+    scheduled (Task.expected_ms)."""
+    cursor.execute(f"SELECT coalesce(({_pair_median('p')}), 0) FROM (SELECT %s AS corpus_id, %s AS service_id) p",
+                   [corpus_id, service_id])  # fmt: skip
+    return cursor.fetchone()[0]
 
 
 def activation_tasks_create(*, corpus_id: int, service_id: int, import_service_id: int) -> int:
     """One TODO task of the service per document of the corpus whose import was valid; tasks that exist
     already are left as they are. Returns how many were created."""
     with connection.cursor() as cursor:
+        expected = pair_median_ms(cursor, corpus_id=corpus_id, service_id=service_id)
         cursor.execute(
-            f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-            f" SELECT i.corpus_id, %s, i.document_id, {TaskStatus.TODO} FROM {TASK_TABLE} i"
+            f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status, expected_ms)"
+            f" SELECT i.corpus_id, %s, i.document_id, {TaskStatus.TODO}, %s FROM {TASK_TABLE} i"
             f" WHERE i.corpus_id = %s AND i.service_id = %s AND i.status <> {TaskStatus.INVALID}"
             " ON CONFLICT (service_id, document_id) DO NOTHING",
-            [service_id, corpus_id, import_service_id],
+            [service_id, expected, corpus_id, import_service_id],
         )
         return cursor.rowcount
 
@@ -135,19 +156,29 @@ class LeasedTask:
     entry: str
 
 
-def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -> list[LeasedTask]:
-    """Claim up to `limit` TODO tasks of a service: one statement, rows other dispatchers hold skipped.
+# The order leases go out in: longest expected first (an index scan of task_todo_longest_first), or first in,
+# first out (task_todo_by_service); the live key dispatcher.longest_first chooses.
+_LONGEST_FIRST = "expected_ms DESC, id"
+_FIFO = "id"
+
+
+def lease_batch(
+    *, service_id: int, limit: int, mark: int, lease_seconds: int, longest_first: bool = True
+) -> list[LeasedTask]:
+    """Claim up to `limit` TODO tasks of a service, longest expected runtime first (`Task.expected_ms`) or in
+    id order: one statement, rows other dispatchers hold skipped, returned in that order.
     The lease length is captured on each task now, so a later override changes only later leases; the
     same statement counts the tasks' queue waits into their open runs' telemetry (corpora.telemetry)."""
     if limit <= 0:
         return []
+    order = _LONGEST_FIRST if longest_first else _FIFO
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH picked AS (
                 SELECT id, todo_since FROM {TASK_TABLE}
                  WHERE service_id = %(service)s AND status = {TaskStatus.TODO}
-                 ORDER BY id LIMIT %(limit)s
+                 ORDER BY {order} LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED
             ), leased AS (
                 UPDATE {TASK_TABLE} t
@@ -155,9 +186,9 @@ def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -
                        leased_until = now() + make_interval(secs => %(lease)s)
                   FROM picked, {DOCUMENT_TABLE} d, {CORPUS_TABLE} c
                  WHERE t.id = picked.id AND d.id = t.document_id AND c.id = t.corpus_id
-                RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry, picked.todo_since
+                RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry, picked.todo_since, t.expected_ms
             ),{LEASE_WAITS_CTE}
-            SELECT id, corpus_id, service_id, path, kind, entry FROM leased
+            SELECT id, corpus_id, service_id, path, kind, entry FROM leased ORDER BY {order}
             """,
             {"service": service_id, "limit": limit, "mark": mark, "lease": lease_seconds},
         )
@@ -337,7 +368,7 @@ def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[
 
 
 class TaskResult(Protocol):
-    """What a decoded result brings to its task: status, messages, runtime."""
+    """What a decoded result brings to its task: status, messages, runtime, CPU time and peak memory."""
 
     @property
     def status(self) -> int: ...
@@ -345,6 +376,10 @@ class TaskResult(Protocol):
     def messages(self) -> list[Message]: ...
     @property
     def runtime_ms(self) -> int | None: ...
+    @property
+    def cpu_ms(self) -> int | None: ...
+    @property
+    def peak_rss_kb(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -398,9 +433,11 @@ def results_write(cursor: CursorWrapper, rows: Sequence[tuple[int, int, int, Tas
         f"DELETE FROM {TASK_RUNTIME_TABLE} x USING unnest(%s::bigint[]) AS v(id) WHERE x.task_id = v.id", [ids]
     )
     messages_write(cursor, ((t, c, s, r.status, r.messages) for t, c, s, r in rows))
-    runtimes = [(t, c, s, r.runtime_ms) for t, c, s, r in rows if r.runtime_ms is not None]
+    runtimes = [(t, c, s, r.runtime_ms, r.cpu_ms, r.peak_rss_kb) for t, c, s, r in rows if r.runtime_ms is not None]
     if runtimes:
-        copy_runtimes = f"COPY {TASK_RUNTIME_TABLE} (task_id, corpus_id, service_id, runtime_ms) FROM STDIN"
+        copy_runtimes = (
+            f"COPY {TASK_RUNTIME_TABLE} (task_id, corpus_id, service_id, runtime_ms, cpu_ms, peak_rss_kb) FROM STDIN"
+        )
         with cursor.cursor.copy(copy_runtimes) as copy:
             for row in runtimes:
                 copy.write_row(row)
@@ -480,7 +517,13 @@ def tasks_rerun(
         # Only fixed fragments are joined into the scope; every value goes in as a parameter. The scope is
         # in task order, so the probes below walk each index (and, as tasks are written in about that
         # order, each table) forwards.
-        cursor.execute(f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS {scope}", params)
+        # Each task's runtime goes with it into the scope: deleted below, it is where the task is scheduled.
+        expected = pair_median_ms(cursor, corpus_id=corpus_id, service_id=service_id)
+        cursor.execute(
+            f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS SELECT q.id, r.runtime_ms FROM ({scope}) q"
+            f" LEFT JOIN {TASK_RUNTIME_TABLE} r ON r.task_id = q.id ORDER BY q.id",
+            params,
+        )
         for statement in (*bulk_settings, *PROBE_SETTINGS):
             cursor.execute(statement)
         wal_compress(cursor)
@@ -490,10 +533,10 @@ def tasks_rerun(
         # keeps its lease.
         cursor.execute(
             f"UPDATE {TASK_TABLE} t SET status = {TaskStatus.TODO}, attempts = 0, leased_until = NULL,"
-            " todo_since = NULL"
+            " todo_since = NULL, expected_ms = coalesce(s.runtime_ms, %s)"
             " FROM rerun_scope s"
             " WHERE t.id = s.id AND t.status = ANY(%s)",
-            [status_list],
+            [expected, status_list],
         )
         count = cursor.rowcount
         cursor.execute("DROP TABLE rerun_scope")

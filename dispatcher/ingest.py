@@ -24,7 +24,7 @@ from conversion.zips import zip_member
 from corpora.pairs import runs_close_drained
 from corpora.results import result_files_write
 from corpora.task_changes import results_lock, results_retry, results_write
-from corpora.telemetry import AppliedTimes, results_record
+from corpora.telemetry import AppliedCost, AppliedTimes, results_record
 
 logger = logging.getLogger(__name__)
 
@@ -47,6 +47,8 @@ class Decoded:
     runtime_ms: int | None
     archive: bytes | None
     governor_stopped: bool = False  # the worker's memory governor stopped the conversion: not the document's doing
+    cpu_ms: int | None = None  # the worker's measures of the conversion (Info:cpu_ms, Info:peak_rss_kb)
+    peak_rss_kb: int | None = None
 
 
 @dataclass
@@ -84,7 +86,7 @@ def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
         m.severity == Severity.FATAL and m.category == Category.LIMIT and m.what == KillReason.GOVERNOR
         for m in parsed.messages[-2:]
     )
-    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, stopped)
+    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, stopped, parsed.cpu_ms, parsed.peak_rss_kb)
 
 
 @dataclass(frozen=True)
@@ -146,6 +148,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])
         writes: list[tuple[int, int, int, bytes]] = []
         times: list[AppliedTimes] = []
+        costs: list[AppliedCost] = []
         retry: list[int] = []
         for prepared in batch.results:
             task = leased.get(prepared.task_id)
@@ -160,6 +163,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
             rows.append((prepared.task_id, task.corpus_id, task.service_id, prepared.decoded))
             if task.run_id is not None:
                 times.append((task.run_id, task.leased_at, task.waiting_since, prepared.received_at))
+                costs.append((task.run_id, prepared.decoded.cpu_ms, prepared.decoded.peak_rss_kb))
         results_retry(cursor, retry)
         outcome.retried = len(retry)
         if rows:
@@ -172,7 +176,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
             outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
             try:
                 # Before the statuses: results_write's last statement holds the pair's count rows to the commit.
-                results_record(cursor, times)
+                results_record(cursor, times, costs=costs)
                 results_write(cursor, rows)
                 # In the same transaction, so no one (nor a dispatcher killed right after) sees a pair
                 # with every task done and its run still open.
