@@ -156,9 +156,13 @@ class PeakMemorySerializer(serializers.Serializer):
 
 
 class ProjectionSerializer(serializers.Serializer):
-    scope = serializers.ChoiceField(choices=["corpus", "arxiv"], help_text="the pair's corpus, or arXiv")
     papers = serializers.IntegerField()
     core_hours = serializers.FloatField(allow_null=True, help_text="null while no CPU time was measured")
+
+
+class ProjectionsSerializer(serializers.Serializer):
+    corpus = ProjectionSerializer(help_text="the pair's corpus: its tasks")
+    arxiv = ProjectionSerializer(help_text="arXiv's papers")
 
 
 class RunCostSerializer(serializers.Serializer):
@@ -171,7 +175,7 @@ class RunCostSerializer(serializers.Serializer):
     cpu_seconds_per_paper = serializers.FloatField(allow_null=True)
     papers_per_core_hour = serializers.FloatField(allow_null=True)
     peak_memory = PeakMemorySerializer()
-    projections = ProjectionSerializer(many=True, help_text="core-hours for the corpus and for arXiv at this rate")
+    projections = ProjectionsSerializer(help_text="core-hours for the corpus and for arXiv at this rate")
 
 
 class CostSerializer(serializers.Serializer):

@@ -63,9 +63,16 @@ class PeakMemory:
 class Projection:
     """What `papers` would take at the run's CPU time per paper, in core-hours."""
 
-    scope: str
     papers: int
     core_hours: float | None
+
+
+@dataclass(frozen=True)
+class Projections:
+    """The pair's whole corpus (its tasks) and arXiv at the run's rate."""
+
+    corpus: Projection
+    arxiv: Projection
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,7 @@ class RunCost:
     cpu_seconds_per_paper: float | None
     papers_per_core_hour: float | None
     peak_memory: PeakMemory
-    projections: list[Projection]
+    projections: Projections
 
 
 @dataclass(frozen=True)
@@ -116,10 +123,12 @@ def run_cost(run: dict, *, minutes: dict, bins: list[tuple[int, int]], corpus_pa
     results, cpu_ms, measured = (minutes.get(key) or 0 for key in ("results", "cpu_ms", "cpu_results"))
     per_paper = cpu_ms / 1000 / measured if measured else None
     per_core_hour = 3600 / per_paper if per_paper else None
-    projections = [
-        Projection(scope, papers, round(papers * per_paper / 3600, 1) if per_paper is not None else None)
-        for scope, papers in (("corpus", corpus_papers), ("arxiv", ARXIV_PAPERS))
-    ]
+    projections = Projections(
+        *(
+            Projection(papers, round(papers * per_paper / 3600, 3) if per_paper is not None else None)
+            for papers in (corpus_papers, ARXIV_PAPERS)
+        )
+    )
     return RunCost(
         id=run["id"], started_at=run["started_at"], finished_at=run["finished_at"], results=results,
         measured=measured, cpu_seconds=round(cpu_ms / 1000, 3),
