@@ -103,7 +103,7 @@ class Task(models.Model):
     # wait of the run's telemetry starts here (corpora.telemetry).
     todo_since = models.DateTimeField(null=True, blank=True)
     # How long its conversion is expected to take, in ms: the pair's last runtime of the document, else the
-    # pair's median, set where tasks become TODO; leases go out longest-expected-first
+    # service's median, set where tasks become TODO; leases go out longest-expected-first
     # (docs/decisions/cost-and-schedule.md).
     expected_ms = models.IntegerField(default=0, db_default=0)
 

@@ -1,5 +1,5 @@
 """The lease order: a task becomes TODO with its expected runtime (its pair's last runtime of the document,
-else the pair's median), and the lease statement hands TODO tasks out longest-expected-first, or in id order
+else its service's median), and the lease statement hands TODO tasks out longest-expected-first, or in id order
 when the live key dispatcher.longest_first is off."""
 
 from __future__ import annotations
@@ -60,12 +60,13 @@ def test_a_pair_without_runtimes_expects_nothing_and_leases_in_id_order(pair):
 def test_a_rerun_expects_each_document_s_last_runtime_and_the_median_for_one_without(pair):
     _first_run_done()
     rerun(corpus_name="a", service_name="tex_to_html", actor="tester")
-    # The median of 100, 300, 2000 and 5000 (the lower middle one: percentile_disc) is 300.
+    # The median of 100, 300, 2000 and 5000 is the lower middle one, 300, in the runtime bin [300, 350) ms,
+    # whose middle is 325.
     assert {name: task.expected_ms for name, task in _tasks().items()} == {
-        "doc0": 100, "doc1": 5_000, "doc2": 300, "doc3": 300, "doc4": 2_000,
+        "doc0": 100, "doc1": 5_000, "doc2": 300, "doc3": 325, "doc4": 2_000,
     }  # fmt: skip
-    # Longest first; of two equal, the older task first.
-    assert _leased_names() == ["doc1", "doc4", "doc2", "doc3", "doc0"]
+    # Longest first; the one without a runtime of its own in the middle.
+    assert _leased_names() == ["doc1", "doc4", "doc3", "doc2", "doc0"]
 
 
 def test_fifo_leases_in_id_order_whatever_the_expected_runtimes(pair):
@@ -78,7 +79,7 @@ def test_a_new_document_goes_in_the_middle(pair, corpus_root):
     _first_run_done()
     write_tex(corpus_root / "a" / "doc9.tex")
     job_run(corpus_extend(name="a", actor="tester", send=False).pk)
-    assert _tasks()["doc9"].expected_ms == 300
+    assert _tasks()["doc9"].expected_ms == 325
     assert _leased_names() == ["doc9"]  # the only TODO task
 
 
