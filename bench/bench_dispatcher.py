@@ -4,8 +4,9 @@ same work pushed through plain Celery tasks on Redis in the same run, for the ra
 The work per task, on both sides: lease the task in PostgreSQL, pack its document (a lone .tex) as a
 ZIP payload, hand the payload to a worker, get back a canned result ZIP whose cortex.log holds
 --messages-per-result messages (10 by default; 150 is the shape of CorTeX's own dispatcher benchmark,
-`examples/dispatcher_bench.rs`), `Status:conversion:1` and `Info:runtime_ms:5`, and write the status, the
-messages and the runtime to PostgreSQL.
+`examples/dispatcher_bench.rs`), `Status:conversion:1` and the measures a worker appends (`Info:runtime_ms:5`,
+`Info:cpu_ms:4`, `Info:peak_rss_kb:120000`), and write the status, the messages, the runtime and cost
+to PostgreSQL.
 
 - Dispatcher: `manage.py dispatcher` as a child on free ports, and --workers no-op worker processes
   (this script in `noop-worker` mode: a DEALER that asks, a PUSH that returns the canned result at
@@ -86,9 +87,11 @@ CANNED_LINES = (
 
 
 def canned_log(messages: int) -> str:
-    """A cortex.log with `messages` messages (at least the three loads), a warning status and a runtime."""
+    """A cortex.log with `messages` messages (at least the three loads), a warning status and the engine's
+    measures (runtime, CPU time, peak memory)."""
     lines = [CANNED_LINES[k % len(CANNED_LINES)].format(n=k + 1) for k in range(max(0, messages - 3))]
-    return CANNED_LOADS + "".join(lines) + "Status:conversion:1\nInfo:runtime_ms:5\n"
+    measures = "Info:runtime_ms:5\nInfo:cpu_ms:4\nInfo:peak_rss_kb:120000\n"
+    return CANNED_LOADS + "".join(lines) + "Status:conversion:1\n" + measures
 
 
 WARNING_STATUS = -2

@@ -317,6 +317,12 @@ READS: tuple[Command, ...] = (
         (CORPUS, SERVICE),
     ),
     Command(
+        "cost",
+        "Cost of the open and last closed run: CPU seconds, papers per core-hour, peak memory, projections.",
+        "/api/runs/{corpus}/{service}/cost",
+        (CORPUS, SERVICE),
+    ),
+    Command(
         "diff",
         "The status matrix between two snapshots of a pair (default the two latest).",
         "/api/runs/{corpus}/{service}/diff",

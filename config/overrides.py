@@ -43,6 +43,7 @@ KEYS = {
         _int("dispatcher.result_batch", "DISPATCHER_RESULT_BATCH", False, 1, 100_000),
         _int("dispatcher.reap_seconds", "DISPATCHER_REAP_SECONDS", True, 1, 3600),
         _int("dispatcher.worker_silence_seconds", "DISPATCHER_WORKER_SILENCE_SECONDS", True, 5, 86400),
+        Key("dispatcher.longest_first", "DISPATCHER_LONGEST_FIRST", "bool", True),
         # The per-conversion limits: read by a worker as it starts (manage.py worker, up's workers) and by
         # POST /convert at each request, from the values its web process started with.
         _int("conversion.timeout_seconds", "CONVERSION_TIMEOUT_SECONDS", False, 1, 86400),

@@ -208,6 +208,8 @@ DISPATCHER_RESULT_BATCH = env_int("DISPATCHER_RESULT_BATCH", 500, minimum=1)
 DISPATCHER_REAP_SECONDS = env_int("DISPATCHER_REAP_SECONDS", 5, minimum=1)
 # A worker that sends heartbeats and falls silent this long has its leases given back (dispatcher.server).
 DISPATCHER_WORKER_SILENCE_SECONDS = env_int("DISPATCHER_WORKER_SILENCE_SECONDS", 60, minimum=5)
+# Leases go out longest expected runtime first (Task.expected_ms); false: first in, first out.
+DISPATCHER_LONGEST_FIRST = env_bool("DISPATCHER_LONGEST_FIRST", True)
 RESULTS_DIR = Path(env_str("RESULTS_DIR", str(VAR_DIR / "results"))).resolve()
 RESULT_MAX_BYTES = env_int("RESULT_MAX_BYTES", 64 * 1024 * 1024, minimum=1024)
 # Below this much free space on the results volume the sink takes no result: the workers keep theirs

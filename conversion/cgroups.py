@@ -1,6 +1,7 @@
 """Exact caps for one conversion, from a cgroup of its own: `pids.max` holds its processes and threads
 together to the process limit (a fork past it fails), and the memory controller holds all its processes
-together to its memory budget (past it the kernel's OOM killer ends one of them). Both cgroup versions are
+together to its memory budget (past it the kernel's OOM killer ends one of them); the group counts the CPU
+time of all its processes (v2's cpu.stat; on v1 a cpuacct group beside them). Both cgroup versions are
 served: v1 (a hierarchy per controller) and v2 (the unified one), each group made under the worker's own
 group.
 
@@ -32,16 +33,19 @@ _problem: dict[str, str | None] = {}  # why cgroups cannot be made here, found o
 
 @dataclass(frozen=True)
 class Quota:
-    """One conversion's cgroup(s): `pids` and `memory` are the group directories (the same one on v2)."""
+    """One conversion's cgroup(s): `pids` and `memory` are the group directories (the same one on v2); `cpu`
+    the v1 cpuacct group that counts its CPU time, where that hierarchy is mounted (None on v2, where every
+    group counts it)."""
 
     version: int
     pids: Path
     memory: Path
+    cpu: Path | None = None
 
     def join_fds(self) -> list[int]:
         """Descriptors of the groups' cgroup.procs, opened before the fork: the child writes "0" to each
         between fork and exec (`join`), so nothing it starts is ever outside the groups."""
-        groups = [self.pids] if self.pids == self.memory else [self.pids, self.memory]
+        groups = list(dict.fromkeys(group for group in (self.pids, self.memory, self.cpu) if group is not None))
         return [os.open(group / "cgroup.procs", os.O_WRONLY | os.O_CLOEXEC) for group in groups]
 
     @staticmethod
@@ -55,6 +59,13 @@ class Quota:
     def memory_used(self) -> int:
         name = "memory.usage_in_bytes" if self.version == 1 else "memory.current"
         return int(_read(self.memory / name))
+
+    def cpu_usec(self) -> int | None:
+        """CPU time its processes used so far (user and system), in microseconds: v2's cpu.stat, which every
+        group keeps, or v1's cpuacct.usage; None on v1 without a cpuacct hierarchy."""
+        if self.version == 2:
+            return _counter(self.pids / "cpu.stat", "usage_usec")
+        return int(_read(self.cpu / "cpuacct.usage")) // 1000 if self.cpu is not None else None
 
     def refused_forks(self) -> int:
         """Forks refused at pids.max so far."""
@@ -99,6 +110,7 @@ def quota(*, max_processes: int, memory_bytes: int, probe: bool = False) -> Iter
         if found is None:
             raise OSError(errno.ENOENT, "no cgroup hierarchy with the pids and memory controllers is mounted")
         version, pids_parent, memory_parent = found
+        cpu_parent = _cpuacct_parent() if version == 1 else None
         if version == 2:
             group = pids_parent / name
             group.mkdir()
@@ -116,7 +128,12 @@ def quota(*, max_processes: int, memory_bytes: int, probe: bool = False) -> Iter
             made.append(memory)
             _write(pids / "pids.max", str(max_processes))
             _write(memory / "memory.limit_in_bytes", str(memory_bytes))
-            result = Quota(1, pids, memory)
+            cpu = None
+            if cpu_parent is not None:
+                cpu = cpu_parent / name
+                cpu.mkdir()
+                made.append(cpu)
+            result = Quota(1, pids, memory, cpu)
     except OSError:
         _remove(made)
         raise
@@ -133,7 +150,7 @@ def _sweep() -> None:
     found = _hierarchy()
     if found is None:
         return
-    for parent in {found[1], found[2]}:
+    for parent in {found[1], found[2], *([_cpuacct_parent()] if found[0] == 1 else [])} - {None}:
         for group in parent.glob(f"{GROUP_PREFIX}*"):
             pid = group.name.removeprefix(GROUP_PREFIX).split("-", 1)[0]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
@@ -159,6 +176,15 @@ def _hierarchy() -> tuple[int, Path, Path] | None:
             # Refused (EBUSY) where the parent holds processes and is not the root: the no-internal-process rule.
             _write(parent / "cgroup.subtree_control", "+pids +memory")
         return 2, parent, parent
+    return None
+
+
+def _cpuacct_parent() -> Path | None:
+    """This process's own v1 cpuacct group, where a conversion's goes, or None without that hierarchy."""
+    for line in _SELF.read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        if "cpuacct" in controllers.split(",") and (ROOT / "cpuacct").is_dir():
+            return ROOT / "cpuacct" / path.lstrip("/")
     return None
 
 

@@ -104,6 +104,7 @@ class Conversion:
     runtime_ms: int
     killed: str | None = None  # a KillReason when it was stopped from outside or died out of memory
     peak_rss: int = 0  # the largest resident size of all its processes together, in bytes (when watched)
+    cpu_ms: int | None = None  # the CPU time (user and system) of all its processes together, when measured
 
 
 class Watch:
@@ -151,6 +152,8 @@ class _Run:
     # The kernel's OOM killer acted on the host while it ran, and it died of SIGKILL that neither its own
     # cgroup's limit nor this engine sent: the host's memory ended it, not the document.
     host_oom: bool = False
+    cpu_ms: int | None = None  # CPU time of all its processes (cpu_time_ms), None when it cannot be read
+    peak_rss: int = 0  # the largest resident size its watch measured, bytes (0: not watched)
 
 
 def latexmlc_path(latexmlc: str = "latexmlc") -> str:
@@ -256,7 +259,7 @@ def convert(
     log, status_code, killed = _finish_log(_read_log(log_path), run, limits)
     return Conversion(
         log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms,
-        killed=killed, peak_rss=watch.peak_rss if watch is not None else 0,
+        killed=killed, peak_rss=run.peak_rss, cpu_ms=run.cpu_ms,
     )  # fmt: skip
 
 
@@ -426,21 +429,23 @@ def _run_latexmlc(
 
             rss_measured = -math.inf
             disk_used = 0
+            cpu_sampled = 0  # the tree's CPU time at the last measurement, ms: the count without a cgroup's
 
             def over_limit() -> bool:
-                nonlocal rss_measured, disk_used
+                nonlocal rss_measured, disk_used, cpu_sampled
                 now = time.monotonic()
                 measure = watch is not None and now - rss_measured >= RSS_CHECK_SECONDS
                 if measure:
                     rss_measured = now
                 if quota is not None:
                     capped = _quota_passed(quota)
-                    rss = _process_tree(root, stop_above=max_processes, rss=True)[1] if measure else 0
+                    _, rss, cpu = _process_tree(root, stop_above=max_processes, rss=True) if measure else (0, 0, 0)
                 else:
-                    count, rss = _process_tree(root, stop_above=max_processes, rss=measure)
+                    count, rss, cpu = _process_tree(root, stop_above=max_processes, rss=measure)
                     capped = KillReason.PROCESSES if count > max_processes else None
                 if measure:
                     watch.measured(rss)
+                    cpu_sampled = max(cpu_sampled, cpu)
                 if watch is not None and watch.stop_reason is not None:
                     passed.append(KillReason.GOVERNOR)
                 elif (
@@ -469,11 +474,12 @@ def _run_latexmlc(
             # The leader is not reaped yet, so the group id cannot have been reused: killing it is safe,
             # and takes any helper latexmlc started along with it.
             _signal_group(process.pid, signal.SIGKILL)
-            process.wait()
+            usage = _reap(process)
             _wait_for_group_gone(process.pid)
             if namespace_pidfd is not None:
                 _wait_for_namespace_gone(namespace_pidfd)
         runtime_ms = int((time.monotonic() - started) * 1000)
+        cpu_ms = cpu_time_ms(quota, usage, cpu_sampled)
         if cancelled:
             raise ConversionCancelled("the conversion was cancelled")
         size = stderr.seek(0, os.SEEK_END)
@@ -487,6 +493,8 @@ def _run_latexmlc(
             limit=passed[0] if passed else None,
             governor=watch.stop_reason if watch is not None and passed[:1] == [KillReason.GOVERNOR] else None,
             host_oom=_host_oom(returncode, passed, timed_out, oom_kills_before),
+            cpu_ms=cpu_ms,
+            peak_rss=watch.peak_rss if watch is not None else 0,
         )
 
 
@@ -498,6 +506,35 @@ def _host_oom(returncode: int, passed: list[str], timed_out: bool, oom_kills_bef
         return False
     after = host_oom_kills()
     return after is not None and after > oom_kills_before
+
+
+def _reap(process: subprocess.Popen) -> resource.struct_rusage | None:
+    """Wait for the run's first process and return the resources it and every descendant it waited for
+    used (wait4); None when Popen had reaped it already."""
+    if process.returncode is not None:
+        return None
+    try:
+        _, status, usage = os.wait4(process.pid, 0)
+    except ChildProcessError:
+        process.wait()
+        return None
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return usage
+
+
+def cpu_time_ms(quota: cgroups.Quota | None, usage: resource.struct_rusage | None, sampled: int = 0) -> int | None:
+    """The CPU time (user and system) a run's processes used together, in ms: its cgroup's count where it
+    keeps one (every process of the group, exact). Without one, the larger of what its process tree had used
+    at the last measurement (`sampled`; a watched run's, every RSS_CHECK_SECONDS) and what the processes its
+    first process waited for used (wait4's rusage; bwrap leaves the sandbox's init unwaited, so a sandboxed
+    run counts next to nothing there): a lower bound."""
+    if quota is not None:
+        with contextlib.suppress(OSError, ValueError):
+            used = quota.cpu_usec()
+            if used is not None:
+                return used // 1000
+    waited = int((usage.ru_utime + usage.ru_stime) * 1000) if usage is not None else 0
+    return max(waited, sampled) if usage is not None or sampled else None
 
 
 def _open_pidfd(pid: int | None) -> int | None:
@@ -681,6 +718,10 @@ def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | Non
         status_code = _FATAL
         killed = KillReason.MEMORY if death.startswith(_OUT_OF_MEMORY) else None
     lines.append(f"Info:runtime_ms:{run.runtime_ms}")
+    if run.cpu_ms is not None:
+        lines.append(f"Info:cpu_ms:{run.cpu_ms}")
+    if run.peak_rss:
+        lines.append(f"Info:peak_rss_kb:{run.peak_rss // 1024}")
     if log and not log.endswith(b"\n"):
         log += b"\n"
     return log + "".join(f"{line}\n" for line in lines).encode(), status_code, killed
@@ -737,10 +778,14 @@ def _disk_used(directories: Sequence[Path]) -> int:
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 
 
-def _process_tree(pid: int, *, stop_above: int, rss: bool = False) -> tuple[int, int]:
+_TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def _process_tree(pid: int, *, stop_above: int, rss: bool = False) -> tuple[int, int, int]:
     """How many processes `pid` and everything it started are (from /proc's children lists), counted no
-    further than just past `stop_above`, and with `rss` their resident size together in bytes (else 0)."""
-    count = resident = 0
+    further than just past `stop_above`, and with `rss` their resident size together in bytes and the CPU
+    time they used in ms, their reaped children's included (else 0 and 0)."""
+    count = resident = ticks = 0
     pending = [pid]
     while pending and count <= stop_above:
         current = pending.pop()
@@ -753,6 +798,10 @@ def _process_tree(pid: int, *, stop_above: int, rss: bool = False) -> tuple[int,
             try:
                 with open(f"/proc/{current}/statm", "rb") as statm:
                     resident += int(statm.read().split()[1]) * _PAGE_SIZE
+                with open(f"/proc/{current}/stat", "rb") as stat_file:
+                    # utime, stime, cutime, cstime: fields 14-17, counted after the ")" that ends the name.
+                    fields = stat_file.read().rsplit(b")", 1)[1].split()
+                    ticks += sum(int(value) for value in fields[11:15])
             except (OSError, IndexError, ValueError):
                 pass
         for thread in threads:
@@ -761,4 +810,4 @@ def _process_tree(pid: int, *, stop_above: int, rss: bool = False) -> tuple[int,
                     pending.extend(int(child) for child in listing.read().split())
             except OSError:
                 continue
-    return count, resident
+    return count, resident, int(ticks * _TICK_MS)

@@ -47,14 +47,22 @@ class Message(NamedTuple):
     details: str
 
 
+# The measures the engine appends as `Info:<name>:N` lines (conversion.engine._finish_log): read into
+# ParsedLog's field of the same name, not kept as messages.
+MEASURES = ("runtime_ms", "cpu_ms", "peak_rss_kb")
+
+
 @dataclass(frozen=True)
 class ParsedLog:
-    """What a log says: task status (-1..-5), LaTeXML's status code, messages in log order, runtime."""
+    """What a log says: task status (-1..-5), LaTeXML's status code, messages in log order, and the
+    engine's measures (MEASURES): runtime, CPU time of all its processes, peak resident size."""
 
     status: int
     status_code: int | None
     messages: list[Message]
     runtime_ms: int | None
+    cpu_ms: int | None = None
+    peak_rss_kb: int | None = None
 
 
 def status_code_of(log: bytes | str) -> int | None:
@@ -81,7 +89,7 @@ def parse_log(data: bytes | str) -> ParsedLog:
         if text.endswith("\r"):
             text = text[:-1]
     messages: list[Message] = []
-    runtime_ms: int | None = None
+    measures: dict[str, int] = {}
     status_lines: list[str] = []
     invalid = False
     # The message that TAB lines extend, as its fields; None when the line before was not a message.
@@ -116,8 +124,8 @@ def parse_log(data: bytes | str) -> ParsedLog:
                     severity = severities.get(first_lower)
                     if severity is None:
                         continue  # e.g. "http://host:80/x" or "Scan:x:y": text, not a message
-                if severity == info and category.lower() == "runtime_ms" and _SMALL_INT.fullmatch(what):
-                    runtime_ms = int(what)
+                if severity == info and category.lower() in MEASURES and _SMALL_INT.fullmatch(what):
+                    measures[category.lower()] = int(what)
                     continue
                 if severity == fatal and category.lower() == Category.INVALID:
                     invalid = True
@@ -133,7 +141,14 @@ def parse_log(data: bytes | str) -> ParsedLog:
     end = "\r\n" if crlf else "\n"
     status_code = _status_code(end.join(status_lines) + end) if status_lines else None
     status = task_status_of(status_code, invalid=invalid)
-    return ParsedLog(status=status, status_code=status_code, messages=messages, runtime_ms=runtime_ms)
+    return ParsedLog(
+        status=status,
+        status_code=status_code,
+        messages=messages,
+        runtime_ms=measures.get("runtime_ms"),
+        cpu_ms=measures.get("cpu_ms"),
+        peak_rss_kb=measures.get("peak_rss_kb"),
+    )
 
 
 def _as_text(data: bytes | str | bytearray | memoryview) -> str:

@@ -27,13 +27,19 @@ class ClassLevel(models.IntegerChoices):
 
 
 class Stage(models.IntegerChoices):
-    """A stage of a task's way through the system that run telemetry times (TelemetryBin.stage); the label
-    is the stage's name in the API."""
+    """What run telemetry counts per log-scale bin (TelemetryBin.stage): a stage of a task's way through the
+    system, timed in milliseconds, or the peak resident memory of its conversion, in KiB (the run's cost,
+    docs/decisions/cost-and-schedule.md); the label is its name in the API."""
 
     QUEUE_WAIT = 0, "queue_wait"
     CONVERSION = 1, "conversion"
     INGESTION = 2, "ingestion"
     END_TO_END = 3, "end_to_end"
+    PEAK_MEMORY = 4, "peak_memory"
+
+
+# The stages that are times (the telemetry's stage table); PEAK_MEMORY is the cost's.
+TIMED_STAGES = (Stage.QUEUE_WAIT, Stage.CONVERSION, Stage.INGESTION, Stage.END_TO_END)
 
 
 class ExportGrouping(models.TextChoices):

@@ -107,6 +107,10 @@ class Task(models.Model):
     # attempts (a governor's stop, the host's OOM killer, its worker's silence): the dispatcher hands the
     # retry to another worker where one asks (docs/decisions/infrastructure-failures.md). Null otherwise.
     last_worker = models.CharField(max_length=200, null=True, blank=True)
+    # How long its conversion is expected to take, in ms: the pair's last runtime of the document, else the
+    # service's median, set where tasks become TODO; leases go out longest-expected-first
+    # (docs/decisions/cost-and-schedule.md).
+    expected_ms = models.IntegerField(default=0, db_default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["service", "document"], name="task_unique_service_document")]
@@ -119,6 +123,11 @@ class Task(models.Model):
             # The dispatcher's two hot queries: the next TODO tasks of a service, and expired leases.
             models.Index(
                 fields=["service", "id"], name="task_todo_by_service", condition=models.Q(status=TaskStatus.TODO)
+            ),
+            models.Index(
+                fields=["service", "-expected_ms", "id"],
+                name="task_todo_longest_first",
+                condition=models.Q(status=TaskStatus.TODO),
             ),
             models.Index(
                 fields=["leased_until"], name="task_leased_until", condition=models.Q(status__gt=TaskStatus.TODO)
@@ -427,12 +436,15 @@ class LogMessage(models.Model):
 
 
 class TaskRuntime(models.Model):
-    """The conversion runtime of a task (from its Info:runtime_ms line), narrow for the runtime report."""
+    """The conversion runtime of a task (from its Info:runtime_ms line), narrow for the runtime report, with
+    its CPU time and peak resident memory (Info:cpu_ms, Info:peak_rss_kb) where the worker measured them."""
 
     task = models.OneToOneField(Task, on_delete=models.DO_NOTHING, primary_key=True, db_constraint=False)
     corpus = models.ForeignKey(Corpus, on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     service = models.ForeignKey("services.Service", on_delete=models.DO_NOTHING, db_index=False, db_constraint=False)
     runtime_ms = models.IntegerField()
+    cpu_ms = models.IntegerField(null=True, blank=True)
+    peak_rss_kb = models.IntegerField(null=True, blank=True)
 
     class Meta:
         indexes = [
@@ -584,12 +596,15 @@ class TelemetryBin(models.Model):
 
 class TelemetryMinute(models.Model):
     """How many results of a run were applied in the minute starting at `minute`: the run's throughput
-    and the rate of its ETA. Written and kept as TelemetryBin."""
+    and the rate of its ETA; and the CPU time of those that carried one (`cpu_results` of them), the run's
+    cost. Written and kept as TelemetryBin."""
 
     pk = models.CompositePrimaryKey("run", "minute")
     run = models.ForeignKey(Run, on_delete=models.DO_NOTHING, related_name="+", db_index=False, db_constraint=False)
     minute = models.DateTimeField()
     count = models.BigIntegerField()
+    cpu_ms = models.BigIntegerField(default=0, db_default=0)
+    cpu_results = models.BigIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"run {self.run_id} {self.minute}: {self.count}"

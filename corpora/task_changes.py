@@ -36,6 +36,7 @@ from corpora.message_store import (
     wal_compress,
 )
 from corpora.models import (
+    RUNTIME_BIN_MS,
     Activation,
     Corpus,
     Document,
@@ -96,26 +97,49 @@ def import_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_service
 
 def extend_tasks_create(cursor: CursorWrapper, *, corpus_id: int) -> int:
     """TODO tasks on every activated service of the corpus for the valid rows of `import_entries`."""
+    # Each service's median is read once (a CTE), not once per new task; a new document goes in the middle.
     cursor.execute(
-        f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-        f" SELECT a.corpus_id, a.service_id, e.document_id, {TaskStatus.TODO}"
-        f" FROM import_entries e CROSS JOIN {ACTIVATION_TABLE} a"
-        " WHERE a.corpus_id = %s AND e.problem = ''",
+        f"WITH a AS MATERIALIZED (SELECT a.corpus_id, a.service_id, {_service_median('a.service_id')} AS expected_ms"
+        f" FROM {ACTIVATION_TABLE} a WHERE a.corpus_id = %s)"
+        f" INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status, expected_ms)"
+        f" SELECT a.corpus_id, a.service_id, e.document_id, {TaskStatus.TODO}, a.expected_ms"
+        " FROM import_entries e CROSS JOIN a"
+        " WHERE e.problem = ''",
         [corpus_id],
     )
     return cursor.rowcount
+
+
+def _service_median(service: str) -> str:
+    """An expression: the middle of the runtime bin that holds the median runtime of the service `service`
+    names (the runtime report's trigger-kept bins, a few thousand rows, where a median of the runtimes
+    themselves sorts them all: 0.8 s at a million), 0 when it has none: the expected runtime of its tasks
+    that have none of their own."""
+    return (
+        f"coalesce((SELECT b.bin * {RUNTIME_BIN_MS} + {RUNTIME_BIN_MS // 2} FROM (SELECT bin, sum(count) OVER"
+        f" (ORDER BY bin) AS running, sum(count) OVER () AS total FROM {RUNTIME_BIN_TABLE}"
+        f" WHERE service_id = {service} AND count > 0) b WHERE 2 * b.running >= b.total ORDER BY b.bin LIMIT 1), 0)"
+    )
+
+
+def service_median_ms(cursor: CursorWrapper, *, service_id: int) -> int:
+    """The service's median runtime in ms, to its runtime bin's middle (0 when it has none): where a task
+    without a runtime of its own is scheduled (Task.expected_ms)."""
+    cursor.execute(f"SELECT {_service_median('%s')}", [service_id])
+    return cursor.fetchone()[0]
 
 
 def activation_tasks_create(*, corpus_id: int, service_id: int, import_service_id: int) -> int:
     """One TODO task of the service per document of the corpus whose import was valid; tasks that exist
     already are left as they are. Returns how many were created."""
     with connection.cursor() as cursor:
+        expected = service_median_ms(cursor, service_id=service_id)
         cursor.execute(
-            f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status)"
-            f" SELECT i.corpus_id, %s, i.document_id, {TaskStatus.TODO} FROM {TASK_TABLE} i"
+            f"INSERT INTO {TASK_TABLE} (corpus_id, service_id, document_id, status, expected_ms)"
+            f" SELECT i.corpus_id, %s, i.document_id, {TaskStatus.TODO}, %s FROM {TASK_TABLE} i"
             f" WHERE i.corpus_id = %s AND i.service_id = %s AND i.status <> {TaskStatus.INVALID}"
             " ON CONFLICT (service_id, document_id) DO NOTHING",
-            [service_id, corpus_id, import_service_id],
+            [service_id, expected, corpus_id, import_service_id],
         )
         return cursor.rowcount
 
@@ -134,19 +158,29 @@ class LeasedTask:
     last_worker: str | None = None  # the worker thread that held it when the machine last ended an attempt
 
 
-def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -> list[LeasedTask]:
-    """Claim up to `limit` TODO tasks of a service: one statement, rows other dispatchers hold skipped.
+# The order leases go out in: longest expected first (an index scan of task_todo_longest_first), or first in,
+# first out (task_todo_by_service); the live key dispatcher.longest_first chooses.
+_LONGEST_FIRST = "expected_ms DESC, id"
+_FIFO = "id"
+
+
+def lease_batch(
+    *, service_id: int, limit: int, mark: int, lease_seconds: int, longest_first: bool = True
+) -> list[LeasedTask]:
+    """Claim up to `limit` TODO tasks of a service, longest expected runtime first (`Task.expected_ms`) or in
+    id order: one statement, rows other dispatchers hold skipped, returned in that order.
     The lease length is captured on each task now, so a later override changes only later leases; the
     same statement counts the tasks' queue waits into their open runs' telemetry (corpora.telemetry)."""
     if limit <= 0:
         return []
+    order = _LONGEST_FIRST if longest_first else _FIFO
     with connection.cursor() as cursor:
         cursor.execute(
             f"""
             WITH picked AS (
                 SELECT id, todo_since FROM {TASK_TABLE}
                  WHERE service_id = %(service)s AND status = {TaskStatus.TODO}
-                 ORDER BY id LIMIT %(limit)s
+                 ORDER BY {order} LIMIT %(limit)s
                    FOR UPDATE SKIP LOCKED
             ), leased AS (
                 UPDATE {TASK_TABLE} t
@@ -154,9 +188,10 @@ def lease_batch(*, service_id: int, limit: int, mark: int, lease_seconds: int) -
                        leased_until = now() + make_interval(secs => %(lease)s)
                   FROM picked, {DOCUMENT_TABLE} d, {CORPUS_TABLE} c
                  WHERE t.id = picked.id AND d.id = t.document_id AND c.id = t.corpus_id
-                RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry, picked.todo_since, t.last_worker
+                RETURNING t.id, t.corpus_id, t.service_id, c.path, d.kind, d.entry, picked.todo_since,
+                          t.expected_ms, t.last_worker
             ),{LEASE_WAITS_CTE}
-            SELECT id, corpus_id, service_id, path, kind, entry, last_worker FROM leased
+            SELECT id, corpus_id, service_id, path, kind, entry, last_worker FROM leased ORDER BY {order}
             """,
             {"service": service_id, "limit": limit, "mark": mark, "lease": lease_seconds},
         )
@@ -355,7 +390,7 @@ def leases_invalidate(refused: list[tuple[int, str, str]], *, mark: int) -> set[
 
 
 class TaskResult(Protocol):
-    """What a decoded result brings to its task: status, messages, runtime."""
+    """What a decoded result brings to its task: status, messages, runtime, CPU time and peak memory."""
 
     @property
     def status(self) -> int: ...
@@ -363,6 +398,10 @@ class TaskResult(Protocol):
     def messages(self) -> list[Message]: ...
     @property
     def runtime_ms(self) -> int | None: ...
+    @property
+    def cpu_ms(self) -> int | None: ...
+    @property
+    def peak_rss_kb(self) -> int | None: ...
 
 
 @dataclass(frozen=True)
@@ -417,9 +456,11 @@ def results_write(cursor: CursorWrapper, rows: Sequence[tuple[int, int, int, Tas
         f"DELETE FROM {TASK_RUNTIME_TABLE} x USING unnest(%s::bigint[]) AS v(id) WHERE x.task_id = v.id", [ids]
     )
     messages_write(cursor, ((t, c, s, r.status, r.messages) for t, c, s, r in rows))
-    runtimes = [(t, c, s, r.runtime_ms) for t, c, s, r in rows if r.runtime_ms is not None]
+    runtimes = [(t, c, s, r.runtime_ms, r.cpu_ms, r.peak_rss_kb) for t, c, s, r in rows if r.runtime_ms is not None]
     if runtimes:
-        copy_runtimes = f"COPY {TASK_RUNTIME_TABLE} (task_id, corpus_id, service_id, runtime_ms) FROM STDIN"
+        copy_runtimes = (
+            f"COPY {TASK_RUNTIME_TABLE} (task_id, corpus_id, service_id, runtime_ms, cpu_ms, peak_rss_kb) FROM STDIN"
+        )
         with cursor.cursor.copy(copy_runtimes) as copy:
             for row in runtimes:
                 copy.write_row(row)
@@ -499,7 +540,13 @@ def tasks_rerun(
         # Only fixed fragments are joined into the scope; every value goes in as a parameter. The scope is
         # in task order, so the probes below walk each index (and, as tasks are written in about that
         # order, each table) forwards.
-        cursor.execute(f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS {scope}", params)
+        # Each task's runtime goes with it into the scope: deleted below, it is where the task is scheduled.
+        expected = service_median_ms(cursor, service_id=service_id)
+        cursor.execute(
+            f"CREATE TEMP TABLE rerun_scope ON COMMIT DROP AS SELECT q.id, r.runtime_ms FROM ({scope}) q"
+            f" LEFT JOIN {TASK_RUNTIME_TABLE} r ON r.task_id = q.id ORDER BY q.id",
+            params,
+        )
         for statement in (*bulk_settings, *PROBE_SETTINGS):
             cursor.execute(statement)
         wal_compress(cursor)
@@ -509,10 +556,10 @@ def tasks_rerun(
         # keeps its lease.
         cursor.execute(
             f"UPDATE {TASK_TABLE} t SET status = {TaskStatus.TODO}, attempts = 0, leased_until = NULL,"
-            " todo_since = NULL"
+            " todo_since = NULL, expected_ms = coalesce(s.runtime_ms, %s)"
             " FROM rerun_scope s"
             " WHERE t.id = s.id AND t.status = ANY(%s)",
-            [status_list],
+            [expected, status_list],
         )
         count = cursor.rowcount
         cursor.execute("DROP TABLE rerun_scope")

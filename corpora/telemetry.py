@@ -79,11 +79,16 @@ LEASE_WAITS_CTE = f"""
 # start, arrival), times as Unix seconds; an unknown arrival leaves conversion and ingestion uncounted.
 AppliedTimes = tuple[int, float | None, float | None, float | None]
 
+# What one applied result cost: (its pair's open run, CPU ms, peak resident KiB), each None when unmeasured.
+AppliedCost = tuple[int, int | None, int | None]
+
 _UPSERT_APPLIED = f"""
 WITH minutes AS (
-    INSERT INTO {TELEMETRY_MINUTE_TABLE} (run_id, minute, count)
-    SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::bigint[])
-    ON CONFLICT (run_id, minute) DO UPDATE SET count = {TELEMETRY_MINUTE_TABLE}.count + EXCLUDED.count
+    INSERT INTO {TELEMETRY_MINUTE_TABLE} (run_id, minute, count, cpu_ms, cpu_results)
+    SELECT * FROM unnest(%s::bigint[], %s::timestamptz[], %s::bigint[], %s::bigint[], %s::bigint[])
+    ON CONFLICT (run_id, minute) DO UPDATE SET count = {TELEMETRY_MINUTE_TABLE}.count + EXCLUDED.count,
+        cpu_ms = {TELEMETRY_MINUTE_TABLE}.cpu_ms + EXCLUDED.cpu_ms,
+        cpu_results = {TELEMETRY_MINUTE_TABLE}.cpu_results + EXCLUDED.cpu_results
 )
 INSERT INTO {TELEMETRY_BIN_TABLE} (run_id, stage, bin, count)
 SELECT * FROM unnest(%s::bigint[], %s::smallint[], %s::smallint[], %s::bigint[])
@@ -91,11 +96,18 @@ SELECT * FROM unnest(%s::bigint[], %s::smallint[], %s::smallint[], %s::bigint[])
 """
 
 
-def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes], *, applied: float | None = None) -> None:
+def results_record(
+    cursor: CursorWrapper,
+    rows: Sequence[AppliedTimes],
+    *,
+    costs: Sequence[AppliedCost] = (),
+    applied: float | None = None,
+) -> None:
     """Count the conversion, ingestion and end-to-end times of results being applied (at `applied`, Unix
     seconds, now by default), and the results in that minute, into their runs, in the applying
-    transaction. The bins are counted here and written in one statement, a row per distinct (run, stage,
-    bin), in key order (the lock order between concurrent writers)."""
+    transaction; with their `costs`, the minute's CPU time and the peak memory's bins too. The bins are
+    counted here and written in one statement, a row per distinct (run, stage, bin), in key order (the
+    lock order between concurrent writers)."""
     if not rows:
         return
     applied = time.time() if applied is None else applied
@@ -109,6 +121,14 @@ def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes], *, appli
             bins[run_id, Stage.INGESTION, duration_bin(1000 * (applied - arrived))] += 1
             if leased_at is not None:
                 bins[run_id, Stage.CONVERSION, duration_bin(1000 * (arrived - leased_at))] += 1
+    cpu_ms: Counter[int] = Counter()
+    cpu_results: Counter[int] = Counter()
+    for run_id, cpu, peak_kb in costs:
+        if cpu is not None:
+            cpu_ms[run_id] += cpu
+            cpu_results[run_id] += 1
+        if peak_kb is not None:
+            bins[run_id, Stage.PEAK_MEMORY, duration_bin(peak_kb)] += 1
     minute = datetime.fromtimestamp(applied - applied % 60, UTC)
     run_ids = sorted(applied_per_run)
     keys = sorted(bins)
@@ -116,6 +136,7 @@ def results_record(cursor: CursorWrapper, rows: Sequence[AppliedTimes], *, appli
         _UPSERT_APPLIED,
         [
             run_ids, [minute] * len(run_ids), [applied_per_run[r] for r in run_ids],
+            [cpu_ms[r] for r in run_ids], [cpu_results[r] for r in run_ids],
             [k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys], [bins[k] for k in keys],
         ],
     )  # fmt: skip

@@ -24,7 +24,7 @@ from conversion.zips import zip_member
 from corpora.pairs import runs_close_drained
 from corpora.results import result_files_write
 from corpora.task_changes import results_lock, results_retry, results_write
-from corpora.telemetry import AppliedTimes, results_record
+from corpora.telemetry import AppliedCost, AppliedTimes, results_record
 
 logger = logging.getLogger(__name__)
 
@@ -48,6 +48,8 @@ class Decoded:
     archive: bytes | None
     # The machine ended the conversion, not the document (`Fatal:infrastructure:<reason>`): the reason, else None.
     infrastructure: str | None = None
+    cpu_ms: int | None = None  # the worker's measures of the conversion (Info:cpu_ms, Info:peak_rss_kb)
+    peak_rss_kb: int | None = None
 
 
 @dataclass
@@ -83,7 +85,7 @@ def result_decode(data: bytes, *, max_bytes: int) -> Decoded:
     # The engine writes an infrastructure message as the log's last Fatal, after all latexmlc said.
     last_fatal = next((m for m in reversed(parsed.messages) if m.severity == Severity.FATAL), None)
     reason = last_fatal.what if last_fatal is not None and last_fatal.category == Category.INFRASTRUCTURE else None
-    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, reason)
+    return Decoded(parsed.status, parsed.messages, parsed.runtime_ms, data, reason, parsed.cpu_ms, parsed.peak_rss_kb)
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
         leased = results_lock(cursor, [prepared.task_id for prepared in batch.results])
         writes: list[tuple[int, int, int, bytes]] = []
         times: list[AppliedTimes] = []
+        costs: list[AppliedCost] = []
         retry: list[tuple[int, str]] = []
         for prepared in batch.results:
             task = leased.get(prepared.task_id)
@@ -161,6 +164,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
             rows.append((prepared.task_id, task.corpus_id, task.service_id, prepared.decoded))
             if task.run_id is not None:
                 times.append((task.run_id, task.leased_at, task.waiting_since, prepared.received_at))
+                costs.append((task.run_id, prepared.decoded.cpu_ms, prepared.decoded.peak_rss_kb))
         results_retry(cursor, retry)
         outcome.retried = len(retry)
         if rows:
@@ -173,7 +177,7 @@ def results_apply(batch: PreparedBatch, *, results_dir: Path, max_attempts: int 
             outcome.pairs = {(corpus_id, service_id) for _, corpus_id, service_id, _ in rows}
             try:
                 # Before the statuses: results_write's last statement holds the pair's count rows to the commit.
-                results_record(cursor, times)
+                results_record(cursor, times, costs=costs)
                 results_write(cursor, rows)
                 # In the same transaction, so no one (nor a dispatcher killed right after) sees a pair
                 # with every task done and its run still open.

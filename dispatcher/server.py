@@ -203,6 +203,7 @@ class DispatcherConfig:
     reap_seconds: int
     corpus_roots: list[Path] = field(default_factory=list)
     worker_silence_seconds: int = 60
+    longest_first: bool = True  # the lease order (corpora.task_changes.lease_batch)
     payload_max_bytes: int = PAYLOAD_MAX_BYTES
     # Follow the live configuration keys (config.live.get_config) while running: set when made from the settings.
     live: bool = False
@@ -221,6 +222,7 @@ class DispatcherConfig:
             result_batch=settings.DISPATCHER_RESULT_BATCH,
             reap_seconds=live.DISPATCHER_REAP_SECONDS,
             worker_silence_seconds=live.DISPATCHER_WORKER_SILENCE_SECONDS,
+            longest_first=live.DISPATCHER_LONGEST_FIRST,
             corpus_roots=list(settings.CORPUS_ROOTS),
             payload_max_bytes=settings.PAYLOAD_MAX_BYTES,
             live=True,
@@ -234,6 +236,7 @@ class DispatcherConfig:
         self.lease_batch = live.DISPATCHER_LEASE_BATCH
         self.reap_seconds = live.DISPATCHER_REAP_SECONDS
         self.worker_silence_seconds = live.DISPATCHER_WORKER_SILENCE_SECONDS
+        self.longest_first = live.DISPATCHER_LONGEST_FIRST
 
 
 @dataclass
@@ -643,7 +646,12 @@ class Dispatcher:
         if limit <= 0:
             return
         future = self.lease_thread.submit(
-            lease_batch, service_id=service.id, limit=limit, mark=self.mark, lease_seconds=service.lease_seconds
+            lease_batch,
+            service_id=service.id,
+            limit=limit,
+            mark=self.mark,
+            lease_seconds=service.lease_seconds,
+            longest_first=self.config.longest_first,
         )
         self.leasing[service_name] = (future, limit)
 

@@ -23,6 +23,7 @@ from corpora.queries import pair_resolve
 from runs.actions import diff_read, snapshot_append, task_diffs_read
 from runs.queries.classes import class_diff, class_known, class_split, class_tasks, document_history
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
+from runs.queries.cost import pair_cost
 from runs.queries.diffs import diff_scope
 from runs.queries.history import pair_runs, run_current, run_history
 from runs.queries.packages import (
@@ -43,6 +44,7 @@ from runs.serializers import (
     CompareParamsSerializer,
     CompareSerializer,
     CompareTaskSerializer,
+    CostSerializer,
     CurrentRunSerializer,
     DiffParamsSerializer,
     DocumentHistorySerializer,
@@ -115,6 +117,16 @@ class TelemetryApi(PublicApiView):
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response:
         return Response(TelemetrySerializer(pair_telemetry(pair_resolve(corpus, service))).data)
+
+
+class CostApi(PublicApiView):
+    @extend_schema(
+        operation_id="runs_cost",
+        summary="Cost of the open and the last closed run: CPU time, papers per core-hour, peak memory, projections",
+        responses={200: CostSerializer, **problems(404)}, tags=["runs"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str) -> Response:
+        return Response(CostSerializer(pair_cost(pair_resolve(corpus, service))).data)
 
 
 class SnapshotApi(TokenApiView):

@@ -15,7 +15,7 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField
 from config.api.paging import PageParamsSerializer
 from config.errors import BadRequest
-from corpora.choices import Stage
+from corpora.choices import TIMED_STAGES
 from corpora.serializers import StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
 from runs.queries.eta import RATE_WINDOW
@@ -107,7 +107,7 @@ class HistogramBinSerializer(serializers.Serializer):
 
 
 class StageSerializer(serializers.Serializer):
-    stage = serializers.ChoiceField(choices=Stage.labels)
+    stage = serializers.ChoiceField(choices=[stage.label for stage in TIMED_STAGES])
     count = serializers.IntegerField()
     p50 = PercentileSerializer(allow_null=True)
     p90 = PercentileSerializer(allow_null=True)
@@ -136,6 +136,58 @@ class TelemetrySerializer(serializers.Serializer):
     throughput = ThroughputMinuteSerializer(many=True, help_text="the open run's minutes with results applied")
     eta = EtaSerializer(allow_null=True, help_text="null without an open run")
     rate_window = serializers.CharField()
+
+
+class MemoryPercentileSerializer(serializers.Serializer):
+    mib = serializers.FloatField(help_text="the geometric middle of the bin holding the percentile, MiB")
+    from_mib = serializers.FloatField()
+    to_mib = serializers.FloatField()
+
+
+class MemoryBinSerializer(serializers.Serializer):
+    from_mib = serializers.FloatField()
+    to_mib = serializers.FloatField(help_text="exclusive")
+    count = serializers.IntegerField()
+
+
+class PeakMemorySerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="conversions whose peak memory was measured")
+    p50 = MemoryPercentileSerializer(allow_null=True)
+    p90 = MemoryPercentileSerializer(allow_null=True)
+    p99 = MemoryPercentileSerializer(allow_null=True)
+    max = MemoryPercentileSerializer(allow_null=True, help_text="the bin of the largest peak")
+    histogram = MemoryBinSerializer(many=True, help_text="non-empty log-scale bins, smallest first")
+
+
+class ProjectionSerializer(serializers.Serializer):
+    papers = serializers.IntegerField()
+    core_hours = serializers.FloatField(allow_null=True, help_text="null while no CPU time was measured")
+
+
+class ProjectionsSerializer(serializers.Serializer):
+    corpus = ProjectionSerializer(help_text="the pair's corpus: its tasks")
+    arxiv = ProjectionSerializer(help_text="arXiv's papers")
+
+
+class RunCostSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    started_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    results = serializers.IntegerField(help_text="results applied in the run")
+    measured = serializers.IntegerField(help_text="those of them that carried their CPU time")
+    cpu_seconds = serializers.FloatField(help_text="CPU time of the measured conversions together")
+    cpu_seconds_per_paper = serializers.FloatField(allow_null=True)
+    papers_per_core_hour = serializers.FloatField(allow_null=True)
+    peak_memory = PeakMemorySerializer()
+    projections = ProjectionsSerializer(help_text="core-hours for the corpus and for arXiv at this rate")
+
+
+class CostSerializer(serializers.Serializer):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+    precision = serializers.CharField()
+    open_run = RunCostSerializer(allow_null=True)
+    last_closed_run = RunCostSerializer(allow_null=True)
 
 
 class RunListParamsSerializer(serializers.Serializer):

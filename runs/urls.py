@@ -11,6 +11,7 @@ api_urlpatterns = [
     path(f"{PAIR}", api.PairRunsApi.as_view(), name="api-pair-runs"),
     path(f"{PAIR}/current", api.CurrentRunApi.as_view(), name="api-run-current"),
     path(f"{PAIR}/telemetry", api.TelemetryApi.as_view(), name="api-run-telemetry"),
+    path(f"{PAIR}/cost", api.CostApi.as_view(), name="api-run-cost"),
     path(f"{PAIR}/diff", api.RunDiffApi.as_view(), name="api-run-diff"),
     path(f"{PAIR}/tasks", api.TaskDiffsApi.as_view(), name="api-run-tasks"),
     path(f"{PAIR}/classes", api.ClassDiffApi.as_view(), name="api-run-classes"),

@@ -39,6 +39,7 @@ from runs.queries.classes import (
     document_history,
 )
 from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
+from runs.queries.cost import pair_cost
 from runs.queries.diffs import DiffScope, diff_scope, task_diff_count
 from runs.queries.history import pair_runs, run_current, run_history
 from runs.queries.packages import kind_check, package_diff, package_papers, package_ranking, package_source
@@ -54,6 +55,7 @@ from runs.serializers import (
     ComparePickSerializer,
     CompareSerializer,
     CompareTaskSerializer,
+    CostSerializer,
     CurrentRunSerializer,
     DiffParamsSerializer,
     DocumentHistorySerializer,
@@ -151,7 +153,7 @@ def run_list_view(request: HttpRequest) -> HttpResponse:
 @require_GET
 def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """The run page of a pair: twin of GET /api/runs/<c>/<s> (history), .../current (the open run and its
-    ETA), .../telemetry (throughput and stage times),
+    ETA), .../telemetry (throughput and stage times), .../cost (CPU time, peak memory, projections),
     .../diff (the two latest snapshots) and .../tasks?change=regressed (what got worse)."""
     try:
         query = validated(PairRunsParamsSerializer(data=given(request.GET)))
@@ -159,6 +161,7 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         runs = RunSerializer(pair_runs(pair, **query), many=True).data
         current = run_current(pair)
         telemetry = TelemetrySerializer(pair_telemetry(pair)).data
+        cost = CostSerializer(pair_cost(pair)).data
         scope = diff_scope(pair)
         _, record = diff_read(scope)
         diff = RunDiffSerializer(record).data
@@ -173,6 +176,8 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         "runs": runs,
         "current": CurrentRunSerializer(current).data if current else None,
         "telemetry": telemetry,
+        "cost": cost,
+        "cost_runs": [("open run", cost["open_run"]), ("closed run", cost["last_closed_run"])],
         "telemetry_runs": [("open run", telemetry["open_run"]), ("closed run", telemetry["last_closed_run"])],
         "throughput": throughput_chart(telemetry["throughput"]),
         "stage_charts": stage_charts((telemetry["open_run"] or telemetry["last_closed_run"] or {}).get("stages", [])),

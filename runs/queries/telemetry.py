@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from corpora.choices import Stage
+from corpora.choices import TIMED_STAGES
 from corpora.models import Run, TelemetryBin, TelemetryMinute
 from corpora.queries import Pair
 from corpora.telemetry import BINS_PER_OCTAVE, bin_bounds, bin_middle
@@ -93,13 +93,12 @@ def stage_summary(stage: str, bins: list[tuple[int, int]]) -> StageSummary:
 
 
 def run_stages(run_ids: list[int]) -> dict[int, list[StageSummary]]:
-    """Every stage's summary for each of these runs (stages with no count included), in one read."""
+    """Every timed stage's summary for each of these runs (stages with no count included), in one read."""
     by_run: dict[int, dict[int, list[tuple[int, int]]]] = defaultdict(lambda: defaultdict(list))
-    for run_id, stage, bin_, count in TelemetryBin.objects.filter(run_id__in=run_ids).values_list(
-        "run_id", "stage", "bin", "count"
-    ):
+    rows = TelemetryBin.objects.filter(run_id__in=run_ids, stage__in=TIMED_STAGES)
+    for run_id, stage, bin_, count in rows.values_list("run_id", "stage", "bin", "count"):
         by_run[run_id][stage].append((bin_, count))
-    return {run_id: [stage_summary(stage.label, by_run[run_id][stage]) for stage in Stage] for run_id in run_ids}
+    return {run_id: [stage_summary(stage.label, by_run[run_id][stage]) for stage in TIMED_STAGES] for run_id in run_ids}
 
 
 def run_throughput(run_id: int) -> list[ThroughputMinute]:

@@ -69,6 +69,7 @@ COMMANDS = {
     "GET /api/runs/{corpus}/{service}/diff": "diff",
     "GET /api/runs/{corpus}/{service}/tasks": "tasks",
     "GET /api/runs/{corpus}/{service}/telemetry": "telemetry",
+    "GET /api/runs/{corpus}/{service}/cost": "cost",
     "GET /api/services": "services",
     "POST /api/services": "register",
     "GET /api/services/{service}": "service",

@@ -38,6 +38,7 @@ READS: list[tuple[str, str]] = [
     (f"runs {PAIR}", "/api/runs/a/tex_to_html"),
     (f"run {PAIR}", "/api/runs/a/tex_to_html/current"),
     (f"telemetry {PAIR}", "/api/runs/a/tex_to_html/telemetry"),
+    (f"cost {PAIR}", "/api/runs/a/tex_to_html/cost"),
     (f"diff {PAIR}", "/api/runs/a/tex_to_html/diff"),
     (f"tasks {PAIR} --page-size 2 --offset 1", "/api/runs/a/tex_to_html/tasks?page_size=2&offset=1"),
     (f"classes {PAIR} --kind appeared", "/api/runs/a/tex_to_html/classes?kind=appeared"),

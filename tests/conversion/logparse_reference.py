@@ -6,7 +6,16 @@ from __future__ import annotations
 import re
 
 from conversion.choices import Category, Severity, task_status_of
-from conversion.logparse import CATEGORY_MAX, DETAILS_MAX, WHAT_MAX, Message, ParsedLog, _as_text, _loaded_files
+from conversion.logparse import (
+    CATEGORY_MAX,
+    DETAILS_MAX,
+    MEASURES,
+    WHAT_MAX,
+    Message,
+    ParsedLog,
+    _as_text,
+    _loaded_files,
+)
 from conversion.logparse import _status_code as status_code_read
 
 _MESSAGE_LINE = re.compile(r"^([^ :]+):([^ :]+):([^ ]+)(\s(.*))?$")
@@ -18,7 +27,7 @@ def parse_log_by_line(data: bytes | str) -> ParsedLog:
     """Parse a LaTeXML log; any content is accepted, and a log without a status line is fatal."""
     text = _as_text(data)
     messages: list[Message] = []
-    runtime_ms: int | None = None
+    measures: dict[str, int] = {}
     status_lines: list[str] = []
     invalid = False
     # The message that TAB lines extend, as mutable parts; None when the previous line was not a message.
@@ -49,8 +58,8 @@ def parse_log_by_line(data: bytes | str) -> ParsedLog:
             severity = _SEVERITIES.get(first_lower)
             if severity is None:
                 continue  # e.g. "http://host:80/x" or "Scan:x:y": text, not a message
-            if severity == Severity.INFO and category_lower == "runtime_ms" and _SMALL_INT.fullmatch(what):
-                runtime_ms = int(what)
+            if severity == Severity.INFO and category_lower in MEASURES and _SMALL_INT.fullmatch(what):
+                measures[category_lower] = int(what)
                 continue
             if severity == Severity.FATAL and category_lower == Category.INVALID:
                 invalid = True
@@ -66,4 +75,4 @@ def parse_log_by_line(data: bytes | str) -> ParsedLog:
     end = "\r\n" if "\r" in text else "\n"
     status_code = status_code_read(end.join(status_lines) + end) if status_lines else None
     status = task_status_of(status_code, invalid=invalid)
-    return ParsedLog(status=status, status_code=status_code, messages=messages, runtime_ms=runtime_ms)
+    return ParsedLog(status, status_code, messages, *(measures.get(name) for name in MEASURES))

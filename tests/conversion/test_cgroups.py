@@ -117,3 +117,17 @@ def test_with_a_cgroup_a_large_disk_limit_is_still_held_closely_though_checked_r
     written = len(list((tmp_path / "work").glob("fill*")))
     overshoot_mb = DISK_WRITE_BYTES_PER_SECOND * LIMIT_CHECK_SECONDS / 2**20
     assert 600 <= written <= 600 + overshoot_mb, written
+
+
+def test_the_group_counts_the_cpu_time_the_sandbox_never_hands_back(tmp_path):
+    """A stand-in that burns CPU in a child shell inside the sandbox: bwrap exits without waiting for the
+    sandbox's init, so no rusage reaches the engine; only the group (v2's cpu.stat, v1's cpuacct group)
+    sees that time (the run is unwatched: no tree measurement either)."""
+    burn = "sh -c 'i=0; while [ \"$i\" -lt 200000 ]; do i=$((i+1)); done'"
+    engine = _stand_in(tmp_path, f'{burn}\necho "Status:conversion:0" > cortex.log')
+    with cgroups.quota(max_processes=16, memory_bytes=256 * 1024 * 1024) as quota:
+        assert quota is not None and quota.cpu_usec() == 0
+    conversion = convert(tmp_path / "work", "doc.tex", latexmlc=engine, timeout=60, sandbox=BWRAP)
+    assert conversion.status_code == 0
+    assert conversion.cpu_ms is not None and conversion.cpu_ms >= 100, conversion.cpu_ms
+    assert f"\nInfo:cpu_ms:{conversion.cpu_ms}\n".encode() in conversion.log

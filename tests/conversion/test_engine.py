@@ -10,7 +10,7 @@ import psutil
 import pytest
 
 from conversion.choices import TaskStatus
-from conversion.engine import TERMINATE_GRACE_SECONDS, EngineMissing, convert, convert_text, latexmlc_path
+from conversion.engine import TERMINATE_GRACE_SECONDS, EngineMissing, Watch, convert, convert_text, latexmlc_path
 from conversion.logparse import parse_log
 from conversion.sandbox import Sandbox
 from tests.support import installed_latexmlc_version, write_tex
@@ -50,8 +50,28 @@ def test_a_clean_document_converts_to_html_with_status_zero_and_a_runtime(tmp_pa
     assert (conversion.status_code, conversion.timed_out) == (0, False)
     assert status_lines(conversion.log) == [b"Status:conversion:0"]
     assert conversion.runtime_ms > 0
-    assert conversion.log.endswith(f"\nInfo:runtime_ms:{conversion.runtime_ms}\n".encode())
+    assert conversion.log.endswith(
+        f"\nInfo:runtime_ms:{conversion.runtime_ms}\nInfo:cpu_ms:{conversion.cpu_ms}\n".encode()
+    )  # unwatched: no peak memory
     assert (tmp_path / "cortex.log").is_file()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("cgroups", ["auto", "off"])
+def test_a_watched_conversion_logs_the_cpu_time_and_peak_memory_of_all_its_processes(
+    tmp_path, latexmlc, monkeypatch, cgroups
+):
+    """With a cgroup its count is exact; without one, the tree's measured use is a lower bound. Either way
+    latexmlc's own CPU time is in it (a conversion takes hundreds of ms of CPU), not only bwrap's."""
+    monkeypatch.setenv("CONVERSION_CGROUPS", cgroups)
+    write_tex(tmp_path / "paper.tex", DOCUMENT)
+    watch = Watch()
+    conversion = convert(tmp_path, "paper.tex", timeout=60, watch=watch)
+    parsed = parse_log(conversion.log)
+    assert parsed.status == TaskStatus.NO_PROBLEM and parsed.cpu_ms == conversion.cpu_ms
+    assert parsed.cpu_ms >= 200, parsed.cpu_ms
+    assert parsed.peak_rss_kb == watch.peak_rss // 1024 and parsed.peak_rss_kb > 20_000
+    assert [m.category for m in parsed.messages if m.category in ("cpu_ms", "peak_rss_kb", "runtime_ms")] == []
 
 
 @pytest.mark.slow

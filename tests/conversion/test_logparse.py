@@ -249,6 +249,12 @@ def test_the_runtime_line_sets_runtime_ms_and_is_not_a_message():
     assert (parsed.runtime_ms, parsed.messages) == (2345, [])
 
 
+def test_the_cpu_and_peak_memory_lines_set_their_measures_and_are_not_messages():
+    parsed = parse_log("Status:conversion:0\nInfo:runtime_ms:2345\nInfo:cpu_ms:1870\nInfo:peak_rss_kb:204800\n")
+    assert (parsed.runtime_ms, parsed.cpu_ms, parsed.peak_rss_kb, parsed.messages) == (2345, 1870, 204800, [])
+    assert (parse_log("Status:conversion:0\n").cpu_ms, parse_log("Status:conversion:0\n").peak_rss_kb) == (None, None)
+
+
 def test_a_log_without_a_runtime_line_has_no_runtime():
     assert parse_log("Status:conversion:0\n").runtime_ms is None
 

@@ -159,3 +159,35 @@ def test_only_an_infrastructure_fatal_as_the_log_s_last_fatal_marks_a_result_for
     )
     for log in own_limits:
         assert result_decode(result_zip(log), max_bytes=10**6).infrastructure is None
+
+
+@pytest.mark.django_db
+def test_a_result_s_cpu_time_and_peak_memory_are_stored_with_its_runtime_and_counted_into_its_run(
+    corpus_root, tmp_path
+):
+    from corpora.choices import Stage
+    from corpora.models import Run, TelemetryBin, TelemetryMinute
+    from corpora.telemetry import duration_bin
+
+    imported(corpus_root, "c", documents=2)
+    activated("c")
+    tasks = list(Task.objects.filter(service__name="tex_to_html").order_by("pk"))
+    Task.objects.filter(pk__in=[t.pk for t in tasks]).update(status=99)
+    measured = "Status:conversion:0\nInfo:runtime_ms:1500\nInfo:cpu_ms:1234\nInfo:peak_rss_kb:300000\n"
+    batch = [
+        RawResult("w", "tex_to_html", str(tasks[0].pk), result_zip(measured)),
+        RawResult("w", "tex_to_html", str(tasks[1].pk), result_zip(CLEAN_LOG)),  # an older worker's: unmeasured
+    ]
+    outcome = result_ingest(
+        batch, service_ids={"tex_to_html": tasks[0].service_id}, results_dir=tmp_path / "r", max_bytes=10**6
+    )
+    assert outcome.ingested == 2
+    rows = TaskRuntime.objects.values_list("task_id", "runtime_ms", "cpu_ms", "peak_rss_kb")
+    stored = {row[0]: row[1:] for row in rows}
+    assert stored == {tasks[0].pk: (1500, 1234, 300000), tasks[1].pk: (7, None, None)}
+    run = Run.objects.get(corpus__name="c", service__name="tex_to_html")
+    assert list(TelemetryMinute.objects.filter(run_id=run.pk).values_list("count", "cpu_ms", "cpu_results")) == [
+        (2, 1234, 1)
+    ]
+    peaks = TelemetryBin.objects.filter(run_id=run.pk, stage=Stage.PEAK_MEMORY).values_list("bin", "count")
+    assert list(peaks) == [(duration_bin(300000), 1)]

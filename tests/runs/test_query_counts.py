@@ -15,10 +15,11 @@ PAIR = "runs/a/tex_to_html"
 HISTORY = "corpus/a/tex_to_html/document/doc0/history"
 # (path, statements): the pair is found by one of them (corpora.queries.pair_resolve).
 PAGES = [
-    (f"/{PAIR}", 24),
+    (f"/{PAIR}", 29),
     (f"/api/{PAIR}", 2),
     (f"/api/{PAIR}/current", 2),
     (f"/api/{PAIR}/telemetry", 4),
+    (f"/api/{PAIR}/cost", 6),
     (f"/{PAIR}/diff", 10),
     (f"/api/{PAIR}/diff", 6),
     (f"/{PAIR}/tasks", 16),
