@@ -187,10 +187,12 @@ def model_rows() -> dict[str, list[list[Any]]]:
 
 
 def differences(recorded: Any, now: Any, path: str = "") -> Iterator[str]:
-    """Where two answers differ, a line each: the path of the value and both values."""
+    """Where two answers differ, a line each: the path of the value and both values. A field the recorded
+    answer lacks is new code's, not a change of carried data, and is no difference; a recorded field that is
+    gone or holds another value is one."""
     if isinstance(recorded, dict) and isinstance(now, dict):
-        for key in [*recorded, *(k for k in now if k not in recorded)]:
-            yield from differences(recorded.get(key, "<absent>"), now.get(key, "<absent>"), f"{path}.{key}")
+        for key in recorded:
+            yield from differences(recorded[key], now.get(key, "<absent>"), f"{path}.{key}")
     elif isinstance(recorded, list) and isinstance(now, list) and len(recorded) == len(now):
         for index, (a, b) in enumerate(zip(recorded, now, strict=True)):
             yield from differences(a, b, f"{path}[{index}]")
