@@ -145,7 +145,9 @@ def attribute(messages: Iterable[Sequence[str]], status: int) -> list[PackageUse
     clearable = status in (TaskStatus.ERROR, TaskStatus.FATAL) and bool(blocking)
     clearable = clearable and (status != TaskStatus.FATAL or fatal_seen)
     if clearable:
-        for key in flags:
+        # A package clears the paper only if every blocking message is located in it, so only the first
+        # message's packages are candidates: a few checks a paper, not one per package and message.
+        for key in {*blocking[0], *weak[0]}:
             if all(key in located for located in blocking):
                 flags[key] |= _CLEARS | _CLEARS_WEAK
             elif all(key in located for located in weak):
