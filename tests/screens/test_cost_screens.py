@@ -48,8 +48,8 @@ def test_the_run_page_shows_the_cost_its_api_gives(page, live_server, api, coste
         assert cell(f"peak_{name}") == f"{round(memory[name]['mib'])} MiB"
     assert cell("peak_max") == f"< {round(memory['max']['to_mib'])} MiB"
     corpus, arxiv = run["projections"]["corpus"], run["projections"]["arxiv"]
-    assert cell("core_hours_corpus").startswith(f"{corpus['core_hours']} core-hours") and "(8 papers)" in cell(
+    assert cell("core_hours_corpus").startswith(f"{corpus['core_hours']:,.1f} core-hours") and "(8 papers)" in cell(
         "core_hours_corpus"
     )
-    assert cell("core_hours_arxiv").startswith(f"{arxiv['core_hours']} core-hours")
+    assert cell("core_hours_arxiv") == f"{arxiv['core_hours']:,.1f} core-hours (2,800,000 papers)"
     assert violations == []
