@@ -129,6 +129,10 @@ class PackageFlag(IntEnum):
         return self.name.lower()
 
 
+# The flags that show trouble with a package: every bit from MISSING up (LOADED and RAW alone show none), so
+# `flags >= TROUBLE_FROM` tells them. A closed run keeps the papers behind a package only where they show it.
+TROUBLE_FROM = int(PackageFlag.MISSING)
+
 # The flags that are evidence from the log, strongest first; WEAK is shown apart.
 PACKAGE_EVIDENCE: tuple[PackageFlag, ...] = (
     PackageFlag.ERROR_IN_DEFINITIONS, PackageFlag.MISSING, PackageFlag.LOADED, PackageFlag.RAW,

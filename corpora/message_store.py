@@ -1,8 +1,9 @@
 """The message store: every statement that writes the tasks' log messages and what is kept of them.
 
 One writer (`messages_write`) and one deleter (`messages_delete`) keep a task's row of messages, its
-(task, class) rows and the pair's tallies together (docs/decisions/message-storage.md);
-`message_classes` adds to the class dictionary; a rerun retires messages (`messages_retire`) and
+(task, class) rows, its package rows and the pair's message and package tallies together
+(docs/decisions/message-storage.md, package-attribution.md); `message_classes` and `package_usages` add
+to the dictionaries; a rerun retires messages (`messages_retire`) and
 `messages_purge_retired` deletes their rows later, in batches, after which `messages_vacuum` lets the
 index-only scans skip the heap again; `messages_purge` deletes every message of a corpus, a service or a
 pair. The task status changes (corpora.task_changes) call these in their transactions.
@@ -16,6 +17,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
 
@@ -24,10 +26,22 @@ from django.db.backends.utils import CursorWrapper
 
 from conversion.attribution import attribute
 from corpora.choices import ClassLevel
-from corpora.models import MessageClass, MessageTally, StaleMessages, Task, TaskClass, TaskMessages, TaskPackage
+from corpora.models import (
+    MessageClass,
+    MessageTally,
+    PackageTally,
+    PackageUsage,
+    StaleMessages,
+    Task,
+    TaskClass,
+    TaskMessages,
+    TaskPackage,
+)
 
 MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
 MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
+PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
+PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_TABLE = Task._meta.db_table
 TASK_CLASS_TABLE = TaskClass._meta.db_table
@@ -42,10 +56,12 @@ logger = logging.getLogger(__name__)
 TaskMessagesIn = tuple[int, int, int, int, Sequence[tuple[str, str, str, str]]]
 # A class or rollup of the dictionary: (level, severity, category, what); see MessageClass.
 ClassKey = tuple[int, str, str, str]
+# A package usage of the dictionary: (kind, package, flags); see PackageUsage.
+UsageKey = tuple[str, str, int]
 _CLASS_OF = itemgetter(0, 1, 2)  # a message's (severity, category, what)
 _DETAILS_OF = itemgetter(3)
 TASK_ROW_COLUMNS = (
-    "task_id, corpus_id, service_id, task_status, classes, counts, rollups, rollup_counts, sequence, details"
+    "task_id, corpus_id, service_id, task_status, classes, counts, rollups, rollup_counts, sequence, details, packages"
 )
 
 
@@ -55,19 +71,21 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
     transaction. The (task, class) rows carry the task's document, read here. A task's row carries its
     final status, so write it with or after that status; a task must have no messages yet
     (messages_delete first). Fields must fit the dictionary's columns (the log parser caps them). The
-    packages and classes the messages name become the task's package rows (conversion.attribution).
-    Returns how many messages were written.
+    packages and classes the messages name (conversion.attribution) become the task's package rows, its
+    row's package usages and additions to the pair's package tallies. Returns how many messages were
+    written.
 
     The arrays go into COPY as array literals made here: psycopg's own list adapter, pure Python, took
     half a millisecond a task of 150 messages, more than the rest of the ingestion (bench/README.md)."""
     rows: list[tuple[Any, ...]] = []
     wanted: dict[ClassKey, None] = {}
+    usages_wanted: dict[UsageKey, None] = {}
     written = 0
-    tasks_messages: dict[int, Sequence[tuple[str, str, str, str]]] = {}
     for task_id, corpus_id, service_id, status, messages in tasks:
         if not messages:
             continue
-        tasks_messages[task_id] = messages
+        uses = attribute(messages, status)
+        usages_wanted.update(dict.fromkeys((use.kind, use.name, use.flags) for use in uses))
         # A class's place is its order of first appearance, counted from 1. (map and dict.fromkeys keep the
         # per-message work in C: the sink writes hundreds of tasks of 150 messages a second.)
         keys = list(map(_CLASS_OF, messages))
@@ -83,60 +101,54 @@ def messages_write(cursor: CursorWrapper, tasks: Iterable[TaskMessagesIn]) -> in
         wanted.update(dict.fromkeys(classes))
         wanted.update(dict.fromkeys(rollups))
         details = _text_array(list(map(_DETAILS_OF, messages)))
-        rows.append((task_id, corpus_id, service_id, status, classes, counts, rollups, sequence, details))
+        rows.append((task_id, corpus_id, service_id, status, classes, counts, rollups, sequence, details, uses))
         written += len(sequence)
     if not rows:
         return 0
     ids = message_classes(cursor, list(wanted))
+    usage_ids = package_usages(cursor, list(usages_wanted)) if usages_wanted else {}
     cursor.execute(f"SELECT id, document_id FROM {TASK_TABLE} WHERE id = ANY(%s)", [[row[0] for row in rows]])
     documents = dict(cursor.fetchall())
-    tallies: dict[tuple[int, int, int, int], list[int]] = {}
+    tallies: dict[tuple[int, ...], list[int]] = {}
+    package_tallies: dict[tuple[int, ...], list[int]] = {}
     pairs: list[str] = []
+    packages: list[str] = []
     with cursor.cursor.copy(f"COPY {TASK_MESSAGES_TABLE} ({TASK_ROW_COLUMNS}) FROM STDIN") as copy:
-        for task_id, corpus_id, service_id, status, classes, counts, rollups, sequence, details in rows:
+        for task_id, corpus_id, service_id, status, classes, counts, rollups, sequence, details, uses in rows:
             class_ids = [ids[key] for key in classes]
             rollup_ids = [ids[key] for key in rollups]
             rollup_counts = list(rollups.values())
+            used = [usage_ids[use.kind, use.name, use.flags] for use in uses]
             copy.write_row((
                 task_id, corpus_id, service_id, status, _int_array(class_ids), _int_array(counts),
-                _int_array(rollup_ids), _int_array(rollup_counts), _int_array(sequence), details,
+                _int_array(rollup_ids), _int_array(rollup_counts), _int_array(sequence), details, _int_array(used),
             ))  # fmt: skip
             for class_id, count in zip(class_ids + rollup_ids, counts + rollup_counts, strict=True):
                 tally = tallies.setdefault((corpus_id, service_id, status, class_id), [0, 0])
                 tally[0] += 1
                 tally[1] += count
+            for usage_id in used:
+                package_tallies.setdefault((corpus_id, service_id, status, usage_id), [0])[0] += 1
             document = documents[task_id]
             pairs += [
                 f"{task_id}\t{corpus_id}\t{service_id}\t{class_id}\t{status}\t{document}\n" for class_id in class_ids
             ]
+            head = f"{task_id}\t{document}\t{corpus_id}\t{service_id}\t{status}\t"
+            packages += [f"{head}{use.kind}\t{_copy_text(use.name)}\t{use.flags}\t{use.errors}\n" for use in uses]
     with cursor.cursor.copy(
         f"COPY {TASK_CLASS_TABLE} (task_id, corpus_id, service_id, message_class_id, task_status, document_id)"
         " FROM STDIN"
     ) as copy:
         copy.write("".join(pairs))  # integers only: nothing to escape
-    _tallies_add(cursor, tallies, sign=1)
-    _packages_write(cursor, rows, documents, tasks_messages)
-    return written
-
-
-def _packages_write(
-    cursor: CursorWrapper, rows: list, documents: dict[int, int], messages: dict[int, Sequence]
-) -> None:
-    """The package rows of the tasks written (TaskPackage): what conversion.attribution reads in each task's
-    messages, one COPY for all of them."""
-    lines = []
-    for task_id, corpus_id, service_id, status, *_ in rows:
-        head = f"{task_id}\t{documents[task_id]}\t{corpus_id}\t{service_id}\t{status}\t"
-        lines += [
-            f"{head}{use.kind}\t{_copy_text(use.name)}\t{use.flags}\t{use.errors}\n"
-            for use in attribute(messages[task_id], status)
-        ]
-    if lines:
+    _tallies_add(cursor, MESSAGE_TALLY, tallies, sign=1)
+    if packages:
         with cursor.cursor.copy(
             f"COPY {TASK_PACKAGE_TABLE} (task_id, document_id, corpus_id, service_id, task_status, kind, package,"
             " flags, errors) FROM STDIN"
         ) as copy:
-            copy.write("".join(lines))
+            copy.write("".join(packages))
+        _tallies_add(cursor, PACKAGE_TALLY, package_tallies, sign=1)
+    return written
 
 
 def _copy_text(value: str) -> str:
@@ -190,53 +202,79 @@ def message_classes(cursor: CursorWrapper, keys: list[ClassKey]) -> dict[ClassKe
     return {(level, severity, category, what): class_id for class_id, level, severity, category, what in cursor}
 
 
-def _tallies_add(cursor: CursorWrapper, tallies: dict[tuple[int, int, int, int], list[int]], *, sign: int) -> None:
-    """Add (sign 1) or take away (sign -1) tasks and messages per (corpus, service, status, class). The
-    rows are taken in key order, as by every writer, so two writers wait for each other but never
-    deadlock."""
+def package_usages(cursor: CursorWrapper, keys: list[UsageKey]) -> dict[UsageKey, int]:
+    """The dictionary ids of these package usages, adding those it lacks, as message_classes does."""
+    columns = [list(column) for column in zip(*keys, strict=True)]
+    wanted = "SELECT DISTINCT * FROM unnest(%s::text[], %s::text[], %s::smallint[]) AS w(kind, package, flags)"
+    match = "u.kind = w.kind AND u.package = w.package AND u.flags = w.flags"
+    cursor.execute(
+        f"INSERT INTO {PACKAGE_USAGE_TABLE} (kind, package, flags)"
+        f" SELECT w.kind, w.package, w.flags FROM ({wanted}) w"
+        f" WHERE NOT EXISTS (SELECT FROM {PACKAGE_USAGE_TABLE} u WHERE {match})"
+        " ORDER BY 1, 2, 3 ON CONFLICT DO NOTHING",
+        columns,
+    )
+    cursor.execute(
+        f"SELECT u.id, u.kind, u.package, u.flags FROM ({wanted}) w JOIN {PACKAGE_USAGE_TABLE} u ON {match}", columns
+    )
+    return {(kind, package, flags): usage_id for usage_id, kind, package, flags in cursor}
+
+
+@dataclass(frozen=True)
+class _Tally:
+    """A tally table: its key, (corpus, service, status, dictionary id), and its bigint counts."""
+
+    table: str
+    key: str  # the dictionary id's column
+    counts: tuple[str, ...]
+
+
+MESSAGE_TALLY = _Tally(MESSAGE_TALLY_TABLE, "message_class_id", ("tasks", "messages"))
+PACKAGE_TALLY = _Tally(PACKAGE_TALLY_TABLE, "package_usage_id", ("tasks",))
+
+
+def _tallies_add(cursor: CursorWrapper, of: _Tally, tallies: dict[tuple[int, ...], list[int]], *, sign: int) -> None:
+    """Add (sign 1) or take away (sign -1) counts per (corpus, service, status, class or usage). The rows
+    are taken in key order, as by every writer, so two writers wait for each other but never deadlock."""
     if not tallies:
         return
     keys = sorted(tallies)
     columns = [[key[i] for key in keys] for i in range(4)]
-    columns += [[sign * tallies[key][0] for key in keys], [sign * tallies[key][1] for key in keys]]
-    values = (
-        "SELECT * FROM unnest(%s::integer[], %s::integer[], %s::smallint[], %s::integer[], %s::bigint[],"
-        " %s::bigint[]) AS d(corpus_id, service_id, task_status, message_class_id, tasks, messages)"
-    )
+    columns += [[sign * tallies[key][i] for key in keys] for i in range(len(of.counts))]
+    names = ("corpus_id", "service_id", "task_status", of.key, *of.counts)
+    types = ("integer", "integer", "smallint", "integer", *("bigint" for _ in of.counts))
+    values = f"SELECT * FROM unnest({', '.join(f'%s::{kind}[]' for kind in types)}) AS d({', '.join(names)})"
     if sign > 0:
+        added = ", ".join(f"{count} = {of.table}.{count} + EXCLUDED.{count}" for count in of.counts)
         cursor.execute(
-            f"INSERT INTO {MESSAGE_TALLY_TABLE} (corpus_id, service_id, task_status, message_class_id, tasks, messages)"
-            f" {values} ORDER BY 1, 2, 3, 4"
-            " ON CONFLICT (corpus_id, service_id, task_status, message_class_id) DO UPDATE"
-            f" SET tasks = {MESSAGE_TALLY_TABLE}.tasks + EXCLUDED.tasks,"
-            f" messages = {MESSAGE_TALLY_TABLE}.messages + EXCLUDED.messages",
+            f"INSERT INTO {of.table} ({', '.join(names)}) {values} ORDER BY 1, 2, 3, 4"
+            f" ON CONFLICT (corpus_id, service_id, task_status, {of.key}) DO UPDATE SET {added}",
             columns,
         )
         return
     key_match = (
         "t.corpus_id = d.corpus_id AND t.service_id = d.service_id AND t.task_status = d.task_status"
-        " AND t.message_class_id = d.message_class_id"
+        f" AND t.{of.key} = d.{of.key}"
     )
     cursor.execute(
-        f"SELECT FROM {MESSAGE_TALLY_TABLE} t JOIN ({values}) d ON {key_match}"
-        " ORDER BY t.corpus_id, t.service_id, t.task_status, t.message_class_id FOR UPDATE OF t",
+        f"SELECT FROM {of.table} t JOIN ({values}) d ON {key_match}"
+        f" ORDER BY t.corpus_id, t.service_id, t.task_status, t.{of.key} FOR UPDATE OF t",
         columns,
     )
-    cursor.execute(
-        f"UPDATE {MESSAGE_TALLY_TABLE} t SET tasks = t.tasks + d.tasks, messages = t.messages + d.messages"
-        f" FROM ({values}) d WHERE {key_match}",
-        columns,
-    )
+    added = ", ".join(f"{count} = t.{count} + d.{count}" for count in of.counts)
+    cursor.execute(f"UPDATE {of.table} t SET {added} FROM ({values}) d WHERE {key_match}", columns)
 
 
 _GONE_TABLE = (
     "CREATE TEMP TABLE IF NOT EXISTS messages_gone (corpus_id integer, service_id integer,"
-    " task_status smallint, classes integer[], counts integer[], messages integer) ON COMMIT DELETE ROWS"
+    " task_status smallint, classes integer[], counts integer[], messages integer, packages integer[])"
+    " ON COMMIT DELETE ROWS"
 )
-# Each row's classes and rollups with their counts, and its message count: what the tallies lose.
+# Each row's classes and rollups with their counts, its message count and its package usages: what the
+# tallies lose.
 _GONE_COLUMNS = (
     "x.corpus_id, x.service_id, x.task_status, x.classes || x.rollups AS classes,"
-    " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages"
+    " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages, x.packages"
 )
 
 
@@ -249,12 +287,18 @@ def _scope(scope: str, task_ids: Sequence[int] | None, alias: str) -> tuple[str,
 
 
 def _tallies_take_gone(cursor: CursorWrapper) -> int:
-    """Take the rows in messages_gone off the tallies; returns their messages and empties the table."""
+    """Take the rows in messages_gone off the message and package tallies; returns their messages and
+    empties the table."""
     cursor.execute(
         "SELECT g.corpus_id, g.service_id, g.task_status, u.class_id, count(*), sum(u.messages)"
         " FROM messages_gone g, unnest(g.classes, g.counts) AS u(class_id, messages) GROUP BY 1, 2, 3, 4"
     )
-    _tallies_add(cursor, {tuple(row[:4]): [row[4], row[5]] for row in cursor.fetchall()}, sign=-1)
+    _tallies_add(cursor, MESSAGE_TALLY, {tuple(row[:4]): [row[4], row[5]] for row in cursor.fetchall()}, sign=-1)
+    cursor.execute(
+        "SELECT g.corpus_id, g.service_id, g.task_status, u.usage_id, count(*)"
+        " FROM messages_gone g, unnest(g.packages) AS u(usage_id) GROUP BY 1, 2, 3, 4"
+    )
+    _tallies_add(cursor, PACKAGE_TALLY, {tuple(row[:4]): [row[4]] for row in cursor.fetchall()}, sign=-1)
     cursor.execute("SELECT coalesce(sum(messages), 0) FROM messages_gone")
     taken = int(cursor.fetchone()[0])
     cursor.execute("TRUNCATE messages_gone")
@@ -264,8 +308,9 @@ def _tallies_take_gone(cursor: CursorWrapper) -> int:
 def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None, *, scope: str = "") -> int:
     """Delete the messages of tasks (`task_ids`, or the ids in the column `id` of the temporary table
     named by `scope`): their task rows, their (task, class) rows, their package rows and their share of
-    the tallies, in the caller's transaction. Retired messages (messages_retire) go too, without touching
-    the tallies, which no longer count them. Returns how many messages were deleted that the tallies still counted."""
+    the message and package tallies, in the caller's transaction. Retired messages (messages_retire) go
+    too, without touching the tallies, which no longer count them. Returns how many messages were deleted
+    that the tallies still counted."""
     if not scope and not task_ids:
         return 0
     cursor.execute(_GONE_TABLE)
@@ -277,7 +322,7 @@ def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None
         " x.task_id IN (SELECT task_id FROM retired) AS retired),"
         f" pairs AS (DELETE FROM {TASK_CLASS_TABLE} p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone))),"
         f" packages AS (DELETE FROM {TASK_PACKAGE_TABLE} k WHERE k.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
-        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages"
+        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages, packages"
         " FROM gone WHERE NOT retired",
         [*retired_params, *params],
     )
@@ -371,9 +416,10 @@ def wal_compress(cursor: Any) -> bool:
 
 def messages_purge(cursor: CursorWrapper, where: str, params: list[Any]) -> int:
     """Delete every message of the tasks whose corpus and service match `where` (fixed fragments on
-    `corpus_id` and `service_id`; the ids are `params`): task rows, (task, class) rows, tallies and retired
-    rows, in the caller's transaction. Every row of the scope goes, tallies included, so no tally is taken
-    apart. Returns how many messages went that the tallies still counted."""
+    `corpus_id` and `service_id`; the ids are `params`): task rows, (task, class) rows, package rows,
+    message and package tallies and retired rows, in the caller's transaction. Every row of the scope
+    goes, tallies included, so no tally is taken apart. Returns how many messages went that the tallies
+    still counted."""
     cursor.execute(
         f"WITH gone AS (DELETE FROM {TASK_MESSAGES_TABLE}"
         f" x WHERE {where} RETURNING cardinality(x.sequence) AS n,"
@@ -382,6 +428,6 @@ def messages_purge(cursor: CursorWrapper, where: str, params: list[Any]) -> int:
         params,
     )
     messages = int(cursor.fetchone()[0])
-    for table in (TASK_CLASS_TABLE, TASK_PACKAGE_TABLE, MESSAGE_TALLY_TABLE, STALE_MESSAGES_TABLE):
+    for table in (TASK_CLASS_TABLE, TASK_PACKAGE_TABLE, MESSAGE_TALLY_TABLE, PACKAGE_TALLY_TABLE, STALE_MESSAGES_TABLE):
         cursor.execute(f"DELETE FROM {table} WHERE {where}", params)
     return messages

@@ -20,7 +20,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Collate, Lower
 
 from conversion.attribution import NAME_MAX as PACKAGE_NAME_MAX
-from conversion.choices import TaskStatus
+from conversion.choices import TROUBLE_FROM, TaskStatus
 from conversion.logparse import CATEGORY_MAX, DETAILS_MAX, WHAT_MAX
 from corpora.choices import PACKAGE_KINDS, CorpusState, MessageSeverity
 
@@ -310,6 +310,9 @@ class TaskMessages(models.Model):
     rollup_counts = ArrayField(models.IntegerField())
     sequence = ArrayField(models.IntegerField())
     details = ArrayField(models.TextField())
+    # The task's package usages (PackageUsage ids), so that the deleter and a rerun take them off the package
+    # tallies from this row alone, as they take its classes off the message tallies.
+    packages = ArrayField(models.IntegerField(), db_default="{}")
 
     def __str__(self) -> str:
         return f"messages of task {self.task_id}"
@@ -390,15 +393,59 @@ class TaskPackage(models.Model):
     errors = models.IntegerField()
 
     class Meta:
-        indexes = [models.Index(fields=["task_id"], name="taskpackage_task")]
+        indexes = [
+            models.Index(fields=["task_id"], name="taskpackage_task"),
+            # The rows that show trouble (conversion.choices.TROUBLE_FROM), a few of them, each package's
+            # in document order with what a snapshot freezes: the snapshot reads them from this index alone.
+            models.Index(
+                fields=["corpus_id", "service_id", "kind", "package", "document_id"],
+                include=["task_status", "flags"],
+                condition=Q(flags__gte=TROUBLE_FROM),
+                name="taskpackage_trouble",
+            ),
+        ]
 
     def __str__(self) -> str:
         return f"task {self.task_id} used {self.kind} {self.package}"
 
 
+class PackageUsage(models.Model):
+    """The dictionary of package usages: a package or class with the PackageFlag bits one task's log gave it.
+    Append only, like MessageClass: an id always names the same usage."""
+
+    id = models.AutoField(primary_key=True)
+    kind = models.CharField(max_length=10, choices=PACKAGE_KINDS.choices)
+    package = models.CharField(max_length=PACKAGE_NAME_MAX)
+    flags = models.SmallIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["kind", "package", "flags"], name="packageusage_unique_key")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.package} ({self.flags})"
+
+
+class PackageTally(models.Model):
+    """Per (corpus, service, task status, package usage): how many tasks have that usage. Kept exact by the
+    message writer and deleter with TaskPackage, so a pair's ranking sums these rows, a few per package,
+    never the tasks' rows (docs/decisions/package-attribution.md). Rows that fall to zero stay and are
+    skipped."""
+
+    pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "package_usage_id")
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+    package_usage_id = models.IntegerField()
+    tasks = models.BigIntegerField()
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}/{self.service_id}/{self.task_status}/{self.package_usage_id}: {self.tasks}"
+
+
 class SnapshotPackage(models.Model):
-    """One package or class of a snapshot: the documents whose tasks used it when the snapshot was taken,
-    ascending, with each one's task status and PackageFlag bits, in parallel arrays (corpora.pairs)."""
+    """One package or class of a snapshot (corpora.pairs): its tallies, what a ranking of the snapshot sums,
+    the tasks per (flags, status); and the documents whose tasks showed trouble with it (flags from
+    TROUBLE_FROM up), ascending, with each one's task status and PackageFlag bits. Each in parallel arrays."""
 
     pk = models.CompositePrimaryKey("snapshot_id", "kind", "package")
     snapshot_id = models.BigIntegerField()
@@ -407,6 +454,9 @@ class SnapshotPackage(models.Model):
     document_ids = ArrayField(models.BigIntegerField())
     statuses = ArrayField(models.SmallIntegerField())
     flags = ArrayField(models.SmallIntegerField())
+    tally_flags = ArrayField(models.SmallIntegerField(), db_default="{}")
+    tally_statuses = ArrayField(models.SmallIntegerField(), db_default="{}")
+    tally_tasks = ArrayField(models.IntegerField(), db_default="{}")
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_id}: {self.kind} {self.package}"

@@ -608,6 +608,7 @@ def package_papers_view(request: HttpRequest, corpus: str, service: str, kind: s
         "kind": kind,
         "package": package,
         "papers": papers,
+        "run": source.run_id if source.snapshot_id is not None else None,
         "pager": pager(page.offset, page.page_size, len(papers), None, kept),
         "crumbs": crumbs(corpus, service, ("packages", ranking_href), (package, None)),
     }

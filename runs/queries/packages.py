@@ -1,7 +1,9 @@
 """Reads of package attribution (docs/decisions/package-attribution.md): the ranked packages and classes
 of a pair, live or as a closed run froze them, the papers behind one of them, and which packages gained or
-lost papers between two snapshots. The rows come from corpora's TaskPackage (live) and SnapshotPackage
-(a run's snapshot); their flags are conversion.choices.PackageFlag bits."""
+lost papers between two snapshots. A ranking sums tallies: corpora's PackageTally (live) or a snapshot's
+SnapshotPackage tallies, a few rows a package, whatever the papers; the papers behind a row come from
+TaskPackage (live) or the SnapshotPackage arrays, which keep the papers that showed trouble with a
+package. Flags are conversion.choices.PackageFlag bits."""
 
 # ruff: noqa: S608  (statements are fixed text, table names and flag constants; values are parameters)
 from __future__ import annotations
@@ -18,7 +20,7 @@ from config.errors import BadRequest, NotFound
 from conversion.attribution import evidence_names
 from conversion.choices import COMPLETED, PackageFlag, PackageKind
 from corpora.links import document_api_url, document_url
-from corpora.models import Document, Run, SnapshotPackage, StaleMessages, TaskPackage
+from corpora.models import Document, PackageTally, PackageUsage, Run, SnapshotPackage, StaleMessages, TaskPackage
 from corpora.queries import Pair, retired_messages_exist
 from corpora.statuses import status_name
 from runs.queries.diffs import DiffScope
@@ -26,6 +28,8 @@ from runs.queries.history import pair_known
 
 DOCUMENT_TABLE = Document._meta.db_table
 SNAPSHOT_PACKAGE_TABLE = SnapshotPackage._meta.db_table
+PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
+PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_PACKAGE_TABLE = TaskPackage._meta.db_table
 # How a ranking is ordered: the papers a package alone keeps from being error-free first.
@@ -75,6 +79,21 @@ def _rows_sql(source: Source) -> tuple[str, list[Any]]:
     )
 
 
+def _tallies_sql(source: Source) -> tuple[str, list[Any]]:
+    """A statement of (kind, package, flags, task_status, tasks): the tallies a ranking sums."""
+    if source.snapshot_id is not None:
+        return (
+            "SELECT s.kind, s.package, t.flags, t.task_status, t.tasks"
+            f" FROM {SNAPSHOT_PACKAGE_TABLE} s, unnest(s.tally_flags, s.tally_statuses, s.tally_tasks)"
+            " AS t(flags, task_status, tasks) WHERE s.snapshot_id = %s"
+        ), [source.snapshot_id]
+    return (
+        f"SELECT u.kind, u.package, u.flags, x.task_status, x.tasks FROM {PACKAGE_TALLY_TABLE} x"
+        f" JOIN {PACKAGE_USAGE_TABLE} u ON u.id = x.package_usage_id"
+        " WHERE x.corpus_id = %s AND x.service_id = %s AND x.tasks > 0"
+    ), [source.pair.corpus_id, source.pair.service_id]
+
+
 def _snapshot_rows_sql() -> str:
     return (
         f"SELECT s.kind, s.package, u.document_id, u.task_status, u.flags FROM {SNAPSHOT_PACKAGE_TABLE} s,"
@@ -115,18 +134,22 @@ class PackageRanking:
 
 
 def _flag(bit: PackageFlag) -> str:
-    return f"count(*) FILTER (WHERE r.flags & {int(bit)} <> 0)"
+    return f"coalesce(sum(r.tasks) FILTER (WHERE r.flags & {int(bit)} <> 0), 0)::bigint"
 
 
 def package_ranking(source: Source, page: Page, kind: str | None = None) -> PackageRanking:
     """GET /api/runs/{corpus}/{service}/packages: every package and class the pair's papers used, ranked by
-    the papers each alone keeps from being error-free, then by those it is the only missing one of."""
-    rows_sql, params = _rows_sql(source)
+    the papers each alone keeps from being error-free, then by those it is the only missing one of. It sums
+    the tallies, a few rows a package, so its cost follows the packages, not the papers."""
+    rows_sql, params = _tallies_sql(source)
     where = " WHERE r.kind = %s" if kind else ""
-    statuses = ", ".join(f"count(*) FILTER (WHERE r.task_status = {int(status)})" for status in COMPLETED)
+    statuses = ", ".join(
+        f"coalesce(sum(r.tasks) FILTER (WHERE r.task_status = {int(status)}), 0)::bigint" for status in COMPLETED
+    )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT r.kind, r.package, count(*) AS papers, {statuses}, {_flag(PackageFlag.ONLY)} AS only_missing,"
+            f"SELECT r.kind, r.package, sum(r.tasks)::bigint AS papers, {statuses},"
+            f" {_flag(PackageFlag.ONLY)} AS only_missing,"
             f" {_flag(PackageFlag.CLEARS)} AS clears, {_flag(PackageFlag.CLEARS_WEAK)} AS clears_weak,"
             " bit_or(r.flags), count(*) OVER () AS total"
             f" FROM ({rows_sql}) r{where} GROUP BY r.kind, r.package ORDER BY {ORDER} OFFSET %s LIMIT %s",
@@ -161,7 +184,8 @@ class PackagePaper:
 
 def package_papers(source: Source, kind: str, package: str, page: Page) -> list[PackagePaper]:
     """GET /api/runs/{corpus}/{service}/packages/{kind}/{package}: the papers behind one row, those the
-    package alone keeps from being error-free first."""
+    package alone keeps from being error-free first. Live, every paper that used it; for a closed run, those
+    that showed trouble with it, which its snapshot keeps (corpora.pairs.snapshot_packages_sql)."""
     rows_sql, params = _rows_sql(source)
     with connection.cursor() as cursor:
         cursor.execute(
@@ -210,28 +234,40 @@ class PackageDiff:
 
 
 def package_diff(scope: DiffScope, page: Page) -> PackageDiff:
-    """GET /api/runs/{corpus}/{service}/packages/diff: the packages that gained or lost papers between two
-    snapshots (by default the two latest), most papers changed first, with the documents gained and lost."""
+    """GET /api/runs/{corpus}/{service}/packages/diff: the packages whose papers changed between two
+    snapshots (by default the two latest): the papers that show trouble with a package gained and lost
+    (the documents a snapshot keeps), and its papers before and after from the tallies; most papers gained
+    or lost first."""
     changes: list[PackageChange] = []
     if scope.previous is not None and scope.current is not None:
         clears = int(PackageFlag.CLEARS)
+        papers = (
+            f"SELECT s.kind, s.package, sum(n)::bigint AS papers FROM {SNAPSHOT_PACKAGE_TABLE} s,"
+            " unnest(s.tally_tasks) AS n WHERE s.snapshot_id = %s GROUP BY s.kind, s.package"
+        )
         with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH a AS ({_snapshot_rows_sql()}), b AS ({_snapshot_rows_sql()}),"
                 " j AS (SELECT coalesce(a.kind, b.kind) AS kind, coalesce(a.package, b.package) AS package,"
                 "  coalesce(a.document_id, b.document_id) AS document_id, a.flags AS before, b.flags AS after"
-                "  FROM a FULL JOIN b USING (kind, package, document_id))"
-                " SELECT j.kind, j.package, count(j.before), count(j.after),"
-                f"  (array_agg(d.name ORDER BY d.name) FILTER (WHERE j.before IS NULL))[1:{DIFF_NAMES_MAX}],"
-                f"  (array_agg(d.name ORDER BY d.name) FILTER (WHERE j.after IS NULL))[1:{DIFF_NAMES_MAX}],"
-                "  count(*) FILTER (WHERE j.before IS NULL), count(*) FILTER (WHERE j.after IS NULL),"
-                f"  count(*) FILTER (WHERE j.before & {clears} <> 0), count(*) FILTER (WHERE j.after & {clears} <> 0)"
-                f" FROM j JOIN {DOCUMENT_TABLE} d ON d.id = j.document_id GROUP BY j.kind, j.package"
-                " HAVING count(*) FILTER (WHERE j.before IS NULL OR j.after IS NULL) > 0"
-                "  OR count(*) FILTER (WHERE j.before & %s <> j.after & %s) > 0"
-                " ORDER BY count(*) FILTER (WHERE j.before IS NULL OR j.after IS NULL) DESC, j.kind, j.package"
-                " OFFSET %s LIMIT %s",
-                [scope.previous.id, scope.current.id, clears, clears, page.offset, page.page_size],
+                "  FROM a FULL JOIN b USING (kind, package, document_id)),"
+                " c AS (SELECT j.kind, j.package,"
+                f"  (array_agg(d.name ORDER BY d.name) FILTER (WHERE j.before IS NULL))[1:{DIFF_NAMES_MAX}] AS gained,"
+                f"  (array_agg(d.name ORDER BY d.name) FILTER (WHERE j.after IS NULL))[1:{DIFF_NAMES_MAX}] AS lost,"
+                "  count(*) FILTER (WHERE j.before IS NULL) AS n_gained,"
+                "  count(*) FILTER (WHERE j.after IS NULL) AS n_lost,"
+                f"  count(*) FILTER (WHERE j.before & {clears} <> 0) AS c0,"
+                f"  count(*) FILTER (WHERE j.after & {clears} <> 0) AS c1"
+                f"  FROM j JOIN {DOCUMENT_TABLE} d ON d.id = j.document_id GROUP BY j.kind, j.package),"
+                f" pa AS ({papers}), pb AS ({papers})"
+                " SELECT kind, package, coalesce(pa.papers, 0), coalesce(pb.papers, 0), c.gained, c.lost,"
+                "  coalesce(c.n_gained, 0), coalesce(c.n_lost, 0), coalesce(c.c0, 0), coalesce(c.c1, 0)"
+                " FROM pa FULL JOIN pb USING (kind, package) FULL JOIN c USING (kind, package)"
+                " WHERE coalesce(pa.papers, 0) <> coalesce(pb.papers, 0) OR c.n_gained > 0 OR c.n_lost > 0"
+                "  OR c.c0 <> c.c1"
+                " ORDER BY coalesce(c.n_gained, 0) + coalesce(c.n_lost, 0) DESC,"
+                "  abs(coalesce(pa.papers, 0) - coalesce(pb.papers, 0)) DESC, kind, package OFFSET %s LIMIT %s",
+                [scope.previous.id, scope.current.id, scope.previous.id, scope.current.id, page.offset, page.page_size],
             )
             changes = [
                 PackageChange(kind, package, before, after, gained or [], lost or [], n_gained, n_lost, c0, c1)

@@ -42,8 +42,9 @@ RENAMED = {
 }
 
 
-# Columns that later migrations add to these tables (corpora 0017: a run's cost): not 0014's to keep.
-LATER_COLUMNS = ("cpu_ms", "peak_rss_kb", "cpu_results")
+# Columns that later migrations add to these tables (corpora 0017: a run's cost; the package tallies: a task
+# row's package usages): not 0014's to keep.
+LATER_COLUMNS = ("cpu_ms", "peak_rss_kb", "cpu_results", "packages")
 
 
 def _contents(names: dict[str, str]) -> dict[str, tuple[int, str]]:

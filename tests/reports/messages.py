@@ -1,6 +1,6 @@
 """Messages in tests: adding messages to a task through the one message writer, and what must hold
-between the message tables (TaskMessages, TaskClass, TaskPackage, MessageTally) and the tasks, as plain SQL
-recounts that the tests check after every kind of write."""
+between the message tables (TaskMessages, TaskClass, TaskPackage, MessageTally, PackageTally) and the tasks,
+as plain SQL recounts that the tests check after every kind of write."""
 
 from __future__ import annotations
 
@@ -73,6 +73,27 @@ CHECKS = {
         " WHERE r.tasks IS DISTINCT FROM t.tasks OR r.messages IS DISTINCT FROM t.messages"
     ),
     "a tally is negative": "SELECT count(*) FROM corpora_messagetally WHERE tasks < 0 OR messages < 0",
+    "a task row's package usages are not its package rows": (
+        "SELECT count(*) FROM ("
+        "(SELECT x.task_id, u.kind, u.package, u.flags FROM corpora_taskmessages x, unnest(x.packages) p(id)"
+        " JOIN corpora_packageusage u ON u.id = p.id"
+        " EXCEPT ALL SELECT task_id, kind, package, flags FROM corpora_taskpackage)"
+        " UNION ALL "
+        "(SELECT task_id, kind, package, flags FROM corpora_taskpackage"
+        " EXCEPT ALL SELECT x.task_id, u.kind, u.package, u.flags FROM corpora_taskmessages x,"
+        " unnest(x.packages) p(id) JOIN corpora_packageusage u ON u.id = p.id)) d"
+    ),
+    "package tallies are not a recount of the package rows": (
+        "SELECT count(*) FROM (SELECT k.corpus_id, k.service_id, k.task_status, u.id, count(*) AS tasks"
+        " FROM corpora_taskpackage k JOIN corpora_packageusage u"
+        " ON (u.kind, u.package, u.flags) = (k.kind, k.package, k.flags)"
+        " WHERE NOT EXISTS (SELECT FROM corpora_stalemessages z WHERE z.task_id = k.task_id) GROUP BY 1, 2, 3, 4) r"
+        " FULL JOIN (SELECT * FROM corpora_packagetally WHERE tasks <> 0) t"
+        " ON (r.corpus_id, r.service_id, r.task_status, r.id)"
+        " = (t.corpus_id, t.service_id, t.task_status, t.package_usage_id)"
+        " WHERE r.tasks IS DISTINCT FROM t.tasks"
+    ),
+    "a package tally is negative": "SELECT count(*) FROM corpora_packagetally WHERE tasks < 0",
     "a package row has no task row, or not its pair, status or document": (
         "SELECT count(*) FROM corpora_taskpackage k LEFT JOIN corpora_taskmessages x ON x.task_id = k.task_id"
         " LEFT JOIN corpora_task t ON t.id = k.task_id WHERE x.task_id IS NULL OR x.corpus_id <> k.corpus_id"
