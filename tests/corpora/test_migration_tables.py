@@ -42,8 +42,9 @@ RENAMED = {
 }
 
 
-# Columns that later migrations add to these tables (corpora 0017: a run's cost): not 0014's to keep.
-LATER_COLUMNS = ("cpu_ms", "peak_rss_kb", "cpu_results")
+# Columns that later migrations add to these tables (corpora 0017: a run's cost; 0018: the infrastructure
+# failures of a snapshot and of a diff): not 0014's to keep.
+LATER_COLUMNS = ("cpu_ms", "peak_rss_kb", "cpu_results", "infrastructure_document_ids", "infrastructure_matrix")
 
 
 def _contents(names: dict[str, str]) -> dict[str, tuple[int, str]]:
