@@ -121,6 +121,9 @@ PAGE = (OFFSET, PAGE_SIZE)
 PREVIOUS = opt("previous", "the older snapshot's date (from the diff's available_dates; default the second latest)")
 CURRENT = opt("current", "the newer snapshot's date (default the latest)")
 LIMIT = opt("limit", "at most this many (the server's maximum applies)", int)
+EXCLUDE_INFRASTRUCTURE = opt(
+    "exclude_infrastructure", "leave out the documents that were an infrastructure failure (Fatal:infrastructure)", bool
+)
 
 
 def _pair_or_all(pair: str, whole: str) -> Callable[[dict[str, Any]], str]:
@@ -326,7 +329,7 @@ READS: tuple[Command, ...] = (
         "diff",
         "The status matrix between two snapshots of a pair (default the two latest).",
         "/api/runs/{corpus}/{service}/diff",
-        (CORPUS, SERVICE, PREVIOUS, CURRENT),
+        (CORPUS, SERVICE, PREVIOUS, CURRENT, EXCLUDE_INFRASTRUCTURE),
     ),
     Command(
         "tasks",
@@ -340,6 +343,7 @@ READS: tuple[Command, ...] = (
             opt("previous_status", "only from this status"),
             opt("current_status", "only to this status"),
             opt("change", "regressed: only those that got worse"),
+            EXCLUDE_INFRASTRUCTURE,
             *PAGE,
         ),
     ),

@@ -8,6 +8,7 @@ first needs them, so that every page of the task list is a few index ranges
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from django.db import connection, transaction
@@ -56,8 +57,10 @@ def _same_documents(cursor: Any, previous_id: int, current_id: int) -> bool:
 
 def diff_ensure(*, previous_id: int, current_id: int) -> int:
     """The id of the diff of two snapshots, computing its matrix first if nobody has (one grouped pass
-    over the two snapshots). A concurrent caller waits on the first one's row and reads its result.
-    The changed documents' rows are written when a task list first needs them (diff_rows_ensure)."""
+    over the two snapshots), with the transitions of the documents that were an infrastructure failure in
+    either snapshot apart (infrastructure_matrix), so that the matrix without them is a subtraction. A
+    concurrent caller waits on the first one's row and reads its result. The changed documents' rows are
+    written when a task list first needs them (diff_rows_ensure)."""
     with connection.cursor() as cursor:
         cursor.execute(
             f"SELECT id FROM {SNAPSHOT_DIFF_TABLE} WHERE previous_id = %s AND current_id = %s",
@@ -83,18 +86,41 @@ def diff_ensure(*, previous_id: int, current_id: int) -> int:
         for statement in BULK_SETTINGS:
             cursor.execute(statement)
         pairs = _pairs_statement(_same_documents(cursor, previous_id, current_id))
+        infrastructure = _infrastructure_documents(cursor, previous_id, current_id)
+        # The infrastructure failures' documents are told apart in the same pass, by a probe of their few ids.
         cursor.execute(
-            f"SELECT previous_status, current_status, count(*) FROM ({pairs}) pairs"
-            " GROUP BY 1, 2 ORDER BY 1 DESC, 2 DESC",
-            [previous_id, current_id],
+            f"SELECT previous_status, current_status, document_id = ANY(%s::bigint[]), count(*) FROM ({pairs}) pairs"
+            " GROUP BY 1, 2, 3",
+            [infrastructure, previous_id, current_id],
         )
-        matrix = [list(row) for row in cursor.fetchall()]
+        rows = cursor.fetchall()
+        matrix = _matrix((p, c, n) for p, c, _, n in rows)
+        infrastructure_matrix = _matrix((p, c, n) for p, c, flagged, n in rows if flagged)
         changed = sum(count for previous, current, count in matrix if previous != current)
         cursor.execute(
-            f"UPDATE {SNAPSHOT_DIFF_TABLE} SET matrix = %s::jsonb, changed = %s, rows_ready = %s WHERE id = %s",
-            [json.dumps(matrix), changed, changed == 0, diff_id],
+            f"UPDATE {SNAPSHOT_DIFF_TABLE} SET matrix = %s::jsonb, infrastructure_matrix = %s::jsonb, changed = %s,"
+            " rows_ready = %s WHERE id = %s",
+            [json.dumps(matrix), json.dumps(infrastructure_matrix), changed, changed == 0, diff_id],
         )
     return diff_id
+
+
+def _infrastructure_documents(cursor: Any, previous_id: int, current_id: int) -> list[int]:
+    """The documents that were an infrastructure failure in either snapshot (few)."""
+    cursor.execute(
+        f"SELECT ARRAY(SELECT DISTINCT d FROM {SNAPSHOT_TABLE}, unnest(infrastructure_document_ids) AS d"
+        " WHERE id IN (%s, %s) ORDER BY d)",
+        [previous_id, current_id],
+    )
+    return cursor.fetchone()[0]
+
+
+def _matrix(cells: Iterable[tuple[int, int, int]]) -> list[list[int]]:
+    """[[previous, current, count], ...] with each transition once, the highest statuses first."""
+    counts: dict[tuple[int, int], int] = {}
+    for previous, current, count in cells:
+        counts[previous, current] = counts.get((previous, current), 0) + count
+    return [[p, c, n] for (p, c), n in sorted(counts.items(), reverse=True)]
 
 
 def diff_rows_ensure(diff_id: int) -> None:

@@ -168,6 +168,13 @@ class Snapshot(models.Model):
     # Whether the snapshot froze its message classes too (SnapshotClass, SnapshotMembers): those taken
     # before the reports could compare classes did not.
     with_classes = models.BooleanField(default=False, db_default=False)
+    # The documents whose task then ended as an infrastructure failure (a Fatal:infrastructure class, or
+    # CorTeX's own: corpora.statuses.infrastructure_class_sql), ascending: few, so a run diff can leave them out.
+    infrastructure_document_ids = ArrayField(
+        models.BigIntegerField(),
+        default=list,
+        db_default=models.Value([], output_field=ArrayField(models.BigIntegerField())),
+    )
 
     class Meta:
         ordering = ["-taken_at"]
@@ -595,6 +602,9 @@ class SnapshotDiff(models.Model):
     current = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, related_name="+")
     # [[previous status, current status, count], ...] over every document of either snapshot.
     matrix = models.JSONField()
+    # The same over the documents that were an infrastructure failure in either snapshot (their
+    # infrastructure_document_ids): the matrix without them is the difference.
+    infrastructure_matrix = models.JSONField(default=list, db_default=models.Value([], output_field=models.JSONField()))
     changed = models.IntegerField()
     # True once the TaskDiff rows are written (corpora.diffs.diff_rows_ensure).
     rows_ready = models.BooleanField(default=False)

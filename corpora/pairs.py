@@ -23,7 +23,7 @@ from django.db import connection, transaction
 from django.db.models import F, Func, Value
 
 from config.planner import BULK_SETTINGS
-from conversion.choices import TROUBLE_FROM, Severity
+from conversion.choices import COMPLETED, TROUBLE_FROM, Severity
 from conversion.profiles import profile_load
 from corpora.choices import ClassLevel
 from corpora.models import (
@@ -52,7 +52,7 @@ from corpora.models import (
 )
 from corpora.queries import pair_counts, retired_messages_exist, taskdiff_share
 from corpora.results import results_discard
-from corpora.statuses import BUSY_BUCKETS
+from corpora.statuses import BUSY_BUCKETS, infrastructure_class_sql
 from corpora.task_changes import tasks_purge
 from corpora.telemetry import telemetry_delete, telemetry_trim
 from services.models import Service
@@ -209,21 +209,36 @@ class SnapshotTaken:
 def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
     """Append the status of every task of the pair as one snapshot, with its message classes: the tasks
     and messages of each class (from the reports' tallies) and the documents that had each class of
-    warning severity or worse (from the (task, class) rows), in chunks of document ids. Retired messages
-    (a rerun's, not yet purged) count nowhere, as in the reports. The packages the tasks used, each with its
-    documents, their statuses and attribution flags, are frozen with it. One transaction."""
+    warning severity or worse (from the (task, class) rows), in chunks of document ids, and the documents
+    whose task is an infrastructure failure (from the same rows). Retired messages
+    (a rerun's, not yet purged) count nowhere, as in the reports. The packages the tasks used are frozen
+    with it, each with its tallies and the papers that showed trouble with it (snapshot_packages_sql). One
+    transaction."""
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in BULK_SETTINGS:
             cursor.execute(statement)
+        retired = ""
+        if retired_messages_exist(corpus_id, service_id):
+            retired = f" AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = p.task_id)"
+        # The infrastructure failures' documents: a few ranges of the report index, one per completed status
+        # and infrastructure class (found by the class dictionary's key), read from the index alone.
+        infrastructure = (
+            "SELECT coalesce(array_agg(DISTINCT p.document_id ORDER BY p.document_id), '{}')"
+            f" FROM {TASK_CLASS_TABLE} p"
+            " WHERE p.corpus_id = %s AND p.service_id = %s AND p.task_status = ANY(%s)"
+            f" AND p.message_class_id = ANY(ARRAY(SELECT k.id FROM {MESSAGE_CLASS_TABLE} k"
+            f"  WHERE k.level = {ClassLevel.CLASS} AND {infrastructure_class_sql('k')})){retired}"
+        )
         cursor.execute(
-            f"INSERT INTO {SNAPSHOT_TABLE}"
-            " (corpus_id, service_id, taken_at, tasks, document_ids, statuses, with_classes)"
+            f"INSERT INTO {SNAPSHOT_TABLE} (corpus_id, service_id, taken_at, tasks, document_ids, statuses,"
+            " with_classes, infrastructure_document_ids)"
             " SELECT %s, %s, clock_timestamp(), count(*),"
             "  coalesce(array_agg(document_id ORDER BY document_id), '{}'),"
-            "  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{}'), true"
+            f"  coalesce(array_agg(ccs_status_bucket(status)::smallint ORDER BY document_id), '{{}}'), true,"
+            f"  ({infrastructure})"
             f" FROM {TASK_TABLE} WHERE corpus_id = %s AND service_id = %s"
             " RETURNING id, taken_at, tasks",
-            [corpus_id, service_id, corpus_id, service_id],
+            [corpus_id, service_id, corpus_id, service_id, list(COMPLETED), corpus_id, service_id],
         )
         snapshot_id, taken_at, rows = cursor.fetchone()
         cursor.execute(
@@ -233,9 +248,6 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
             " WHERE t.corpus_id = %s AND t.service_id = %s GROUP BY t.message_class_id HAVING sum(t.tasks) > 0",
             [snapshot_id, corpus_id, service_id],
         )
-        retired = ""
-        if retired_messages_exist(corpus_id, service_id):
-            retired = f" AND NOT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} z WHERE z.task_id = p.task_id)"
         # Each class's documents in one ascending array, cut after every member whose hash is 0 modulo
         # MEMBERS_CHUNK (and after the last): each piece is a row from its first document to its last.
         # The documents come from the report index alone (it includes them), one range per (status,

@@ -44,14 +44,14 @@ def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = 
     return diff_id
 
 
-def diff_read(scope: DiffScope) -> tuple[int | None, dict[str, Any]]:
+def diff_read(scope: DiffScope, *, exclude_infrastructure: bool = False) -> tuple[int | None, dict[str, Any]]:
     """GET .../diff and the screens that show a diff: the diff of the scope's two snapshots, made if
     needed, and its record (runs.queries.diffs.run_diff). The id is what task_diff_count reads."""
     diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
-    return diff_id, run_diff(scope, diff_id)
+    return diff_id, run_diff(scope, diff_id, exclude_infrastructure=exclude_infrastructure)
 
 
-def task_diffs_read(scope: DiffScope, page: Page, **filters: str | None) -> list[dict[str, Any]]:
+def task_diffs_read(scope: DiffScope, page: Page, **filters: str | bool | None) -> list[dict[str, Any]]:
     """GET .../tasks and the screens that list changed documents: a page of them
     (runs.queries.diffs.task_diffs), the diff and its changed documents' rows made first if needed."""
     diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=True)

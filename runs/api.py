@@ -46,7 +46,6 @@ from runs.serializers import (
     CompareTaskSerializer,
     CostSerializer,
     CurrentRunSerializer,
-    DiffParamsSerializer,
     DocumentHistorySerializer,
     PackageDiffParamsSerializer,
     PackageDiffSerializer,
@@ -54,6 +53,7 @@ from runs.serializers import (
     PackageParamsSerializer,
     PackageRankingSerializer,
     PairRunsParamsSerializer,
+    RunDiffParamsSerializer,
     RunDiffSerializer,
     RunListParamsSerializer,
     RunSerializer,
@@ -143,11 +143,13 @@ class RunDiffApi(PublicApiView):
     @extend_schema(
         operation_id="runs_diff",
         summary="Snapshot dates and the matrix previous status x current status (default: the two latest)",
-        parameters=[DiffParamsSerializer], responses={200: RunDiffSerializer, **problems(400, 404)}, tags=["runs"],
+        parameters=[RunDiffParamsSerializer], responses={200: RunDiffSerializer, **problems(400, 404)},
+        tags=["runs"],
     )  # fmt: skip
     def get(self, request: Request, corpus: str, service: str) -> Response:
-        query = params(DiffParamsSerializer, request)
-        _, record = diff_read(diff_scope(pair_resolve(corpus, service), **query))
+        query = params(RunDiffParamsSerializer, request)
+        exclude = query.pop("exclude_infrastructure", False)
+        _, record = diff_read(diff_scope(pair_resolve(corpus, service), **query), exclude_infrastructure=exclude)
         return Response(RunDiffSerializer(record).data)
 
 

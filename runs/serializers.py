@@ -218,7 +218,17 @@ class DiffParamsSerializer(serializers.Serializer):
     current = serializers.DateTimeField(required=False, help_text="a snapshot date from available_dates")
 
 
-class TaskDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
+EXCLUDE_DOCUMENTS_HELP = (
+    "leave out the documents that were an infrastructure failure (Fatal:infrastructure) in either snapshot: "
+    "the machine's doing, not the converter's"
+)
+
+
+class RunDiffParamsSerializer(DiffParamsSerializer):
+    exclude_infrastructure = serializers.BooleanField(required=False, help_text=EXCLUDE_DOCUMENTS_HELP)
+
+
+class TaskDiffParamsSerializer(RunDiffParamsSerializer, PageParamsSerializer):
     previous_status = StrictCharField(required=False, max_length=20, help_text=STATUS_HELP)
     current_status = StrictCharField(required=False, max_length=20, help_text=STATUS_HELP)
     change = serializers.ChoiceField(choices=["regressed"], required=False, help_text=CHANGE_HELP)
@@ -241,6 +251,13 @@ class RunDiffSerializer(serializers.Serializer):
     changed = serializers.IntegerField()
     regressions = serializers.IntegerField()
     matrix = DiffCellSerializer(many=True, help_text="previous status x current status -> documents")
+    exclude_infrastructure = serializers.BooleanField(
+        help_text="whether the infrastructure failures' documents are left out of total, changed, regressions and "
+        "matrix"
+    )
+    infrastructure = serializers.IntegerField(
+        help_text="documents that were an infrastructure failure (Fatal:infrastructure) in either snapshot"
+    )
     previous_run = RunProfileSerializer(
         allow_null=True, help_text="the run open when the previous snapshot was taken (its close takes one)"
     )

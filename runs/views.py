@@ -57,7 +57,6 @@ from runs.serializers import (
     CompareTaskSerializer,
     CostSerializer,
     CurrentRunSerializer,
-    DiffParamsSerializer,
     DocumentHistorySerializer,
     PackageDiffParamsSerializer,
     PackageDiffSerializer,
@@ -67,6 +66,7 @@ from runs.serializers import (
     PairRunsParamsSerializer,
     PruneParamsSerializer,
     PruneSummarySerializer,
+    RunDiffParamsSerializer,
     RunDiffSerializer,
     RunListParamsSerializer,
     RunSerializer,
@@ -118,9 +118,11 @@ def _query(**params: Any) -> str:
 
 
 def tasks_href(corpus: str, service: str, diff: dict[str, Any], **filters: str | None) -> str:
-    """The task list of a diff's two snapshots, optionally of one transition or only its regressions."""
+    """The task list of a diff's two snapshots, optionally of one transition or only its regressions, without
+    the infrastructure failures' documents when the diff leaves them out."""
     path = reverse("runs-tasks", kwargs={"corpus": corpus, "service": service})
-    return path + _query(previous=diff["previous"], current=diff["current"], **filters)
+    exclude = "true" if diff["exclude_infrastructure"] else None
+    return path + _query(previous=diff["previous"], current=diff["current"], exclude_infrastructure=exclude, **filters)
 
 
 def diff_heat_map(diff: dict[str, Any]) -> dict[str, Any]:
@@ -200,9 +202,9 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     return render(request, "runs/pair.html", context)
 
 
-def _diff_href(corpus: str, service: str, previous: str, current: str) -> str:
+def _diff_href(corpus: str, service: str, previous: str, current: str, *, exclude: bool = False) -> str:
     path = reverse("runs-diff", kwargs={"corpus": corpus, "service": service})
-    return path + _query(previous=previous, current=current)
+    return path + _query(previous=previous, current=current, exclude_infrastructure="true" if exclude else None)
 
 
 @login_required
@@ -227,9 +229,10 @@ def diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of GET /api/runs/<c>/<s>/diff: two snapshot dates to pick and their matrix as a heat
     map whose cells lead to their documents."""
     try:
-        query = validated(DiffParamsSerializer(data=given(request.GET)))
+        query = dict(validated(RunDiffParamsSerializer(data=given(request.GET))))
+        exclude = query.pop("exclude_infrastructure", False)
         scope = diff_scope(pair_resolve(corpus, service), **query)
-        _, record = diff_read(scope)
+        _, record = diff_read(scope, exclude_infrastructure=exclude)
         diff = RunDiffSerializer(record).data
     except ServiceError as exc:
         return error_page(request, exc)
@@ -252,7 +255,7 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         query = dict(validated(TaskDiffParamsSerializer(data=given(request.GET))))
         page = page_check(query.pop("offset", None), query.pop("page_size", None))
         scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
-        diff_id, record = diff_read(scope)
+        diff_id, record = diff_read(scope, exclude_infrastructure=query.get("exclude_infrastructure", False))
         diff = RunDiffSerializer(record).data
         tasks = TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data
         count = task_diff_count(diff_id, **query)
@@ -260,16 +263,19 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         return error_page(request, exc)
     # Pages stay on the same two snapshots, whatever is taken meanwhile.
     kept = {"previous": diff["previous"], "current": diff["current"], **query}
+    diff_href = None
+    if diff["previous"]:
+        exclude = diff["exclude_infrastructure"]
+        diff_href = _diff_href(corpus, service, diff["previous"], diff["current"], exclude=exclude)
     context = {
         "diff": diff,
         "tasks": tasks,
         "filters": query,
         "rows": task_rows(corpus, service, tasks),
         "count": count,
-        "diff_href": _diff_href(corpus, service, diff["previous"], diff["current"]) if diff["previous"] else None,
+        "diff_href": diff_href,
         "pager": pager(page.offset, page.page_size, len(tasks), count, {k: v for k, v in kept.items() if v}),
-        "crumbs": crumbs(corpus, service, ("diff", _diff_href(corpus, service, diff["previous"], diff["current"])),
-                         ("documents", None)),
+        "crumbs": crumbs(corpus, service, ("diff", diff_href), ("documents", None)),
     }  # fmt: skip
     return render(request, "runs/tasks.html", context)
 

@@ -19,6 +19,7 @@ from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
 from runs.queries.history import RunProfile, pair_known, run_at
 
 DOCUMENT_TABLE = Document._meta.db_table
+SNAPSHOT_TABLE = Snapshot._meta.db_table
 TASK_DIFF_TABLE = TaskDiff._meta.db_table
 
 
@@ -96,8 +97,29 @@ class RunDiff:
     changed: int
     regressions: int
     matrix: list[DiffCell]
+    exclude_infrastructure: bool
+    infrastructure: int
     previous_run: RunProfile | None
     current_run: RunProfile | None
+
+
+def matrix_without(matrix: list[list[int]], left_out: list[list[int]]) -> list[list[int]]:
+    """A diff's matrix less the transitions of some of its documents (its infrastructure_matrix), empty cells
+    dropped."""
+    gone = {(p, c): n for p, c, n in left_out}
+    cells = [[p, c, n - gone.get((p, c), 0)] for p, c, n in matrix]
+    return [cell for cell in cells if cell[2] > 0]
+
+
+def _diff_matrix(diff_id: int | None, exclude_infrastructure: bool) -> list[list[int]] | None:
+    """The stored matrix of a diff, without the infrastructure failures' documents when asked; None without a diff."""
+    if diff_id is None:
+        return None
+    row = SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", "infrastructure_matrix").first()
+    if row is None:
+        return None
+    matrix, infrastructure = row
+    return matrix_without(matrix, infrastructure) if exclude_infrastructure else matrix
 
 
 def _cells(matrix: list[list[int]]) -> list[DiffCell]:
@@ -107,10 +129,14 @@ def _cells(matrix: list[list[int]]) -> list[DiffCell]:
     ]
 
 
-def run_diff(scope: DiffScope, diff_id: int | None) -> RunDiff:
-    """GET /api/runs/{corpus}/{service}/diff: the snapshot dates and the matrix of the chosen pair."""
-    diff = SnapshotDiff.objects.filter(pk=diff_id).first() if diff_id else None
-    matrix = _cells(diff.matrix) if diff else []
+def run_diff(scope: DiffScope, diff_id: int | None, *, exclude_infrastructure: bool = False) -> RunDiff:
+    """GET /api/runs/{corpus}/{service}/diff: the snapshot dates and the matrix of the chosen pair, optionally
+    without the documents that were an infrastructure failure in either snapshot (the machine's doing)."""
+    row = None
+    if diff_id is not None:
+        row = SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", "infrastructure_matrix").first()
+    stored, infrastructure = row or ([], [])
+    matrix = _cells(matrix_without(stored, infrastructure) if exclude_infrastructure else stored)
     corpus_id, service_id = scope.pair.corpus_id, scope.pair.service_id
     return RunDiff(
         corpus=scope.pair.corpus_name,
@@ -119,9 +145,11 @@ def run_diff(scope: DiffScope, diff_id: int | None) -> RunDiff:
         previous=scope.previous.taken_at if scope.previous else None,
         current=scope.current.taken_at if scope.current else None,
         total=sum(cell.count for cell in matrix),
-        changed=diff.changed if diff else 0,
+        changed=sum(cell.count for cell in matrix if cell.previous != cell.current),
         regressions=sum(cell.count for cell in matrix if cell.regression),
         matrix=matrix,
+        exclude_infrastructure=exclude_infrastructure,
+        infrastructure=sum(n for _, _, n in infrastructure),
         # How each snapshot's tasks were converted: the run open when it was taken.
         previous_run=run_at(corpus_id, service_id, scope.previous.taken_at) if scope.previous else None,
         current_run=run_at(corpus_id, service_id, scope.current.taken_at) if scope.current else None,
@@ -189,23 +217,33 @@ def task_diffs(
     previous_status: str | None = None,
     current_status: str | None = None,
     change: str | None = None,
+    exclude_infrastructure: bool = False,
 ) -> list[TaskDiffRow]:
     """GET /api/runs/{corpus}/{service}/tasks: the documents whose status changed, by transition and
-    document, optionally of one transition (or only regressions). The diff's matrix says which
-    transitions the page covers and where in each it starts, so each is one index range."""
+    document, optionally of one transition (or only regressions), and without the infrastructure failures'
+    documents. The diff's matrix says which transitions the page covers and where in each it starts, so each
+    is one index range (less the few infrastructure failures' documents when they are left out)."""
     previous = status_filter(previous_status, "previous_status")
     current = status_filter(current_status, "current_status")
-    if diff_id is None:
+    matrix = _diff_matrix(diff_id, exclude_infrastructure)
+    if not matrix or scope.previous is None or scope.current is None:
         return []
-    matrix = SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", flat=True).first() or []
     segments = _page_segments(matrix, page, previous, current, change)
     if not segments:
         return []
+    left_out, extra = "", []
+    if exclude_infrastructure:
+        left_out = (
+            f" AND document_id <> ALL(ARRAY(SELECT unnest(infrastructure_document_ids) FROM {SNAPSHOT_TABLE}"
+            " WHERE id IN (%s, %s)))"
+        )
+        extra = [scope.previous.id, scope.current.id]
     branch = (
         f"(SELECT %s::int AS segment, previous_status, current_status, document_id FROM {TASK_DIFF_TABLE}"
-        " WHERE diff_id = %s AND previous_status = %s AND current_status = %s ORDER BY document_id OFFSET %s LIMIT %s)"
+        f" WHERE diff_id = %s AND previous_status = %s AND current_status = %s{left_out}"
+        " ORDER BY document_id OFFSET %s LIMIT %s)"
     )
-    params = [v for i, s in enumerate(segments) for v in (i, diff_id, s.previous, s.current, s.offset, s.limit)]
+    params = [v for i, s in enumerate(segments) for v in (i, diff_id, s.previous, s.current, *extra, s.offset, s.limit)]
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in _TASK_PAGE_SETTINGS:
             cursor.execute(statement)
@@ -226,17 +264,18 @@ def task_diff_count(
     previous_status: str | None = None,
     current_status: str | None = None,
     change: str | None = None,
+    exclude_infrastructure: bool = False,
 ) -> int:
     """How many documents task_diffs lists under the same filters, from the diff's stored matrix (for
     the screen's pager)."""
     previous = status_filter(previous_status, "previous_status")
     current = status_filter(current_status, "current_status")
-    diff = SnapshotDiff.objects.filter(pk=diff_id).only("matrix").first() if diff_id else None
-    if diff is None:
+    matrix = _diff_matrix(diff_id, exclude_infrastructure)
+    if matrix is None:
         return 0
     return sum(
         count
-        for p, c, count in diff.matrix
+        for p, c, count in matrix
         if p != c
         and previous in (None, p)
         and current in (None, c)

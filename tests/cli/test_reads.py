@@ -4,9 +4,15 @@ show the records. Paginated lists print one page with --json, the page options p
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
+
+from runs.actions import snapshot_append
+from tests.cli.conftest import IO_FATAL
+from tests.corpora.helpers import activated, imported
+from tests.runs.helpers import classes_write, pair_close
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -40,7 +46,9 @@ READS: list[tuple[str, str]] = [
     (f"telemetry {PAIR}", "/api/runs/a/tex_to_html/telemetry"),
     (f"cost {PAIR}", "/api/runs/a/tex_to_html/cost"),
     (f"diff {PAIR}", "/api/runs/a/tex_to_html/diff"),
+    (f"diff {PAIR} --exclude-infrastructure", "/api/runs/a/tex_to_html/diff?exclude_infrastructure=true"),
     (f"tasks {PAIR} --page-size 2 --offset 1", "/api/runs/a/tex_to_html/tasks?page_size=2&offset=1"),
+    (f"tasks {PAIR} --exclude-infrastructure", "/api/runs/a/tex_to_html/tasks?exclude_infrastructure=true"),
     (f"classes {PAIR} --kind appeared", "/api/runs/a/tex_to_html/classes?kind=appeared"),
     (
         f"class-tasks {PAIR} warning missing_file x.sty --change gained",
@@ -109,3 +117,31 @@ def test_tables_for_people_show_the_records(ccs, pair):
     health = ccs("health")
     assert "conversion_sandbox" in health.stdout and "status" in health.stdout
     assert ccs("run", "a", "tex_to_html").stdout.strip() == "nothing (null)"
+
+
+@pytest.mark.slow
+def test_diff_leaves_out_the_infrastructure_failures_on_request(ccs, corpus_root):
+    """doc0 went from no problem to an infrastructure failure, doc1 to a converter fatal: the matrix with
+    --exclude-infrastructure counts doc1 alone, without it both, and the table for people says so."""
+    imported(corpus_root, "a", documents=3)
+    activated("a")
+    classes_write([set(), set(), set()])
+    pair_close()
+    classes_write([{("fatal", "infrastructure", "worker_died")}, {IO_FATAL}, set()])
+    snapshot_append(corpus_name="a", service_name="tex_to_html", actor="tester")
+
+    def moved(*flags: str) -> dict[str, Any]:
+        result = ccs("diff", "a", "tex_to_html", *flags, "--json")
+        assert result.returncode == 0, result.stderr
+        return json.loads(result.stdout)
+
+    everything, without = moved(), moved("--exclude-infrastructure")
+    to_fatal = [c["count"] for c in everything["matrix"] if (c["previous"], c["current"]) == ("no_problem", "fatal")]
+    assert to_fatal == [2] and everything["infrastructure"] == 1 and everything["changed"] == 2
+    to_fatal = [c["count"] for c in without["matrix"] if (c["previous"], c["current"]) == ("no_problem", "fatal")]
+    assert to_fatal == [1] and without["exclude_infrastructure"] is True and without["changed"] == 1
+    table = ccs("diff", "a", "tex_to_html", "--exclude-infrastructure")
+    assert table.returncode == 0, table.stderr
+    changed = [line for line in table.stdout.splitlines() if line.split()[:1] == ["changed"]]
+    assert changed and changed[0].split()[1] == "1", table.stdout
+    assert re.search(r"no_problem\s*│\s*fatal\s*│\s*1\s*│\s*yes", table.stdout), table.stdout

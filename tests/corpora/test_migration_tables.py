@@ -42,9 +42,11 @@ RENAMED = {
 }
 
 
-# Columns that later migrations add to these tables (corpora 0017: a run's cost; the package tallies: a task
-# row's package usages): not 0014's to keep.
-LATER_COLUMNS = ("cpu_ms", "peak_rss_kb", "cpu_results", "packages")
+# Columns that later migrations add to these tables (corpora 0017: a run's cost; 0018: the infrastructure
+# failures of a snapshot and of a diff; 0019: a task row's package usages): not 0014's to keep.
+LATER_COLUMNS = (
+    "cpu_ms", "peak_rss_kb", "cpu_results", "infrastructure_document_ids", "infrastructure_matrix", "packages",
+)  # fmt: skip
 
 
 def _contents(names: dict[str, str]) -> dict[str, tuple[int, str]]:

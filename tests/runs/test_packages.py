@@ -128,15 +128,15 @@ def test_the_ranking_sums_the_tallies_which_a_pair_purge_takes_with_it(api, pack
 
 @pytest.mark.django_db(transaction=True)
 def test_the_tally_migration_counts_the_package_rows_there_are(api, packages):
-    """Corpora migration 0018 builds the usages, tallies and snapshot tallies from the package rows, and trims
+    """Corpora migration 0019 builds the usages, tallies and snapshot tallies from the package rows, and trims
     each snapshot's papers to those that showed trouble: every ranking, live and frozen, reads the same."""
     pair_close()
     run = Run.objects.get(finished_at__isnull=False).pk
     before = [api.get(f"{PAIR}/packages", query).json() for query in ({}, {"run": run})]
     assert _rows(before[1])["article"]["papers"] == 4
-    migrate([("corpora", "0017_cost_and_schedule")])
+    migrate([("corpora", "0018_snapshot_infrastructure_documents")])
     try:
-        with connection.cursor() as cursor:  # the snapshot as 0017 froze it: every paper of each package
+        with connection.cursor() as cursor:  # the snapshot as 0018 froze it: every paper of each package
             cursor.execute(
                 "UPDATE corpora_snapshotpackage s SET document_ids = k.d, statuses = k.s, flags = k.f FROM ("
                 " SELECT kind, package, array_agg(document_id ORDER BY document_id) AS d,"

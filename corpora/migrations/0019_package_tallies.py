@@ -12,7 +12,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("corpora", "0017_cost_and_schedule"),
+        ("corpora", "0018_snapshot_infrastructure_documents"),
     ]
 
     operations = [
