@@ -396,7 +396,7 @@ READS: tuple[Command, ...] = (
     ),
     Command(
         "package-papers",
-        "The papers behind one package or class of the ranking (one page).",
+        "The papers behind one package or class of the ranking (one page); of a closed run, those showing trouble.",
         "/api/runs/{corpus}/{service}/packages/{kind}/{package}",
         (
             CORPUS,

@@ -270,11 +270,11 @@ _GONE_TABLE = (
     " task_status smallint, classes integer[], counts integer[], messages integer, packages integer[])"
     " ON COMMIT DELETE ROWS"
 )
-# Each row's classes and rollups with their counts, its message count and its package usages: what the
-# tallies lose.
+# Each row's classes and rollups with their counts and its message count: what the message tallies lose.
+# (The package usages, what the package tallies lose, are each statement's own.)
 _GONE_COLUMNS = (
     "x.corpus_id, x.service_id, x.task_status, x.classes || x.rollups AS classes,"
-    " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages, x.packages"
+    " x.counts || x.rollup_counts AS counts, cardinality(x.sequence) AS messages"
 )
 
 
@@ -309,8 +309,8 @@ def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None
     """Delete the messages of tasks (`task_ids`, or the ids in the column `id` of the temporary table
     named by `scope`): their task rows, their (task, class) rows, their package rows and their share of
     the message and package tallies, in the caller's transaction. Retired messages (messages_retire) go
-    too, without touching the tallies, which no longer count them. Returns how many messages were deleted
-    that the tallies still counted."""
+    too, without touching the message tallies, which no longer count them; the package tallies still do.
+    Returns how many messages were deleted that the message tallies still counted."""
     if not scope and not task_ids:
         return 0
     cursor.execute(_GONE_TABLE)
@@ -319,11 +319,12 @@ def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None
     cursor.execute(
         f"WITH retired AS (DELETE FROM {STALE_MESSAGES_TABLE} z USING {retired} RETURNING z.task_id),"
         f" gone AS (DELETE FROM {TASK_MESSAGES_TABLE} x USING {using} RETURNING x.task_id, {_GONE_COLUMNS},"
-        " x.task_id IN (SELECT task_id FROM retired) AS retired),"
+        " x.packages, x.task_id IN (SELECT task_id FROM retired) AS retired),"
         f" pairs AS (DELETE FROM {TASK_CLASS_TABLE} p WHERE p.task_id = ANY(ARRAY(SELECT task_id FROM gone))),"
         f" packages AS (DELETE FROM {TASK_PACKAGE_TABLE} k WHERE k.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
-        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, classes, counts, messages, packages"
-        " FROM gone WHERE NOT retired",
+        " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status,"
+        " CASE WHEN retired THEN '{}' ELSE classes END, CASE WHEN retired THEN '{}' ELSE counts END,"
+        " CASE WHEN retired THEN 0 ELSE messages END, packages FROM gone",
         [*retired_params, *params],
     )
     return _tallies_take_gone(cursor) if cursor.rowcount else 0
@@ -331,26 +332,29 @@ def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None
 
 def messages_retire(cursor: CursorWrapper, *, scope: str) -> int:
     """Retire the messages of the tasks in the temporary table `scope` (column `id`), in the caller's
-    transaction, which must set those tasks in progress: the tallies stop counting them and the reports
-    stop showing them at once, while their rows stay until messages_purge_retired deletes them (or
+    transaction, which must set those tasks in progress: the message tallies stop counting them and the
+    reports stop showing them at once, while their rows stay until messages_purge_retired deletes them (or
     messages_delete, when a task's next result comes). A rerun of 100,000 tasks spread over millions
     would otherwise change a page of every table for each of them before it returns
-    (docs/decisions/rerun.md). Returns how many messages were retired."""
+    (docs/decisions/rerun.md). The package tallies keep counting them until then, and their readers take
+    them off meanwhile (corpora.queries.package_tallies_sql): their 4.6 million usages would cost the rerun
+    seconds (docs/decisions/package-attribution.md). Returns how many messages were retired."""
     cursor.execute(_GONE_TABLE)
     cursor.execute(
         f"WITH retired AS (INSERT INTO {STALE_MESSAGES_TABLE} (task_id, corpus_id, service_id)"
         f" SELECT x.task_id, x.corpus_id, x.service_id FROM {scope} s JOIN {TASK_MESSAGES_TABLE} x"
         " ON x.task_id = s.id ON CONFLICT DO NOTHING RETURNING task_id)"
-        f" INSERT INTO messages_gone SELECT {_GONE_COLUMNS} FROM retired r JOIN {TASK_MESSAGES_TABLE} x"
+        f" INSERT INTO messages_gone SELECT {_GONE_COLUMNS}, '{{}}' FROM retired r JOIN {TASK_MESSAGES_TABLE} x"
         " ON x.task_id = r.task_id"
     )
     return _tallies_take_gone(cursor) if cursor.rowcount else 0
 
 
 def messages_purge_retired(*, batch: int = 5_000) -> int:
-    """Delete the rows of one batch of retired messages (task rows, (task, class) rows) in a transaction of
-    its own; returns how many tasks' messages went (0: none are left). A batch whose rows the message
-    deleter holds is skipped, to be taken by it."""
+    """Delete the rows of one batch of retired messages (task rows, (task, class) rows, package rows) in a
+    transaction of its own, taking their package usages off the package tallies; returns how many tasks'
+    messages went (0: none are left). A batch whose rows the message deleter holds is skipped, to be taken
+    by it."""
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"CREATE TEMP TABLE purge_batch ON COMMIT DROP AS SELECT task_id AS id FROM {STALE_MESSAGES_TABLE}"
@@ -362,7 +366,14 @@ def messages_purge_retired(*, batch: int = 5_000) -> int:
             for statement in PROBE_SETTINGS:  # probe each table's task index, as the rerun does
                 cursor.execute(statement)
             wal_compress(cursor)
-            cursor.execute(f"DELETE FROM {TASK_MESSAGES_TABLE} x USING purge_batch s WHERE x.task_id = s.id")
+            cursor.execute(_GONE_TABLE)
+            cursor.execute(
+                f"WITH gone AS (DELETE FROM {TASK_MESSAGES_TABLE} x USING purge_batch s WHERE x.task_id = s.id"
+                "  RETURNING x.corpus_id, x.service_id, x.task_status, x.packages)"
+                " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status, '{}', '{}', 0, packages"
+                " FROM gone"
+            )
+            _tallies_take_gone(cursor)
             cursor.execute(f"DELETE FROM {TASK_CLASS_TABLE} p USING purge_batch s WHERE p.task_id = s.id")
             cursor.execute(f"DELETE FROM {TASK_PACKAGE_TABLE} k USING purge_batch s WHERE k.task_id = s.id")
             cursor.execute(f"DELETE FROM {STALE_MESSAGES_TABLE} z USING purge_batch s WHERE z.task_id = s.id")

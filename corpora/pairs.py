@@ -33,8 +33,6 @@ from corpora.models import (
     Document,
     MessageClass,
     MessageTally,
-    PackageTally,
-    PackageUsage,
     Run,
     Snapshot,
     SnapshotClass,
@@ -50,7 +48,7 @@ from corpora.models import (
     TelemetryBin,
     TelemetryMinute,
 )
-from corpora.queries import pair_counts, retired_messages_exist, taskdiff_share
+from corpora.queries import package_tallies_sql, pair_counts, retired_messages_exist, taskdiff_share
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS, infrastructure_class_sql
 from corpora.task_changes import tasks_purge
@@ -68,8 +66,6 @@ SNAPSHOT_CLASS_TABLE = SnapshotClass._meta.db_table
 SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
 SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
 SNAPSHOT_PACKAGE_TABLE = SnapshotPackage._meta.db_table
-PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
-PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_TABLE = Task._meta.db_table
 TASK_CLASS_TABLE = TaskClass._meta.db_table
@@ -171,24 +167,24 @@ def runs_close_drained(pairs: set[tuple[int, int]]) -> int:
 MEMBER_SEVERITIES = (Severity.WARNING, Severity.ERROR, Severity.FATAL)
 
 
-def snapshot_packages_sql(retired: str) -> str:
-    """The statement that freezes a pair's packages in a snapshot (parameters: snapshot, corpus, service,
-    corpus, service): every package of the package tallies with its tallies, the tasks per (flags, status),
-    and the papers that show trouble with it (flags from TROUBLE_FROM up: missing, errors in its definitions,
-    weak) with their statuses and flags, from the package rows' partial index, both read in the same
-    statement, so from the same rows. The papers that merely loaded a package are most of the rows at
-    arXiv's size and are not frozen (docs/decisions/package-attribution.md). `retired` leaves out the
-    tasks whose messages a rerun retired."""
+def snapshot_packages_sql(corpus_id: int, service_id: int, retired: str) -> tuple[str, list[Any]]:
+    """The statement that freezes a pair's packages in the snapshot given as its first parameter, and its
+    other parameters: every package of the pair's package tallies (corpora.queries.package_tallies_sql)
+    with its tallies, the tasks per (flags, status), and the papers that show trouble with it (flags from
+    TROUBLE_FROM up: missing, errors in its definitions, weak) with their statuses and flags, from the
+    package rows' partial index, both read in the same statement, so from the same rows. The papers that
+    merely loaded a package are most of the rows at arXiv's size and are not frozen
+    (docs/decisions/package-attribution.md). `retired` leaves out the tasks whose messages a rerun retired."""
+    tallies, params = package_tallies_sql(corpus_id, service_id)
     return (
         f"INSERT INTO {SNAPSHOT_PACKAGE_TABLE} (snapshot_id, kind, package, document_ids, statuses, flags,"
         " tally_flags, tally_statuses, tally_tasks)"
         " SELECT %s, t.kind, t.package, coalesce(a.document_ids, '{}'), coalesce(a.statuses, '{}'),"
         " coalesce(a.flags, '{}'), t.f, t.s, t.n FROM ("
-        "  SELECT u.kind, u.package, array_agg(u.flags ORDER BY u.flags, x.task_status) AS f,"
-        "   array_agg(x.task_status ORDER BY u.flags, x.task_status) AS s,"
-        "   array_agg(x.tasks::integer ORDER BY u.flags, x.task_status) AS n"
-        f"  FROM {PACKAGE_TALLY_TABLE} x JOIN {PACKAGE_USAGE_TABLE} u ON u.id = x.package_usage_id"
-        "  WHERE x.corpus_id = %s AND x.service_id = %s AND x.tasks > 0 GROUP BY u.kind, u.package) t"
+        "  SELECT x.kind, x.package, array_agg(x.flags ORDER BY x.flags, x.task_status) AS f,"
+        "   array_agg(x.task_status ORDER BY x.flags, x.task_status) AS s,"
+        "   array_agg(x.tasks::integer ORDER BY x.flags, x.task_status) AS n"
+        f"  FROM ({tallies}) x GROUP BY x.kind, x.package) t"
         " LEFT JOIN ("
         "  SELECT p.kind, p.package, array_agg(p.document_id ORDER BY p.document_id) AS document_ids,"
         "   array_agg(p.task_status ORDER BY p.document_id) AS statuses,"
@@ -196,7 +192,7 @@ def snapshot_packages_sql(retired: str) -> str:
         f"  FROM {TASK_PACKAGE_TABLE} p WHERE p.corpus_id = %s AND p.service_id = %s"
         f"  AND p.flags >= {TROUBLE_FROM}{retired} GROUP BY p.kind, p.package) a"
         " ON a.kind = t.kind AND a.package = t.package"
-    )
+    ), [*params, corpus_id, service_id]
 
 
 @dataclass(frozen=True)
@@ -269,7 +265,8 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
             "   UNION ALL SELECT cardinality(m.a)) e) s",
             [list(MEMBER_SEVERITIES), corpus_id, service_id, snapshot_id],
         )
-        cursor.execute(snapshot_packages_sql(retired), [snapshot_id, corpus_id, service_id, corpus_id, service_id])
+        statement, params = snapshot_packages_sql(corpus_id, service_id, retired)
+        cursor.execute(statement, [snapshot_id, *params])
     return SnapshotTaken(snapshot_id, taken_at, rows)
 
 

@@ -20,6 +20,8 @@ from corpora.models import (
     Activation,
     Corpus,
     Document,
+    PackageTally,
+    PackageUsage,
     Run,
     Snapshot,
     SnapshotDiff,
@@ -27,6 +29,7 @@ from corpora.models import (
     Task,
     TaskCount,
     TaskDiff,
+    TaskMessages,
 )
 from corpora.results import result_has_html
 from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
@@ -38,6 +41,9 @@ CORPUS_TABLE = Corpus._meta.db_table
 DOCUMENT_TABLE = Document._meta.db_table
 SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
+PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
+PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
+TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
 TASK_TABLE = Task._meta.db_table
 TASK_DIFF_TABLE = TaskDiff._meta.db_table
 
@@ -201,6 +207,30 @@ def retired_messages_exist(corpus_id: int, service_id: int) -> bool:
             [corpus_id, service_id],
         )
         return cursor.fetchone()[0]
+
+
+def package_tallies_sql(corpus_id: int, service_id: int) -> tuple[str, list[Any]]:
+    """A statement of (kind, package, flags, task_status, tasks): the pair's package tallies
+    (docs/decisions/package-attribution.md). The tallies still count a rerun's retired tasks until the purge
+    deletes their rows; while there are such tasks, their usages, read from their task rows, are taken
+    off here, so the answer is always the tasks whose messages count."""
+    tallies = (
+        f"SELECT u.kind, u.package, u.flags, x.task_status, x.tasks FROM {PACKAGE_TALLY_TABLE} x"
+        f" JOIN {PACKAGE_USAGE_TABLE} u ON u.id = x.package_usage_id"
+        " WHERE x.corpus_id = %s AND x.service_id = %s AND x.tasks > 0"
+    )
+    if not retired_messages_exist(corpus_id, service_id):
+        return tallies, [corpus_id, service_id]
+    return (
+        "SELECT kind, package, flags, task_status, sum(tasks)::bigint AS tasks FROM ("
+        f"{tallies} UNION ALL"
+        " SELECT u.kind, u.package, u.flags, r.task_status, -r.tasks FROM ("
+        "  SELECT m.task_status, p.usage_id, count(*) AS tasks"
+        f"  FROM {STALE_MESSAGES_TABLE} z JOIN {TASK_MESSAGES_TABLE} m ON m.task_id = z.task_id,"
+        "  unnest(m.packages) AS p(usage_id) WHERE z.corpus_id = %s AND z.service_id = %s GROUP BY 1, 2) r"
+        f"  JOIN {PACKAGE_USAGE_TABLE} u ON u.id = r.usage_id) t"
+        " GROUP BY kind, package, flags, task_status HAVING sum(tasks) > 0"
+    ), [corpus_id, service_id, corpus_id, service_id]
 
 
 def _like_prefix(text: str) -> str:

@@ -247,6 +247,8 @@ class PackagesApi(PublicApiView):
 class PackagePapersApi(PublicApiView):
     @extend_schema(
         operation_id="runs_package_papers", summary="The papers behind one package or class of a ranking, paginated",
+        description="Live, every paper that used it. With `run`, a closed run keeps only the papers that showed "
+        "trouble with it (missing, errors in its definitions, weak), not those that merely loaded it.",
         parameters=[PackageParamsSerializer],
         responses={200: PackagePaperSerializer(many=True), **problems(400, 404)}, tags=["runs"],
     )  # fmt: skip
@@ -261,6 +263,8 @@ class PackagePapersApi(PublicApiView):
 class PackageDiffApi(PublicApiView):
     @extend_schema(
         operation_id="runs_package_diff", summary="Packages that gained or lost papers between two snapshots",
+        description="`gained` and `lost` name the papers that showed trouble with the package in one snapshot "
+        "and not the other; `previous_papers` and `current_papers` count every paper that used it.",
         parameters=[PackageDiffParamsSerializer],
         responses={200: PackageDiffSerializer, **problems(400, 404)}, tags=["runs"],
     )  # fmt: skip
@@ -278,7 +282,8 @@ class PackageExportApi(PublicApiView):
         operation_id="runs_package_export",
         summary="Every (package, paper) row of a ranking as CSV, streamed",
         description="Columns: kind, package, document, status, only_missing, clears, clears_weak, evidence "
-        "(space-separated, strongest first). `run` reads a run as its snapshot froze it.",
+        "(space-separated, strongest first). `run` reads a closed run as its snapshot froze it: the papers "
+        "that showed trouble with each package.",
         parameters=[PackageParamsSerializer], tags=["runs"],
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.BINARY, description="CSV file"),
                    **problems(400, 404)},

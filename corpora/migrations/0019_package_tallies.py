@@ -2,9 +2,10 @@
 with its flags), each task row's usages, the tasks per (pair, status, usage), each snapshot package's
 tallies, and a partial index of the package rows that show trouble, the papers a snapshot keeps
 (conversion.choices.TROUBLE_FROM). The rows that exist are carried over set-based: the dictionary and the
-task rows' usages from the package rows, the tallies from the package rows whose messages are not
-retired, and each snapshot package's tallies from its arrays, which then keep only the papers that showed
-trouble. Each new column has a constant default, so adding it changes only the catalog."""
+task rows' usages from the package rows, the tallies from the package rows (a rerun's retired ones
+included, until the purge deletes them), and each snapshot package's tallies from its arrays, which then
+keep only the papers that showed trouble. Each new column has a constant default, so adding it changes
+only the catalog."""
 
 import django.contrib.postgres.fields
 from django.db import migrations, models
@@ -101,7 +102,6 @@ class Migration(migrations.Migration):
                 "INSERT INTO corpora_packagetally (corpus_id, service_id, task_status, package_usage_id, tasks)"
                 " SELECT k.corpus_id, k.service_id, k.task_status, u.id, count(*) FROM corpora_taskpackage k"
                 " JOIN corpora_packageusage u ON (u.kind, u.package, u.flags) = (k.kind, k.package, k.flags)"
-                " WHERE NOT EXISTS (SELECT FROM corpora_stalemessages z WHERE z.task_id = k.task_id)"
                 " GROUP BY 1, 2, 3, 4",
                 "UPDATE corpora_snapshotpackage s SET tally_flags = t.f, tally_statuses = t.s, tally_tasks = t.n FROM ("
                 "  SELECT g.snapshot_id, g.kind, g.package, array_agg(g.flags ORDER BY g.flags, g.task_status) AS f,"

@@ -20,16 +20,14 @@ from config.errors import BadRequest, NotFound
 from conversion.attribution import evidence_names
 from conversion.choices import COMPLETED, PackageFlag, PackageKind
 from corpora.links import document_api_url, document_url
-from corpora.models import Document, PackageTally, PackageUsage, Run, SnapshotPackage, StaleMessages, TaskPackage
-from corpora.queries import Pair, retired_messages_exist
+from corpora.models import Document, Run, SnapshotPackage, StaleMessages, TaskPackage
+from corpora.queries import Pair, package_tallies_sql, retired_messages_exist
 from corpora.statuses import status_name
 from runs.queries.diffs import DiffScope
 from runs.queries.history import pair_known
 
 DOCUMENT_TABLE = Document._meta.db_table
 SNAPSHOT_PACKAGE_TABLE = SnapshotPackage._meta.db_table
-PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
-PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_PACKAGE_TABLE = TaskPackage._meta.db_table
 # How a ranking is ordered: the papers a package alone keeps from being error-free first.
@@ -87,11 +85,7 @@ def _tallies_sql(source: Source) -> tuple[str, list[Any]]:
             f" FROM {SNAPSHOT_PACKAGE_TABLE} s, unnest(s.tally_flags, s.tally_statuses, s.tally_tasks)"
             " AS t(flags, task_status, tasks) WHERE s.snapshot_id = %s"
         ), [source.snapshot_id]
-    return (
-        f"SELECT u.kind, u.package, u.flags, x.task_status, x.tasks FROM {PACKAGE_TALLY_TABLE} x"
-        f" JOIN {PACKAGE_USAGE_TABLE} u ON u.id = x.package_usage_id"
-        " WHERE x.corpus_id = %s AND x.service_id = %s AND x.tasks > 0"
-    ), [source.pair.corpus_id, source.pair.service_id]
+    return package_tallies_sql(source.pair.corpus_id, source.pair.service_id)
 
 
 def _snapshot_rows_sql() -> str:
@@ -184,15 +178,20 @@ class PackagePaper:
 
 def package_papers(source: Source, kind: str, package: str, page: Page) -> list[PackagePaper]:
     """GET /api/runs/{corpus}/{service}/packages/{kind}/{package}: the papers behind one row, those the
-    package alone keeps from being error-free first. Live, every paper that used it; for a closed run, those
-    that showed trouble with it, which its snapshot keeps (corpora.pairs.snapshot_packages_sql)."""
+    package alone keeps from being error-free first, then by status and document. Live, every paper that
+    used it; for a closed run, those that showed trouble with it, which its snapshot keeps
+    (corpora.pairs.snapshot_packages_sql)."""
     rows_sql, params = _rows_sql(source)
+    # The page is cut before the documents' names are read: a class every paper uses has millions of rows.
+    order = (
+        f"r.flags & {int(PackageFlag.CLEARS)} DESC, r.flags & {int(PackageFlag.CLEARS_WEAK)} DESC,"
+        f" r.flags & {int(PackageFlag.ONLY)} DESC, r.task_status, r.document_id"
+    )
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT d.name, r.task_status, r.flags FROM ({rows_sql}) r JOIN {DOCUMENT_TABLE} d ON d.id = r.document_id"
-            f" WHERE r.kind = %s AND r.package = %s"
-            f" ORDER BY r.flags & {int(PackageFlag.CLEARS)} DESC, r.flags & {int(PackageFlag.CLEARS_WEAK)} DESC,"
-            f" r.flags & {int(PackageFlag.ONLY)} DESC, r.task_status, d.name OFFSET %s LIMIT %s",
+            f"SELECT d.name, r.task_status, r.flags FROM (SELECT * FROM ({rows_sql}) r"
+            f"  WHERE r.kind = %s AND r.package = %s ORDER BY {order} OFFSET %s LIMIT %s) r"
+            f" JOIN {DOCUMENT_TABLE} d ON d.id = r.document_id ORDER BY {order}",
             [*params, kind, package, page.offset, page.page_size],
         )
         fetched = cursor.fetchall()

@@ -87,7 +87,7 @@ CHECKS = {
         "SELECT count(*) FROM (SELECT k.corpus_id, k.service_id, k.task_status, u.id, count(*) AS tasks"
         " FROM corpora_taskpackage k JOIN corpora_packageusage u"
         " ON (u.kind, u.package, u.flags) = (k.kind, k.package, k.flags)"
-        " WHERE NOT EXISTS (SELECT FROM corpora_stalemessages z WHERE z.task_id = k.task_id) GROUP BY 1, 2, 3, 4) r"
+        " GROUP BY 1, 2, 3, 4) r"
         " FULL JOIN (SELECT * FROM corpora_packagetally WHERE tasks <> 0) t"
         " ON (r.corpus_id, r.service_id, r.task_status, r.id)"
         " = (t.corpus_id, t.service_id, t.task_status, t.package_usage_id)"

@@ -225,20 +225,20 @@ def test_the_rerun_probes_each_tables_task_index_instead_of_hashing_the_scope(au
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
     # The task rows whose messages it retires are found by their key.
     assert "corpora_taskmessages_pkey" in plans["WITH retired AS"], plans["WITH retired AS"]
-    # The purge then deletes a batch's task rows by their key, and their (task, class) and package rows by
-    # their task indexes.
+    # The purge then deletes a batch's task rows by their key (keeping their package usages for the package
+    # tallies), and their (task, class) and package rows by their task indexes.
     plans.clear()
     with connection.execute_wrapper(explaining):
         _purge()
     assert set(plans) == {
-        "DELETE FROM corpora_taskmessages",
+        "WITH gone AS",
         "DELETE FROM corpora_taskclass",
         "DELETE FROM corpora_taskpackage",
         "DELETE FROM corpora_stalemessages",
     }
     for statement, plan in plans.items():
         assert "Nested Loop" in plan and "Hash" not in plan and "Merge" not in plan, (statement, plan)
-    assert "corpora_taskmessages_pkey" in plans["DELETE FROM corpora_taskmessages"]
+    assert "corpora_taskmessages_pkey" in plans["WITH gone AS"]
     assert "taskclass_task" in plans["DELETE FROM corpora_taskclass"]
     assert "taskpackage_task" in plans["DELETE FROM corpora_taskpackage"]
 
@@ -313,7 +313,7 @@ def test_the_rerun_compresses_its_wal_where_the_server_lets_it(authed, converted
 
     def watching(execute, sql, params, many, context):
         result = execute(sql, params, many, context)
-        if sql.startswith(("UPDATE corpora_task t SET status", "DELETE FROM corpora_taskmessages x USING purge_batch")):
+        if sql.startswith(("UPDATE corpora_task t SET status", "WITH gone AS (DELETE FROM corpora_taskmessages x")):
             with context["connection"].cursor() as cursor:  # not the statement's: its row count is read
                 cursor.execute("SHOW wal_compression")
                 seen.append(cursor.fetchone()[0])

@@ -161,6 +161,8 @@ def test_a_run_keeps_its_ranking_and_the_diff_names_the_papers_gained_and_lost(a
     # their package rows with them.
     assert api.get(f"{PAIR}/packages").json()["count"] == 0
     assert TaskPackage.objects.exists()
+    assert message_tables_problems() == []  # the package tallies count them until the purge
+    assert PackageTally.objects.filter(tasks__gt=0).exists()
     while messages_purge_retired():
         pass
     assert not TaskPackage.objects.exists()
@@ -187,6 +189,14 @@ def test_a_run_keeps_its_ranking_and_the_diff_names_the_papers_gained_and_lost(a
     ]
     assert changes == [("minted", [], ["doc1"], 2, 1)]
     assert (diff["changes"][0]["previous_clears"], diff["changes"][0]["current_clears"]) == (0, 0)
+
+
+def test_a_result_that_comes_before_the_purge_takes_the_retired_usages_off(api, packages):
+    rerun(corpus_name="a", service_name="tex_to_html", actor="tester", description="minted fixed")
+    logs_write(LOGS_AFTER)  # each task's retired rows go with its new result's writing
+    assert message_tables_problems() == []
+    rows = _rows(api.get(f"{PAIR}/packages").json())
+    assert (rows["minted"]["papers"], rows["article"]["papers"]) == (1, 4)
 
 
 def test_the_screens_show_what_the_api_answers(client, packages):
