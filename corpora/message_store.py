@@ -324,7 +324,7 @@ def messages_delete(cursor: CursorWrapper, task_ids: Sequence[int] | None = None
         f" packages AS (DELETE FROM {TASK_PACKAGE_TABLE} k WHERE k.task_id = ANY(ARRAY(SELECT task_id FROM gone)))"
         " INSERT INTO messages_gone SELECT corpus_id, service_id, task_status,"
         " CASE WHEN retired THEN '{}' ELSE classes END, CASE WHEN retired THEN '{}' ELSE counts END,"
-        " CASE WHEN retired THEN 0 ELSE messages END, packages FROM gone",
+        " CASE WHEN NOT retired THEN messages END, packages FROM gone",
         [*retired_params, *params],
     )
     return _tallies_take_gone(cursor) if cursor.rowcount else 0
