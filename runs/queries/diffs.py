@@ -111,14 +111,19 @@ def matrix_without(matrix: list[list[int]], left_out: list[list[int]]) -> list[l
     return [cell for cell in cells if cell[2] > 0]
 
 
-def _diff_matrix(diff_id: int | None, exclude_infrastructure: bool) -> list[list[int]] | None:
-    """The stored matrix of a diff, without the infrastructure failures' documents when asked; None without a diff."""
+def _stored_matrices(diff_id: int | None) -> tuple[list[list[int]], list[list[int]]] | None:
+    """A diff's stored matrix and its infrastructure failures' transitions; None without a diff."""
     if diff_id is None:
         return None
-    row = SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", "infrastructure_matrix").first()
-    if row is None:
+    return SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", "infrastructure_matrix").first()
+
+
+def _diff_matrix(diff_id: int | None, exclude_infrastructure: bool) -> list[list[int]] | None:
+    """The stored matrix of a diff, without the infrastructure failures' documents when asked; None without a diff."""
+    stored = _stored_matrices(diff_id)
+    if stored is None:
         return None
-    matrix, infrastructure = row
+    matrix, infrastructure = stored
     return matrix_without(matrix, infrastructure) if exclude_infrastructure else matrix
 
 
@@ -132,10 +137,7 @@ def _cells(matrix: list[list[int]]) -> list[DiffCell]:
 def run_diff(scope: DiffScope, diff_id: int | None, *, exclude_infrastructure: bool = False) -> RunDiff:
     """GET /api/runs/{corpus}/{service}/diff: the snapshot dates and the matrix of the chosen pair, optionally
     without the documents that were an infrastructure failure in either snapshot (the machine's doing)."""
-    row = None
-    if diff_id is not None:
-        row = SnapshotDiff.objects.filter(pk=diff_id).values_list("matrix", "infrastructure_matrix").first()
-    stored, infrastructure = row or ([], [])
+    stored, infrastructure = _stored_matrices(diff_id) or ([], [])
     matrix = _cells(matrix_without(stored, infrastructure) if exclude_infrastructure else stored)
     corpus_id, service_id = scope.pair.corpus_id, scope.pair.service_id
     return RunDiff(
