@@ -237,6 +237,20 @@ CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")
 CONVERT_MAX_BYTES = env_int("CONVERT_MAX_BYTES", 1024 * 1024, minimum=1)
 CONVERT_TIMEOUT_SECONDS = env_int("CONVERT_TIMEOUT_SECONDS", 60, minimum=1)
 CONVERT_CONCURRENCY = env_int("CONVERT_CONCURRENCY", 2, minimum=1)
+# The warm engine (conversion/warm.py, `manage.py convert_engine`): LaTeXML prepared once per server, one fork
+# per conversion. CONVERT_WARM=false sends every /convert to a cold latexmlc.
+CONVERT_WARM = env_bool("CONVERT_WARM", True)
+# Its pools started with it, `format:whatsin:whatsout[:pmml][:cmml][:includestyles]=servers`, comma-separated;
+# another profile gets a pool of CONVERT_WARM_ON_DEMAND servers at its first request, up to CONVERT_WARM_MAX_POOLS.
+CONVERT_WARM_POOLS = env_str(
+    "CONVERT_WARM_POOLS", "html5:math:math:pmml=2, html5:fragment:fragment=1, html5:document:document=1"
+)
+CONVERT_WARM_ON_DEMAND = env_int("CONVERT_WARM_ON_DEMAND", 1, minimum=1)
+CONVERT_WARM_MAX_POOLS = env_int("CONVERT_WARM_MAX_POOLS", 6, minimum=1)
+# Requests the warm engine takes at once across the web processes (its own slots, beside CONVERT_CONCURRENCY's
+# for cold conversions); beyond its servers they wait for one, up to CONVERT_WARM_WAIT_SECONDS.
+CONVERT_WARM_CONCURRENCY = env_int("CONVERT_WARM_CONCURRENCY", 8, minimum=1)
+CONVERT_WARM_WAIT_SECONDS = env_int("CONVERT_WARM_WAIT_SECONDS", 10, minimum=0)
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, minimum=5)
 JOBS_PAGE_DEFAULT = 50
 JOBS_PAGE_MAX = 200

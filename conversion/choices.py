@@ -177,6 +177,13 @@ class OutputFormat(StrEnum):
         return "html" if self in (OutputFormat.HTML4, OutputFormat.HTML5) else self.value
 
 
+class ConvertEngine(StrEnum):
+    """What converted a /convert request: the warm engine (conversion.warm) or a cold latexmlc."""
+
+    WARM = "warm"
+    LATEXMLC = "latexmlc"
+
+
 class Chunk(StrEnum):
     """What a piece of TeX is, going in or coming out of latexmlc (its --whatsin and --whatsout)."""
 

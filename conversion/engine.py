@@ -43,6 +43,8 @@ from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import Launch, Sandbox
 
 LOG_NAME = "cortex.log"
+# The file that holds TeX given as text, in its working directory.
+TEXT_INPUT_NAME = "input.tex"
 DEFAULT_TIMEOUT_SECONDS = 300
 DEFAULT_MEMORY_MB = 4096
 # What a conversion may hold on disk: its working directory (the document included) and its /tmp together.
@@ -140,7 +142,7 @@ class Limits:
 
 
 @dataclass(frozen=True)
-class _Run:
+class Run:
     returncode: int
     timed_out: bool
     runtime_ms: int
@@ -250,17 +252,56 @@ def convert(
             "--format=html5",
             f"--dest={launch.inside(output_dir / (PurePath(main_file).stem + '.html'))}",
             f"--log={LOG_NAME}",
-            f"--timeout={_latexmlc_timeout(timeout)}",
+            f"--timeout={latexmlc_timeout(timeout)}",
             *extra_args,
             _source_argument(main_file),
         ]
         run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=cancel, watch=watch)
     _keep_directory(output_dir)
-    log, status_code, killed = _finish_log(_read_log(log_path), run, limits)
+    log, status_code, killed = finish_log(_read_log(log_path), run, limits)
     return Conversion(
         log=log, output_dir=output_dir, status_code=status_code, timed_out=run.timed_out, runtime_ms=run.runtime_ms,
         killed=killed, peak_rss=run.peak_rss, cpu_ms=run.cpu_ms,
     )  # fmt: skip
+
+
+def text_options(
+    *,
+    whatsin: str = "document",
+    whatsout: str = "document",
+    format: str = "html5",
+    includestyles: bool = False,
+    pmml: bool = False,
+    cmml: bool = False,
+    preload: Sequence[str] = (),
+) -> list[str]:
+    """latexmlc's options for converting TeX given as text (convert_text, and the warm engine's servers,
+    conversion.warm), but for the destination, the log, the timeout and the source; raises ValueError for an
+    unknown switch value or a preload that is not a binding's name."""
+    if whatsin not in _CHUNKS or whatsout not in _CHUNKS:
+        raise ValueError(f"whatsin and whatsout must be one of {sorted(chunk.value for chunk in Chunk)}")
+    if format not in _FORMATS:
+        raise ValueError(f"format must be one of {sorted(known.value for known in OutputFormat)}")
+    bad = [name for name in preload if not _PRELOAD_NAME.match(name)]
+    if bad:
+        raise ValueError(f"not a binding name to preload: {bad[0]!r}")
+    # Formula in, formula out: without a math switch LaTeXML would answer in its own XMath schema.
+    if whatsin in _MATH_CHUNKS and whatsout in _MATH_CHUNKS and not (pmml or cmml):
+        pmml = True
+    return [
+        f"--format={format}",
+        f"--whatsin={whatsin}",
+        f"--whatsout={whatsout}",
+        *(["--includestyles"] if includestyles else []),
+        *(["--pmml"] if pmml else []),
+        *(["--cmml"] if cmml else []),
+        *(f"--preload={name}" for name in preload),
+    ]
+
+
+def text_result_name(format: str) -> str:
+    """The destination's file name (in the working directory) of a conversion of TeX given as text."""
+    return f"result.{OutputFormat(format).extension}"
 
 
 def convert_text(
@@ -284,20 +325,12 @@ def convert_text(
 
     Returns {"result", "log", "status", "status_code"}; raises ValueError for an unknown switch value,
     EngineMissing without latexmlc and SandboxUnavailable when the sandbox cannot start."""
-    if whatsin not in _CHUNKS or whatsout not in _CHUNKS:
-        raise ValueError(f"whatsin and whatsout must be one of {sorted(chunk.value for chunk in Chunk)}")
-    if format not in _FORMATS:
-        raise ValueError(f"format must be one of {sorted(known.value for known in OutputFormat)}")
-    bad = [name for name in preload if not _PRELOAD_NAME.match(name)]
-    if bad:
-        raise ValueError(f"not a binding name to preload: {bad[0]!r}")
+    options = text_options(whatsin=whatsin, whatsout=whatsout, format=format, includestyles=includestyles,
+                           pmml=pmml, cmml=cmml, preload=preload)  # fmt: skip
     limits = Limits(timeout, memory_mb, disk_mb, max_processes)
     executable = latexmlc_path(latexmlc)
     sandbox_check(sandbox)
     source = tex.removeprefix("literal:")
-    # Formula in, formula out: without a math switch LaTeXML would answer in its own XMath schema.
-    if whatsin in _MATH_CHUNKS and whatsout in _MATH_CHUNKS and not (pmml or cmml):
-        pmml = True
     scratch_sweep()
     with tempfile.TemporaryDirectory(prefix=scratch_prefix("cortex-text-")) as scratch:
         # Passable, not listable: the sandbox user (nobody, when we are root) reaches work/ through it, and
@@ -306,27 +339,27 @@ def convert_text(
         work_dir = Path(scratch).resolve() / "work"
         work_dir.mkdir()
         # The text goes through a file, not a `literal:` argument: no argument-length limit, no option injection.
-        (work_dir / "input.tex").write_text(source, encoding="utf-8")
-        dest = work_dir / f"result.{OutputFormat(format).extension}"
+        (work_dir / TEXT_INPUT_NAME).write_text(source, encoding="utf-8")
+        dest = work_dir / text_result_name(format)
         policy = imagemagick.policy_xml(memory_mb=memory_mb, disk_mb=disk_mb, timeout=timeout)
         with sandboxes.launched(sandbox, work_dir, executable, imagemagick_policy=policy) as launch:
             argv = [
                 launch.executable,
-                f"--format={format}",
-                f"--whatsin={whatsin}",
-                f"--whatsout={whatsout}",
+                *options[:3],
                 f"--dest={launch.inside(dest)}",
                 f"--log={LOG_NAME}",
-                f"--timeout={_latexmlc_timeout(timeout)}",
-                *(["--includestyles"] if includestyles else []),
-                *(["--pmml"] if pmml else []),
-                *(["--cmml"] if cmml else []),
-                *(f"--preload={name}" for name in preload),
-                "./input.tex",
+                f"--timeout={latexmlc_timeout(timeout)}",
+                *options[3:],
+                f"./{TEXT_INPUT_NAME}",
             ]
             run = _run_latexmlc(argv, launch=launch, limits=limits, cancel=None)
-        log, status_code, _ = _finish_log(_read_log(work_dir / LOG_NAME), run, limits)
-        result = _read_regular_file(dest)
+        log, status_code, _ = finish_log(_read_log(work_dir / LOG_NAME), run, limits)
+        result = read_regular_file(dest)
+    return text_answer(result, log, status_code)
+
+
+def text_answer(result: bytes, log: bytes, status_code: int | None) -> dict:
+    """The answer of a conversion of TeX given as text: {"result", "log", "status", "status_code"}."""
     code = _FATAL if status_code is None else status_code
     return {
         "result": result.decode("utf-8", errors="replace").strip(),
@@ -346,7 +379,7 @@ def _keep_directory(path: Path) -> None:
     path.mkdir()
 
 
-def _latexmlc_timeout(timeout: float) -> int:
+def latexmlc_timeout(timeout: float) -> int:
     return math.ceil(timeout) + LATEXMLC_TIMEOUT_MARGIN_SECONDS
 
 
@@ -362,7 +395,7 @@ def _run_latexmlc(
     limits: Limits,
     cancel: threading.Event | None,
     watch: Watch | None = None,
-) -> _Run:
+) -> Run:
     """Run latexmlc (in its sandbox) in its own session; kill it all at the deadline; leave no process behind.
 
     In the sandbox latexmlc runs in a session and a pid namespace of its own under bwrap: killing
@@ -485,7 +518,7 @@ def _run_latexmlc(
         size = stderr.seek(0, os.SEEK_END)
         stderr.seek(max(0, size - _STDERR_MAX_BYTES))
         returncode = process.returncode if launch.info_fd is None else sandboxes.exit_status(process.returncode)
-        return _Run(
+        return Run(
             returncode=returncode,
             timed_out=timed_out,
             runtime_ms=runtime_ms,
@@ -634,7 +667,7 @@ def _open_no_link(path: Path) -> int:
     return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
 
 
-def _read_regular_file(path: Path) -> bytes:
+def read_regular_file(path: Path) -> bytes:
     """The file's bytes, or nothing when it is missing, a link or not a regular file."""
     try:
         with open(_open_no_link(path), "rb") as handle:
@@ -663,7 +696,7 @@ def _read_log(path: Path) -> bytes:
     return head + cut + tail
 
 
-def _finish_log(log: bytes, run: _Run, limits: Limits) -> tuple[bytes, int | None, str | None]:
+def finish_log(log: bytes, run: Run, limits: Limits) -> tuple[bytes, int | None, str | None]:
     """Append what latexmlc could not say itself (a limit, a timeout, its death) and the runtime; return
     the log, the status and what the run was killed for (a KillReason, or None)."""
     if not log.strip():
@@ -741,7 +774,7 @@ def _quota_passed(quota: cgroups.Quota) -> str | None:
         return None
 
 
-def _death_message(run: _Run, log: bytes, memory_mb: int) -> str:
+def _death_message(run: Run, log: bytes, memory_mb: int) -> str:
     if b"Out of memory" in run.stderr or b"Out of memory" in log[-_LOG_TAIL_BYTES:]:
         return f"{_OUT_OF_MEMORY} latexmlc ran out of memory (limit {memory_mb} MB)"
     if run.returncode < 0:

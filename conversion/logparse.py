@@ -47,7 +47,7 @@ class Message(NamedTuple):
     details: str
 
 
-# The measures the engine appends as `Info:<name>:N` lines (conversion.engine._finish_log): read into
+# The measures the engine appends as `Info:<name>:N` lines (conversion.engine.finish_log): read into
 # ParsedLog's field of the same name, not kept as messages.
 MEASURES = ("runtime_ms", "cpu_ms", "peak_rss_kb")
 

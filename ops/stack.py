@@ -258,6 +258,11 @@ def dispatcher_child() -> Child:
     return Child("dispatcher", [sys.executable, "manage.py", "dispatcher"], child_env())
 
 
+def convert_engine_child() -> Child:
+    """The warm engine of /convert (`manage.py convert_engine`): its pools of prepared LaTeXML servers."""
+    return Child("convert-engine", [sys.executable, "manage.py", "convert_engine"], child_env())
+
+
 def latexml_workers_child(*, concurrency: int) -> Child:
     """The stack's LaTeXML workers: one process serving every service that converts, registered now or later."""
     argv = [sys.executable, "manage.py", "worker", "--all-services", "--concurrency", str(concurrency)]

@@ -1,8 +1,11 @@
 """POST /convert: the conversion engine over HTTP (form-encoded), limited in size, time and concurrency
 so that a public endpoint cannot be used to tie up the machine.
 
-A conversion runs on the request's thread of a gthread web worker (see `ops.stack.web_child`), so it
-holds one thread, never a whole process; the slots of `services.convert_slots` bound how many run at
+A conversion goes first to the warm engine (`manage.py convert_engine`, conversion/warm.py): a server of its
+profile, LaTeXML already prepared, forks a child for it. When the engine cannot serve it (not running, its
+pool still starting or all its servers failed, CONVERT_WARM off) a cold latexmlc converts it on the request's
+thread of a gthread web worker (see `ops.stack.web_child`), holding one thread, never a whole process. The
+answer's `engine` says which served it. The slots of `services.convert_slots` bound how many of each run at
 once across all web processes, and a request over that limit is refused at once."""
 
 from __future__ import annotations
@@ -18,11 +21,12 @@ from rest_framework.response import Response
 from accounts.api_base import PublicApiView
 from config.api.errors import PROBLEM_CONTENT_TYPE, problem_body
 from config.api.fields import StrictCharField
-from conversion.choices import LATEXML_NAMES, Chunk, LatexmlStatus, OutputFormat
+from conversion import warm
+from conversion.choices import LATEXML_NAMES, Chunk, ConvertEngine, LatexmlStatus, OutputFormat
 from conversion.engine import EngineMissing, convert_text
 from conversion.output_checks import checked_text
-from services.convert_slots import convert_slot_take
-from services.queries import conversion_sandbox
+from services.convert_slots import convert_slot_take, warm_slots_dir
+from services.queries import conversion_sandbox, convert_engine_socket
 
 # What /convert offers of latexmlc's formats and chunks.
 _FORMATS = [
@@ -31,6 +35,8 @@ _FORMATS = [
 _WHATS = [chunk.value for chunk in (Chunk.DOCUMENT, Chunk.FRAGMENT, Chunk.MATH)]
 # What a refused client is told to wait: about one short conversion (latexmlc alone takes ~1 s to start).
 RETRY_AFTER_SECONDS = 2
+# What the web waits for the warm engine beyond the conversion's own time and the wait for a server.
+WARM_ANSWER_MARGIN_SECONDS = 10
 
 
 class ConvertRequestSerializer(serializers.Serializer):
@@ -50,6 +56,13 @@ class ConversionSerializer(serializers.Serializer):
     log = serializers.CharField(allow_blank=True)
     status = serializers.ChoiceField(choices=list(LATEXML_NAMES.values()))
     status_code = serializers.IntegerField()
+    engine = serializers.ChoiceField(
+        choices=[engine.value for engine in ConvertEngine],
+        help_text="what converted it: the warm engine (a prepared LaTeXML forked for it) or a cold latexmlc",
+    )
+    engine_note = serializers.CharField(
+        required=False, help_text="why a cold latexmlc converted it when the warm engine is on"
+    )
 
 
 def _refusal(http_status: int, why: str, what: str) -> Response:
@@ -61,6 +74,21 @@ def _refusal(http_status: int, why: str, what: str) -> Response:
         status_code=LatexmlStatus.FATAL.value,
     )
     return Response(body, status=http_status, content_type=PROBLEM_CONTENT_TYPE)
+
+
+def _busy() -> Response:
+    busy = _refusal(503, "All conversion slots are busy; retry shortly.", "busy")
+    busy["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return busy
+
+
+def _warm(tex: str, options: dict) -> dict:
+    """The warm engine's answer for `tex` with the request's options; WarmUnavailable when it cannot serve it."""
+    profile = {name: options[name] for name in ("format", "whatsin", "whatsout", "includestyles", "pmml", "cmml")}
+    wait = settings.CONVERT_WARM_WAIT_SECONDS
+    message = {"op": "convert", "profile": profile, "tex": tex, "timeout": options["timeout"], "wait": wait}
+    return warm.request(convert_engine_socket(), message,
+                        timeout=wait + options["timeout"] + WARM_ANSWER_MARGIN_SECONDS)  # fmt: skip
 
 
 class ConvertApi(PublicApiView):
@@ -102,20 +130,37 @@ class ConvertApi(PublicApiView):
                                  settings.CONVERT_TIMEOUT_SECONDS)  # fmt: skip
         if options["whatsin"] == "math" and options["whatsout"] == "math" and not (options["pmml"] or options["cmml"]):
             options["pmml"] = True  # formula in, formula out: presentation MathML unless asked otherwise
-        slot = convert_slot_take()
-        if slot is None:
-            busy = _refusal(503, "All conversion slots are busy; retry shortly.", "busy")
-            busy["Retry-After"] = str(RETRY_AFTER_SECONDS)
-            return busy
-        # The workers' per-conversion limits, as this process's settings hold them now (its own timeout is above).
-        limits = {"memory_mb": settings.CONVERSION_MEMORY_MB, "disk_mb": settings.CONVERSION_DISK_MB,
-                  "max_processes": settings.CONVERSION_MAX_PROCESSES}  # fmt: skip
-        try:
-            converted = convert_text(tex, sandbox=conversion_sandbox(), **limits, **options)
-        except EngineMissing as exc:
-            return _refusal(503, str(exc), "engine_missing")
-        finally:
-            slot.release()
+        note = None
+        if settings.CONVERT_WARM:
+            slot = convert_slot_take(limit=settings.CONVERT_WARM_CONCURRENCY, directory=warm_slots_dir())
+            if slot is None:
+                return _busy()
+            try:
+                converted = _warm(tex, options)
+            except (warm.WarmUnavailable, ValueError) as exc:  # ValueError: the engine refused the request
+                converted, note = None, str(exc)
+            finally:
+                slot.release()
+        else:
+            converted = None
+        if converted is None:
+            slot = convert_slot_take()
+            if slot is None:
+                return _busy()
+            # The workers' per-conversion limits, as this process's settings hold them now (its own timeout is above).
+            limits = {"memory_mb": settings.CONVERSION_MEMORY_MB, "disk_mb": settings.CONVERSION_DISK_MB,
+                      "max_processes": settings.CONVERSION_MAX_PROCESSES}  # fmt: skip
+            try:
+                converted = convert_text(tex, sandbox=conversion_sandbox(), **limits, **options)
+            except EngineMissing as exc:
+                return _refusal(503, str(exc), "engine_missing")
+            finally:
+                slot.release()
+            converted["engine"] = ConvertEngine.LATEXMLC
+            if note is not None:
+                converted["engine_note"] = note
+        else:
+            converted["engine"] = ConvertEngine.WARM
         if options["whatsin"] == options["whatsout"] == Chunk.DOCUMENT and options["format"] != OutputFormat.XML:
             converted = checked_text(converted, tex.removeprefix("literal:"))  # the output checks of a whole document
         return Response(ConversionSerializer(converted).data)

@@ -35,6 +35,11 @@ def convert_slots_dir() -> Path:
     return settings.VAR_DIR / "run" / "convert-slots"
 
 
+def warm_slots_dir() -> Path:
+    """The slots of requests to the warm engine (CONVERT_WARM_CONCURRENCY of them)."""
+    return settings.VAR_DIR / "run" / "convert-warm-slots"
+
+
 def convert_slot_take(*, limit: int | None = None, directory: Path | None = None) -> ConvertSlot | None:
     """A free slot out of `limit` (CONVERT_CONCURRENCY), taken at once, or None when all are busy."""
     limit = settings.CONVERT_CONCURRENCY if limit is None else limit

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -12,6 +13,7 @@ from django.utils import timezone
 
 from config.errors import NotFound
 from config.live import get_config
+from conversion import warm
 from conversion.choices import KillReason
 from conversion.sandbox import Sandbox
 from services.choices import ProtectedService
@@ -42,6 +44,20 @@ def service_get(name: str) -> Service:
 def effective_lease_seconds(service: Service) -> int:
     """The lease a task of this service gets when leased now: the override or the global default."""
     return service.lease_seconds or get_config().DISPATCHER_LEASE_SECONDS
+
+
+def convert_engine_socket() -> Path:
+    """Where the warm engine of /convert (`manage.py convert_engine`) answers: a Unix socket under VAR_DIR."""
+    return settings.VAR_DIR / "run" / "convert-engine.sock"
+
+
+def convert_engine_status(*, timeout: float = 2.0) -> list[dict] | None:
+    """The warm engine's pools as it reports them (conversion.warm.WarmPool.status), or None when it does not
+    answer."""
+    try:
+        return warm.request(convert_engine_socket(), {"op": "status"}, timeout=timeout)["pools"]
+    except (warm.WarmUnavailable, ValueError, KeyError):
+        return None
 
 
 def conversion_sandbox() -> Sandbox:

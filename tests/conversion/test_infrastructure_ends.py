@@ -7,7 +7,7 @@ from __future__ import annotations
 import signal
 
 from conversion.choices import KillReason
-from conversion.engine import Limits, _finish_log, _host_oom, _Run
+from conversion.engine import Limits, Run, _host_oom, finish_log
 from conversion.logparse import parse_log
 from conversion.machine import host_oom_kills
 
@@ -19,8 +19,8 @@ def _last_fatal(log: bytes) -> tuple[str, str]:
     return fatal.category, fatal.what
 
 
-def _run(**fields) -> _Run:
-    return _Run(**{"returncode": -signal.SIGKILL, "timed_out": False, "runtime_ms": 900, "stderr": b"", **fields})
+def _run(**fields) -> Run:
+    return Run(**{"returncode": -signal.SIGKILL, "timed_out": False, "runtime_ms": 900, "stderr": b"", **fields})
 
 
 def test_a_sigkill_while_the_host_s_oom_killer_acted_is_host_oom_unless_a_limit_of_its_own_was_passed():
@@ -37,11 +37,11 @@ def test_a_sigkill_while_the_host_s_oom_killer_acted_is_host_oom_unless_a_limit_
 
 
 def test_the_machine_s_ends_are_infrastructure_fatals_and_the_document_s_own_limits_are_not():
-    log, status, killed = _finish_log(LOG, _run(host_oom=True), Limits())
+    log, status, killed = finish_log(LOG, _run(host_oom=True), Limits())
     assert (_last_fatal(log), status, killed) == (("infrastructure", "host_oom"), 3, KillReason.HOST_OOM)
-    log, _, killed = _finish_log(LOG, _run(limit=KillReason.GOVERNOR, governor="told to"), Limits())
+    log, _, killed = finish_log(LOG, _run(limit=KillReason.GOVERNOR, governor="told to"), Limits())
     assert (_last_fatal(log), killed) == (("infrastructure", "governor"), KillReason.GOVERNOR)
-    log, _, killed = _finish_log(LOG, _run(limit=KillReason.MEMORY), Limits(memory_mb=300))
+    log, _, killed = finish_log(LOG, _run(limit=KillReason.MEMORY), Limits(memory_mb=300))
     assert (_last_fatal(log), killed) == (("perl", "out_of_memory"), KillReason.MEMORY)
-    log, _, killed = _finish_log(LOG, _run(), Limits())  # a SIGKILL with no OOM kill on the host
+    log, _, killed = finish_log(LOG, _run(), Limits())  # a SIGKILL with no OOM kill on the host
     assert (_last_fatal(log), killed) == (("perl", "die"), None)

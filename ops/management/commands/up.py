@@ -76,6 +76,8 @@ class Command(BaseCommand):
         )
         if supervisor.stopping:
             return
+        if settings.CONVERT_WARM:
+            supervisor.start(stack.convert_engine_child())
         if options["workers"] > 0:
             supervisor.start(stack.latexml_workers_child(concurrency=options["workers"]))
         supervisor.start(stack.celery_worker_child(concurrency=options["job_concurrency"]))

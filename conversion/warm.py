@@ -1,0 +1,787 @@
+"""The warm engine of `/convert`: LaTeXML loaded once per server, one fork per conversion.
+
+A server (WarmServer) is a Perl process, `warm_server.pl`, alone in a bubblewrap sandbox of its own: it
+loads LaTeXML, prepares the session of one profile (latexmlc's options for one format and whatsin/whatsout)
+with TeX.pool and LaTeX.pool, and then forks a child for each conversion. A conversion therefore starts
+from the state the parent prepared, and nothing it defines, counts or writes reaches the next one: its
+process ends, its files (the sandbox's /work and /tmp) are removed, and a server that still holds a process
+of it afterwards is ended and started again. The parent reads no TeX.
+
+The limits are those of a cold conversion (conversion.engine): the sandbox's first process gets the
+address-space and file-size limits, which every child inherits; a cgroup of the server's own, where one
+can be made, caps its processes and memory; the conversion's wall-clock time, disk and processes are
+watched from here and a conversion past one is killed with the same fatal message a cold one gets.
+
+A pool (WarmPool) is a few servers of one profile; the engine (WarmEngine) keeps a pool per profile in
+use, starts a server again when its process dies, and answers over a Unix socket (`serve`, `request`),
+so that every web process of the machine shares the same servers.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import math
+import os
+import queue
+import resource
+import select
+import shutil
+import signal
+import socket
+import socketserver
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from conversion import cgroups, imagemagick
+from conversion import sandbox as sandboxes
+from conversion.choices import Chunk, KillReason, OutputFormat
+from conversion.engine import (
+    LATEXMLC_NICENESS,
+    LIMIT_CHECK_SECONDS,
+    LOG_NAME,
+    TEXT_INPUT_NAME,
+    Limits,
+    Run,
+    _disk_used,
+    _process_tree,
+    _read_log,
+    finish_log,
+    latexmlc_timeout,
+    read_regular_file,
+    text_answer,
+    text_options,
+    text_result_name,
+)
+from conversion.processes import die_with_parent, scratch_prefix
+from conversion.sandbox import SANDBOX_GID, SANDBOX_UID, Sandbox
+
+logger = logging.getLogger(__name__)
+
+SERVER_SCRIPT = Path(__file__).with_name("warm_server.pl")
+PERL = "/usr/bin/perl"
+# How long a server may take to load LaTeXML and prepare its session (about 1 s on a quiet machine).
+START_SECONDS = 120.0
+# How long the parent may take to fork and say "started", and to say "exited" once its child is killed.
+ANSWER_SECONDS = 10.0
+# The parent's own share of its cgroup's memory, beyond a conversion's budget: LaTeXML loaded is ~150 MB.
+PARENT_MEMORY_MB = 512
+_STDERR_NAME = ".warm-stderr"
+# How many recent conversion times a pool keeps for its percentiles.
+_RECENT = 200
+# A restarted server waits this long after a failed start before it tries again, doubling up to the maximum.
+RESTART_PAUSE_SECONDS = 1.0
+RESTART_PAUSE_MAX_SECONDS = 60.0
+# One request or answer on the engine's socket: a JSON object on one line, at most this long.
+MESSAGE_MAX_BYTES = 64 * 1024 * 1024
+
+
+def _launcher() -> queue.SimpleQueue:
+    """The queue of the one thread that starts every server of this process. It never ends, because a
+    server dies with the thread that started it (bwrap's --die-with-parent and the parent-death signal are
+    bound to the starting thread, not the process)."""
+    global _launch_queue
+    with _launcher_lock:
+        if _launch_queue is None:
+            _launch_queue = queue.SimpleQueue()
+            threading.Thread(target=_launch_loop, args=(_launch_queue,), name="warm-launcher", daemon=True).start()
+        return _launch_queue
+
+
+def _launch_loop(jobs: queue.SimpleQueue) -> None:
+    while True:
+        job = jobs.get()
+        try:
+            job()
+        except Exception:
+            logger.exception("starting a warm server failed")
+
+
+_launch_queue: queue.SimpleQueue | None = None
+_launcher_lock = threading.Lock()
+
+
+class WarmUnavailable(RuntimeError):
+    """The warm engine cannot serve this request (not running, no server of its profile ready, its server
+    ended): the caller converts it cold."""
+
+
+class ServerFailed(RuntimeError):
+    """A server could not start, or its parent ended."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a server is prepared for: latexmlc's options for TeX given as text (conversion.engine.text_options)."""
+
+    format: str = OutputFormat.HTML5.value
+    whatsin: str = Chunk.DOCUMENT.value
+    whatsout: str = Chunk.DOCUMENT.value
+    includestyles: bool = False
+    pmml: bool = False
+    cmml: bool = False
+
+    def __post_init__(self) -> None:
+        text_options(**asdict(self))  # ValueError for an unknown value
+
+    @property
+    def name(self) -> str:
+        """`format:whatsin:whatsout` and its switches, as the configuration and the metrics write it."""
+        switches = [name for name in ("includestyles", "pmml", "cmml") if getattr(self, name)]
+        return ":".join([self.format, self.whatsin, self.whatsout, *switches])
+
+    @classmethod
+    def parse(cls, text: str) -> Profile:
+        """The profile a name (`html5:math:math:pmml`) stands for; ValueError when it stands for none."""
+        parts = [part.strip() for part in text.strip().split(":")]
+        if len(parts) < 3:
+            raise ValueError(f"a warm profile is format:whatsin:whatsout[:pmml][:cmml][:includestyles], not {text!r}")
+        switches = set(parts[3:])
+        unknown = switches - {"includestyles", "pmml", "cmml"}
+        if unknown:
+            raise ValueError(f"unknown switch {sorted(unknown)[0]!r} in warm profile {text!r}")
+        return cls(parts[0], parts[1], parts[2], "includestyles" in switches, "pmml" in switches, "cmml" in switches)
+
+    def options(self, timeout: float) -> list[str]:
+        """latexmlc's options for this profile, as convert_text gives them, but for the source."""
+        options = text_options(**asdict(self))
+        return [
+            *options[:3],
+            f"--dest={sandboxes.INSIDE_WORK / text_result_name(self.format)}",
+            f"--log={LOG_NAME}",
+            f"--timeout={latexmlc_timeout(timeout)}",
+            *options[3:],
+        ]
+
+
+def parse_pools(text: str) -> dict[Profile, int]:
+    """`profile=N, ...` (CONVERT_WARM_POOLS) as {profile: servers}; ValueError for a bad entry."""
+    pools: dict[Profile, int] = {}
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        name, _, size = entry.partition("=")
+        try:
+            servers = int(size) if size.strip() else 1
+        except ValueError:
+            raise ValueError(f"the size of warm pool {name!r} must be a number, not {size!r}") from None
+        if servers < 1:
+            raise ValueError(f"warm pool {name!r} needs at least one server")
+        pools[Profile.parse(name)] = servers
+    return pools
+
+
+class WarmServer:
+    """One sandboxed Perl parent prepared for one profile, converting one input at a time."""
+
+    def __init__(self, profile: Profile, *, limits: Limits, sandbox: Sandbox = sandboxes.DEFAULT) -> None:
+        self.profile = profile
+        self.limits = limits
+        self.sandbox = sandbox
+        self.process: subprocess.Popen | None = None
+        self.first: int | None = None  # host pid of the sandbox's first process
+        self.broken: str | None = None  # why it must be started again
+        self.served = 0
+        self._stack: contextlib.ExitStack | None = None
+        self._quota: cgroups.Quota | None = None
+        self._work: Path | None = None
+        self._tmp: Path | None = None
+        self._lines = b""
+        self._init_log = b""
+
+    # -- life --------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Start the sandbox and its parent and wait until its session is prepared; ServerFailed if it is not."""
+        self.stop()
+        stack = contextlib.ExitStack()
+        try:
+            self._start(stack)
+        except BaseException:
+            stack.close()
+            raise
+        self._stack = stack
+
+    def _start(self, stack: contextlib.ExitStack) -> None:
+        limits = self.limits
+        scratch = Path(tempfile.mkdtemp(prefix=scratch_prefix("cortex-warm-")))
+        stack.callback(shutil.rmtree, scratch, ignore_errors=True)
+        os.chmod(scratch, 0o711)  # noqa: S103 - passable, not listable: the sandbox user reaches work/ through it
+        work = scratch / "work"
+        work.mkdir()
+        policy = imagemagick.policy_xml(memory_mb=limits.memory_mb, disk_mb=limits.disk_mb, timeout=limits.timeout)
+        launch = stack.enter_context(
+            sandboxes.launched(self.sandbox, work, str(SERVER_SCRIPT), imagemagick_policy=policy)
+        )
+        self._work = Path(launch.cwd)
+        if self.sandbox.enabled:
+            self._tmp = Path(launch.written[1])
+        else:
+            self._tmp = scratch / "tmp"
+            self._tmp.mkdir()
+        memory = limits.memory_mb * 1024 * 1024
+        disk = limits.disk_mb * 1024 * 1024
+        self._quota = stack.enter_context(
+            cgroups.quota(
+                max_processes=limits.max_processes + self._resident,
+                memory_bytes=(limits.memory_mb + PARENT_MEMORY_MB) * 1024 * 1024,
+            )
+        )
+        join = self._quota.join_fds() if self._quota is not None else []
+
+        def limit_and_join() -> None:
+            # Between fork and exec; everything in the sandbox inherits these.
+            resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+            resource.setrlimit(resource.RLIMIT_FSIZE, (disk, disk))
+            os.nice(LATEXMLC_NICENESS)
+            die_with_parent(signal.SIGKILL)
+            cgroups.Quota.join(join)
+
+        stderr = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed with the server
+        env = launch.env
+        if not self.sandbox.enabled:
+            env = {**os.environ, "TMPDIR": str(self._tmp), "HOME": str(self._tmp)}
+        argv = [*launch.argv_prefix, PERL, launch.executable, *self.profile.options(limits.timeout)]
+        if not self.sandbox.enabled:  # no /work: the destination is the working directory's own
+            argv = [part.replace(f"--dest={sandboxes.INSIDE_WORK}", f"--dest={self._work}") for part in argv]
+        options = {**launch.popen_options(), "env": env}
+        try:
+            self.process = subprocess.Popen(
+                argv, **options, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+                start_new_session=True, preexec_fn=limit_and_join,
+            )  # fmt: skip
+        finally:
+            for fd in join:
+                os.close(fd)
+        launch.started()
+        stack.callback(self._end)
+        self.first = launch.first_process(timeout=START_SECONDS) if self.sandbox.enabled else self.process.pid
+        self._lines = b""
+        said = self._read_line(time.monotonic() + START_SECONDS)
+        if said != "ready":
+            stderr.seek(0)
+            tail = stderr.read()[-2000:].decode(errors="replace").strip().splitlines()
+            why = said or (tail[-1] if tail else f"it exited with code {self.process.poll()}")
+            raise ServerFailed(f"the warm server for {self.profile.name} did not start: {why}")
+        # The preparation's log, with which each conversion's log begins (as latexmlc's does).
+        self._init_log = read_regular_file(self._work / LOG_NAME)
+        self._wipe()
+        self.broken = None
+        self.served = 0
+
+    def _end(self) -> None:
+        process = self.process
+        if process is None:
+            return
+        with contextlib.suppress(OSError):
+            os.killpg(process.pid, signal.SIGKILL)
+        if self.first is not None and self.first != process.pid:
+            with contextlib.suppress(OSError):
+                os.kill(self.first, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=5)
+        for pipe in (process.stdin, process.stdout):
+            with contextlib.suppress(OSError):
+                pipe.close()
+        self.process = None
+
+    def stop(self) -> None:
+        """End the server and remove its files (nothing happens when it is not running)."""
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            stack.close()
+
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None and self.broken is None
+
+    # -- one conversion ----------------------------------------------------------------------------------
+
+    def convert(self, tex: str, *, timeout: float) -> dict:
+        """Convert `tex` (a `literal:` prefix is dropped) within `timeout` seconds: the answer of
+        conversion.engine.convert_text. ServerFailed when the parent ended (the server is then broken)."""
+        if not self.alive():
+            raise ServerFailed(self.broken or "the warm server is not running")
+        limits = Limits(min(timeout, self.limits.timeout), self.limits.memory_mb, self.limits.disk_mb,
+                        self.limits.max_processes)  # fmt: skip
+        work = self._work
+        (work / TEXT_INPUT_NAME).write_text(tex.removeprefix("literal:"), encoding="utf-8")
+        (work / LOG_NAME).write_bytes(self._init_log)
+        if os.geteuid() == 0 and self.sandbox.enabled:
+            for name in (TEXT_INPUT_NAME, LOG_NAME):
+                os.chown(work / name, SANDBOX_UID, SANDBOX_GID)
+        started = time.monotonic()
+        try:
+            self._send(f"convert {latexmlc_timeout(limits.timeout)}")
+            if self._read_line(started + ANSWER_SECONDS) != "started":
+                raise ServerFailed("the warm server did not start the conversion")
+            status, passed, timed_out = self._watch(started + limits.timeout, limits)
+        except ServerFailed as exc:
+            self.broken = str(exc)
+            raise
+        runtime_ms = int((time.monotonic() - started) * 1000)
+        stderr = read_regular_file(self._tmp / _STDERR_NAME)[-256 * 1024 :]
+        run = Run(returncode=os.waitstatus_to_exitcode(status) if status >= 0 else 1, timed_out=timed_out,
+                  runtime_ms=runtime_ms, stderr=stderr, limit=passed)  # fmt: skip
+        log, status_code, _ = finish_log(_read_log(work / LOG_NAME), run, limits)
+        result = read_regular_file(work / text_result_name(self.profile.format))
+        self.served += 1
+        self._after()
+        return text_answer(result, log, status_code)
+
+    def _watch(self, deadline: float, limits: Limits) -> tuple[int, str | None, bool]:
+        """Wait for the child's end, killing it at the deadline or past a limit: (its wait status, the
+        limit passed or None, whether it timed out)."""
+        disk_limit = limits.disk_mb * 1024 * 1024
+        passed: str | None = None
+        timed_out = False
+        while True:
+            now = time.monotonic()
+            line = self._read_line(min(deadline, now + LIMIT_CHECK_SECONDS), allow_timeout=True)
+            if line is not None:
+                break
+            if time.monotonic() >= deadline:
+                timed_out = True
+            elif self._quota is not None and self._quota.oom_kills():
+                passed = KillReason.MEMORY
+            elif _disk_used((self._work, self._tmp)) > disk_limit:
+                passed = KillReason.DISK
+            elif self._conversion_processes(limits.max_processes + 1) > limits.max_processes or (
+                self._quota is not None and self._quota.refused_forks()
+            ):
+                passed = KillReason.PROCESSES
+            if timed_out or passed:
+                self._kill_conversion()
+                line = self._read_line(time.monotonic() + ANSWER_SECONDS)
+                break
+        verb, _, value = (line or "").partition(" ")
+        if verb != "exited":
+            raise ServerFailed(f"the warm server said {line!r} instead of the conversion's end")
+        return int(value), passed, timed_out
+
+    def _after(self) -> None:
+        """Leave nothing of the conversion: its processes are gone (else the server is started again) and
+        its files are removed."""
+        if self._conversion_processes(1) > 0:
+            self._kill_conversion()
+            self.broken = "a process of the last conversion outlived it"
+        if self._quota is not None and self._quota.oom_kills():
+            self.broken = "its cgroup's memory limit ended one of its processes"
+        try:
+            self._wipe()
+        except OSError as exc:
+            self.broken = f"the last conversion's files could not be removed: {exc}"
+
+    @property
+    def _resident(self) -> int:
+        """How many processes the server has between conversions: the sandbox's first (bwrap's init) and
+        the parent; without a sandbox, the parent alone."""
+        return 2 if self.sandbox.enabled else 1
+
+    def _conversion_processes(self, stop_above: int) -> int:
+        """How many processes of the server are the conversion's (all but the resident ones)."""
+        if self.first is None:
+            return 0
+        count, _, _ = _process_tree(self.first, stop_above=stop_above + self._resident)
+        return max(0, count - self._resident)
+
+    def _parent_pid(self) -> int | None:
+        if self.first is None:
+            return None
+        if not self.sandbox.enabled:
+            return self.first
+        with contextlib.suppress(OSError, ValueError):
+            children = Path(f"/proc/{self.first}/task/{self.first}/children").read_text().split()
+            return int(children[0]) if children else None
+        return None
+
+    def _kill_conversion(self) -> None:
+        """SIGKILL every process of the sandbox but its first and the parent, until none is left."""
+        parent = self._parent_pid()
+        resident = {self.first, parent}
+        end = time.monotonic() + ANSWER_SECONDS
+        while time.monotonic() < end:
+            found = [pid for pid in _tree_pids(self.first) if pid not in resident]
+            if not found:
+                return
+            for pid in found:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+        self.broken = "the last conversion's processes could not be killed"
+
+    def _wipe(self) -> None:
+        for directory in (self._work, self._tmp):
+            for entry in list(directory.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, onerror=_writable_and_retry)
+                else:
+                    entry.unlink()
+
+    # -- the parent's channel ----------------------------------------------------------------------------
+
+    def _send(self, line: str) -> None:
+        try:
+            self.process.stdin.write(line.encode() + b"\n")
+            self.process.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise ServerFailed(f"the warm server's parent ended ({exc})") from None
+
+    def _read_line(self, deadline: float, *, allow_timeout: bool = False) -> str | None:
+        """The parent's next line, waiting until `deadline`; None at the deadline when `allow_timeout`, else
+        ServerFailed (also when the parent ended)."""
+        fd = self.process.stdout.fileno()
+        while b"\n" not in self._lines:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if allow_timeout:
+                    return None
+                raise ServerFailed("the warm server did not answer in time")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise ServerFailed(f"the warm server's parent ended (exit code {self.process.wait()})")
+            self._lines += chunk
+        line, _, self._lines = self._lines.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+
+def _writable_and_retry(function, path, _excinfo) -> None:  # noqa: ANN001 - shutil.rmtree's onexc signature
+    """rmtree's error handler (onerror): a conversion may leave directories without write permission."""
+    with contextlib.suppress(OSError):
+        os.chmod(os.path.dirname(path), 0o700)
+        os.chmod(path, 0o700)
+    function(path)
+
+
+def _tree_pids(pid: int | None) -> list[int]:
+    """`pid` and every process below it (from /proc's children lists)."""
+    if pid is None:
+        return []
+    found: list[int] = []
+    pending = [pid]
+    while pending:
+        current = pending.pop()
+        found.append(current)
+        with contextlib.suppress(OSError):
+            for thread in os.listdir(f"/proc/{current}/task"):
+                with contextlib.suppress(OSError, ValueError):
+                    pending.extend(
+                        int(child) for child in Path(f"/proc/{current}/task/{thread}/children").read_text().split()
+                    )
+    return found
+
+
+@dataclass
+class PoolStats:
+    served: int = 0
+    failed: int = 0  # conversions whose server ended during them
+    restarts: int = 0
+    last_error: str | None = None
+    recent_ms: deque = field(default_factory=lambda: deque(maxlen=_RECENT))
+
+
+class WarmPool:
+    """The servers of one profile: each converts one input at a time; a dead or broken one is started again."""
+
+    def __init__(self, profile: Profile, size: int, *, limits: Limits, sandbox: Sandbox = sandboxes.DEFAULT) -> None:
+        self.profile = profile
+        self.size = size
+        self.servers = [WarmServer(profile, limits=limits, sandbox=sandbox) for _ in range(size)]
+        self.stats = PoolStats()
+        self.last_used = time.monotonic()
+        self._idle: deque[WarmServer] = deque()
+        self._starting: set[int] = set()
+        self._cond = threading.Condition()
+        self._closed = False
+
+    def start(self) -> None:
+        """Start every server, each in a thread of its own; they join the idle ones as they become ready."""
+        for server in self.servers:
+            self._restart(server, first=True)
+
+    def _restart(self, server: WarmServer, *, first: bool = False) -> None:
+        with self._cond:
+            if self._closed or id(server) in self._starting:
+                return
+            self._starting.add(id(server))
+            if not first:
+                self.stats.restarts += 1
+        _launcher().put(lambda: self._start_one(server, RESTART_PAUSE_SECONDS))
+
+    def _start_one(self, server: WarmServer, pause: float) -> None:
+        """One attempt to start `server` (on the launcher's thread); after a failure, another in `pause` s."""
+        try:
+            server.start()
+        except (ServerFailed, OSError) as exc:
+            logger.warning("warm server for %s: %s", self.profile.name, exc)
+            with self._cond:
+                self.stats.last_error = str(exc)
+                closed = self._closed
+            if not closed:
+                later = min(pause * 2, RESTART_PAUSE_MAX_SECONDS)
+                timer = threading.Timer(pause, lambda: _launcher().put(lambda: self._start_one(server, later)))
+                timer.daemon = True
+                timer.start()
+                return
+        with self._cond:
+            self._starting.discard(id(server))
+            if self._closed:
+                server.stop()
+                return
+            if server.alive():
+                self._idle.append(server)
+                self._cond.notify()
+
+    def acquire(self, deadline: float) -> WarmServer | None:
+        """An idle live server, waiting until `deadline` for one; None when none came."""
+        with self._cond:
+            while True:
+                while self._idle:
+                    server = self._idle.popleft()
+                    if server.alive():
+                        return server
+                    self._restart_locked(server)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or self._closed or not self._any_ready_or_starting():
+                    return None
+                self._cond.wait(remaining)
+
+    def _any_ready_or_starting(self) -> bool:
+        return bool(self._starting) or any(server.alive() for server in self.servers)
+
+    def _restart_locked(self, server: WarmServer) -> None:
+        self._cond.release()
+        try:
+            self._restart(server)
+        finally:
+            self._cond.acquire()
+
+    def release(self, server: WarmServer, *, elapsed_ms: float | None, failed: bool = False) -> None:
+        with self._cond:
+            self.last_used = time.monotonic()
+            if elapsed_ms is not None:
+                self.stats.served += 1
+                self.stats.recent_ms.append(elapsed_ms)
+            if failed:
+                self.stats.failed += 1
+            if server.alive():
+                self._idle.append(server)
+                self._cond.notify()
+                return
+            self.stats.last_error = server.broken or self.stats.last_error
+        self._restart(server)
+
+    def watch(self) -> None:
+        """Start again every idle server whose parent died meanwhile (called now and then by the engine)."""
+        with self._cond:
+            dead = [server for server in self._idle if not server.alive()]
+            for server in dead:
+                self._idle.remove(server)
+        for server in dead:
+            self.stats.last_error = server.broken or "its parent ended"
+            self._restart(server)
+
+    def ready(self) -> bool:
+        with self._cond:
+            return bool(self._idle) or any(server.alive() for server in self.servers)
+
+    def status(self) -> dict:
+        with self._cond:
+            recent = sorted(self.stats.recent_ms)
+            live = sum(1 for server in self.servers if server.alive())
+            return {
+                "profile": self.profile.name,
+                "servers": self.size,
+                "ready": live,
+                "busy": live - len(self._idle),
+                "starting": len(self._starting),
+                "served": self.stats.served,
+                "failed": self.stats.failed,
+                "restarts": self.stats.restarts,
+                "last_error": self.stats.last_error,
+                "p50_ms": _percentile(recent, 0.5),
+                "p95_ms": _percentile(recent, 0.95),
+                "pids": [server.process.pid for server in self.servers if server.process is not None],
+            }
+
+    def stop(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+        for server in self.servers:
+            server.stop()
+
+
+def _percentile(ordered: list[float], fraction: float) -> float | None:
+    if not ordered:
+        return None
+    return round(ordered[min(len(ordered) - 1, math.ceil(fraction * len(ordered)) - 1)], 1)
+
+
+class WarmEngine:
+    """A pool per profile in use: the configured ones from the start, others started at their first request
+    (which waits for it, as long as the caller lets it), at most `max_pools` at once (the least recently
+    used pool that is not configured stops to make room)."""
+
+    def __init__(
+        self,
+        pools: dict[Profile, int],
+        *,
+        limits: Limits,
+        sandbox: Sandbox = sandboxes.DEFAULT,
+        on_demand_size: int = 1,
+        max_pools: int = 6,
+    ) -> None:
+        self.limits = limits
+        self.sandbox = sandbox
+        self.on_demand_size = on_demand_size
+        self.max_pools = max(max_pools, len(pools))
+        self.pools: dict[Profile, WarmPool] = {}
+        self._lock = threading.Lock()
+        self._configured = dict(pools)
+        self._stop = threading.Event()
+
+    def start(self) -> None:
+        for profile, size in self._configured.items():
+            self._pool(profile, size)
+        threading.Thread(target=self._watch, name="warm-watch", daemon=True).start()
+
+    def _pool(self, profile: Profile, size: int) -> WarmPool:
+        with self._lock:
+            pool = self.pools.get(profile)
+            if pool is not None:
+                return pool
+            if len(self.pools) >= self.max_pools:
+                self._evict_locked()
+            pool = WarmPool(profile, size, limits=self.limits, sandbox=self.sandbox)
+            self.pools[profile] = pool
+        pool.start()
+        return pool
+
+    def _evict_locked(self) -> None:
+        candidates = [pool for profile, pool in self.pools.items() if profile not in self._configured]
+        if not candidates:
+            return
+        oldest = min(candidates, key=lambda pool: pool.last_used)
+        del self.pools[oldest.profile]
+        threading.Thread(target=oldest.stop, daemon=True).start()
+
+    def _watch(self) -> None:
+        while not self._stop.wait(1.0):
+            with self._lock:
+                pools = list(self.pools.values())
+            for pool in pools:
+                pool.watch()
+
+    def convert(self, profile: Profile, tex: str, *, timeout: float, wait: float) -> dict:
+        """The answer of a warm conversion, waiting up to `wait` seconds for a free server of the profile;
+        WarmUnavailable when there is none (its pool is starting, or all its servers failed)."""
+        pool = self.pools.get(profile) or self._pool(profile, self._configured.get(profile, self.on_demand_size))
+        server = pool.acquire(time.monotonic() + wait)
+        if server is None:
+            status = pool.status()
+            why = "is starting" if status["starting"] and not status["ready"] else "has no free server"
+            raise WarmUnavailable(f"the warm pool {profile.name} {why}")
+        started = time.monotonic()
+        try:
+            answer = server.convert(tex, timeout=timeout)
+        except ServerFailed as exc:
+            pool.release(server, elapsed_ms=None, failed=True)
+            raise WarmUnavailable(f"the warm server for {profile.name} ended during the conversion: {exc}") from None
+        except BaseException:
+            server.broken = server.broken or "a conversion failed in the engine"
+            pool.release(server, elapsed_ms=None, failed=True)
+            raise
+        pool.release(server, elapsed_ms=(time.monotonic() - started) * 1000)
+        return answer
+
+    def status(self) -> list[dict]:
+        with self._lock:
+            pools = list(self.pools.values())
+        return [pool.status() for pool in pools]
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._lock:
+            pools = list(self.pools.values())
+            self.pools.clear()
+        for pool in pools:
+            pool.stop()
+
+
+# -- the engine's socket ----------------------------------------------------------------------------------
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        engine: WarmEngine = self.server.engine  # type: ignore[attr-defined]
+        line = self.rfile.readline(MESSAGE_MAX_BYTES + 1)
+        try:
+            message = json.loads(line)
+            if message.get("op") == "status":
+                answer: dict = {"pools": engine.status()}
+            elif message.get("op") == "convert":
+                profile = Profile(**message["profile"])
+                answer = engine.convert(profile, message["tex"], timeout=float(message["timeout"]),
+                                        wait=float(message.get("wait", 0)))  # fmt: skip
+            else:
+                answer = {"error": "unknown op"}
+        except WarmUnavailable as exc:
+            answer = {"unavailable": str(exc)}
+        except (ValueError, KeyError, TypeError) as exc:
+            answer = {"error": f"bad request: {exc}"}
+        with contextlib.suppress(OSError):
+            self.wfile.write(json.dumps(answer).encode() + b"\n")
+
+
+class _Server(socketserver.ThreadingUnixStreamServer):
+    daemon_threads = True
+
+
+@contextlib.contextmanager
+def serving(engine: WarmEngine, path: Path) -> Iterator[socketserver.BaseServer]:
+    """A socket server for `engine` at `path` (replaced when a stale one is there), closed on exit; its
+    `serve_forever` answers requests."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    server = _Server(str(path), _Handler)
+    server.engine = engine  # type: ignore[attr-defined]
+    os.chmod(path, 0o600)
+    try:
+        yield server
+    finally:
+        server.server_close()
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()
+
+
+def request(path: Path, message: dict, *, timeout: float) -> dict:
+    """Send one message to the engine at `path` and return its answer; WarmUnavailable when the engine is
+    not there or does not answer within `timeout` seconds, or answers that it cannot serve it."""
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
+            connection.settimeout(timeout)
+            connection.connect(str(path))
+            connection.sendall(json.dumps(message).encode() + b"\n")
+            with connection.makefile("rb") as reader:
+                line = reader.readline(MESSAGE_MAX_BYTES + 1)
+    except FileNotFoundError:
+        raise WarmUnavailable("the warm engine is not running") from None
+    except OSError as exc:
+        raise WarmUnavailable(f"the warm engine did not answer: {exc}") from None
+    if not line:
+        raise WarmUnavailable("the warm engine closed the connection without an answer")
+    answer = json.loads(line)
+    if "unavailable" in answer:
+        raise WarmUnavailable(answer["unavailable"])
+    if "error" in answer:
+        raise ValueError(answer["error"])
+    return answer
