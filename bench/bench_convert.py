@@ -1,8 +1,17 @@
-"""Other endpoints while `/convert` is saturated (issue 13, High 1): target p95 < 100 ms.
+"""`/convert`'s speed, and the other endpoints while it is saturated (target p95 < 100 ms).
 
 The web tier starts as `manage.py up` starts it (`ops.stack.web_child`: gunicorn, gthread workers, 2
-processes) on a free port of 127.0.0.1, with its own VAR_DIR and database (`ccs_convert_bench`), unless
---base-url names one already running (127.0.0.1 or localhost only; give --token then).
+processes) on a free port of 127.0.0.1, with its own VAR_DIR and database (`ccs_convert_bench`), and with it
+the warm engine (`ops.stack.convert_engine_child`, its default pools), unless --cold (CONVERT_WARM=false:
+every request goes to a cold latexmlc) or --base-url names a web tier already running (127.0.0.1 or
+localhost only; give --token then).
+
+First the conversions themselves, each answer checked (status 200, an `engine` field; with the warm engine
+on, every answer must come from it): --formulas formulas one at a time (p50 and p95 of the request's whole
+time), then --throughput-clients (8) clients posting formulas for --seconds (answers a second; a 503 waits
+as told and counts as a refusal), then --fragments 1-page fragments one at a time (p50). The formulas and
+fragments are the fixture's (tests/fixtures/convert: real papers' math and text). Targets: a formula p50
+<= 50 ms and p95 <= 150 ms, >= 20 formulas a second, a fragment p50 <= 300 ms.
 
 Two phases of --seconds each, the same probe in both: one client requests /healthz, /api, and the
 token-gated lists /api/services and /api/corpora in turn, one request at a time (a new connection
@@ -12,8 +21,9 @@ the server). CONVERT_CONCURRENCY of them convert; the others get 503 at once and
 Retry-After the server sends (or --retry-pause). The script checks that the refusals come at once and
 that nothing answers anything else, prints p50/p95/max per endpoint and phase, and stops by itself.
 
-Run: .venv/bin/python bench/bench_convert.py [--clients 20] [--seconds 60] [--retry-pause S]
-                                              [--base-url http://127.0.0.1:PORT --token T]
+Run: .venv/bin/python bench/bench_convert.py [--clients 20] [--seconds 60] [--retry-pause S] [--cold]
+                                              [--formulas 200] [--fragments 20] [--throughput-clients 8]
+                                              [--skip-saturation] [--base-url http://127.0.0.1:PORT --token T]
 """
 
 from __future__ import annotations
@@ -40,6 +50,12 @@ import harness
 
 # Ours alone, set before harness.setup() runs django.setup(): settings read them once, at import.
 harness.configure("ccs_convert_bench", 13, Path("/tmp/ccs-convert-bench"))
+FIXTURE_DIR = harness.PROJECT_ROOT / "tests" / "fixtures" / "convert"
+FORMULA_P50_TARGET_MS, FORMULA_P95_TARGET_MS = 50.0, 150.0
+FORMULAS_PER_SECOND_TARGET = 20.0
+FRAGMENT_P50_TARGET_MS = 300.0
+# A fragment of about one printed page: the fixture's fragments of at least this many characters.
+PAGE_CHARS = 2500
 VAR_DIR = harness.VAR_DIR
 P95_TARGET_MS = 100.0
 # A TeX loop that keeps latexmlc busy on one CPU at constant memory until it is stopped
@@ -191,6 +207,134 @@ def report(name: str, tally: Tally) -> bool:
     return met
 
 
+def fixture(name: str) -> list[str]:
+    """The TeX of the fixture's formulas or fragments (tests/fixtures/convert/NAME.json)."""
+    items = json.loads((FIXTURE_DIR / f"{name}.json").read_text())
+    items = items["items"] if isinstance(items, dict) else items
+    return [item["tex"] for item in items]
+
+
+def convert_once(base_url: str, fields: dict, *, want_engine: str | None) -> tuple[int, float, str]:
+    """(HTTP status, milliseconds, engine) of one /convert; a 200 without the wanted engine fails the run."""
+    data = urllib.parse.urlencode(fields).encode()
+    started = time.perf_counter()
+    status, headers, body = request(f"{base_url}/convert", data=data, timeout=120)
+    elapsed = (time.perf_counter() - started) * 1000
+    if status == 503:
+        return status, float(headers.get("Retry-After") or 1), ""
+    if status != 200:
+        harness.fail(f"/convert answered {status}: {body[:300]!r}")
+    answer = json.loads(body)
+    if want_engine and answer.get("engine") != want_engine:
+        harness.fail(f"/convert was served by {answer.get('engine')} ({answer.get('engine_note')}), not {want_engine}")
+    return status, elapsed, answer["engine"]
+
+
+def one_at_a_time(base_url: str, texes: list[str], fields: dict, *, want_engine: str | None) -> list[float]:
+    """Milliseconds of each conversion, one request at a time."""
+    times = []
+    for tex in texes:
+        status, elapsed, _ = convert_once(base_url, {**fields, "tex": tex}, want_engine=want_engine)
+        if status == 503:
+            harness.fail("/convert refused a lone request")
+        times.append(elapsed)
+    return times
+
+
+def throughput(
+    base_url: str, texes: list[str], *, clients: int, seconds: float, want_engine: str | None
+) -> tuple[int, int]:
+    """(formulas converted, refusals) by `clients` clients posting formulas for `seconds`."""
+    done, refused = [0], [0]
+    lock = threading.Lock()
+    stop = threading.Event()
+
+    def client(offset: int) -> None:
+        index = offset
+        while not stop.is_set():
+            tex = texes[index % len(texes)]
+            index += clients
+            status, value, _ = convert_once(base_url, {**MATH, "tex": tex}, want_engine=want_engine)
+            if stop.is_set():
+                return
+            with lock:
+                if status == 200:
+                    done[0] += 1
+                else:
+                    refused[0] += 1
+            if status == 503:
+                stop.wait(value)
+
+    threads = [threading.Thread(target=client, args=(offset,), daemon=True) for offset in range(clients)]
+    for thread in threads:
+        thread.start()
+    stop.wait(seconds)
+    stop.set()
+    for thread in threads:
+        thread.join(130)
+    return done[0], refused[0]
+
+
+MATH = {"whatsin": "math", "whatsout": "math"}
+FRAGMENT = {"whatsin": "fragment", "whatsout": "fragment"}
+
+
+def conversions(base_url: str, args: argparse.Namespace) -> bool:
+    """The formula, throughput and fragment phases; True when every target was met."""
+    want = None if args.base_url else ("latexmlc" if args.cold else "warm")
+    formulas = fixture("formulas")
+    pages = [tex for tex in fixture("fragments") if len(tex) >= PAGE_CHARS] or fixture("fragments")
+    one_at_a_time(base_url, formulas[:3], MATH, want_engine=want)  # the pools answer once before measuring
+    watch = harness.StealWatch().start()
+    times = one_at_a_time(base_url, (formulas * 10)[: args.formulas], MATH, want_engine=want)
+    p50, p95 = harness.percentile(times, 0.5), harness.percentile(times, 0.95)
+    print(
+        f"\nformulas one at a time: {len(times)}, p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {max(times):.1f} ms "
+        f"(targets {FORMULA_P50_TARGET_MS:.0f} / {FORMULA_P95_TARGET_MS:.0f}); {watch.line()}; {harness.load_line()}"
+    )
+    watch = harness.StealWatch().start()
+    done, refused = throughput(
+        base_url, formulas, clients=args.throughput_clients, seconds=args.seconds, want_engine=want
+    )
+    rate = done / args.seconds
+    print(
+        f"formulas by {args.throughput_clients} clients for {args.seconds:g} s: {done} ({rate:.1f}/s, target "
+        f">= {FORMULAS_PER_SECOND_TARGET:.0f}), {refused} refused; {watch.line()}; {harness.load_line()}"
+    )
+    watch = harness.StealWatch().start()
+    page_times = one_at_a_time(base_url, (pages * 10)[: args.fragments], FRAGMENT, want_engine=want)
+    page_p50 = harness.percentile(page_times, 0.5)
+    sizes = sorted(len(tex) for tex in pages)
+    print(
+        f"fragments of {sizes[0]}-{sizes[-1]} characters one at a time: {len(page_times)}, p50 {page_p50:.1f} ms, "
+        f"p95 {harness.percentile(page_times, 0.95):.1f} ms (target p50 {FRAGMENT_P50_TARGET_MS:.0f}); "
+        f"{watch.line()}; {harness.load_line()}"
+    )
+    return (p50 <= FORMULA_P50_TARGET_MS and p95 <= FORMULA_P95_TARGET_MS and rate >= FORMULAS_PER_SECOND_TARGET
+            and page_p50 <= FRAGMENT_P50_TARGET_MS)  # fmt: skip
+
+
+def engine_start() -> tuple[subprocess.Popen, Path]:
+    """The warm engine as `manage.py up` starts it, once its pools are ready."""
+    from ops import stack
+    from services.queries import convert_engine_status
+
+    child = stack.convert_engine_child()
+    log = harness.LOG_DIR / "convert-engine.log"
+    process = subprocess.Popen(
+        child.argv, cwd=harness.PROJECT_ROOT, env=child.env, stdout=log.open("wb"), stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while True:
+        pools = convert_engine_status()
+        if pools and all(pool["ready"] == pool["servers"] for pool in pools):
+            return process, log
+        if process.poll() is not None or time.monotonic() > deadline:
+            harness.fail(f"the warm engine's pools did not become ready; see {log}")
+        time.sleep(0.2)
+
+
 def web_start() -> tuple[subprocess.Popen, str, Path]:
     """gunicorn as `manage.py up` starts it, on a free port of 127.0.0.1."""
     from ops import stack
@@ -235,10 +379,17 @@ def main() -> None:
     parser.add_argument("--retry-pause", type=float, help="seconds between a 503 and the retry (default Retry-After)")
     parser.add_argument("--base-url", help="a running web tier on 127.0.0.1 instead of starting one")
     parser.add_argument("--token", help="an API token for --base-url")
+    parser.add_argument("--cold", action="store_true", help="no warm engine: every /convert runs a cold latexmlc")
+    parser.add_argument("--formulas", type=int, default=200, help="formulas converted one at a time (default 200)")
+    parser.add_argument("--fragments", type=int, default=20, help="1-page fragments one at a time (default 20)")
+    parser.add_argument("--throughput-clients", type=int, default=8, help="clients posting formulas (default 8)")
+    parser.add_argument("--skip-saturation", action="store_true", help="only the conversion phases")
     harness.quiet_arguments(parser, wait=300)
     args = parser.parse_args()
+    if args.cold:
+        os.environ["CONVERT_WARM"] = "false"
 
-    process = None
+    process = engine = None
     slots = None
     args.concurrency = 1
     if args.base_url:
@@ -255,6 +406,9 @@ def main() -> None:
         from services.convert_slots import convert_slots_busy
 
         token = harness.bench_token()
+        if settings.CONVERT_WARM:
+            engine, engine_log = engine_start()
+            print(f"warm engine: pools {settings.CONVERT_WARM_POOLS} (log {engine_log})")
         process, base_url, log = web_start()
         slots = convert_slots_busy
         args.concurrency = settings.CONVERT_CONCURRENCY
@@ -262,11 +416,16 @@ def main() -> None:
               f"CONVERT_CONCURRENCY={settings.CONVERT_CONCURRENCY}")  # fmt: skip
     try:
         harness.quiet_wait(args.max_load, args.wait)
+        targets_met = conversions(base_url, args)
+        print(f"conversion targets: {'met' if targets_met else 'NOT met'}")
+        if args.skip_saturation:
+            return
         idle = phase(base_url, token, seconds=args.seconds, clients=0, args=args, slots=slots)
         saturated = phase(base_url, token, seconds=args.seconds, clients=args.clients, args=args, slots=slots)
     finally:
-        if process is not None:
-            web_stop(process)
+        for child in (process, engine):
+            if child is not None:
+                web_stop(child)
     report("idle", idle)
     met = report(f"/convert saturated by {args.clients} TeX loops", saturated)
     problems = idle.unexpected + saturated.unexpected

@@ -228,12 +228,15 @@ def web_child(*, host: str, port: int, processes: int, threads: int = WEB_THREAD
 
 
 def check_web_threads(threads: int) -> None:
-    """Conversions run on web threads: with no more threads than CONVERT_CONCURRENCY they could take
-    every thread of a process and leave none for other requests."""
-    if threads <= settings.CONVERT_CONCURRENCY:
+    """A /convert request holds a web thread while it converts (cold) or waits for the warm engine: with no
+    more threads than CONVERT_CONCURRENCY (and CONVERT_WARM_CONCURRENCY with the warm engine on) they could
+    take every thread of a process and leave none for other requests."""
+    held = settings.CONVERT_CONCURRENCY + (settings.CONVERT_WARM_CONCURRENCY if settings.CONVERT_WARM else 0)
+    if threads <= held:
         raise PrerequisiteMissing(
-            f"--web-threads {threads} must be more than CONVERT_CONCURRENCY ({settings.CONVERT_CONCURRENCY}), "
-            "so that conversions leave threads for other requests"
+            f"--web-threads {threads} must be more than CONVERT_CONCURRENCY ({settings.CONVERT_CONCURRENCY})"
+            + (f" + CONVERT_WARM_CONCURRENCY ({settings.CONVERT_WARM_CONCURRENCY})" if settings.CONVERT_WARM else "")
+            + ", so that conversions leave threads for other requests"
         )
 
 
@@ -256,6 +259,17 @@ def celery_beat_child() -> Child:
 
 def dispatcher_child() -> Child:
     return Child("dispatcher", [sys.executable, "manage.py", "dispatcher"], child_env())
+
+
+def convert_engine_problem() -> str | None:
+    """Why the warm engine cannot run here (no latexmlc, an unusable sandbox), or None: `up` then leaves it
+    out, rather than restart it until it gives up, and /convert answers as it would without it."""
+    if not shutil.which("latexmlc"):
+        return "latexmlc is not installed"
+    from conversion.sandbox import problem
+    from services.queries import conversion_sandbox
+
+    return problem(conversion_sandbox())
 
 
 def convert_engine_child() -> Child:

@@ -77,7 +77,11 @@ class Command(BaseCommand):
         if supervisor.stopping:
             return
         if settings.CONVERT_WARM:
-            supervisor.start(stack.convert_engine_child())
+            why = stack.convert_engine_problem()
+            if why is None:
+                supervisor.start(stack.convert_engine_child())
+            else:
+                self.stdout.write(f"The warm engine of /convert is not started: {why}.")
         if options["workers"] > 0:
             supervisor.start(stack.latexml_workers_child(concurrency=options["workers"]))
         supervisor.start(stack.celery_worker_child(concurrency=options["job_concurrency"]))
