@@ -216,12 +216,13 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         children = up.descendants()
         postgres = _postmaster_pid(var_dir)
         names = " ".join(_cmdline(child) for child in children)
-        for part in ("gunicorn", "celery", "beat", "redis-server", "dispatcher", "worker --all-services"):
+        for part in ("gunicorn", "celery", "beat", "redis-server", "dispatcher", "worker --all-services",
+                     "convert_engine", "warm_server.pl"):  # fmt: skip
             assert part in names, part
         # The supervised children (they stay up) carry the marker; not redis-server, which writes its
         # process title over its environment.
         supervised = {c.pid for c in psutil.Process(up.process.pid).children() if "redis" not in c.name()}
-        assert len(supervised) == 5 and supervised <= {process.pid for process in _own_processes(var_dir)}
+        assert len(supervised) == 6 and supervised <= {process.pid for process in _own_processes(var_dir)}
         assert up.stop() == 0
         assert not [child for child in children if child.is_running() and child.status() != psutil.STATUS_ZOMBIE]
         assert postgres is not None and _gone(postgres)
