@@ -595,12 +595,15 @@ class WarmPool:
     def status(self) -> dict:
         with self._cond:
             recent = sorted(self.stats.recent_ms)
-            live = sum(1 for server in self.servers if server.alive())
+            # Ready: prepared and running (a starting server's process runs while it prepares); busy: ready and
+            # not idle (an idle server may have died since, until watch() sees it).
+            ready = [server for server in self.servers if server.alive() and id(server) not in self._starting]
+            idle = {id(server) for server in self._idle}
             return {
                 "profile": self.profile.name,
                 "servers": self.size,
-                "ready": live,
-                "busy": live - len(self._idle),
+                "ready": len(ready),
+                "busy": sum(1 for server in ready if id(server) not in idle),
                 "starting": len(self._starting),
                 "served": self.stats.served,
                 "failed": self.stats.failed,

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from config.live import get_config
 from config.redis_client import redis_client
+from conversion import warm
 from conversion.choices import TaskStatus
 from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
@@ -31,7 +32,13 @@ from jobs.choices import ACTIVE_STATES, JobState
 from jobs.models import Job
 from ops.choices import HealthStatus
 from services.models import DispatcherState, Worker
-from services.queries import WORKER_SEEN_MINUTES, conversion_sandbox, in_flight_list
+from services.queries import (
+    WORKER_SEEN_MINUTES,
+    conversion_sandbox,
+    convert_engine_socket,
+    convert_engine_status,
+    in_flight_list,
+)
 
 RANK = {HealthStatus.OK: 0, HealthStatus.WARNING: 1, HealthStatus.PROBLEM: 2}
 
@@ -39,6 +46,8 @@ RANK = {HealthStatus.OK: 0, HealthStatus.WARNING: 1, HealthStatus.PROBLEM: 2}
 DISPATCHER_STALE_SECONDS = 15
 PORT_TIMEOUT_SECONDS = 0.5
 REDIS_TIMEOUT_SECONDS = 1.0
+# The warm engine answers its status from memory; one that takes longer is hung or not there.
+CONVERT_ENGINE_TIMEOUT_SECONDS = 1.0
 # Free space under this on a corpus root, the results directory or the export root is a warning.
 LOW_FREE_BYTES = 1 << 30
 
@@ -433,6 +442,78 @@ def conversion_sandbox_check() -> dict:
     )
 
 
+# What the convert_engine check shows of each pool (conversion.warm.WarmPool.status), in this order.
+WARM_POOL_FIELDS = ("profile", "servers", "ready", "busy", "starting", "served", "failed", "restarts", "p50_ms",
+                    "p95_ms", "last_error")  # fmt: skip
+
+
+def _pool_trouble(pool: dict) -> str | None:
+    """What is wrong with a warm pool in words, or None when all its servers are ready and none failed."""
+    troubles = []
+    if pool["ready"] < pool["servers"]:
+        troubles.append(f"{pool['ready']} of {pool['servers']} server(s) ready")
+    if pool["starting"]:
+        troubles.append(f"{pool['starting']} starting")
+    if pool["last_error"]:
+        troubles.append(f"last error: {pool['last_error']}")
+    return f"{pool['profile']}: {', '.join(troubles)}" if troubles else None
+
+
+def convert_engine_check() -> dict:
+    """The warm engine of POST /convert (`manage.py convert_engine`) and each of its pools: ok when every server
+    of every pool is ready; a warning when a pool is short of servers, starting or has failed, or when the
+    engine does not answer (/convert then runs a cold latexmlc, slower); ok when CONVERT_WARM is off."""
+    if not settings.CONVERT_WARM:
+        return _check(
+            "convert_engine",
+            HealthStatus.OK,
+            "the warm engine is off (CONVERT_WARM=false): /convert runs a cold latexmlc per request",
+            warm=False,
+            answering=None,
+            pools=[],
+        )
+    socket_path = convert_engine_socket()
+    pools = convert_engine_status(timeout=CONVERT_ENGINE_TIMEOUT_SECONDS)
+    if pools is None:
+        return _check(
+            "convert_engine",
+            HealthStatus.WARNING,
+            f"the warm engine does not answer on {socket_path}: /convert runs a cold latexmlc, slower",
+            "Start it: `manage.py up` runs it while CONVERT_WARM is on, or run `manage.py convert_engine` with the "
+            "web's VAR_DIR. If it stops again, its log says why (`ccs logs --process convert-engine`).",
+            warm=True,
+            answering=False,
+            pools=[],
+        )
+    details = {
+        "warm": True,
+        "answering": True,
+        "pools": [{field: pool.get(field) for field in WARM_POOL_FIELDS} for pool in pools],
+    }
+    troubles = [trouble for trouble in map(_pool_trouble, details["pools"]) if trouble]
+    if troubles:
+        return _check(
+            "convert_engine",
+            HealthStatus.WARNING,
+            f"warm pool(s) not fully ready: {'; '.join(troubles)}",
+            f"The engine starts a failed server again (after {warm.RESTART_PAUSE_SECONDS:g} s, then twice as long "
+            f"each time, up to {warm.RESTART_PAUSE_MAX_SECONDS:g} s); meanwhile /convert runs a cold latexmlc for a "
+            "profile without a free server. If a server keeps failing, the engine's log says why (`ccs logs "
+            "--process convert-engine`); see also the conversion_sandbox check. last_error stays until the engine "
+            "restarts.",
+            **details,
+        )
+    if not pools:
+        return _check(
+            "convert_engine",
+            HealthStatus.OK,
+            "the warm engine answers; no pool runs yet (a profile's pool starts at its first request)",
+            **details,
+        )
+    ready = ", ".join(f"{pool['profile']} {pool['ready']}/{pool['servers']}" for pool in pools)
+    return _check("convert_engine", HealthStatus.OK, f"every warm server ready: {ready}", **details)
+
+
 CHECKS: tuple[Callable[[], dict], ...] = (
     database_pool_check,
     postgresql_check,
@@ -447,6 +528,7 @@ CHECKS: tuple[Callable[[], dict], ...] = (
     jobs_check,
     expired_leases_check,
     conversion_sandbox_check,
+    convert_engine_check,
 )
 CHECK_NAMES = [
     "database_pool",
@@ -462,6 +544,7 @@ CHECK_NAMES = [
     "jobs",
     "expired_leases",
     "conversion_sandbox",
+    "convert_engine",
 ]
 
 

@@ -14,7 +14,12 @@ dispatcher's row (services.models.DispatcherState), counted since its process st
 ccs_dispatcher_<counter>_total: leased, dispatched, ingested, discarded, garbage, reaped, failed_for_retries,
 released and retried. From the in-flight table and the worker rows: ccs_in_flight_conversions{service},
 ccs_in_flight_past_p99{service} (conversions running past their service's 99th percentile runtime) and
-ccs_service_waiting_unserved_tasks{service} (tasks waiting for a service no live worker serves).
+ccs_service_waiting_unserved_tasks{service} (tasks waiting for a service no live worker serves). From the warm
+engine of POST /convert (`manage.py convert_engine`), asked over its socket with a short timeout:
+ccs_convert_warm_up (1 when it answered, 0 when it did not or CONVERT_WARM is off) and per pool, counted since the
+engine started: ccs_convert_warm_servers{profile} (configured), ccs_convert_warm_ready{profile},
+ccs_convert_warm_busy{profile}, ccs_convert_warm_served_total{profile}, ccs_convert_warm_failed_total{profile}
+and ccs_convert_warm_restarts_total{profile}.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from collections.abc import Iterator
 from datetime import timedelta
 
 import redis
+from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
@@ -38,7 +44,8 @@ from corpora.queries import services_stranded
 from corpora.results import results_space
 from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS
 from dispatcher.metrics import ingest_read, results_held_read
-from services.queries import in_flight_list
+from ops.health import CONVERT_ENGINE_TIMEOUT_SECONDS
+from services.queries import convert_engine_status, in_flight_list
 
 logger = logging.getLogger(__name__)
 
@@ -55,12 +62,26 @@ DISPATCHER_COUNTERS: dict[str, str] = {
     "retried": "Results the machine ended (infrastructure fatals) sent back for another attempt",
 }
 
+# Each warm pool's figures (conversion.warm.WarmPool.status), exported as ccs_convert_warm_<name>{profile}.
+WARM_GAUGES: dict[str, str] = {
+    "servers": "Servers a warm pool of /convert is configured with",
+    "ready": "Servers of a warm pool prepared and running (busy or idle)",
+    "busy": "Servers of a warm pool converting now",
+}
+WARM_COUNTERS: dict[str, str] = {
+    "served": "Conversions a warm pool finished",
+    "failed": "Conversions a warm pool lost because its server ended during them",
+    "restarts": "Times a warm pool started a server again",
+}
+
 METRIC_NAMES: tuple[str, ...] = (
     "ccs_tasks", "ccs_backlog_tasks", "ccs_leases_in_flight", "ccs_leases_expired", "ccs_jobs", "ccs_jobs_health",
     "ccs_db_pool_in_use", "ccs_db_pool_waiting", "ccs_results_ingested_total", "ccs_ingest_batch_seconds",
     "ccs_results_disk_free_bytes", "ccs_results_disk_full",
     "ccs_worker_conversions_total", "ccs_worker_peak_rss_bytes", "ccs_worker_kills_total",
     "ccs_in_flight_conversions", "ccs_in_flight_past_p99", "ccs_service_waiting_unserved_tasks",
+    "ccs_convert_warm_up", *(f"ccs_convert_warm_{name}" for name in WARM_GAUGES),
+    *(f"ccs_convert_warm_{name}_total" for name in WARM_COUNTERS),
     *(f"ccs_dispatcher_{name}_total" for name in DISPATCHER_COUNTERS),
 )  # fmt: skip
 
@@ -124,6 +145,27 @@ def dispatcher_counters() -> dict[str, int] | None:
     from services.models import DispatcherState
 
     return DispatcherState.objects.order_by("-heartbeat_at").values(*DISPATCHER_COUNTERS).first()
+
+
+def convert_warm_families() -> list[GaugeMetricFamily | CounterMetricFamily]:
+    """ccs_convert_warm_up and each warm pool's gauges and counters, as the engine answers its status now (within
+    the health check's short timeout, so a hung engine cannot hold a scrape)."""
+    pools = convert_engine_status(timeout=CONVERT_ENGINE_TIMEOUT_SECONDS) if settings.CONVERT_WARM else None
+    up = GaugeMetricFamily(
+        "ccs_convert_warm_up", "1 when the warm engine of /convert answered, 0 otherwise", value=int(pools is not None)
+    )
+    gauges = {
+        name: GaugeMetricFamily(f"ccs_convert_warm_{name}", documentation, labels=["profile"])
+        for name, documentation in WARM_GAUGES.items()
+    }
+    counters = {
+        name: CounterMetricFamily(f"ccs_convert_warm_{name}", documentation, labels=["profile"])
+        for name, documentation in WARM_COUNTERS.items()
+    }
+    for pool in pools or []:
+        for name, family in (*gauges.items(), *counters.items()):
+            family.add_metric([pool["profile"]], pool[name])
+    return [up, *gauges.values(), *counters.values()]
 
 
 def pool_stats() -> tuple[int, int] | None:
@@ -193,6 +235,8 @@ class DomainCollector(Collector):
         for entry in services_stranded():
             unserved.add_metric([entry["service"]], entry["waiting"])
         yield from (flying, past, unserved)
+
+        yield from convert_warm_families()
 
         counters = dispatcher_counters()
         if counters is not None:

@@ -107,10 +107,26 @@ def statistics_view(request: HttpRequest) -> HttpResponse:
 
 
 # --- detailed health ---
+def health_details_shown(details: dict[str, Any]) -> list[dict[str, Any]]:
+    """A check's details as the screen shows them: a value as it is, and a list of records (the pools of the
+    warm engine, the corpus roots) as a small table, a row per record and a column per field."""
+    shown = []
+    for key, value in details.items():
+        if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
+            columns = list(dict.fromkeys(field for item in value for field in item))
+            rows = [[item.get(column) for column in columns] for item in value]
+            shown.append({"key": key, "columns": columns, "rows": rows})
+        else:
+            shown.append({"key": key, "value": value})
+    return shown
+
+
 @login_required
 def health_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/health."""
-    context = {"health": HealthSerializer(health()).data}
+    data = HealthSerializer(health()).data
+    checks = [{"check": check, "details": health_details_shown(check["details"])} for check in data["checks"]]
+    context = {"health": data, "checks": checks}
     template = "ops/_health_body.html" if request.GET.get("fragment") == "body" else "ops/health.html"
     return render(request, template, context)
 
