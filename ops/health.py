@@ -448,13 +448,15 @@ WARM_POOL_FIELDS = ("profile", "servers", "ready", "busy", "starting", "served",
 
 
 def _pool_trouble(pool: dict) -> str | None:
-    """What is wrong with a warm pool in words, or None when all its servers are ready and none failed."""
+    """What is wrong with a warm pool in words, or None when all its servers are ready. Its last error is told
+    with a shortage: a server started again after a conversion that left a process behind is ready again,
+    and a pool whose servers are all ready serves."""
     troubles = []
     if pool["ready"] < pool["servers"]:
         troubles.append(f"{pool['ready']} of {pool['servers']} server(s) ready")
     if pool["starting"]:
         troubles.append(f"{pool['starting']} starting")
-    if pool["last_error"]:
+    if troubles and pool["last_error"]:
         troubles.append(f"last error: {pool['last_error']}")
     return f"{pool['profile']}: {', '.join(troubles)}" if troubles else None
 
@@ -499,8 +501,7 @@ def convert_engine_check() -> dict:
             f"The engine starts a failed server again (after {warm.RESTART_PAUSE_SECONDS:g} s, then twice as long "
             f"each time, up to {warm.RESTART_PAUSE_MAX_SECONDS:g} s); meanwhile /convert runs a cold latexmlc for a "
             "profile without a free server. If a server keeps failing, the engine's log says why (`ccs logs "
-            "--process convert-engine`); see also the conversion_sandbox check. last_error stays until the engine "
-            "restarts.",
+            "--process convert-engine`); see also the conversion_sandbox check.",
             **details,
         )
     if not pools:
