@@ -13,6 +13,10 @@ as told and counts as a refusal), then --fragments 1-page fragments one at a tim
 fragments are the fixture's (tests/fixtures/convert: real papers' math and text). Targets: a formula p50
 <= 50 ms and p95 <= 150 ms, >= 20 formulas a second, a fragment p50 <= 300 ms.
 
+--peer URL measures a LaTeXML server mode beside ours on the same formulas and fragments, one at a time,
+right after ours: `latexmls` (LaTeXML's own, from its plugin's sources, started by the operator; it takes
+the TeX in its `source` field as `literal:...`). Its answers must carry a result.
+
 Two phases of --seconds each, the same probe in both: one client requests /healthz, /api, and the
 token-gated lists /api/services and /api/corpora in turn, one request at a time (a new connection
 each), and records their latencies. The first phase has nothing else running; in the second, --clients
@@ -23,7 +27,8 @@ that nothing answers anything else, prints p50/p95/max per endpoint and phase, a
 
 Run: .venv/bin/python bench/bench_convert.py [--clients 20] [--seconds 60] [--retry-pause S] [--cold]
                                               [--formulas 200] [--fragments 20] [--throughput-clients 8]
-                                              [--skip-saturation] [--base-url http://127.0.0.1:PORT --token T]
+                                              [--skip-saturation] [--peer http://127.0.0.1:3354]
+                                              [--base-url http://127.0.0.1:PORT --token T]
 """
 
 from __future__ import annotations
@@ -314,6 +319,31 @@ def conversions(base_url: str, args: argparse.Namespace) -> bool:
             and page_p50 <= FRAGMENT_P50_TARGET_MS)  # fmt: skip
 
 
+def peer_times(peer: str, texes: list[str], fields: dict) -> list[float]:
+    """Milliseconds of each conversion by a latexmls at `peer`, one request at a time."""
+    times = []
+    for tex in texes:
+        data = urllib.parse.urlencode({**fields, "source": f"literal:{tex}", "format": "html5"}).encode()
+        started = time.perf_counter()
+        status, _, body = request(peer, data=data, timeout=120)
+        times.append((time.perf_counter() - started) * 1000)
+        if status != 200 or not json.loads(body).get("result"):
+            harness.fail(f"the peer at {peer} answered {status}: {body[:300]!r}")
+    return times
+
+
+def peer_report(peer: str, args: argparse.Namespace) -> None:
+    formulas = fixture("formulas")
+    pages = [tex for tex in fixture("fragments") if len(tex) >= PAGE_CHARS] or fixture("fragments")
+    peer_times(peer, formulas[:3], {**MATH, "pmml": ""})
+    watch = harness.StealWatch().start()
+    times = peer_times(peer, (formulas * 10)[: args.formulas], {**MATH, "pmml": ""})
+    page_times = peer_times(peer, (pages * 10)[: args.fragments], FRAGMENT)
+    print(f"peer {peer}: formulas p50 {harness.percentile(times, 0.5):.1f} ms, p95 "
+          f"{harness.percentile(times, 0.95):.1f} ms; fragments p50 {harness.percentile(page_times, 0.5):.1f} ms; "
+          f"{watch.line()}; {harness.load_line()}")  # fmt: skip
+
+
 def engine_start() -> tuple[subprocess.Popen, Path]:
     """The warm engine as `manage.py up` starts it, once its pools are ready."""
     from ops import stack
@@ -384,6 +414,7 @@ def main() -> None:
     parser.add_argument("--fragments", type=int, default=20, help="1-page fragments one at a time (default 20)")
     parser.add_argument("--throughput-clients", type=int, default=8, help="clients posting formulas (default 8)")
     parser.add_argument("--skip-saturation", action="store_true", help="only the conversion phases")
+    parser.add_argument("--peer", help="a latexmls to measure beside ours (http://127.0.0.1:PORT/)")
     harness.quiet_arguments(parser, wait=300)
     args = parser.parse_args()
     if args.cold:
@@ -418,6 +449,8 @@ def main() -> None:
         harness.quiet_wait(args.max_load, args.wait)
         targets_met = conversions(base_url, args)
         print(f"conversion targets: {'met' if targets_met else 'NOT met'}")
+        if args.peer:
+            peer_report(args.peer, args)
         if args.skip_saturation:
             return
         idle = phase(base_url, token, seconds=args.seconds, clients=0, args=args, slots=slots)
