@@ -25,20 +25,22 @@ import logging
 import math
 import os
 import queue
+import re
 import resource
 import select
 import shutil
 import signal
 import socket
 import socketserver
+import stat
 import subprocess
 import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from conversion import cgroups, imagemagick
 from conversion import sandbox as sandboxes
@@ -81,6 +83,10 @@ RESTART_PAUSE_SECONDS = 1.0
 RESTART_PAUSE_MAX_SECONDS = 60.0
 # One request or answer on the engine's socket: a JSON object on one line, at most this long.
 MESSAGE_MAX_BYTES = 64 * 1024 * 1024
+# A paper's main file as convert_directory takes it and the server's `convert SECONDS SOURCE` line carries
+# it (warm_server.pl checks the same): a relative path of plain names, none starting with `.` or `-`.
+_SOURCE_NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+][A-Za-z0-9_.+-]*)*")
+SOURCE_MAX_CHARS = 255
 
 
 def _launcher() -> queue.SimpleQueue:
@@ -176,13 +182,40 @@ def parse_pools(text: str) -> dict[Profile, int]:
     return pools
 
 
-class WarmServer:
-    """One sandboxed Perl parent prepared for one profile, converting one input at a time."""
+def source_name_check(main_file: str) -> str:
+    """`main_file` when it is a main file convert_directory takes (see _SOURCE_NAME); ValueError otherwise."""
+    if len(main_file) > SOURCE_MAX_CHARS or not _SOURCE_NAME.fullmatch(main_file):
+        raise ValueError(f"a warm server converts a relative path of plain names, not {main_file[:300]!r}")
+    return main_file
 
-    def __init__(self, profile: Profile, *, limits: Limits, sandbox: Sandbox = sandboxes.DEFAULT) -> None:
+
+@dataclass(frozen=True)
+class DirectoryConversion:
+    """One conversion of a directory's main file by a server (convert_directory)."""
+
+    log: bytes  # as engine.Conversion's: the log with the runtime (and a kill's lines) appended
+    status_code: int | None
+    runtime_ms: int
+    timed_out: bool
+    killed: str | None
+    result: bytes  # the destination's content (b"" when none was written)
+    cpu_ms: int | None = None  # the CPU time of its processes, from the server's cgroup (None without one)
+
+
+class WarmServer:
+    """One sandboxed Perl parent prepared for one profile, converting one input at a time. A server made
+    with for_options is prepared with latexmlc's options as given instead (a worker's, to measure what a
+    warm start gains it)."""
+
+    def __init__(self, profile: Profile | None, *, limits: Limits, sandbox: Sandbox = sandboxes.DEFAULT) -> None:
         self.profile = profile
         self.limits = limits
         self.sandbox = sandbox
+        self.name = profile.name if profile is not None else ""
+        self._options: tuple[str, ...] | None = None
+        # The destination, relative to the working directory.
+        self._destination = PurePosixPath(text_result_name(profile.format)) if profile is not None else None
+        self._read_only: tuple[Path, ...] = ()
         self.process: subprocess.Popen | None = None
         self.first: int | None = None  # host pid of the sandbox's first process
         self.broken: str | None = None  # why it must be started again
@@ -193,6 +226,30 @@ class WarmServer:
         self._tmp: Path | None = None
         self._lines = b""
         self._init_log = b""
+
+    @classmethod
+    def for_options(
+        cls, options: Sequence[str], *, limits: Limits, sandbox: Sandbox = sandboxes.DEFAULT,
+        read_only: Sequence[Path] = (),
+    ) -> WarmServer:  # fmt: skip
+        """A server prepared with latexmlc's `options` (all but the source), whose `--dest=` must name a file
+        inside the sandbox's /work; `read_only` are host paths the options need (profiles.Invocation's).
+        ValueError without such a destination."""
+        server = cls(None, limits=limits, sandbox=sandbox)
+        destinations = [option.removeprefix("--dest=") for option in options if option.startswith("--dest=")]
+        inside = PurePosixPath(destinations[-1]) if destinations else None
+        if (
+            inside is None
+            or inside == sandboxes.INSIDE_WORK
+            or not inside.is_relative_to(sandboxes.INSIDE_WORK)
+            or ".." in inside.parts
+        ):
+            raise ValueError(f"the options' --dest must name a file inside {sandboxes.INSIDE_WORK}")
+        server._destination = inside.relative_to(sandboxes.INSIDE_WORK)
+        server._options = tuple(options)
+        server._read_only = tuple(read_only)
+        server.name = " ".join(options)
+        return server
 
     # -- life --------------------------------------------------------------------------------------------
 
@@ -216,7 +273,9 @@ class WarmServer:
         work.mkdir()
         policy = imagemagick.policy_xml(memory_mb=limits.memory_mb, disk_mb=limits.disk_mb, timeout=limits.timeout)
         launch = stack.enter_context(
-            sandboxes.launched(self.sandbox, work, str(SERVER_SCRIPT), imagemagick_policy=policy)
+            sandboxes.launched(
+                self.sandbox, work, str(SERVER_SCRIPT), read_only=self._read_only, imagemagick_policy=policy
+            )
         )
         self._work = Path(launch.cwd)
         if self.sandbox.enabled:
@@ -246,7 +305,8 @@ class WarmServer:
         env = launch.env
         if not self.sandbox.enabled:
             env = {**os.environ, "TMPDIR": str(self._tmp), "HOME": str(self._tmp)}
-        argv = [*launch.argv_prefix, PERL, launch.executable, *self.profile.options(limits.timeout)]
+        latexmlc_options = self._options if self.profile is None else self.profile.options(limits.timeout)
+        argv = [*launch.argv_prefix, PERL, launch.executable, *latexmlc_options]
         if not self.sandbox.enabled:  # no /work: the destination is the working directory's own
             argv = [part.replace(f"--dest={sandboxes.INSIDE_WORK}", f"--dest={self._work}") for part in argv]
         options = {**launch.popen_options(), "env": env}
@@ -267,7 +327,7 @@ class WarmServer:
             stderr.seek(0)
             tail = stderr.read()[-2000:].decode(errors="replace").strip().splitlines()
             why = said or (tail[-1] if tail else f"it exited with code {self.process.poll()}")
-            raise ServerFailed(f"the warm server for {self.profile.name} did not start: {why}")
+            raise ServerFailed(f"the warm server for {self.name} did not start: {why}")
         # The preparation's log, with which each conversion's log begins (as latexmlc's does).
         self._init_log = read_regular_file(self._work / LOG_NAME)
         self._wipe()
@@ -306,17 +366,43 @@ class WarmServer:
         conversion.engine.convert_text. ServerFailed when the parent ended (the server is then broken)."""
         if not self.alive():
             raise ServerFailed(self.broken or "the warm server is not running")
+        (self._work / TEXT_INPUT_NAME).write_text(tex.removeprefix("literal:"), encoding="utf-8")
+        self._give(self._work / TEXT_INPUT_NAME)
+        done = self._converted(None, timeout)
+        return text_answer(done.result, done.log, done.status_code)
+
+    def convert_directory(self, source_dir: Path, main_file: str, *, timeout: float) -> DirectoryConversion:
+        """Convert `main_file` (relative to `source_dir`) within `timeout` seconds, with every file of
+        `source_dir` copied into the working directory first (links as links), as latexmlc run there on
+        `./main_file` with the server's options would. ValueError for a main file source_name_check
+        refuses, ServerFailed when the parent ended (the server is then broken)."""
+        source_name_check(main_file)
+        if not self.alive():
+            raise ServerFailed(self.broken or "the warm server is not running")
+        try:
+            shutil.copytree(source_dir, self._work, symlinks=True, dirs_exist_ok=True)
+            self._give(self._work)
+        except BaseException:
+            self._wipe()  # the next conversion starts from an empty directory
+            raise
+        return self._converted(main_file, timeout)
+
+    def _give(self, path: Path) -> None:
+        """Hand `path` (and all below it) to the sandbox user, when we are root and sandboxed."""
+        if os.geteuid() == 0 and self.sandbox.enabled:
+            sandboxes._chown_tree(path, SANDBOX_UID, SANDBOX_GID)
+
+    def _converted(self, main_file: str | None, timeout: float) -> DirectoryConversion:
+        """One conversion of the input in the working directory (`./main_file`, `input.tex` when None)."""
         limits = Limits(min(timeout, self.limits.timeout), self.limits.memory_mb, self.limits.disk_mb,
                         self.limits.max_processes)  # fmt: skip
         work = self._work
-        (work / TEXT_INPUT_NAME).write_text(tex.removeprefix("literal:"), encoding="utf-8")
         (work / LOG_NAME).write_bytes(self._init_log)
-        if os.geteuid() == 0 and self.sandbox.enabled:
-            for name in (TEXT_INPUT_NAME, LOG_NAME):
-                os.chown(work / name, SANDBOX_UID, SANDBOX_GID)
+        self._give(work / LOG_NAME)
+        cpu_before = self._cpu_usec()
         started = time.monotonic()
         try:
-            self._send(f"convert {latexmlc_timeout(limits.timeout)}")
+            self._send(" ".join(["convert", str(latexmlc_timeout(limits.timeout)), *filter(None, [main_file])]))
             if self._read_line(started + ANSWER_SECONDS) != "started":
                 raise ServerFailed("the warm server did not start the conversion")
             status, passed, timed_out = self._watch(started + limits.timeout, limits)
@@ -327,11 +413,19 @@ class WarmServer:
         stderr = read_regular_file(self._tmp / _STDERR_NAME)[-256 * 1024 :]
         run = Run(returncode=os.waitstatus_to_exitcode(status) if status >= 0 else 1, timed_out=timed_out,
                   runtime_ms=runtime_ms, stderr=stderr, limit=passed)  # fmt: skip
-        log, status_code, _ = finish_log(_read_log(work / LOG_NAME), run, limits)
-        result = read_regular_file(work / text_result_name(self.profile.format))
+        log, status_code, killed = finish_log(_read_log(work / LOG_NAME), run, limits)
+        result = _read_below(work, self._destination)
+        cpu_after = self._cpu_usec()
+        cpu_ms = (cpu_after - cpu_before) // 1000 if cpu_before is not None and cpu_after is not None else None
         self.served += 1
         self._after()
-        return text_answer(result, log, status_code)
+        return DirectoryConversion(log, status_code, runtime_ms, timed_out, killed, result, cpu_ms)
+
+    def _cpu_usec(self) -> int | None:
+        """The CPU time the server's processes used so far (the parent waits meanwhile: a conversion's own)."""
+        with contextlib.suppress(OSError, ValueError):
+            return self._quota.cpu_usec() if self._quota is not None else None
+        return None
 
     def _watch(self, deadline: float, limits: Limits) -> tuple[int, str | None, bool]:
         """Wait for the child's end, killing it at the deadline or past a limit: (its wait status, the
@@ -450,6 +544,24 @@ class WarmServer:
             self._lines += chunk
         line, _, self._lines = self._lines.partition(b"\n")
         return line.decode(errors="replace").strip()
+
+
+def _read_below(root: Path, relative: PurePosixPath) -> bytes:
+    """The regular file at `relative` below `root`, opened one part at a time without following a link (the
+    run may have put one anywhere on the way); nothing when it is missing, a link or not a regular file."""
+    opened: list[int] = []
+    try:
+        opened.append(os.open(root, os.O_RDONLY | os.O_DIRECTORY))
+        for part in relative.parts[:-1]:
+            opened.append(os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=opened[-1]))
+        opened.append(os.open(relative.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=opened[-1]))
+        with open(opened.pop(), "rb") as handle:
+            return handle.read() if stat.S_ISREG(os.fstat(handle.fileno()).st_mode) else b""
+    except OSError:
+        return b""
+    finally:
+        for fd in opened:
+            os.close(fd)
 
 
 def _writable_and_retry(function, path, _excinfo) -> None:  # noqa: ANN001 - shutil.rmtree's onexc signature

@@ -3,10 +3,12 @@
 # prepared once, then one fork per conversion, so that every conversion starts from the same clean state.
 #
 # Arguments: latexmlc's options of one profile, without the source. The working directory (/work in the
-# sandbox) holds one conversion at a time: `input.tex` in, the destination and the log out, as latexmlc
-# run there on `./input.tex` would write them. This process reads no TeX: it prepares the session as
-# latexmlc does, then answers its caller on standard input and output, one line each way:
-#   in:  "convert SECONDS" (one conversion in a child, with latexmlc's --timeout=SECONDS)
+# sandbox) holds one conversion at a time: `input.tex` (or the files of a paper) in, the destination and
+# the log out, as latexmlc run there on `./input.tex` (`./SOURCE`) would write them. This process reads no
+# TeX: it prepares the session as latexmlc does, then answers its caller on standard input and output,
+# one line each way:
+#   in:  "convert SECONDS [SOURCE]" (one conversion of ./input.tex, or of ./SOURCE, a relative path of
+#        plain names as conversion/warm.py checks it, in a child, with latexmlc's --timeout=SECONDS)
 #   out: "started", then "exited STATUS" ($? of the child)
 #   in:  "quit"                                       (ends it)
 # It says "ready" once the session is prepared, or "failed WHY" and ends.
@@ -17,6 +19,7 @@ use POSIX ();
 use LaTeXML;
 use LaTeXML::Common::Config;
 use LaTeXML::Common::Error;
+use LaTeXML::Util::Pathname qw(pathname_directory pathname_mkdir);
 
 my @options = @ARGV;
 my $source  = './input.tex';
@@ -82,14 +85,17 @@ print "ready\n";
 while (defined(my $line = <STDIN>)) {
   chomp $line;
   last if $line eq 'quit';
-  my ($verb, $seconds) = split(' ', $line);
-  next unless $verb eq 'convert' && $seconds && $seconds =~ /^\d+$/;
+  my ($verb, $seconds, $file, @rest) = split(' ', $line);
+  next unless $verb eq 'convert' && $seconds && $seconds =~ /^\d+$/ && !@rest;
+  # The same pattern as warm.py's _SOURCE_NAME: plain names, none starting with `.` or `-`.
+  next if defined $file
+    && (length($file) > 255 || $file !~ m{\A[A-Za-z0-9_+][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+][A-Za-z0-9_.+-]*)*\z});
   my $pid = fork();
   if (!defined $pid) {
     print "exited -1\n";
     next; }
   if ($pid == 0) {
-    convert_one($seconds);
+    convert_one($seconds, defined $file ? "./$file" : $source);
     POSIX::_exit(70); }    # not reached
   print "started\n";
   waitpid($pid, 0);
@@ -98,7 +104,7 @@ exit 0;
 
 # One conversion, in the child: what latexmlc does after preparing its session.
 sub convert_one {
-  my ($seconds) = @_;
+  my ($seconds, $source) = @_;
   # The caller's channel stays with the parent; the child gets nothing to read and writes its noise apart.
   open(STDIN,  '<', '/dev/null');
   open(STDOUT, '>', '/dev/null');
@@ -108,6 +114,11 @@ sub convert_one {
   $$converter{opts}{timeout} = $seconds;
   $0    = '/usr/bin/latexmlc';
   @ARGV = ((map { /^--timeout=/ ? "--timeout=$seconds" : $_ } @options), $source);
+  # As latexmlc's option reading does: the destination's directory is made (the last conversion's files,
+  # that one among them, were removed).
+  if (my $destination = $converter->{opts}{destination}) {
+    if (my $directory = pathname_directory($destination)) {
+      pathname_mkdir($directory); } }
   my $code = eval {
     my $response = $converter->convert($source);
     my ($result, $status, $status_code, $log) = map { $$response{$_} } qw(result status status_code log);
