@@ -28,10 +28,10 @@ def die_with_parent(sig: int = signal.SIGTERM) -> None:
 
 
 # --- scratch directories -------------------------------------------------------------------------
-# A conversion's scratch directories (a worker's task, a /convert request, a sandbox staging copy) are
-# named <kind><pid>-<random>, after the process that made them: a process killed outright cannot remove
-# its own, and the next one that starts removes those whose process is gone.
-SCRATCH_KINDS = ("cortex-task-", "cortex-text-", "cortex-sandbox-", ".cortex-tmp-")
+# A conversion's scratch directories (a worker's task, a /convert request, a warm server, a sandbox staging
+# copy) are named <kind><pid>-<random>, after the process that made them: a process killed outright cannot
+# remove its own, and the next one that starts removes those whose process is gone.
+SCRATCH_KINDS = ("cortex-task-", "cortex-text-", "cortex-warm-", "cortex-sandbox-", ".cortex-tmp-")
 _swept: set[str] = set()
 
 

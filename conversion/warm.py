@@ -62,7 +62,7 @@ from conversion.engine import (
     text_options,
     text_result_name,
 )
-from conversion.processes import die_with_parent, scratch_prefix
+from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import SANDBOX_GID, SANDBOX_UID, Sandbox
 
 logger = logging.getLogger(__name__)
@@ -222,6 +222,9 @@ class WarmServer:
         self.served = 0
         self._stack: contextlib.ExitStack | None = None
         self._quota: cgroups.Quota | None = None
+        # The cgroup's OOM kills and refused forks when the running conversion began: its counts are the
+        # server's whole life's, and only what one conversion adds to them is that conversion's doing.
+        self._counts_before = (0, 0)
         self._work: Path | None = None
         self._tmp: Path | None = None
         self._lines = b""
@@ -287,7 +290,8 @@ class WarmServer:
         disk = limits.disk_mb * 1024 * 1024
         self._quota = stack.enter_context(
             cgroups.quota(
-                max_processes=limits.max_processes + self._resident,
+                # Room for the resident processes and for bwrap itself, which stays in the group as their parent.
+                max_processes=limits.max_processes + self._resident + (1 if self.sandbox.enabled else 0),
                 memory_bytes=(limits.memory_mb + PARENT_MEMORY_MB) * 1024 * 1024,
             )
         )
@@ -401,6 +405,7 @@ class WarmServer:
         self._give(work / LOG_NAME)
         cpu_before = self._cpu_usec()
         started = time.monotonic()
+        self._counts_before = self._quota_counts()
         try:
             self._send(" ".join(["convert", str(latexmlc_timeout(limits.timeout)), *filter(None, [main_file])]))
             if self._read_line(started + ANSWER_SECONDS) != "started":
@@ -440,12 +445,13 @@ class WarmServer:
                 break
             if time.monotonic() >= deadline:
                 timed_out = True
-            elif self._quota is not None and self._quota.oom_kills():
+            elif (counts := self._quota_counts())[0] > self._counts_before[0]:
                 passed = KillReason.MEMORY
             elif _disk_used((self._work, self._tmp)) > disk_limit:
                 passed = KillReason.DISK
-            elif self._conversion_processes(limits.max_processes + 1) > limits.max_processes or (
-                self._quota is not None and self._quota.refused_forks()
+            elif (
+                self._conversion_processes(limits.max_processes + 1) > limits.max_processes
+                or counts[1] > self._counts_before[1]
             ):
                 passed = KillReason.PROCESSES
             if timed_out or passed:
@@ -463,12 +469,18 @@ class WarmServer:
         if self._conversion_processes(1) > 0:
             self._kill_conversion()
             self.broken = "a process of the last conversion outlived it"
-        if self._quota is not None and self._quota.oom_kills():
+        if self._quota_counts()[0] > self._counts_before[0]:
             self.broken = "its cgroup's memory limit ended one of its processes"
         try:
             self._wipe()
         except OSError as exc:
             self.broken = f"the last conversion's files could not be removed: {exc}"
+
+    def _quota_counts(self) -> tuple[int, int]:
+        """The server's cgroup's OOM kills and refused forks so far ((0, 0) without a cgroup)."""
+        if self._quota is None:
+            return 0, 0
+        return self._quota.oom_kills(), self._quota.refused_forks()
 
     @property
     def _resident(self) -> int:
@@ -764,6 +776,7 @@ class WarmEngine:
         self._stop = threading.Event()
 
     def start(self) -> None:
+        scratch_sweep()  # the servers' directories an engine killed outright left
         for profile, size in self._configured.items():
             self._pool(profile, size)
         threading.Thread(target=self._watch, name="warm-watch", daemon=True).start()
@@ -840,12 +853,17 @@ class _Handler(socketserver.StreamRequestHandler):
         line = self.rfile.readline(MESSAGE_MAX_BYTES + 1)
         try:
             message = json.loads(line)
+            if not isinstance(message, dict):
+                raise ValueError("a request is a JSON object")
             if message.get("op") == "status":
                 answer: dict = {"pools": engine.status()}
             elif message.get("op") == "convert":
                 profile = Profile(**message["profile"])
-                answer = engine.convert(profile, message["tex"], timeout=float(message["timeout"]),
-                                        wait=float(message.get("wait", 0)))  # fmt: skip
+                tex, timeout = message["tex"], float(message["timeout"])
+                if not isinstance(tex, str) or math.isnan(timeout) or timeout <= 0:
+                    # Refused here: past this point a failure marks the server that took it as broken.
+                    raise ValueError("tex must be a string and timeout a positive number of seconds")
+                answer = engine.convert(profile, tex, timeout=timeout, wait=float(message.get("wait", 0)))
             else:
                 answer = {"error": "unknown op"}
         except WarmUnavailable as exc:
