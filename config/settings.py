@@ -245,6 +245,8 @@ CONVERT_WARM = env_bool("CONVERT_WARM", True)
 CONVERT_WARM_POOLS = env_str(
     "CONVERT_WARM_POOLS", "html5:math:math:pmml=2, html5:fragment:fragment=1, html5:document:document=1"
 )
+# Where the warm engine answers the web processes: a Unix socket (its path at most 107 bytes long).
+CONVERT_ENGINE_SOCKET = Path(env_str("CONVERT_ENGINE_SOCKET", str(VAR_DIR / "run" / "convert-engine.sock")))
 CONVERT_WARM_ON_DEMAND = env_int("CONVERT_WARM_ON_DEMAND", 1, minimum=1)
 CONVERT_WARM_MAX_POOLS = env_int("CONVERT_WARM_MAX_POOLS", 6, minimum=1)
 # Requests the warm engine takes at once across the web processes (its own slots, beside CONVERT_CONCURRENCY's

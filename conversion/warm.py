@@ -808,9 +808,16 @@ class WarmEngine:
             for pool in pools:
                 pool.watch()
 
-    def convert(self, profile: Profile, tex: str, *, timeout: float, wait: float) -> dict:
+    def convert(self, profile: Profile, tex: str, *, timeout: float, wait: float, limits: dict | None = None) -> dict:
         """The answer of a warm conversion, waiting up to `wait` seconds for a free server of the profile;
-        WarmUnavailable when there is none (its pool is starting, or all its servers failed)."""
+        WarmUnavailable when there is none (its pool is starting, or all its servers failed), or when the
+        caller's `limits` (memory_mb, disk_mb, max_processes) are not those its servers run under: they are
+        set when a server starts, and a conversion under other limits is the caller's to run cold."""
+        if limits is not None:
+            own = {"memory_mb": self.limits.memory_mb, "disk_mb": self.limits.disk_mb,
+                   "max_processes": self.limits.max_processes}  # fmt: skip
+            if {name: limits.get(name) for name in own} != own:
+                raise WarmUnavailable(f"the warm engine's servers run under other limits ({own}) than asked")
         pool = self.pools.get(profile) or self._pool(profile, self._configured.get(profile, self.on_demand_size))
         server = pool.acquire(time.monotonic() + wait)
         if server is None:
@@ -863,7 +870,12 @@ class _Handler(socketserver.StreamRequestHandler):
                 if not isinstance(tex, str) or math.isnan(timeout) or timeout <= 0:
                     # Refused here: past this point a failure marks the server that took it as broken.
                     raise ValueError("tex must be a string and timeout a positive number of seconds")
-                answer = engine.convert(profile, tex, timeout=timeout, wait=float(message.get("wait", 0)))
+                limits = message.get("limits")
+                if limits is not None and not isinstance(limits, dict):
+                    raise ValueError("limits must be an object")
+                answer = engine.convert(
+                    profile, tex, timeout=timeout, wait=float(message.get("wait", 0)), limits=limits
+                )
             else:
                 answer = {"error": "unknown op"}
         except WarmUnavailable as exc:

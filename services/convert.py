@@ -25,7 +25,7 @@ from conversion import warm
 from conversion.choices import LATEXML_NAMES, Chunk, ConvertEngine, LatexmlStatus, OutputFormat
 from conversion.engine import EngineMissing, convert_text
 from conversion.output_checks import checked_text
-from services.convert_slots import convert_slot_take, warm_slots_dir
+from services.convert_slots import convert_slot_take
 from services.queries import conversion_sandbox, convert_engine_socket
 
 # What /convert offers of latexmlc's formats and chunks.
@@ -82,11 +82,13 @@ def _busy() -> Response:
     return busy
 
 
-def _warm(tex: str, options: dict) -> dict:
-    """The warm engine's answer for `tex` with the request's options; WarmUnavailable when it cannot serve it."""
+def _warm(tex: str, options: dict, limits: dict) -> dict:
+    """The warm engine's answer for `tex` with the request's options; WarmUnavailable when it cannot serve it
+    (also when its servers run under other limits than `limits`)."""
     profile = {name: options[name] for name in ("format", "whatsin", "whatsout", "includestyles", "pmml", "cmml")}
     wait = settings.CONVERT_WARM_WAIT_SECONDS
-    message = {"op": "convert", "profile": profile, "tex": tex, "timeout": options["timeout"], "wait": wait}
+    message = {"op": "convert", "profile": profile, "tex": tex, "timeout": options["timeout"], "wait": wait,
+               "limits": limits}  # fmt: skip
     return warm.request(convert_engine_socket(), message,
                         timeout=wait + options["timeout"] + WARM_ANSWER_MARGIN_SECONDS)  # fmt: skip
 
@@ -130,13 +132,16 @@ class ConvertApi(PublicApiView):
                                  settings.CONVERT_TIMEOUT_SECONDS)  # fmt: skip
         if options["whatsin"] == "math" and options["whatsout"] == "math" and not (options["pmml"] or options["cmml"]):
             options["pmml"] = True  # formula in, formula out: presentation MathML unless asked otherwise
+        # The workers' per-conversion limits, as this process's settings hold them now (its own timeout is above).
+        limits = {"memory_mb": settings.CONVERSION_MEMORY_MB, "disk_mb": settings.CONVERSION_DISK_MB,
+                  "max_processes": settings.CONVERSION_MAX_PROCESSES}  # fmt: skip
         note = None
         if settings.CONVERT_WARM:
-            slot = convert_slot_take(limit=settings.CONVERT_WARM_CONCURRENCY, directory=warm_slots_dir())
+            slot = convert_slot_take(warm=True)
             if slot is None:
                 return _busy()
             try:
-                converted = _warm(tex, options)
+                converted = _warm(tex, options, limits)
             except (warm.WarmUnavailable, ValueError) as exc:  # ValueError: the engine refused the request
                 converted, note = None, str(exc)
             finally:
@@ -147,9 +152,6 @@ class ConvertApi(PublicApiView):
             slot = convert_slot_take()
             if slot is None:
                 return _busy()
-            # The workers' per-conversion limits, as this process's settings hold them now (its own timeout is above).
-            limits = {"memory_mb": settings.CONVERSION_MEMORY_MB, "disk_mb": settings.CONVERSION_DISK_MB,
-                      "max_processes": settings.CONVERSION_MAX_PROCESSES}  # fmt: skip
             try:
                 converted = convert_text(tex, sandbox=conversion_sandbox(), **limits, **options)
             except EngineMissing as exc:

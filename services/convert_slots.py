@@ -40,8 +40,14 @@ def warm_slots_dir() -> Path:
     return settings.VAR_DIR / "run" / "convert-warm-slots"
 
 
-def convert_slot_take(*, limit: int | None = None, directory: Path | None = None) -> ConvertSlot | None:
-    """A free slot out of `limit` (CONVERT_CONCURRENCY), taken at once, or None when all are busy."""
+def convert_slot_take(
+    *, warm: bool = False, limit: int | None = None, directory: Path | None = None
+) -> ConvertSlot | None:
+    """A free slot out of `limit` (CONVERT_CONCURRENCY, or CONVERT_WARM_CONCURRENCY for a `warm` one, in
+    warm_slots_dir), taken at once, or None when all are busy."""
+    if warm:
+        limit = settings.CONVERT_WARM_CONCURRENCY if limit is None else limit
+        directory = warm_slots_dir() if directory is None else directory
     limit = settings.CONVERT_CONCURRENCY if limit is None else limit
     directory = convert_slots_dir() if directory is None else directory
     directory.mkdir(parents=True, exist_ok=True)

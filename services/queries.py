@@ -47,8 +47,9 @@ def effective_lease_seconds(service: Service) -> int:
 
 
 def convert_engine_socket() -> Path:
-    """Where the warm engine of /convert (`manage.py convert_engine`) answers: a Unix socket under VAR_DIR."""
-    return settings.VAR_DIR / "run" / "convert-engine.sock"
+    """Where the warm engine of /convert (`manage.py convert_engine`) answers: a Unix socket
+    (CONVERT_ENGINE_SOCKET, under VAR_DIR unless set)."""
+    return Path(settings.CONVERT_ENGINE_SOCKET)
 
 
 def convert_engine_status(*, timeout: float = 2.0) -> list[dict] | None:

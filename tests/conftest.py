@@ -240,14 +240,27 @@ def _protected_services(request: pytest.FixtureRequest) -> None:
 
 @pytest.fixture(autouse=True, scope="session")
 def own_convert_slots(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """In-process /convert calls take their slots in a directory of this run, not in VAR_DIR/run, which a
-    `make run` of the same checkout shares: its conversions must not make a test's request busy."""
+    """In-process /convert calls take their slots in directories of this run and look for the warm engine at a
+    socket of this run, not in VAR_DIR/run, which a `make run` of the same checkout shares: its conversions
+    must not make a test's request busy, nor its engine serve a test's request."""
+    from django.conf import settings
+
     import services.convert_slots
 
     directory = tmp_path_factory.mktemp("convert-slots")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(services.convert_slots, "convert_slots_dir", lambda: directory)
-        yield
+    warm_directory = tmp_path_factory.mktemp("convert-warm-slots")
+    # Short: a Unix socket's path is limited to 107 bytes.
+    engine_directory = Path(tempfile.mkdtemp(prefix="ccs-engine-", dir="/tmp"))
+    socket_before = settings.CONVERT_ENGINE_SOCKET
+    settings.CONVERT_ENGINE_SOCKET = engine_directory / "engine.sock"
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(services.convert_slots, "convert_slots_dir", lambda: directory)
+            patch.setattr(services.convert_slots, "warm_slots_dir", lambda: warm_directory)
+            yield
+    finally:
+        settings.CONVERT_ENGINE_SOCKET = socket_before
+        shutil.rmtree(engine_directory, ignore_errors=True)
 
 
 @pytest.fixture(autouse=True)

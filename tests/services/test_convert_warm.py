@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 
 from conversion.engine import Limits, latexmlc_path
 from conversion.warm import Profile, WarmEngine, serving
-from services.convert_slots import convert_slot_take, warm_slots_dir
+from services.convert_slots import convert_slot_take
 from services.queries import convert_engine_socket
 from tests.support import wait_until
 
@@ -120,7 +120,7 @@ def test_without_a_running_engine_a_request_is_converted_cold_and_says_why(api, 
 
 def test_with_every_warm_slot_held_the_answer_is_an_immediate_503_with_retry_after(api, settings, running):
     settings.CONVERT_WARM_CONCURRENCY = 2
-    held = [convert_slot_take(limit=2, directory=warm_slots_dir()) for _ in range(2)]
+    held = [convert_slot_take(warm=True) for _ in range(2)]
     assert None not in held
     before = _served(running, FORMULA)
     try:
@@ -148,3 +148,13 @@ def test_empty_and_oversized_input_are_400s_that_reach_no_engine(api, settings, 
     response = _post(api, tex="x" * 101)
     assert response.status_code == 400 and "Fatal:input:too_large" in response.json()["log"]
     assert [pool["served"] for pool in running.status()] == before
+
+
+def test_a_request_under_other_limits_than_the_engines_servers_is_converted_cold_under_its_own(api, settings, running):
+    settings.CONVERSION_MEMORY_MB = django_settings.CONVERSION_MEMORY_MB // 2  # as PUT /api/config would set it
+    before = _served(running, FORMULA)
+    body = _post(api, tex="literal:x^2", whatsin="math", whatsout="math", format="xml").json()
+    assert body["engine"] == "latexmlc"
+    assert "other limits" in body["engine_note"]
+    assert body["status"] == "no_problem" and "msup>" in body["result"]
+    assert _served(running, FORMULA) == before
