@@ -252,7 +252,7 @@ CONVERT_WARM_MAX_POOLS = env_int("CONVERT_WARM_MAX_POOLS", 6, minimum=1)
 # Requests the warm engine takes at once across the web processes (its own slots, beside CONVERT_CONCURRENCY's
 # for cold conversions); beyond its servers they wait for one, up to CONVERT_WARM_WAIT_SECONDS.
 CONVERT_WARM_CONCURRENCY = env_int("CONVERT_WARM_CONCURRENCY", 4, minimum=1)
-CONVERT_WARM_WAIT_SECONDS = env_int("CONVERT_WARM_WAIT_SECONDS", 10, minimum=0)
+CONVERT_WARM_WAIT_SECONDS = env_int("CONVERT_WARM_WAIT_SECONDS", 1, minimum=0)
 JOB_SWEEP_SECONDS = env_int("JOB_SWEEP_SECONDS", 60, minimum=5)
 JOBS_PAGE_DEFAULT = 50
 JOBS_PAGE_MAX = 200
