@@ -219,6 +219,7 @@ class WarmServer:
         self.process: subprocess.Popen | None = None
         self.first: int | None = None  # host pid of the sandbox's first process
         self.broken: str | None = None  # why it must be started again
+        self.busy_since: float | None = None  # when its pool handed it a conversion (monotonic), until released
         self.served = 0
         self._stack: contextlib.ExitStack | None = None
         self._quota: cgroups.Quota | None = None
@@ -622,6 +623,7 @@ class WarmPool:
         self.last_used = time.monotonic()
         self._idle: deque[WarmServer] = deque()
         self._starting: set[int] = set()
+        self._waiting = 0  # requests in acquire()
         self._cond = threading.Condition()
         self._closed = False
 
@@ -664,18 +666,43 @@ class WarmPool:
                 self._cond.notify()
 
     def acquire(self, deadline: float) -> WarmServer | None:
-        """An idle live server, waiting until `deadline` for one; None when none came."""
+        """An idle live server, waiting until `deadline` for one; None when none came, and at once when the
+        wait would outlast the deadline: while its servers are busy, the pool's recent median conversion
+        time, times the requests waiting before this one and itself, over its live servers (a formula's
+        queue waits a few tenths of a second; behind long conversions a request goes elsewhere at once)."""
         with self._cond:
-            while True:
-                while self._idle:
-                    server = self._idle.popleft()
-                    if server.alive():
-                        return server
-                    self._restart_locked(server)
-                remaining = deadline - time.monotonic()
-                if remaining <= 0 or self._closed or not self._any_ready_or_starting():
-                    return None
-                self._cond.wait(remaining)
+            self._waiting += 1
+            try:
+                while True:
+                    while self._idle:
+                        server = self._idle.popleft()
+                        if server.alive():
+                            server.busy_since = time.monotonic()
+                            return server
+                        self._restart_locked(server)
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or self._closed or not self._any_ready_or_starting():
+                        return None
+                    if self._expected_wait() > remaining:
+                        return None
+                    self._cond.wait(remaining)
+            finally:
+                self._waiting -= 1
+
+    def _expected_wait(self) -> float:
+        """Seconds until a server is free for the latest waiter: a conversion's time, the larger of the
+        pool's recent median and how long the busy conversion that started last has run so far, times the
+        waiters over the live servers (0 while a server is starting)."""
+        live = sum(1 for server in self.servers if server.alive())
+        if self._starting or not live:
+            return 0.0
+        recent = sorted(self.stats.recent_ms)
+        typical = recent[len(recent) // 2] / 1000 if recent else 0.0
+        now = time.monotonic()
+        running = [now - server.busy_since for server in self.servers if server.busy_since is not None]
+        if running:
+            typical = max(typical, min(running))
+        return typical * self._waiting / live
 
     def _any_ready_or_starting(self) -> bool:
         return bool(self._starting) or any(server.alive() for server in self.servers)
@@ -690,6 +717,7 @@ class WarmPool:
     def release(self, server: WarmServer, *, elapsed_ms: float | None, failed: bool = False) -> None:
         with self._cond:
             self.last_used = time.monotonic()
+            server.busy_since = None
             if elapsed_ms is not None:
                 self.stats.served += 1
                 self.stats.recent_ms.append(elapsed_ms)

@@ -451,6 +451,34 @@ def test_a_request_in_flight_when_its_parent_dies_is_unavailable_and_the_next_is
 # -- the socket ----------------------------------------------------------------------------------------
 
 
+def test_a_request_waits_behind_a_short_conversion_and_not_behind_a_long_one(engine):
+    ready_pool(engine)
+    pool = engine.pools[FORMULA]
+    # Behind a formula: the wait is a conversion's, well under the second it may wait, so it is served.
+    outcome: list = []
+    first = threading.Thread(target=lambda: outcome.append(engine.convert(FORMULA, "y^2", timeout=TIMEOUT, wait=5)))
+    first.start()
+    wait_until(lambda: pool.status()["busy"] == 1, RESTART_SECONDS, 0.005, "the first formula converting")
+    assert engine.convert(FORMULA, "z^2", timeout=TIMEOUT, wait=5)["status"] == "no_problem"
+    first.join(TIMEOUT)
+    # Behind a conversion that has run 2 s: the wait would outlast the 1 s allowed, so it is refused at once.
+    loop = threading.Thread(
+        target=lambda: outcome.append(engine.convert(FORMULA, "\\loop\\iftrue\\repeat", timeout=SHORT_TIMEOUT, wait=5))
+    )
+    loop.start()
+    wait_until(lambda: pool.status()["busy"] == 1, RESTART_SECONDS, 0.005, "the loop converting")
+    server = pool.servers[0]
+    wait_until(lambda: server.busy_since is not None and time.monotonic() - server.busy_since >= 2,
+               SHORT_TIMEOUT, 0.01, "the loop running for 2 s")  # fmt: skip
+    started = time.monotonic()
+    with pytest.raises(WarmUnavailable, match="has no free server"):
+        engine.convert(FORMULA, "x", timeout=TIMEOUT, wait=1)
+    assert time.monotonic() - started < 0.5
+    loop.join(TIMEOUT)
+    assert [answer["status"] for answer in outcome] == ["no_problem", "fatal"]
+    assert_engine_serves(engine)
+
+
 @pytest.fixture
 def socket_path(engine: WarmEngine) -> Iterator[Path]:
     """The engine answering on a socket of its own (a short path: a Unix socket's is at most 107 bytes)."""
