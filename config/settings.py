@@ -243,7 +243,7 @@ CONVERT_WARM = env_bool("CONVERT_WARM", True)
 # Its pools started with it, `format:whatsin:whatsout[:pmml][:cmml][:includestyles]=servers`, comma-separated;
 # another profile gets a pool of CONVERT_WARM_ON_DEMAND servers at its first request, up to CONVERT_WARM_MAX_POOLS.
 CONVERT_WARM_POOLS = env_str(
-    "CONVERT_WARM_POOLS", "html5:math:math:pmml=2, html5:fragment:fragment=1, html5:document:document=1"
+    "CONVERT_WARM_POOLS", "html5:math:math:pmml=2, html5:fragment:fragment=1, html5:document:document=2"
 )
 # Where the warm engine answers the web processes: a Unix socket (its path at most 107 bytes long).
 CONVERT_ENGINE_SOCKET = Path(env_str("CONVERT_ENGINE_SOCKET", str(VAR_DIR / "run" / "convert-engine.sock")))

@@ -119,6 +119,11 @@ class WarmUnavailable(RuntimeError):
     ended): the caller converts it cold."""
 
 
+class WarmBusy(WarmUnavailable):
+    """Every server of the profile's pool is converting, and the wait for one would outlast the caller's:
+    the pool is at its capacity, as /convert's slots are when every one is held."""
+
+
 class ServerFailed(RuntimeError):
     """A server could not start, or its parent ended."""
 
@@ -850,8 +855,11 @@ class WarmEngine:
         server = pool.acquire(time.monotonic() + wait)
         if server is None:
             status = pool.status()
-            why = "is starting" if status["starting"] and not status["ready"] else "has no free server"
-            raise WarmUnavailable(f"the warm pool {profile.name} {why}")
+            if status["starting"] and not status["ready"]:
+                raise WarmUnavailable(f"the warm pool {profile.name} is starting")
+            if status["ready"]:
+                raise WarmBusy(f"the warm pool {profile.name} has no free server")
+            raise WarmUnavailable(f"the warm pool {profile.name} has no live server")
         started = time.monotonic()
         try:
             answer = server.convert(tex, timeout=timeout)
@@ -906,6 +914,8 @@ class _Handler(socketserver.StreamRequestHandler):
                 )
             else:
                 answer = {"error": "unknown op"}
+        except WarmBusy as exc:
+            answer = {"busy": str(exc)}
         except WarmUnavailable as exc:
             answer = {"unavailable": str(exc)}
         except (ValueError, KeyError, TypeError) as exc:
@@ -953,6 +963,8 @@ def request(path: Path, message: dict, *, timeout: float) -> dict:
     if not line:
         raise WarmUnavailable("the warm engine closed the connection without an answer")
     answer = json.loads(line)
+    if "busy" in answer:
+        raise WarmBusy(answer["busy"])
     if "unavailable" in answer:
         raise WarmUnavailable(answer["unavailable"])
     if "error" in answer:

@@ -142,6 +142,8 @@ class ConvertApi(PublicApiView):
                 return _busy()
             try:
                 converted = _warm(tex, options, limits)
+            except warm.WarmBusy:
+                return _busy()  # its pool is at capacity: a cold conversion beside it would only slow both
             except (warm.WarmUnavailable, ValueError) as exc:  # ValueError: the engine refused the request
                 converted, note = None, str(exc)
             finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -158,3 +159,21 @@ def test_a_request_under_other_limits_than_the_engines_servers_is_converted_cold
     assert "other limits" in body["engine_note"]
     assert body["status"] == "no_problem" and "msup>" in body["result"]
     assert _served(running, FORMULA) == before
+
+
+def test_a_request_finding_its_pool_at_capacity_is_refused_at_once_and_not_converted_cold(api, settings, running):
+    settings.CONVERT_WARM_WAIT_SECONDS = 0
+    pool = running.pools[FORMULA]
+    loop = threading.Thread(
+        target=lambda: running.convert(FORMULA, "\\loop\\iftrue\\repeat", timeout=5, wait=START_SECONDS), daemon=True
+    )
+    loop.start()
+    try:
+        wait_until(lambda: pool.status()["busy"] == 1, START_SECONDS, 0.01, "the formula server converting")
+        started = time.monotonic()
+        response = _post(api, tex="literal:x", whatsin="math", whatsout="math", format="xml")
+        assert time.monotonic() - started < 1.0
+        assert response.status_code == 503 and int(response["Retry-After"]) >= 1
+        assert response.json()["log"].startswith("Fatal:input:busy")
+    finally:
+        loop.join(30)
