@@ -201,3 +201,16 @@ def write_zero_bomb(path: Path, size: int) -> Path:
     with gzip.open(path, "wb", compresslevel=1) as packed, tarfile.open(fileobj=packed, mode="w") as archive:
         archive.addfile(info, io.BufferedReader(Zeros(), buffer_size=len(chunk)))
     return path
+
+
+def metrics_scrape(api, token: str) -> dict[str, dict[tuple, float]]:
+    """/metrics as the test client reads it: sample name -> {sorted label items: value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    response = api.get("/metrics", {"token": token})
+    assert response.status_code == 200, response.content
+    samples: dict[str, dict[tuple, float]] = {}
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
+    return samples

@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from conversion import warm
 from conversion.engine import Limits
@@ -24,6 +23,7 @@ from conversion.sandbox import Sandbox
 from ops.health import CONVERT_ENGINE_TIMEOUT_SECONDS
 from services.queries import conversion_sandbox, convert_engine_socket, convert_engine_status
 from tests.dispatcher.harness import wait_for
+from tests.support import metrics_scrape
 
 pytestmark = [pytest.mark.django_db]
 
@@ -69,17 +69,6 @@ def _check(authed) -> dict:
     response = authed.get("/api/health")
     assert response.status_code == 200, response.content
     return next(check for check in response.json()["checks"] if check["name"] == "convert_engine")
-
-
-def _scrape(api, token: str) -> dict[str, dict[tuple, float]]:
-    """Sample name -> {sorted label items: value}."""
-    response = api.get("/metrics", {"token": token})
-    assert response.status_code == 200, response.content
-    samples: dict[str, dict[tuple, float]] = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return samples
 
 
 def _pool_ready() -> bool:
@@ -136,7 +125,7 @@ def test_the_check_warns_while_the_pool_starts_and_is_ok_with_its_figures_once_i
 def test_after_one_warm_conversion_health_and_metrics_count_it_for_its_pool(api, authed, token, engine_serving):
     engine = engine_serving()
     wait_for(_pool_ready, timeout=START_SECONDS, interval=0.1, message="the warm pool to be ready")
-    before = _scrape(api, token)
+    before = metrics_scrape(api, token)
     labels = (("profile", MATH.name),)
     assert before["ccs_convert_warm_up"][()] == 1
     assert before["ccs_convert_warm_served_total"][labels] == 0
@@ -144,7 +133,7 @@ def test_after_one_warm_conversion_health_and_metrics_count_it_for_its_pool(api,
     answer = engine.convert(MATH, "x^2", timeout=30, wait=10)
     assert answer["status"] == "no_problem" and "<msup>" in answer["result"], answer
 
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     figures = {name: samples[f"ccs_convert_warm_{name}"][labels] for name in ("servers", "ready", "busy")}
     figures |= {name: samples[f"ccs_convert_warm_{name}_total"][labels] for name in ("served", "failed", "restarts")}
     assert figures == {"servers": 1, "ready": 1, "busy": 0, "served": 1, "failed": 0, "restarts": 0}
@@ -175,7 +164,7 @@ def test_a_pool_whose_server_cannot_start_is_a_warning_naming_its_last_error(
     assert f"last error: {pool['last_error']}" in check["summary"]
     assert "conversion_sandbox" in check["remediation"]
 
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     labels = (("profile", MATH.name),)
     assert samples["ccs_convert_warm_up"][()] == 1  # the engine answers; its pool has no server
     assert (samples["ccs_convert_warm_servers"][labels], samples["ccs_convert_warm_ready"][labels]) == (1, 0)
@@ -189,7 +178,7 @@ def test_no_engine_answering_is_a_warning_that_says_how_to_start_it(api, authed,
     assert "manage.py up" in check["remediation"] and "manage.py convert_engine" in check["remediation"]
     assert check["details"] == {"warm": True, "answering": False, "pools": []}
 
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     assert samples["ccs_convert_warm_up"][()] == 0
     assert "ccs_convert_warm_ready" not in samples and "ccs_convert_warm_served_total" not in samples
 
@@ -203,7 +192,7 @@ def test_an_engine_that_accepts_and_never_answers_is_a_warning_within_the_timeou
         started = time.monotonic()
         check = _check(authed)
         assert check["status"] == "warning" and check["details"]["answering"] is False
-        assert _scrape(api, token)["ccs_convert_warm_up"][()] == 0
+        assert metrics_scrape(api, token)["ccs_convert_warm_up"][()] == 0
         # Two reads of the engine, each bounded by the timeout (not hung), with room for a loaded machine.
         assert time.monotonic() - started < 2 * CONVERT_ENGINE_TIMEOUT_SECONDS + 20
 
@@ -214,4 +203,4 @@ def test_with_the_warm_engine_off_the_check_is_ok_and_says_convert_runs_cold(api
     assert check["status"] == "ok" and check["remediation"] is None
     assert "CONVERT_WARM=false" in check["summary"] and "cold latexmlc" in check["summary"]
     assert check["details"] == {"warm": False, "answering": None, "pools": []}
-    assert _scrape(api, token)["ccs_convert_warm_up"][()] == 0
+    assert metrics_scrape(api, token)["ccs_convert_warm_up"][()] == 0

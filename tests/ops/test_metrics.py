@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 from django.db import connection
 from django.utils import timezone
-from prometheus_client.parser import text_string_to_metric_families
 
 from corpora.actions import corpus_import
 from jobs.models import Job
@@ -25,22 +24,12 @@ from services.models import DispatcherState, Service, Worker
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import wait_for
 from tests.runs.test_end_to_end import CLEAN, WARNING, farm  # noqa: F401 (the farm fixture)
+from tests.support import metrics_scrape
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "ops" / "grafana-dashboard.json"
 pytestmark = [pytest.mark.django_db, pytest.mark.tcp]
 
 STATUSES = ("todo", "queued", "no_problem", "warning", "error", "fatal", "invalid", "blocked")
-
-
-def _scrape(api, token: str) -> dict[str, dict[tuple, float]]:
-    """Sample name -> {sorted label items: value}."""
-    response = api.get("/metrics", {"token": token})
-    assert response.status_code == 200, response.content
-    samples: dict[str, dict[tuple, float]] = {}
-    for family in text_string_to_metric_families(response.content.decode()):
-        for sample in family.samples:
-            samples.setdefault(sample.name, {})[tuple(sorted(sample.labels.items()))] = sample.value
-    return samples
 
 
 def _ingestion(samples: dict[str, dict[tuple, float]]) -> tuple[float, float, float]:
@@ -76,17 +65,17 @@ def test_after_a_real_conversion_the_gauges_equal_the_overview_and_the_sink_coun
     job_run(corpus_import(name="papers", path=str(directory), actor="tester", send=False).pk)
     activated("papers")
 
-    before = _scrape(api, token)
+    before = metrics_scrape(api, token)
     assert before["ccs_tasks"][(("service", "tex_to_html"), ("status", "todo"))] == 2
     assert before["ccs_backlog_tasks"][(("service", "tex_to_html"),)] == 2
     ingested_before = _ingestion(before)
 
     farm("tex_to_html")
     wait_for(
-        lambda: _ingestion(_scrape(api, token))[0] - ingested_before[0] >= 2,
+        lambda: _ingestion(metrics_scrape(api, token))[0] - ingested_before[0] >= 2,
         timeout=240, interval=0.2, message="the sink to ingest both results",
     )  # fmt: skip
-    after = _scrape(api, token)
+    after = metrics_scrape(api, token)
     overview = authed.get("/api/reports/papers/tex_to_html").json()["counts"]
     assert (overview["no_problem"], overview["warning"], overview["todo"], overview["queued"]) == (1, 1, 0, 0)
     for status in STATUSES:
@@ -112,7 +101,7 @@ def test_jobs_gauges_match_the_job_rows_and_their_health(api, token, settings) -
     queued = Job.objects.create(kind="corpus_import", actor="t", state="queued")
     Job.objects.filter(pk=queued.pk).update(created_at=old)
 
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     jobs = Job.objects.all()
     for state in ("queued", "running", "succeeded", "failed", "interrupted"):
         assert samples["ccs_jobs"][(("state", state),)] == sum(job.state == state for job in jobs), state
@@ -124,7 +113,7 @@ def test_jobs_gauges_match_the_job_rows_and_their_health(api, token, settings) -
 
 
 def test_pool_gauges_follow_the_connection_pool(api, token) -> None:
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     if connection.pool is None:
         assert "ccs_db_pool_in_use" not in samples and "ccs_db_pool_waiting" not in samples
     else:
@@ -152,7 +141,7 @@ def test_each_worker_row_is_exported_with_its_conversions_peak_memory_and_kills_
     _worker("tex_to_html", "cortex:2", dispatched=3, returned=3)  # no heartbeat: zeros
     _worker("other", "beating:1", conversions=5, peak_rss=1 << 30, kills={"governor": 4, "disk": 1, "bogus": 9})
 
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     series = {
         ("tex_to_html", "beating:1"): (8, 432_013_312, {"timeout": 1, "memory": 2}),
         ("tex_to_html", "cortex:2"): (0, 0, {}),
@@ -170,23 +159,23 @@ def test_each_worker_row_is_exported_with_its_conversions_peak_memory_and_kills_
 
 
 def test_the_dispatcher_counters_are_exported_with_released_and_retried_beside_the_others(api, token) -> None:
-    assert not [name for name in _scrape(api, token) if name.startswith("ccs_dispatcher_")]  # none has run yet
+    assert not [name for name in metrics_scrape(api, token) if name.startswith("ccs_dispatcher_")]  # none has run yet
     counters = {"leased": 40, "dispatched": 38, "ingested": 30, "discarded": 2, "garbage": 1, "reaped": 5,
                 "failed_for_retries": 1, "released": 7, "retried": 3}  # fmt: skip
     _dispatcher_ran(**counters)
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     assert {name: samples[f"ccs_dispatcher_{name}_total"][()] for name in counters} == counters
 
 
 def test_the_results_disk_is_exported_with_its_free_bytes_and_whether_it_is_full(api, token, settings, tmp_path):
     settings.RESULTS_DIR = tmp_path
     settings.RESULTS_MIN_FREE_MB = 0
-    samples = _scrape(api, token)
+    samples = metrics_scrape(api, token)
     assert samples["ccs_results_disk_full"][()] == 0
     free = samples["ccs_results_disk_free_bytes"][()]
     assert free > 0
     settings.RESULTS_MIN_FREE_MB = int(free) // (1024 * 1024) + 1024  # above what the disk has free
-    assert _scrape(api, token)["ccs_results_disk_full"][()] == 1
+    assert metrics_scrape(api, token)["ccs_results_disk_full"][()] == 1
 
 
 def test_the_worker_series_take_one_query_for_any_number_of_workers() -> None:
@@ -211,7 +200,7 @@ def test_the_dashboard_parses_and_plots_only_exposed_metrics(api, token, corpus_
     activated("demo")  # tasks, so that the per-service families have samples
     _worker("tex_to_html", "w:1", conversions=1, heartbeat_at=timezone.now())  # and the per-worker families
     _dispatcher_ran()  # and the dispatcher's counters
-    exposed = set(_scrape(api, token))
+    exposed = set(metrics_scrape(api, token))
     if connection.pool is None:  # pool gauges exist only where the pool is on
         plotted -= {"ccs_db_pool_in_use", "ccs_db_pool_waiting"}
     assert plotted <= exposed, plotted - exposed
