@@ -13,7 +13,7 @@ can be made, caps its processes and memory; the conversion's wall-clock time, di
 watched from here and a conversion past one is killed with the same fatal message a cold one gets.
 
 A pool (WarmPool) is a few servers of one profile; the engine (WarmEngine) keeps a pool per profile in
-use, starts a server again when its process dies, and answers over a Unix socket (`serve`, `request`),
+use, starts a server again when its process dies, and answers over a Unix socket (`serving`, `request`),
 so that every web process of the machine shares the same servers.
 """
 
