@@ -76,6 +76,7 @@ ANSWER_SECONDS = 10.0
 # The parent's own share of its cgroup's memory, beyond a conversion's budget: LaTeXML loaded is ~150 MB.
 PARENT_MEMORY_MB = 512
 _STDERR_NAME = ".warm-stderr"
+FORK_FAILED_EXIT_CODE = 1
 # How many recent conversion times a pool keeps for its percentiles.
 _RECENT = 200
 # A restarted server waits this long after a failed start before it tries again, doubling up to the maximum.
@@ -416,14 +417,15 @@ class WarmServer:
             self._send(" ".join(["convert", str(latexmlc_timeout(limits.timeout)), *filter(None, [main_file])]))
             if self._read_line(started + ANSWER_SECONDS) != "started":
                 raise ServerFailed("the warm server did not start the conversion")
-            status, passed, timed_out = self._watch(started + limits.timeout, limits)
+            wait_status, passed, timed_out = self._watch(started + limits.timeout, limits)
         except ServerFailed as exc:
             self.broken = str(exc)
             raise
         runtime_ms = int((time.monotonic() - started) * 1000)
         stderr = read_regular_file(self._tmp / _STDERR_NAME)[-256 * 1024 :]
-        run = Run(returncode=os.waitstatus_to_exitcode(status) if status >= 0 else 1, timed_out=timed_out,
-                  runtime_ms=runtime_ms, stderr=stderr, limit=passed)  # fmt: skip
+        # The parent says -1 when it could not fork: that reads as a process that exited with an error.
+        returncode = os.waitstatus_to_exitcode(wait_status) if wait_status >= 0 else FORK_FAILED_EXIT_CODE
+        run = Run(returncode=returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr, limit=passed)
         log, status_code, killed = finish_log(_read_log(work / LOG_NAME), run, limits)
         result = _read_below(work, self._destination)
         cpu_after = self._cpu_usec()
