@@ -17,6 +17,9 @@ from conversion import sandbox
 from conversion.engine import convert_text, engine_version, latexmlc_path
 from tests.conversion.convert_answers import ADDRESS_PLACEHOLDER, ID_PLACEHOLDER, normalised
 
+# The input as a conversion's log names it: its file in the sandbox's working directory.
+INPUT = sandbox.INSIDE_WORK / "input.tex"
+
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "convert"
 REGENERATE = ".venv/bin/python bench/make_convert_fixture.py"
 PAGE_CHARS = 3000
@@ -98,7 +101,7 @@ def test_normalised_keeps_the_messages_and_leaves_out_timing_loads_ids_addresses
         "(Digesting TeX input...\n"
         "Error:undefined:\\foo The token T_CS[\\foo] is not defined.\n"
         "\tat input.tex; line 1 col 12 - line 1 col 12\n"
-        "\tIn Core::Gullet[@0x562fd55b8418] /work/input.tex; from line 1 col 14 to line 1 col 14\n"
+        f"\tIn Core::Gullet[@0x562fd55b8418] {INPUT}; from line 1 col 14 to line 1 col 14\n"
         " 0.27 sec)\n"
         "Error:malformed:ltx:XMApp <ltx:XMApp> isn't allowed in <ltx:p>\n"
         '\tCurrently in XMLDocument[94763467376560]<ltx:para _box="LaTeXML::Core::List=HASH(0x562..." xml:id="p1">\n'
@@ -121,7 +124,7 @@ def test_normalised_keeps_the_messages_and_leaves_out_timing_loads_ids_addresses
         "messages": [
             ["error", "undefined", "\\foo", "The token T_CS[\\foo] is not defined.\n"
              "at input.tex; line 1 col 12 - line 1 col 12\n"
-             f"In Core::Gullet[@{ADDRESS_PLACEHOLDER}] /work/input.tex; from line 1 col 14 to line 1 col 14"],
+             f"In Core::Gullet[@{ADDRESS_PLACEHOLDER}] {INPUT}; from line 1 col 14 to line 1 col 14"],
             ["error", "malformed", "ltx:XMApp", "<ltx:XMApp> isn't allowed in <ltx:p>\n"
              f'Currently in XMLDocument[{ADDRESS_PLACEHOLDER}]<ltx:para'
              f' _box="LaTeXML::Core::List=HASH({ADDRESS_PLACEHOLDER}..." xml:id="{ID_PLACEHOLDER}">'],

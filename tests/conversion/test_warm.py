@@ -34,6 +34,7 @@ import pytest
 
 from conversion.engine import Limits, convert_text, latexmlc_path
 from conversion.processes import scratch_sweep
+from conversion.sandbox import INSIDE_WORK
 from conversion.warm import (
     ANSWER_SECONDS,
     Profile,
@@ -159,9 +160,10 @@ def test_definitions_counters_and_global_assignments_of_a_conversion_are_not_see
 
 def test_a_file_a_conversion_writes_is_gone_for_the_next_one(server):
     # TeX's \openout: LaTeXML keeps what is written in its memory, where the same conversion reads it back.
+    # The paths are the sandbox's: its working directory (INSIDE_WORK) and its own /tmp.
     written = document(
-        "\\newwrite\\out\\immediate\\openout\\out=/work/w.tex\\immediate\\write\\out{WORKMARK}"
-        "\\immediate\\closeout\\out\\input{/work/w.tex}"
+        f"\\newwrite\\out\\immediate\\openout\\out={INSIDE_WORK}/w.tex\\immediate\\write\\out{{WORKMARK}}"
+        f"\\immediate\\closeout\\out\\input{{{INSIDE_WORK}/w.tex}}"
         "\\immediate\\openout\\out=/tmp/w.tex\\immediate\\write\\out{TMPMARK}\\immediate\\closeout\\out"
         "\\input{/tmp/w.tex}"
     )
@@ -169,7 +171,10 @@ def test_a_file_a_conversion_writes_is_gone_for_the_next_one(server):
     assert answer["status"] == "no_problem" and "WORKMARK" in answer["result"] and "TMPMARK" in answer["result"]
     # Files on disk: a binding writes one into /work and one into /tmp, which the same conversion sees.
     place(server, WARM / "plant.sty.ltxml")
-    seen = "\\IfFileExists{/work/planted.tex}{WORKSEEN}{WORKGONE} \\IfFileExists{/tmp/planted.tex}{TMPSEEN}{TMPGONE}"
+    seen = (
+        f"\\IfFileExists{{{INSIDE_WORK}/planted.tex}}{{WORKSEEN}}{{WORKGONE}}"
+        " \\IfFileExists{/tmp/planted.tex}{TMPSEEN}{TMPGONE}"
+    )
     planted = server.convert(document(seen, "\\usepackage{plant}"), timeout=TIMEOUT)
     assert planted["status"] == "no_problem", planted["log"][-1500:]
     assert "WORKSEEN TMPSEEN" in planted["result"]
@@ -178,9 +183,9 @@ def test_a_file_a_conversion_writes_is_gone_for_the_next_one(server):
     # The next conversion sees its own files (the control) and none of those.
     looked = server.convert(
         document(
-            f"{seen} \\IfFileExists{{/work/result.html}}{{RESULTSEEN}}{{RESULTGONE}}"
-            " \\IfFileExists{/work/input.tex}{OWNSEEN}{OWNGONE}"
-            " \\input{/work/w.tex}\\input{/tmp/w.tex}"
+            f"{seen} \\IfFileExists{{{INSIDE_WORK}/result.html}}{{RESULTSEEN}}{{RESULTGONE}}"
+            f" \\IfFileExists{{{INSIDE_WORK}/input.tex}}{{OWNSEEN}}{{OWNGONE}}"
+            f" \\input{{{INSIDE_WORK}/w.tex}}\\input{{/tmp/w.tex}}"
         ),
         timeout=TIMEOUT,
     )
