@@ -26,6 +26,9 @@ FIRST_ACTOR = "admin"
 DEMO_CORPUS = "demo"
 DEMO_SERVICE = "tex_to_html"
 DEMO_SOURCE = Path(__file__).resolve().parent / "demo_corpus"
+# The demo service's profile: 30 s a document, so that its never-ending document times out within the
+# first minute (a worker's own limit is CONVERSION_TIMEOUT_SECONDS, 300 s by default).
+DEMO_PROFILE = {"timeout_seconds": 30}
 # Threads per web process: more than CONVERT_CONCURRENCY (so conversions never hold them all) and no
 # more than DB_POOL_MAX (so no thread waits for a database connection).
 WEB_THREADS = 8
@@ -299,7 +302,10 @@ def demo_load(*, actor: str) -> str | None:
         shutil.copytree(DEMO_SOURCE, target)
     job_run(corpus_import(name=DEMO_CORPUS, path=str(target), actor=actor, send=False).pk)
     if not Service.objects.filter(name=DEMO_SERVICE).exists():
-        service_register(name=DEMO_SERVICE, actor=actor, description="LaTeXML: TeX to HTML5 (latexmlc --format=html5)")
+        service_register(
+            name=DEMO_SERVICE, actor=actor, profile=DEMO_PROFILE,
+            description="LaTeXML: TeX to HTML5 (latexmlc --format=html5), at most 30 s a document",
+        )  # fmt: skip
     job_run(service_activate(corpus_name=DEMO_CORPUS, service_name=DEMO_SERVICE, actor=actor, send=False).pk)
     return DEMO_CORPUS
 

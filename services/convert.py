@@ -41,7 +41,8 @@ WARM_ANSWER_MARGIN_SECONDS = 10
 
 class ConvertRequestSerializer(serializers.Serializer):
     tex = StrictCharField(allow_blank=True, trim_whitespace=False, required=False, default="",
-                          help_text="the TeX source or formula; a 'literal:' prefix passes it as is")  # fmt: skip
+                          help_text="the TeX source, a whole document unless whatsin says otherwise (a formula needs"
+                          " whatsin=math); a 'literal:' prefix is accepted and dropped")  # fmt: skip
     format = serializers.ChoiceField(choices=_FORMATS, required=False, default="html5")
     whatsin = serializers.ChoiceField(choices=_WHATS, required=False, default="document")
     whatsout = serializers.ChoiceField(choices=_WHATS, required=False, default="document")
