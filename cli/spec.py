@@ -477,8 +477,9 @@ READS: tuple[Command, ...] = (
         "cursor of the previous page).",
         "/api/logs",
         (
-            opt("level", "minimum level: DEBUG, INFO, WARNING, ERROR or CRITICAL"),
+            opt("level", "minimum level: DEBUG, INFO (the default), WARNING, ERROR or CRITICAL"),
             opt("process", "web, celery-worker, dispatcher, ..."),
+            opt("logger", "a logger and its children (celery: celery.beat, celery.app.trace, ...)"),
             opt("request_id", "one request's or job's records"),
             opt("before", "cursor: next_before of the previous page"),
             opt("limit", "records (1 to 500)", int),

@@ -1,11 +1,13 @@
 """Every Django process's log records (INFO and above), also kept in a capped Redis stream for
 GET /api/logs and the /logs screen. Never blocks nor raises: short timeouts, and a record that cannot be
-written is dropped and counted."""
+written is dropped and counted. Celery's routine lines (beat sending its periodic tasks, a task received or
+succeeded: the job runner logs each job's outcome itself) are kept at DEBUG, below the screen's default."""
 
 from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 import threading
 from datetime import UTC, datetime
@@ -22,6 +24,26 @@ SOCKET_SECONDS = 0.2
 RETRY_SECONDS = 5.0  # after a failure, records are dropped for this long before trying again
 
 _guard = threading.local()
+
+# Celery's routine INFO lines, by logger: (logger, the start of the message).
+ROUTINE = (
+    ("celery.beat", re.compile(r"Scheduler: Sending due task ")),
+    ("django_celery_beat.schedulers", re.compile(r"DatabaseScheduler: Schedule changed\.")),
+    ("celery.worker.strategy", re.compile(r"Task \S+\[[^\]]*\] received")),
+    ("celery.app.trace", re.compile(r"Task \S+\[[^\]]*\] succeeded in ")),
+)
+
+
+def routine(logger: str, message: str) -> bool:
+    """Whether an INFO record is one of Celery's routine lines, which the stream keeps at DEBUG."""
+    return any(logger == name and pattern.match(message) for name, pattern in ROUTINE)
+
+
+def stream_level(levelno: int, levelname: str, logger: str, message: str) -> tuple[int, str]:
+    """The level a record is kept (and read) at: its own, or DEBUG for a routine line."""
+    if levelno == logging.INFO and routine(logger, message):
+        return logging.DEBUG, logging.getLevelName(logging.DEBUG)
+    return levelno, levelname
 
 
 def process_name() -> str:
@@ -79,10 +101,11 @@ class RedisLogHandler(logging.Handler):
             message = record.getMessage()
             if record.exc_info:
                 message += "\n" + self._formatter.formatException(record.exc_info)
+            levelno, levelname = stream_level(record.levelno, record.levelname, record.name, message)
             fields = {
                 "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
-                "level": record.levelname,
-                "levelno": str(record.levelno),
+                "level": levelname,
+                "levelno": str(levelno),
                 "logger": record.name,
                 "process": self._process,
                 "pid": str(record.process or os.getpid()),

@@ -1,7 +1,7 @@
 """Shared by the HTML views of every app: the input-serializer check that speaks like the API, the posted
 fields, the error page and what a write's refusal answers, the POST of a deletion screen, htmx's
-stop-polling status, the empty-field rule of filter forms, durations in words and the pager of a
-paginated table."""
+stop-polling status, the empty-field rule of filter forms, durations in words, values for people (the
+`human` template library: `{% load human %}`, `{{ value|human:key }}`) and the pager of a paginated table."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ from collections.abc import Callable, Collection
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
+from django import template
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 from rest_framework.serializers import Serializer
 
 from config.api.deletions import ConfirmSerializer, result_files_sentence
@@ -106,6 +109,72 @@ def duration_text(seconds: float | None) -> str:
         return f"{minutes} min {rest} s"
     hours, minutes = divmod(minutes, 60)
     return f"{hours} h {minutes} min"
+
+
+# --- values for people ---
+register = template.Library()  # the `human` library (settings.TEMPLATES' libraries)
+
+_SIZE_UNITS = ("bytes", "KB", "MB", "GB", "TB", "PB")
+# Whole numbers that name rather than count: shown without thousands separators.
+_NAMING_SUFFIXES = ("port", "pid", "_id", "version")
+
+
+def size_text(count: float) -> str:
+    """A size in bytes as people read it: 512 bytes, 3.4 KB, 73.8 GB (units of 1024)."""
+    value, unit = float(count), 0
+    while abs(value) >= 1024 and unit < len(_SIZE_UNITS) - 1:
+        value, unit = value / 1024, unit + 1
+    return f"{int(value):,} bytes" if unit == 0 else f"{value:,.1f} {_SIZE_UNITS[unit]}"
+
+
+def number_text(value: float) -> str:
+    """A count with thousands separators (12,345), a fraction with at most three decimals."""
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:,.3f}".rstrip("0").rstrip(".")
+
+
+def scalar_text(value: Any, key: str = "") -> str:
+    """One value in words, its unit read off the last part of its key (`free_bytes`, `results.min_free_mb`,
+    `stall_seconds`, `p50_ms`): a size, a duration, yes or no, a count; a text as it is; nothing as a dash."""
+    name = key.rsplit(".", 1)[-1].lower()
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if not isinstance(value, int | float):
+        return str(value)
+    if name.endswith(_NAMING_SUFFIXES) and isinstance(value, int):
+        return str(value)
+    if name.endswith("bytes"):
+        return size_text(value)
+    if name.endswith("_mb"):
+        return size_text(value * 1024 * 1024)
+    if name.endswith(("seconds", "timeout")):
+        return duration_text(value) if value >= 60 else f"{number_text(value)} s"
+    if name.endswith("_ms"):
+        return f"{number_text(value)} ms"
+    return number_text(value)
+
+
+@register.filter
+def human(value: Any, key: str = "") -> str | SafeString:
+    """A value for people: a scalar as scalar_text says, a list of scalars joined by commas, and a
+    mapping (or a list of them) as a list of `key: value` lines, each value read with its own key."""
+    if isinstance(value, dict):
+        if not value:
+            return "—"
+        return format_html(
+            '<ul class="human">{}</ul>',
+            format_html_join("", "<li>{}: {}</li>", ((k, human(v, str(k))) for k, v in value.items())),
+        )
+    if isinstance(value, list | tuple):
+        if not value:
+            return "—"
+        if any(isinstance(item, dict | list | tuple) for item in value):
+            return format_html_join("", "{}", ((human(item, key),) for item in value))
+        return ", ".join(scalar_text(item, key) for item in value)
+    return scalar_text(value, key)
 
 
 def pager(

@@ -25,6 +25,11 @@ NOT_SETTABLE = {
     "database.url": "is set in the environment only: the overrides are stored in the database it names",
     "tokens.count": "is a count of the active tokens: create or revoke tokens instead",
 }
+# What the keys outside config.overrides.KEYS govern.
+DESCRIPTIONS = {
+    "database.url": "The PostgreSQL database of every process; the values set here are stored in it.",
+    "tokens.count": "Active API tokens (manage.py create_token, revoke_token).",
+}
 
 
 def database_url_masked(url: str) -> str:
@@ -48,9 +53,10 @@ def _entry(
     name: str, value: Any, source: str, *, live: bool, running: Any = None, pending: bool = False
 ) -> dict[str, Any]:
     """One key as GET /api/config shows it; a key given no running value (not settable) runs with its value."""
+    description = KEYS[name].description if name in KEYS else DESCRIPTIONS[name]
     return {
         "key": name, "value": value, "source": source, "live": live, "settable": name not in NOT_SETTABLE,
-        "running": value if running is None else running, "restart_pending": pending,
+        "running": value if running is None else running, "restart_pending": pending, "description": description,
     }  # fmt: skip
 
 

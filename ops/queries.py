@@ -208,25 +208,49 @@ def log_records(
     *,
     level: str | None = None,
     process: str | None = None,
+    logger: str | None = None,
     request_id: str | None = None,
     before: str | None = None,
     limit: int = 100,
 ) -> dict:
     """GET /api/logs and /logs: the kept log records of every process, newest first, filtered (minimum
-    level, process, request id), `limit` per page; `next_before` is the cursor of the next page (None at
-    the end). Reads the stream in batches from `before` (exclusive) until the page is full."""
+    level, process, logger with its children, request id), `limit` per page; `next_before` is the cursor of
+    the next page (None at the end). Reads the stream in batches from `before` (exclusive) until the page is
+    full. Celery's routine lines count as DEBUG (config.logsink.stream_level), kept so or not."""
 
     from config.logsink import LOG_KEEP, STREAM
 
     client = redis_client(socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
+    wanted = {"process": process, "logger": logger, "request_id": request_id}
     try:
-        return _log_page(client, STREAM, LOG_KEEP, level, process, request_id, before, limit)
+        return _log_page(client, STREAM, LOG_KEEP, level, wanted, before, limit)
     except redis.RedisError as exc:
         raise LogsUnavailable(f"The log store (Redis) does not answer: {exc}") from exc
 
 
+def _log_record(entry_id: str, fields: dict) -> dict:
+    """A stream entry as the API gives it, at the level it counts at."""
+    from config.logsink import stream_level
+
+    levelno, level = stream_level(
+        int(fields.get("levelno", 0)), fields.get("level", ""), fields.get("logger", ""), fields.get("message", "")
+    )
+    return {"id": entry_id, **fields, "level": level, "levelno": levelno, "pid": int(fields.get("pid", 0))}
+
+
+def _log_matches(record: dict, minimum: int, wanted: dict[str, str | None]) -> bool:
+    if record["levelno"] < minimum:
+        return False
+    if wanted["process"] and record.get("process") != wanted["process"]:
+        return False
+    name = record.get("logger", "")
+    if wanted["logger"] and name != wanted["logger"] and not name.startswith(wanted["logger"] + "."):
+        return False
+    return not (wanted["request_id"] and record.get("request_id") != wanted["request_id"])
+
+
 def _log_page(
-    client: redis.Redis, stream: str, keep: int, level: str | None, process: str | None, request_id: str | None,
+    client: redis.Redis, stream: str, keep: int, level: str | None, wanted: dict[str, str | None],
     before: str | None, limit: int,
 ) -> dict:  # fmt: skip
     minimum = logging.getLevelName(level) if level else 0
@@ -240,16 +264,32 @@ def _log_page(
         for entry_id, fields in batch:
             scanned += 1
             last_seen = entry_id
-            if int(fields.get("levelno", 0)) < minimum:
+            record = _log_record(entry_id, fields)
+            if not _log_matches(record, minimum, wanted):
                 continue
-            if process and fields.get("process") != process:
-                continue
-            if request_id and fields.get("request_id") != request_id:
-                continue
-            records.append({"id": entry_id, **fields, "pid": int(fields.get("pid", 0))})
+            records.append(record)
             if len(records) == limit:
                 break
         cursor = _older_than(last_seen)
     older = _older_than(last_seen) if last_seen else None
     more = older is not None and bool(client.xrevrange(stream, max=older, min="-", count=1))
     return {"records": records, "next_before": last_seen if more else None}
+
+
+# The log screen offers the processes and loggers of this many newest records as its source filters.
+LOG_SOURCES_SCANNED = 2000
+
+
+def log_sources() -> dict:
+    """The processes and loggers present among the newest LOG_SOURCES_SCANNED records, each sorted: what the
+    log screen's source filters offer."""
+    from config.logsink import STREAM
+
+    client = redis_client(socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
+    try:
+        batch = client.xrevrange(STREAM, max="+", min="-", count=LOG_SOURCES_SCANNED)
+    except redis.RedisError as exc:
+        raise LogsUnavailable(f"The log store (Redis) does not answer: {exc}") from exc
+    processes = {fields.get("process", "") for _, fields in batch} - {""}
+    loggers = {fields.get("logger", "") for _, fields in batch} - {""}
+    return {"processes": sorted(processes), "loggers": sorted(loggers)}

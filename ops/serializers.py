@@ -132,8 +132,14 @@ class HealthSerializer(serializers.Serializer):
 
 # --- logs ---
 class LogsParamsSerializer(serializers.Serializer):
-    level = serializers.ChoiceField(choices=LogLevel.values, required=False, help_text="minimum level")
+    level = serializers.ChoiceField(
+        choices=LogLevel.values, default=LogLevel.INFO,
+        help_text="minimum level; DEBUG adds Celery's routine lines (beat's due tasks, tasks received or succeeded)",
+    )  # fmt: skip
     process = StrictCharField(required=False, max_length=100, help_text="web, celery-worker, dispatcher, ...")
+    logger = StrictCharField(
+        required=False, max_length=200, help_text="a logger and its children: celery matches celery.beat"
+    )
     request_id = StrictCharField(required=False, max_length=200)
     before = serializers.RegexField(
         r"^\d{1,19}-\d{1,19}$", required=False, help_text="cursor: next_before of the previous page"
@@ -152,6 +158,11 @@ class LogRecordSerializer(serializers.Serializer):
     message = serializers.CharField(help_text="tokens masked")
 
 
+class LogSourcesSerializer(serializers.Serializer):
+    processes = serializers.ListField(child=serializers.CharField())
+    loggers = serializers.ListField(child=serializers.CharField())
+
+
 class LogsSerializer(serializers.Serializer):
     records = LogRecordSerializer(many=True, help_text="newest first")
     next_before = serializers.CharField(allow_null=True, help_text="cursor of the next (older) page; null at the end")
@@ -168,6 +179,7 @@ class ConfigEntrySerializer(serializers.Serializer):
     restart_pending = serializers.BooleanField(
         help_text="The value differs from the running one until the processes restart (not a live key)"
     )
+    description = serializers.CharField(read_only=True, help_text="What the key governs, in a sentence")
 
 
 class ConfigSerializer(serializers.Serializer):

@@ -21,11 +21,12 @@ from ops.actions import config_update
 from ops.choices import LogLevel
 from ops.configuration import assignments, effective_config
 from ops.health import health
-from ops.queries import dashboard, log_records, run_statistics
+from ops.queries import dashboard, log_records, log_sources, run_statistics
 from ops.serializers import (
     ConfigSerializer,
     DashboardSerializer,
     HealthSerializer,
+    LogSourcesSerializer,
     LogsParamsSerializer,
     LogsSerializer,
     PairStatisticsSerializer,
@@ -108,13 +109,14 @@ def statistics_view(request: HttpRequest) -> HttpResponse:
 
 # --- detailed health ---
 def health_details_shown(details: dict[str, Any]) -> list[dict[str, Any]]:
-    """A check's details as the screen shows them: a value as it is, and a list of records (the pools of the
-    warm engine, the corpus roots) as a small table, a row per record and a column per field."""
+    """A check's details as the screen shows them: a value with its key (the template reads it for people:
+    sizes, durations, yes or no), and a list of records (the pools of the warm engine, the corpus roots) as a
+    small table, a row per record and a column per field, each cell with its field's name."""
     shown = []
     for key, value in details.items():
         if isinstance(value, list) and value and all(isinstance(item, dict) for item in value):
             columns = list(dict.fromkeys(field for item in value for field in item))
-            rows = [[item.get(column) for column in columns] for item in value]
+            rows = [[{"key": column, "value": item.get(column)} for column in columns] for item in value]
             shown.append({"key": key, "columns": columns, "rows": rows})
         else:
             shown.append({"key": key, "value": value})
@@ -132,30 +134,41 @@ def health_view(request: HttpRequest) -> HttpResponse:
 
 
 # --- logs ---
+LOG_FILTERS = ("level", "process", "logger", "request_id", "limit")
+
+
+def _with(options: list[str], chosen: str) -> list[str]:
+    """A filter's options with the chosen one among them (a link may name one no newer record has)."""
+    return options if not chosen or chosen in options else sorted([*options, chosen])
+
+
 @login_required
 @require_GET
 def logs_view(request: HttpRequest) -> HttpResponse:
-    """Screen twin of GET /api/logs: the same filters, query and serializer."""
+    """Screen twin of GET /api/logs: the same filters (as query parameters, so a filtered view is a link),
+    query and serializer; the source filters offer the processes and loggers of the newest records."""
     try:
         query = validated(LogsParamsSerializer(data=given(request.GET)))
         logs = LogsSerializer(log_records(**query)).data
+        sources = LogSourcesSerializer(log_sources()).data
     except ServiceError as exc:
         return error_page(request, exc)
-    filters = {key: request.GET.get(key, "") for key in ("level", "process", "request_id", "limit")}
+    filters = {key: request.GET.get(key, "") for key in LOG_FILTERS} | {"level": query["level"]}
     older = None
     if logs["next_before"]:
         older = urlencode({**{key: value for key, value in filters.items() if value}, "before": logs["next_before"]})
-    return render(
-        request, "ops/logs.html", {"logs": logs, "filters": filters, "older": older, "levels": LogLevel.values}
-    )
+    context = {
+        "logs": logs,
+        "filters": filters,
+        "older": older,
+        "levels": LogLevel.values,
+        "processes": _with(sources["processes"], filters["process"]),
+        "loggers": _with(sources["loggers"], filters["logger"]),
+    }
+    return render(request, "ops/logs.html", context)
 
 
 # --- configuration ---
-def _shown(value: Any) -> str:
-    """A value as JSON, a text without its quotes."""
-    return value if isinstance(value, str) else json.dumps(value)
-
-
 def _not_changed(request: HttpRequest, exc: ServiceError) -> HttpResponse:
     """A refused change: the configuration screen again, with why."""
     messages.error(request, f"Nothing changed: {exc.detail}")
@@ -182,13 +195,5 @@ def config_view(request: HttpRequest) -> HttpResponse:
             messages.warning(request, f"Restart needed for: {', '.join(result['restart_required'])}")
         return redirect("config")
     entries = ConfigSerializer(effective_config()).data["entries"]
-    rows = [
-        {
-            "entry": entry,
-            "text": json.dumps(entry["value"]),  # what the form sends back
-            "shown": _shown(entry["value"]),
-            "running": _shown(entry["running"]),
-        }
-        for entry in entries
-    ]
+    rows = [{"entry": entry, "text": json.dumps(entry["value"])} for entry in entries]  # text: what the form sends
     return render(request, "ops/config.html", {"rows": rows})

@@ -167,3 +167,28 @@ def test_the_logs_screen_renders_the_same_dto_as_the_api(screen_client, authed, 
 def test_the_logs_screen_needs_sign_in(client):
     response = client.get("/logs")
     assert response.status_code == 302 and "/login" in response["Location"]
+
+
+def test_celery_s_routine_lines_are_debug_below_the_default_level(authed, stream):
+    """Beat's due tasks and a task received or succeeded are kept at DEBUG; one stored at INFO (by a process
+    that ran before) is read as DEBUG too. The default level, INFO, leaves them out; DEBUG shows them."""
+    handler = RedisLogHandler()
+    for logger, message in [
+        ("celery.beat", "Scheduler: Sending due task reports-refresh (reports.tasks.reports_refresh_scheduled)"),
+        ("celery.worker.strategy", "Task jobs.tasks.jobs_sweep[6b1f0a6e-3c0e-4b7f-8f2e-1c2d3e4f5a6b] received"),
+        ("celery.beat", "beat: Starting..."),
+    ]:
+        handler.emit(logging.LogRecord(logger, logging.INFO, __file__, 1, "%s", (message,), None))
+    before = "Scheduler: Sending due task jobs-sweep-interrupted (jobs.tasks.jobs_sweep)"
+    fields = {"time": "2026-11-28T10:00:00+00:00", "level": "INFO", "levelno": "20", "pid": "7", "request_id": "-"}
+    stream.xadd(STREAM, {**fields, "logger": "celery.beat", "process": "celery-beat", "message": before})
+    kept = [fields[b"level"] for _, fields in stream.xrange(STREAM)]
+    assert kept[:3] == [b"DEBUG", b"DEBUG", b"INFO"]
+
+    celery = [(r["level"], r["message"][:20]) for r in _logs(authed, logger="celery")["records"]]
+    assert celery == [("INFO", "beat: Starting...")]
+    debug = [(r["level"], r["logger"]) for r in _logs(authed, logger="celery", level="DEBUG")["records"]]
+    assert debug == [("DEBUG", "celery.beat"), ("INFO", "celery.beat"), ("DEBUG", "celery.worker.strategy"),
+                     ("DEBUG", "celery.beat")]  # fmt: skip
+    assert _logs(authed, logger="celery.beat.nothing", level="DEBUG")["records"] == []
+    assert _logs(authed, logger="celer", level="DEBUG")["records"] == []  # a logger and its children, not a prefix

@@ -9,6 +9,7 @@ from django.conf import settings
 
 from accounts.models import AuditEntry
 from config.live import get_config
+from config.screens import human
 from ops.models import ConfigOverride
 from tests.screens.conftest import sign_in_on_the_way
 from tests.screens.test_csp_screens import _violations
@@ -31,7 +32,7 @@ def test_an_operator_sets_resets_and_is_refused_on_the_config_screen(page, live_
     _set(page, "jobs.stall_seconds", "77")
     assert "jobs.stall_seconds = 77" in page.inner_text("ul.messages")
     row = page.locator('tr[data-key="jobs.stall_seconds"]')
-    assert (row.locator("td.value").inner_text(), row.locator("td.source").inner_text()) == ("77", "api")
+    assert (row.locator("td.value").inner_text(), row.locator("td.source").inner_text()) == ("1 min 17 s", "api")
     assert row.locator("td.running").inner_text() == "same"  # live: this process runs with it already
     assert get_config().JOB_STALL_SECONDS == 77 and environment["jobs.stall_seconds"] == settings.JOB_STALL_SECONDS
 
@@ -49,7 +50,7 @@ def test_an_operator_sets_resets_and_is_refused_on_the_config_screen(page, live_
     page.wait_for_selector("ul.messages")
     row = page.locator('tr[data-key="jobs.stall_seconds"]')
     assert row.locator("td.source").inner_text() in ("default", "environment")
-    assert row.locator("td.value").inner_text() == str(environment["jobs.stall_seconds"])
+    assert row.locator("td.value").inner_text() == human(environment["jobs.stall_seconds"], "jobs.stall_seconds")
     assert not row.locator("form.config-reset").count()
     assert environment["jobs.stall_seconds"] == settings.JOB_STALL_SECONDS
 
