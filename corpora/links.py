@@ -81,6 +81,11 @@ def document_history_api_url(corpus: str, service: str, name: str) -> str:
     return _route("api-document-history", corpus=corpus, service=service, name=name)
 
 
+def run_url(corpus: str, service: str, run_id: int) -> str:
+    """A run's row in the history of its pair's run page (the row's id is run-<id>)."""
+    return f"{_route('runs-pair', corpus=corpus, service=service)}#run-{run_id}"
+
+
 def class_tasks_url(corpus: str, service: str, severity: str, category: str, what: str) -> str:
     """The screen of the documents that gained or lost a message class between two snapshots."""
     return _route("runs-class-tasks", corpus=corpus, service=service, severity=severity, rest=[category, what])

@@ -123,3 +123,8 @@ def status_name(status: int) -> str:
 def regressed(previous: str, current: str) -> bool:
     """Both completed and the current status is worse (no_problem -> warning, error -> fatal, ...)."""
     return previous in _RANK and current in _RANK and _RANK[current] > _RANK[previous]
+
+
+def improved(previous: str, current: str) -> bool:
+    """Both completed and the current status is better (error -> no_problem, fatal -> warning, ...)."""
+    return previous in _RANK and current in _RANK and _RANK[current] < _RANK[previous]

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from reports.queries import RUNTIME_BUCKETS_MS
+from runs.charts import count_axis
 
 # The runtime histogram of a service (GET /api/services/<service>/runtimes): a bar per fixed bucket.
 RUNTIME_CHART = {"width": 760, "height": 220, "top": 20, "plot": 160, "axis_y": 180, "label_y": 200}
@@ -20,10 +21,20 @@ def duration_label(ms: int) -> str:
     return f"{ms / 60_000:g} min"
 
 
+def _peak(histogram: list[dict[str, Any]]) -> int:
+    """The count the tallest bar stands for (1 when every bucket is empty)."""
+    return max((bucket["count"] for bucket in histogram), default=0) or 1
+
+
+def histogram_axis(histogram: list[dict[str, Any]]) -> dict[str, Any]:
+    """The histogram's count axis (runs.charts.count_axis), on the scale of histogram_bars."""
+    return count_axis(_peak(histogram), RUNTIME_CHART, "conversions")
+
+
 def histogram_bars(histogram: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Bar geometry of the histogram's inline SVG: heights proportional to the counts."""
     slot = RUNTIME_CHART["width"] / len(histogram)
-    peak = max((bucket["count"] for bucket in histogram), default=0) or 1
+    peak = _peak(histogram)
     bars = []
     for index, bucket in enumerate(histogram):
         height = round(RUNTIME_CHART["plot"] * bucket["count"] / peak, 2)

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.utils.dateparse import parse_datetime
 
-from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER
+from corpora.statuses import DIFF_STATUSES, OVERVIEW_ORDER, improved
 from corpora.telemetry import BINS_PER_OCTAVE
 
 # The tallies chart: one stacked bar per run, oldest on the left; sizes are SVG attributes (CSP).
@@ -20,6 +20,9 @@ HEAT_LEVELS = 5
 # The telemetry charts (SVG attributes, CSP): throughput per minute, and a histogram per stage.
 THROUGHPUT_CHART = {"width": 760, "height": 160, "top": 14, "plot": 116, "axis_y": 130, "label_y": 148}
 STAGE_CHART = {"width": 360, "height": 130, "top": 12, "plot": 90, "axis_y": 102, "label_y": 120}
+# A histogram's count axis: at most this many steps between round numbers, in a gutter left of the plot.
+AXIS_STEPS = 4
+AXIS_GUTTER = 48
 
 
 def run_chart(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -81,13 +84,34 @@ def throughput_chart(minutes: list[dict[str, Any]]) -> dict[str, Any]:
     return {"size": size, "bars": bars, "peak": peak}
 
 
+def count_axis(peak: int, size: dict[str, int], label: str) -> dict[str, Any]:
+    """The count axis of a histogram whose tallest bar (`peak`) fills `size`'s plot: ticks at round numbers
+    from 0 up to the peak, each at its height; the SVG's view box widened by a gutter on the left for
+    their labels (the bars keep their coordinates); and the axis's title, turned upright along it."""
+    peak = max(peak, 1)
+    raw = peak / AXIS_STEPS
+    magnitude = 10 ** math.floor(math.log10(raw))
+    step = max(1, math.ceil(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)))
+    heights = {value: round(size["axis_y"] - size["plot"] * value / peak, 2) for value in range(0, peak + 1, step)}
+    ticks = [{"value": value, "y": y} for value, y in heights.items()]
+    return {
+        "ticks": ticks,
+        "view_box": f"{-AXIS_GUTTER} 0 {size['width'] + AXIS_GUTTER} {size['height']}",
+        "top": size["axis_y"] - size["plot"],
+        # rotate(-90) maps (x, y) to (y, -x): the title's centre sits at the plot's mid-height, near the left edge.
+        "label": label,
+        "label_x": -round(size["axis_y"] - size["plot"] / 2, 2),
+        "label_y": -AXIS_GUTTER + 12,
+    }
+
+
 def stage_charts(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Geometry of each stage's histogram: a slot per log-scale bin from the shortest non-empty one to
     the longest, so that the x axis stays logarithmic; bars scaled to the fullest bin."""
     size = STAGE_CHART
     charts = []
     for stage in stages:
-        histogram, bars = stage["histogram"], []
+        histogram, bars, peak = stage["histogram"], [], 0
         if histogram:
             # A bin's upper bound is 2^((b + 1) / 4) ms (corpora.telemetry.bin_bounds).
             indices = [round(math.log2(row["to_ms"]) * BINS_PER_OCTAVE) - 1 for row in histogram]
@@ -105,7 +129,15 @@ def stage_charts(stages: list[dict[str, Any]]) -> list[dict[str, Any]]:
                         "height": round(height, 2),
                     }
                 )
-        charts.append({"stage": stage, "size": size, "bars": bars, "title": stage["stage"].replace("_", " ")})
+        charts.append(
+            {
+                "stage": stage,
+                "size": size,
+                "bars": bars,
+                "axis": count_axis(peak, size, "tasks"),
+                "title": stage["stage"].replace("_", " "),
+            }
+        )
     return charts
 
 
@@ -118,12 +150,22 @@ def heat_level(count: int, peak: int) -> int:
     return 1 + round((HEAT_LEVELS - 1) * math.log(count) / math.log(peak))
 
 
+def heat_kind(row: str, column: str, regression: bool) -> str:
+    """The colour family of a heat-map cell: unchanged (the diagonal), a regression (worse), a fix (better,
+    between two completed statuses) or another change (to or from TODO, blocked, absent...)."""
+    if row == column:
+        return "same"
+    if regression:
+        return "regression"
+    return "fix" if improved(row, column) else "change"
+
+
 def heat_map(
     cells: list[dict[str, Any]], row_key: str, column_key: str, href: Callable[[str, str], str]
 ) -> dict[str, Any]:
     """A matrix DTO as a square table over the statuses it holds. The diagonal (unchanged) is shaded
-    apart; every other non-empty cell is shaded by its count, links to `href(row, column)` and is marked
-    when it is a regression."""
+    apart; every other non-empty cell is coloured by its kind (heat_kind), shaded by its count, links to
+    `href(row, column)` and is marked when it is a regression."""
     by_pair = {(cell[row_key], cell[column_key]): cell for cell in cells}
     present = {cell[row_key] for cell in cells} | {cell[column_key] for cell in cells}
     statuses = [status for status in DIFF_STATUSES if status in present]
@@ -134,6 +176,7 @@ def heat_map(
         for column in statuses:
             cell = by_pair.get((row, column))
             count, same = (cell["count"] if cell else 0), row == column
+            regression = bool(cell and cell["regression"])
             line.append(
                 {
                     "row": row,
@@ -141,7 +184,8 @@ def heat_map(
                     "count": count,
                     "same": same,
                     "level": heat_level(count, peak),
-                    "regression": bool(cell and cell["regression"]),
+                    "regression": regression,
+                    "kind": heat_kind(row, column, regression),
                     "href": href(row, column) if count and not same else None,
                 }
             )

@@ -25,7 +25,7 @@ from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
 from config.screens import duration_text, error_page, given, pager, screen_write, validated
 from conversion.choices import PackageKind
-from corpora.links import class_tasks_url, document_url, report_url
+from corpora.links import class_tasks_url, document_url, report_url, run_url
 from corpora.queries import pair_resolve
 from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
 from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
@@ -429,8 +429,13 @@ def document_history_view(request: HttpRequest, corpus: str, service: str, name:
         history = DocumentHistorySerializer(document_history(pair_resolve(corpus, service), name)).data
     except ServiceError as exc:
         return error_page(request, exc)
+    rows = [
+        {"entry": entry, "run_href": run_url(corpus, service, entry["run"]["id"]) if entry["run"] else None}
+        for entry in history["entries"]
+    ]
     context = {
         "history": history,
+        "rows": rows,
         "strip": history_strip(history["entries"]),
         "crumbs": crumbs(corpus, service, (name, history["report_url"]), ("history", None)),
     }

@@ -15,7 +15,9 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.defaultfilters import pluralize
 from django.urls import reverse
+from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
@@ -33,11 +35,12 @@ from corpora.links import (
     is_report_url,
     messages_export_url,
     report_url,
+    run_url,
 )
 from corpora.queries import pair_resolve
 from corpora.statuses import OVERVIEW_ORDER
 from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
-from reports.charts import RUNTIME_CHART, histogram_bars
+from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
 from reports.choices import RunControlAction
 from reports.queries import (
     SEVERITIES,
@@ -294,6 +297,7 @@ def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
         "report": report,
         "slowest": slowest,
         "bars": histogram_bars(report["histogram"]),
+        "axis": histogram_axis(report["histogram"]),
         "chart": RUNTIME_CHART,
         "pager": pager(report["offset"], report["page_size"], len(report["slowest"]), report["count"]),
     }
@@ -326,7 +330,9 @@ def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     if refused:
         return refused
     ack = RerunAckSerializer(done).data
-    messages.success(request, f"{ack['tasks']} tasks set to TODO in run {ack['run_id']}.")
+    tasks = f"{ack['tasks']} task{pluralize(ack['tasks'])}"
+    href = run_url(corpus, service, ack["run_id"])
+    messages.success(request, format_html('{} set to TODO in <a href="{}">run {}</a>.', tasks, href, ack["run_id"]))
     return redirect(_back(request, corpus, service))
 
 

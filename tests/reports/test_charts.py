@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reports.charts import RUNTIME_CHART, duration_label, histogram_bars
+from reports.charts import RUNTIME_CHART, duration_label, histogram_axis, histogram_bars
 from reports.queries import RUNTIME_BUCKETS_MS
 
 
@@ -20,6 +20,10 @@ def test_the_fullest_bucket_fills_the_plot_and_the_open_bucket_is_labelled_from_
     assert bars[1]["height"] == 0
     assert bars[0]["label"] == "< 100 ms"
     assert bars[-1]["label"] == "≥ 5 min"
+    # The count axis is on the bars' scale: its top tick (4) stands where the fullest bar's top is.
+    ticks = histogram_axis(histogram)["ticks"]
+    assert [tick["value"] for tick in ticks] == [0, 1, 2, 3, 4]
+    assert ticks[-1]["y"] == bars[0]["y"] and ticks[2]["y"] == bars[-1]["y"]
 
 
 def test_a_histogram_with_no_conversions_has_flat_bars():

@@ -479,7 +479,8 @@ def test_the_rerun_form_sets_the_slice_to_todo_and_is_journaled(screen_client, c
     )
     assert "csrfmiddlewaretoken" not in entry.params
     followed = screen_client.get(response["Location"])
-    assert f"2 tasks set to TODO in run {run.pk}" in followed.content.decode()
+    link = f'<a href="/runs/c/tex_to_html#run-{run.pk}">run {run.pk}</a>'
+    assert f"2 tasks set to TODO in {link}." in followed.content.decode()
 
 
 def test_rerun_all_from_the_overview_covers_every_finished_task(screen_client, converted):

@@ -9,6 +9,8 @@ from runs.charts import (
     STAGE_CHART,
     STRIP,
     THROUGHPUT_CHART,
+    count_axis,
+    heat_kind,
     heat_level,
     heat_map,
     history_strip,
@@ -108,6 +110,28 @@ def test_a_heat_map_covers_the_statuses_present_and_links_only_changed_cells():
     assert changed["href"] == "/no_problem/error" and changed["regression"]
     assert changed["level"] == HEAT_LEVELS  # the largest changed cell, whatever the diagonal holds
     assert empty["count"] == 0 and empty["level"] == 0 and empty["href"] is None
+
+
+def test_heat_cells_are_of_their_kind_fixes_regressions_other_changes_and_the_unchanged():
+    assert heat_kind("error", "no_problem", False) == "fix"
+    assert heat_kind("fatal", "warning", False) == "fix"
+    assert heat_kind("no_problem", "error", True) == "regression"
+    assert heat_kind("todo", "no_problem", False) == "change"  # not both completed: neither better nor worse
+    assert heat_kind("absent", "error", False) == "change"
+    assert heat_kind("warning", "warning", False) == "same"
+
+
+def test_a_count_axis_ticks_round_numbers_from_zero_to_the_peak_at_their_heights():
+    axis = count_axis(37, STAGE_CHART, "tasks")
+    assert [tick["value"] for tick in axis["ticks"]] == [0, 10, 20, 30]
+    floor, plot = STAGE_CHART["axis_y"], STAGE_CHART["plot"]
+    assert axis["ticks"][0]["y"] == floor
+    assert axis["ticks"][3]["y"] == round(floor - plot * 30 / 37, 2)
+    assert axis["top"] == floor - plot and axis["view_box"].startswith("-")
+    assert [tick["value"] for tick in count_axis(1, STAGE_CHART, "tasks")["ticks"]] == [0, 1]
+    assert [tick["value"] for tick in count_axis(3, STAGE_CHART, "tasks")["ticks"]] == [0, 1, 2, 3]
+    assert [tick["value"] for tick in count_axis(0, STAGE_CHART, "tasks")["ticks"]] == [0, 1]
+    assert [tick["value"] for tick in count_axis(5000, STAGE_CHART, "tasks")["ticks"]] == [0, 2000, 4000]
 
 
 def test_the_history_strip_puts_the_oldest_snapshot_left_and_the_live_state_as_now():
