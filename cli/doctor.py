@@ -58,13 +58,14 @@ def on_this_machine(url: str) -> bool:
 
 def server_checks(api: Client) -> tuple[list[Check], dict[str, Any] | None]:
     """Reachable, version, token, then each health check; the health body for the local checks."""
-    checks: list[Check] = []
+    # Which server: the URL and where it came from, first, so that a wrong stack is seen at once.
+    checks: list[Check] = [Check("server", OK, api.settings.url_words)]
     url = api.settings.url
     try:
         index = api.json("GET", "/api")
     except CliError as exc:
         remedy = "Start the server (`make run`), or point CCS_URL / `ccs login --url` at the right one."
-        return [Check("reachable", PROBLEM, str(exc), remedy)], None
+        return [*checks, Check("reachable", PROBLEM, str(exc), remedy)], None
     checks.append(Check("reachable", OK, f"{url} answers ({index.get('name')})"))
     server, mine = index.get("version"), ccs_version()
     if mine is None or server == mine:

@@ -1,6 +1,7 @@
 """The `ccs` command: the Typer application built from the command table (cli/spec.py), plus login,
-doctor, the streamed downloads, and the exit codes: 0 success, 1 an error from the server (its
-problem's title and detail) or a failed job, 2 a usage error."""
+doctor, watch, the streamed downloads, and the exit codes: 0 success, 1 an error from the server (its
+problem's title and detail) or a failed job, 2 a usage error, 3 a run that closed with new failures when
+--fail-on-new-failures asked for it."""
 
 from __future__ import annotations
 
@@ -20,16 +21,22 @@ import typer
 from cli.choices import Shell
 from cli.client import ApiError, Client, CliError
 from cli.jobs import job_follow, job_uuid
-from cli.output import err, out, raw_json, render
-from cli.settings import URL_ENV, Settings, SettingsProblem, settings_load, settings_save
+from cli.layouts import LAYOUTS
+from cli.output import LINK, err, out, raw_json, render
+from cli.settings import DEFAULT_URL, URL_ENV, Settings, SettingsProblem, settings_load, settings_save
 from cli.spec import CONFIG_READ, READS, WRITES, Command, UsageProblem, body_of, path_of, plan_of, query_of, segment
+from cli.watch import EXIT_NEW_FAILURES, run_watch
 
 HELP = """The command-line twin of the Corpus Conversion Service's API.
 
-Reads print tables, or with --json the API's JSON exactly as it answered (one page of a paginated list:
-the page options are passed through). Writes print their plan and change nothing unless --yes is given;
---wait follows the job a write starts. The server and token come from CCS_URL / CCS_TOKEN or from
-`ccs login`."""
+Reads print tables for a person, or with --json the API's JSON exactly as it answered (one page of a
+paginated list: the page options are passed through). Writes print their plan and change nothing unless
+--yes is given; --wait follows the job a write starts, and for activate and rerun the run to its close
+(as `ccs watch`). The server and token come from CCS_URL / CCS_TOKEN, else from `ccs login`; without
+either, ccs talks to the default server DEFAULT (`ccs status` and `ccs doctor` say which server answered).
+
+Exit codes: 0 success, 1 an error (from the server, or a failed job), 2 a usage error, 3 a run that
+closed with new failures when --fail-on-new-failures asks for it.""".replace("DEFAULT", DEFAULT_URL)
 
 app = typer.Typer(
     name="ccs", help=HELP, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
@@ -97,12 +104,38 @@ def _parameters(command: Command) -> list[inspect.Parameter]:
             "yes", kind, default=typer.Option(False, "--yes", "-y", help="do it (without: print the plan only)"),
             annotation=bool,
         ))  # fmt: skip
-    if command.job or command.wait_read:
+    if command.opens_run:
+        made += _run_options(kind)
+    elif command.job or command.wait_read:
         made.append(inspect.Parameter(
             "wait", kind, default=typer.Option(False, "--wait", help="follow the job to its end; exit 1 if it fails"),
             annotation=bool,
         ))  # fmt: skip
     return made
+
+
+WAIT_RUN_HELP = "follow the job, then the run it opens to its close (as `ccs watch`); exit 1 if the job fails"
+INTERVAL_HELP = "seconds between two reads of the run"
+FAIL_HELP = f"exit {EXIT_NEW_FAILURES} when the run closes with new failures (documents failed that were better before)"
+INTERVAL_SECONDS = 1.0
+
+
+def _run_options(kind: Any) -> list[inspect.Parameter]:
+    return [
+        inspect.Parameter("wait", kind, default=typer.Option(False, "--wait", help=WAIT_RUN_HELP), annotation=bool),
+        inspect.Parameter(
+            "interval",
+            kind,
+            default=typer.Option(INTERVAL_SECONDS, "--interval", help=INTERVAL_HELP, min=0.1),
+            annotation=float,
+        ),
+        inspect.Parameter(
+            "fail_on_new_failures",
+            kind,
+            default=typer.Option(False, "--fail-on-new-failures", help=FAIL_HELP),
+            annotation=bool,
+        ),
+    ]
 
 
 def _command_function(command: Command) -> Callable[..., None]:
@@ -123,18 +156,22 @@ def _register(command: Command, target: typer.Typer) -> None:
 @handled
 def read(command: Command, values: dict[str, Any]) -> None:
     as_json, wait = values.pop("json_"), values.pop("wait", False)
-    with client() as api:
+    settings = settings_load()
+    with Client(settings) as api:
         response = api.send("GET", path_of(command, values), params=query_of(command, values))
         if command.wait_read and wait:
             _finish(api, values["uuid"], as_json)
             return
     if as_json:
         raw_json(response.content)
-    else:
-        render(response.json(), command.columns)
+        return
+    # `ccs status` says which server answered: two stacks on one machine look alike otherwise.
+    preface = [("server", settings.url_words, LINK)] if command.name == "status" else []
+    render(response.json(), LAYOUTS.get(command.name), base=settings.url, preface=preface)
 
 
-def _finish(api: Client, uuid: str, as_json: bool) -> None:
+def _finish(api: Client, uuid: str, as_json: bool) -> dict[str, Any]:
+    """Follow the job to its end: exit 1 when it did not succeed; else the job."""
     job, response = job_follow(api, uuid)
     if as_json:
         raw_json(response.content)
@@ -143,11 +180,13 @@ def _finish(api: Client, uuid: str, as_json: bool) -> None:
         raise typer.Exit(1)
     if not as_json:
         out.print(f"job {uuid} ({job['kind']}) succeeded" + (f": {job['message']}" if job.get("message") else ""))
+    return job
 
 
 @handled
 def write(command: Command, values: dict[str, Any]) -> None:
     as_json, yes, wait = values.pop("json_"), values.pop("yes"), values.pop("wait", False)
+    interval, failing = values.pop("interval", INTERVAL_SECONDS), values.pop("fail_on_new_failures", False)
     path, query, body = path_of(command, values), query_of(command, values), body_of(command, values)
     settings = settings_load()
     lines = [f"Plan: {plan_of(command, values)}.", f"  {command.method} {httpx.URL(settings.url + path, params=query)}"]
@@ -163,6 +202,21 @@ def write(command: Command, values: dict[str, Any]) -> None:
         response = api.send(command.method, path, params=query, body=body)
         answer = response.json() if response.content else None
         uuid = job_uuid(command.job, answer, response.headers)
+        if wait and command.opens_run:
+            if uuid:
+                job = _finish(api, uuid, as_json)
+                run_id = (job.get("result") or {}).get("run_id")
+            else:
+                if as_json:
+                    raw_json(response.content)
+                else:
+                    render(answer)
+                run_id = (answer or {}).get("run_id")
+            code = run_watch(
+                api, values["corpus"], values["service"], run_id=run_id, interval=interval,
+                fail_on_new_failures=failing, summary_to_stderr=as_json,
+            )  # fmt: skip
+            raise typer.Exit(code)
         if wait and uuid:
             _finish(api, uuid, as_json)
             return
@@ -312,6 +366,25 @@ def convert(
     answer = response.json()
     sys.stdout.write(answer["result"] + ("" if answer["result"].endswith("\n") else "\n"))
     err.print(f"status: {answer['status']}", markup=False)
+
+
+@app.command(
+    help="Follow a pair's open run to its close: a progress bar (done of total, failures, rate in tasks/s, ETA) on "
+    "stderr, plain lines at most every few seconds when stderr is not a terminal, then the closed run and its "
+    "new failures (documents failed that were better in the snapshot before). Without an open run, the latest "
+    f"run. Exit 0 when the run closes; {EXIT_NEW_FAILURES} with --fail-on-new-failures when it closed with new "
+    "failures; 1 on an error."
+)
+@handled
+def watch(
+    corpus: Annotated[str, Arg(help="the corpus's name", metavar="CORPUS", show_default=False)],
+    service: Annotated[str, Arg(help="the service's name", metavar="SERVICE", show_default=False)],
+    interval: Annotated[float, Opt("--interval", help=INTERVAL_HELP, min=0.1)] = INTERVAL_SECONDS,
+    fail_on_new_failures: Annotated[bool, Opt("--fail-on-new-failures", help=FAIL_HELP)] = False,
+) -> None:
+    with client() as api:
+        code = run_watch(api, corpus, service, interval=interval, fail_on_new_failures=fail_on_new_failures)
+    raise typer.Exit(code)
 
 
 # --- login and doctor ---

@@ -1,5 +1,6 @@
 """Where ccs finds its server and token: CCS_URL / CCS_TOKEN, else the config file `ccs login` wrote
-($XDG_CONFIG_HOME/ccs/config.json, by default ~/.config/ccs/config.json, mode 0600)."""
+($XDG_CONFIG_HOME/ccs/config.json, by default ~/.config/ccs/config.json, mode 0600), else for the URL the
+default http://127.0.0.1:8000; each setting remembers where it came from."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 URL_ENV = "CCS_URL"
 TOKEN_ENV = "CCS_TOKEN"
 DEFAULT_URL = "http://127.0.0.1:8000"
+URL_DEFAULT_SOURCE = "the default"
 
 
 class SettingsProblem(Exception):
@@ -22,7 +24,15 @@ class SettingsProblem(Exception):
 class Settings:
     url: str
     token: str | None
-    source: str  # where they came from, for `ccs doctor` and error messages
+    source: str  # where the token came from, for `ccs doctor` and error messages
+    url_source: str = "the default"  # where the URL came from: $CCS_URL, the login file, or the default
+
+    @property
+    def url_words(self) -> str:
+        """The server and where its URL came from, as `ccs status` and `ccs doctor` say it."""
+        if self.url_source == URL_DEFAULT_SOURCE:
+            return f"{self.url} (the default: neither ${URL_ENV} nor `ccs login` names a server)"
+        return f"{self.url} (from {self.url_source})"
 
 
 def config_dir() -> Path:
@@ -54,6 +64,12 @@ def settings_load() -> Settings:
     """The environment wins over the file, each of URL and token on its own."""
     stored = _read_file(config_path())
     url = os.environ.get(URL_ENV) or stored.get("url") or DEFAULT_URL
+    if os.environ.get(URL_ENV):
+        url_source = f"${URL_ENV}"
+    elif stored.get("url"):
+        url_source = str(config_path())
+    else:
+        url_source = URL_DEFAULT_SOURCE
     token = os.environ.get(TOKEN_ENV) or stored.get("token") or None
     if os.environ.get(TOKEN_ENV):
         source = f"${TOKEN_ENV}"
@@ -61,7 +77,7 @@ def settings_load() -> Settings:
         source = str(config_path())
     else:
         source = "none"
-    return Settings(url=url.rstrip("/"), token=token, source=source)
+    return Settings(url=url.rstrip("/"), token=token, source=source, url_source=url_source)
 
 
 def settings_save(url: str, token: str) -> Path:

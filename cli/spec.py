@@ -57,8 +57,8 @@ class Command:
     job: str | None = None  # JOB_BODY, JOB_ACK or JOB_HEADER: the write starts a job --wait can follow
     body: Callable[[dict[str, Any]], Any] | None = None  # the JSON body, when it is not the BODY params
     confirm: str | None = None  # a deletion: the query parameter `confirm` gets this value
-    columns: tuple[str, ...] | None = None  # the columns of its table, when not every field
     wait_read: bool = False  # a read of one job that can --wait for it
+    opens_run: bool = False  # a write that opens a run: --wait follows its job, then the run to its close
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -219,7 +219,6 @@ READS: tuple[Command, ...] = (
         "corpora",
         "Corpora with their activated services.",
         "/api/corpora",
-        columns=("name", "state", "parent", "documents", "services", "imported_at"),
     ),
     Command(
         "corpus",
@@ -231,21 +230,18 @@ READS: tuple[Command, ...] = (
         "services",
         "Registered services (converters).",
         "/api/services",
-        columns=("name", "version", "protected", "corpora", "effective_lease_seconds", "description"),
     ),
     Command("service", "One service, with its converter profile.", "/api/services/{service}", (SERVICE,)),
     Command(
         "profiles",
         "The converter profile presets a service may take by name.",
         "/api/profiles",
-        columns=("name", "profile_hash", "description"),
     ),
     Command(
         "workers",
         "The workers of a service: dispatched, returned, in flight, seen, kills.",
         "/api/services/{service}/workers",
         (SERVICE,),
-        columns=("identity", "dispatched", "returned", "in_flight", "conversions", "engine_version", "last_seen"),
     ),
     Command(
         "report",
@@ -273,7 +269,6 @@ READS: tuple[Command, ...] = (
             opt("name_prefix", "only the documents whose name starts with this (any case)"),
             *PAGE,
         ),
-        columns=("document", "status", "has_html", "entry"),
     ),
     Command(
         "document",
@@ -305,7 +300,6 @@ READS: tuple[Command, ...] = (
             opt("owner", "only runs started by this actor"),
             LIMIT,
         ),
-        columns=("id", "corpus", "service", "owner", "open", "started_at", "finished_at", "duration_seconds"),
     ),
     Command(
         "run",
@@ -392,7 +386,6 @@ READS: tuple[Command, ...] = (
             opt("kind", "package or class"),
             *PAGE,
         ),
-        columns=("kind", "package", "clears", "clears_weak", "only_missing", "papers", "statuses", "evidence"),
     ),
     Command(
         "package-papers",
@@ -406,23 +399,12 @@ READS: tuple[Command, ...] = (
             opt("run", "a run's id (default: the tasks now)", int),
             *PAGE,
         ),
-        columns=("document", "status", "clears", "clears_weak", "only_missing", "evidence"),
     ),
     Command(
         "package-diff",
         "Packages and classes that gained or lost papers between two snapshots (one page).",
         "/api/runs/{corpus}/{service}/packages/diff",
         (CORPUS, SERVICE, PREVIOUS, CURRENT, *PAGE),
-        columns=(
-            "kind",
-            "package",
-            "previous_papers",
-            "current_papers",
-            "gained_count",
-            "lost_count",
-            "gained",
-            "lost",
-        ),
     ),
     Command(
         "compare",
@@ -449,7 +431,6 @@ READS: tuple[Command, ...] = (
         "Background jobs, newest first, with health and duration.",
         "/api/jobs",
         (opt("active", "only queued and running jobs", bool), LIMIT),
-        columns=("uuid", "kind", "state", "actor", "progress", "health", "created_at", "message"),
     ),
     Command(
         "job",
@@ -463,7 +444,6 @@ READS: tuple[Command, ...] = (
         "The journal of authenticated writes, newest first.",
         "/api/audit",
         (opt("actor", "only this actor's"), opt("action", "only this action"), LIMIT),
-        columns=("id", "created_at", "actor", "action", "target", "outcome", "status_code"),
     ),
     Command("sessions", "The signed-in screen sessions.", "/api/sessions"),
     Command(
@@ -484,13 +464,11 @@ READS: tuple[Command, ...] = (
             opt("before", "cursor: next_before of the previous page"),
             opt("limit", "records (1 to 500)", int),
         ),
-        columns=("time", "level", "process", "request_id", "message"),
     ),
     Command(
         "health",
         "Detailed health: each check ok, warning or problem, with a remediation.",
         "/api/health",
-        columns=("name", "status", "summary", "remediation"),
     ),
     Command(
         "statistics",
@@ -506,7 +484,6 @@ CONFIG_READ = Command(
     "config",
     "The effective configuration, each value with its source; secrets masked.",
     "/api/config",
-    columns=("key", "value", "source"),
 )
 
 WRITES: tuple[Command, ...] = (
@@ -603,6 +580,7 @@ WRITES: tuple[Command, ...] = (
         method="POST",
         job=JOB_BODY,
         plan="activate service {service} on corpus {corpus} (one TODO task per document; opens a run)",
+        opens_run=True,
     ),
     Command(
         "deactivate",
@@ -679,6 +657,7 @@ WRITES: tuple[Command, ...] = (
             f"rerun {_scope_words(v)} of {v['corpus']}/{v['service']}: those tasks "
             "back to TODO, their messages deleted, a new run opened"
         ),
+        opens_run=True,
     ),
     Command(
         "pause",

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -50,6 +51,48 @@ def ccs(live_server: Any, token: str, ccs_home: Path) -> Callable[..., subproces
         )
 
     return run
+
+
+class Running:
+    """A ccs process started in the background; its stderr lines gathered as they come (a progress line is
+    waited for with a deadline while the test moves the run on)."""
+
+    def __init__(self, process: subprocess.Popen) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        for line in self.process.stderr:
+            self.lines.append(line.rstrip("\n"))
+
+    def finish(self, timeout: float = 60) -> tuple[int, str, str]:
+        """Its exit code, stdout and stderr once it ends (within `timeout`)."""
+        stdout = self.process.stdout.read()
+        self.process.wait(timeout)
+        self.reader.join(timeout)
+        return self.process.returncode, stdout, "\n".join(self.lines)
+
+
+@pytest.fixture
+def ccs_start(live_server: Any, token: str, ccs_home: Path) -> Iterator[Callable[..., Running]]:
+    """Start `ccs *args` in the background against the live server, as `ccs` runs it; killed at the end."""
+    started: list[subprocess.Popen] = []
+
+    def start(*args: str, **env: str) -> Running:
+        environment = ccs_env(ccs_home, **{"CCS_URL": live_server.url, "CCS_TOKEN": token, **env})
+        process = subprocess.Popen(
+            [str(CCS), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment
+        )
+        started.append(process)
+        return Running(process)
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(10)
 
 
 @pytest.fixture

@@ -114,9 +114,12 @@ def test_doctor_checks_the_server_and_this_machine(ccs, http, token):
 
 @pytest.mark.slow
 def test_doctor_says_when_the_server_cannot_be_reached(ccs):
-    result = ccs("doctor", CCS_URL=f"http://127.0.0.1:{free_port()}")
+    url = f"http://127.0.0.1:{free_port()}"
+    result = ccs("doctor", CCS_URL=url)
     assert result.returncode == 1
-    assert result.stdout.startswith("problem  reachable") and "CCS_URL" in result.stdout
+    server, reachable = result.stdout.splitlines()[:2]
+    assert server.split() == ["ok", "server", url, "(from", "$CCS_URL)"], result.stdout
+    assert reachable.startswith("problem  reachable") and "CCS_URL" in reachable
 
 
 @pytest.mark.slow
@@ -139,3 +142,19 @@ def test_completion_scripts_for_bash_and_zsh(ccs_home):
     # What the zsh script asks ccs for: the subcommands of `delete`.
     zsh = run(_CCS_COMPLETE="complete_zsh", _TYPER_COMPLETE_ARGS="ccs delete ")
     assert all(name in zsh for name in ('"corpus"', '"service"', '"session"'))
+
+
+@pytest.mark.slow
+def test_status_and_doctor_say_which_server_answered_and_whence(live_server, ccs_home, token):
+    """The URL from the saved login, then from nothing at all: the default, said as such."""
+    assert _login(live_server, ccs_home, token).returncode == 0
+    status = subprocess.run([str(CCS), "status"], capture_output=True, text=True, env=ccs_env(ccs_home), check=False)
+    assert status.returncode == 0, status.stderr
+    assert status.stdout.splitlines()[0].split() == ["server", live_server.url, "(from", f"{ccs_home / CONFIG})"]
+    (ccs_home / CONFIG).unlink()
+    doctor = subprocess.run(
+        [str(CCS), "doctor", "--remote"], capture_output=True, text=True, env=ccs_env(ccs_home), timeout=60,
+        check=False,
+    )  # fmt: skip
+    first = doctor.stdout.splitlines()[0]
+    assert first.split()[:5] == ["ok", "server", "http://127.0.0.1:8000", "(the", "default:"], first

@@ -75,3 +75,25 @@ def test_a_write_whose_job_fails_exits_1(ccs, purge_broker, process_tmpdir, corp
     assert result.returncode == 1, result.stdout + result.stderr
     assert "(corpus_import) failed: " in result.stderr and "corpus roots" in result.stderr
     assert not Corpus.objects.filter(name="lost").exists()
+
+
+def test_activate_wait_follows_the_job_then_the_run_to_its_close(ccs_start, worker, corpus_root, settings, tmp_path):
+    """The activation job ends in a moment; --wait goes on until its run closes, as the results come in."""
+    from corpora.models import Task
+    from services.actions import service_register
+    from tests.cli.test_watch import ingest, seen
+    from tests.corpora.helpers import imported
+    from tests.dispatcher.harness import CLEAN_LOG, wait_for
+    from tests.runs.helpers import pair_tasks
+
+    settings.RESULTS_DIR = tmp_path / "results"
+    imported(corpus_root, "act", documents=3)
+    service_register(name="tex_to_html", actor="tester")
+    running = ccs_start("activate", "act", "tex_to_html", "--yes", "--wait", "--interval", "0.2")
+    wait_for(seen(running, "0/3 done"), timeout=60, message=lambda: running.lines)
+    assert running.process.poll() is None  # the job is over, the run is not: still waiting
+    ingest(pair_tasks("act"), CLEAN_LOG, settings.RESULTS_DIR)
+    code, stdout, stderr = running.finish()
+    assert code == 0, stdout + stderr
+    assert "(service_activate) succeeded" in stdout and "of act/tex_to_html closed after" in stdout, stdout
+    assert "3/3 done (3 no_problem)" in stdout and Task.objects.filter(service__name="tex_to_html").count() == 3
