@@ -98,7 +98,14 @@
     const origins = (element.dataset.origins || "").split(" ").filter(Boolean);
     const fits = (host) => host === rpId || host.endsWith(`.${rpId}`);
     if (origins.includes(window.location.origin) && fits(window.location.hostname)) return null;
-    return origins.find((origin) => fits(new URL(origin).hostname)) || origins[0] || "";
+    const hostOf = (origin) => {
+      try {
+        return new URL(origin).hostname;
+      } catch (error) {
+        return "";
+      }
+    };
+    return origins.find((origin) => fits(hostOf(origin))) || origins[0] || "";
   }
 
   function explainElsewhere(error, there) {
