@@ -111,9 +111,26 @@ def registration_parsed(credential: Any) -> RegistrationCredential:
         raise BadRequest(f"The passkey's answer cannot be read: {exc}") from exc
 
 
+def _origin_check(client_data_json: bytes) -> None:
+    """Refuse an answer from a page at another origin than the settings' in words that say what to change
+    (py_webauthn's own: "Unexpected client data origin")."""
+    try:
+        origin = parse_client_data_json(client_data_json).origin
+    except (*_UNREADABLE, UnicodeError):
+        return  # unreadable: the verification says so
+    if origin not in settings.PASSKEY_ORIGINS:
+        expected = ", ".join(settings.PASSKEY_ORIGINS)
+        raise BadRequest(
+            f"This page's origin is {origin}, and passkeys work at {expected} (PASSKEY_ORIGINS): open the page"
+            " there, or set PASSKEY_ORIGINS and PASSKEY_RP_ID to where the screens are opened (`manage.py up` sets"
+            " them from its --host and --port when PASSKEY_ORIGINS is unset)."
+        )
+
+
 def registration_verified(credential: RegistrationCredential, challenge: bytes) -> VerifiedRegistration:
     """Check an answer to navigator.credentials.create(): the challenge issued, an origin and relying party
     of the settings, the user present and verified, a supported key. Else BadRequest."""
+    _origin_check(credential.response.client_data_json)
     try:
         return verify_registration_response(
             credential=credential,
@@ -143,6 +160,7 @@ def authentication_verified(
     handle = credential.response.user_handle
     if handle is not None and handle != user_handle(actor):
         raise BadRequest("The passkey answered for another user.")
+    _origin_check(credential.response.client_data_json)
     try:
         return verify_authentication_response(
             credential=credential,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model, login, logout
 from django.contrib.auth.decorators import login_required
@@ -64,21 +65,30 @@ def _session_start(request: HttpRequest, actor: str, *, key: str, value: int) ->
     screen_session_start(session_key=request.session.session_key, actor=actor, client_address=client_address(request))
 
 
+def _relying_party() -> dict[str, str]:
+    """The passkeys' relying party for the pages that use them: their script checks that the page is at one of
+    the origins, and says where passkeys work when it is not (at 127.0.0.1, say, while they work at localhost)."""
+    return {"passkey_rp_id": settings.PASSKEY_RP_ID, "passkey_origins": " ".join(settings.PASSKEY_ORIGINS)}
+
+
 @require_http_methods(["GET", "POST"])
 def login_view(request: HttpRequest) -> HttpResponse:
     next_url = _next_url(request, request.POST.get("next") or request.GET.get("next"))
     if request.method == "GET":
-        return render(request, "accounts/login.html", {"next": next_url, "error": ""})
+        return render(request, "accounts/login.html", {"next": next_url, "error": "", **_relying_party()})
     form = TokenLoginSerializer(data=request.POST)
     try:
         token = token_check(form.validated_data["token"], client_address(request)) if form.is_valid() else None
     except TooManyRequests as exc:
-        response = render(request, "accounts/login.html", {"next": next_url, "error": exc.detail}, status=429)
+        context = {"next": next_url, "error": exc.detail, **_relying_party()}
+        response = render(request, "accounts/login.html", context, status=429)
         response["Retry-After"] = str(exc.retry_after)
         return response
     if token is None:
         error = "That token is not valid or has been revoked."
-        return render(request, "accounts/login.html", {"next": next_url, "error": error}, status=401)
+        return render(
+            request, "accounts/login.html", {"next": next_url, "error": error, **_relying_party()}, status=401
+        )
     _session_start(request, token.actor, key=SESSION_TOKEN_KEY, value=token.pk)
     return redirect(next_url)
 
@@ -165,9 +175,8 @@ def passkey_sign_in_view(request: HttpRequest) -> HttpResponse:
 def passkey_list_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/passkeys: one's own passkeys, to rename or revoke, and a new one to register."""
     passkeys = PasskeySerializer(passkey_list(request.user.username), many=True).data
-    return render(
-        request, "accounts/passkeys.html", {"passkeys": passkeys, "own": request.session.get(SESSION_PASSKEY_KEY)}
-    )
+    context = {"passkeys": passkeys, "own": request.session.get(SESSION_PASSKEY_KEY), **_relying_party()}
+    return render(request, "accounts/passkeys.html", context)
 
 
 @login_required

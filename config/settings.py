@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from config import embedded, overrides, redis_client
+from config import embedded, overrides, ports, redis_client
 from config.env import (
     ConfigError,
     database_config,
@@ -151,11 +151,12 @@ AUTH_FAILURE_LIMIT = env_int("AUTH_FAILURE_LIMIT", 20, minimum=1)
 AUTH_FAILURE_WINDOW_SECONDS = env_int("AUTH_FAILURE_WINDOW_SECONDS", 600, minimum=1)
 AUTH_FAILURE_KEY_PREFIX = "ccs:auth-failures:"
 # Passkeys (WebAuthn) for the screens: the relying party is the host name the browser shows (no port), the
-# origins the exact scheme://host[:port] the screens are opened at; the defaults fit `make run` opened at
-# http://localhost:8000 (an IP address cannot be a relying-party id, so not http://127.0.0.1:8000).
+# origins the exact scheme://host[:port] the screens are opened at; the defaults fit the screens opened at
+# http://localhost:8000 (an IP address cannot be a relying-party id, so not http://127.0.0.1:8000). `manage.py up`
+# gives its web server the ones of its --host and --port when these are unset (ops.stack.passkey_env).
 PASSKEY_RP_ID = env_str("PASSKEY_RP_ID", "localhost")
 PASSKEY_RP_NAME = env_str("PASSKEY_RP_NAME", "Corpus conversion")
-PASSKEY_ORIGINS = env_list("PASSKEY_ORIGINS", [f"http://{PASSKEY_RP_ID}:8000"])
+PASSKEY_ORIGINS = env_list("PASSKEY_ORIGINS", [f"http://{PASSKEY_RP_ID}:{ports.WEB_PORT}"])
 PASSKEY_CHALLENGE_SECONDS = env_int("PASSKEY_CHALLENGE_SECONDS", 300, minimum=10)
 # Addresses or networks of reverse proxies whose X-Forwarded-For names the client (off: the peer is the client).
 TRUSTED_PROXIES = env_list("TRUSTED_PROXIES", [])
@@ -197,10 +198,10 @@ EXPORT_ROOT = Path(env_str("EXPORT_ROOT", str(VAR_DIR / "exports"))).resolve()
 PROFILE_ROOTS = env_roots("PROFILE_ROOTS")
 JOB_STALL_SECONDS = env_int("JOB_STALL_SECONDS", 120, minimum=1)
 DISPATCHER_LEASE_SECONDS = env_int("DISPATCHER_LEASE_SECONDS", 900, minimum=1)
-DISPATCHER_BIND = env_str("DISPATCHER_BIND", "127.0.0.1")
+DISPATCHER_BIND = env_str("DISPATCHER_BIND", ports.DISPATCHER_BIND)
 DISPATCHER_HOST = env_str("DISPATCHER_HOST", "127.0.0.1")
-DISPATCHER_VENTILATOR_PORT = env_int("DISPATCHER_VENTILATOR_PORT", 51695, minimum=1)
-DISPATCHER_SINK_PORT = env_int("DISPATCHER_SINK_PORT", 51696, minimum=1)
+DISPATCHER_VENTILATOR_PORT = env_int("DISPATCHER_VENTILATOR_PORT", ports.DISPATCHER_VENTILATOR_PORT, minimum=1)
+DISPATCHER_SINK_PORT = env_int("DISPATCHER_SINK_PORT", ports.DISPATCHER_SINK_PORT, minimum=1)
 DISPATCHER_MESSAGE_SIZE = env_int("DISPATCHER_MESSAGE_SIZE", 100_000, minimum=1024)
 DISPATCHER_MAX_IN_FLIGHT = env_int("DISPATCHER_MAX_IN_FLIGHT", 2000, minimum=1)
 DISPATCHER_MAX_ATTEMPTS = env_int("DISPATCHER_MAX_ATTEMPTS", 3, minimum=1)

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import os
 import shutil
-import socket
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import psutil
 from django.conf import settings
 
-from config import embedded
+from config import embedded, ports
 from config.env import env_str
 from config.outage import database_down, redis_down
 from config.redis_client import RedisUrlError, redis_client
@@ -65,36 +66,58 @@ _WILDCARDS = ("", "*", "0.0.0.0", "::")  # noqa: S104
 
 
 def ports_wanted(*, web_host: str, web_port: int) -> list[tuple[str, str, int]]:
-    """(what, address, port) of every port `up` listens on: the web server and the dispatcher's two."""
-    bind = "0.0.0.0" if settings.DISPATCHER_BIND in ("", "*") else settings.DISPATCHER_BIND  # noqa: S104
-    return [
-        ("web server (--port)", web_host, web_port),
-        ("dispatcher ventilator (DISPATCHER_VENTILATOR_PORT)", bind, settings.DISPATCHER_VENTILATOR_PORT),
-        ("dispatcher sink (DISPATCHER_SINK_PORT)", bind, settings.DISPATCHER_SINK_PORT),
-    ]
+    """(what, address, port) of every port `up` listens on, as the settings resolved them (with the ports stored
+    through PUT /api/config)."""
+    return ports.wanted(
+        web_host=web_host,
+        web_port=web_port,
+        bind=settings.DISPATCHER_BIND,
+        ventilator=settings.DISPATCHER_VENTILATOR_PORT,
+        sink=settings.DISPATCHER_SINK_PORT,
+    )
 
 
-def ports_check(ports: list[tuple[str, str, int]]) -> None:
-    """Raise PrerequisiteMissing naming the first port that is taken (by another process or twice here).
+def ports_check(wanted: list[tuple[str, str, int]], say: Callable[[str], None] = print) -> None:
+    """Raise PrerequisiteMissing naming the first port that is taken (by another process or twice here); wait
+    out one held by a closing connection (config.ports.ports_check).
 
     A child that cannot bind would crash-loop while the others talk to whatever holds the port, e.g.
     the workers to another stack's dispatcher; so `up` starts nothing until all its ports are free."""
-    seen: dict[int, str] = {}
-    for what, host, port in ports:
-        if port in seen:
-            raise PrerequisiteMissing(f"port {port} is wanted twice: for the {seen[port]} and the {what}")
-        seen[port] = what
-        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-        with socket.socket(family, kind, proto) as probe:
-            # As the servers themselves bind: a port left in TIME_WAIT by an earlier run counts as free.
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind(address)
-            except OSError as exc:
-                raise PrerequisiteMissing(
-                    f"port {port} for the {what} on {host} is not free ({exc.strerror}): stop what holds it"
-                    " or choose another port"
-                ) from exc
+    try:
+        ports.ports_check(wanted, say=say)
+    except ports.PortTaken as exc:
+        raise PrerequisiteMissing(str(exc)) from exc
+
+
+def passkey_env(*, host: str, port: int) -> dict[str, str]:
+    """PASSKEY_RP_ID and PASSKEY_ORIGINS for a web server on host:port, unless PASSKEY_ORIGINS is set: the
+    relying party is the host when it is a name, else `localhost` (an IP address cannot be one; browsers
+    refuse it), and the origin http://RP:PORT. A page opened at http://127.0.0.1:PORT says to open that."""
+    if env_str("PASSKEY_ORIGINS"):
+        return {}
+    rp_id = env_str("PASSKEY_RP_ID") or web_host_name(host)
+    return {"PASSKEY_RP_ID": rp_id, "PASSKEY_ORIGINS": f"http://{rp_id}:{port}"}
+
+
+def web_host_name(host: str) -> str:
+    """The host name a browser opens the screens at: the --host when it is a name, else localhost."""
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return host or "localhost"
+    return "localhost"
+
+
+def screens_url(*, host: str, port: int) -> str:
+    """Where a browser on this machine opens the screens of a web server bound to host:port: at localhost for a
+    loopback or wildcard address (passkeys work there, not at 127.0.0.1), else at the host."""
+    try:
+        address = ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return f"http://{host}:{port}"
+    if address.is_loopback or address.is_unspecified:
+        return f"http://localhost:{port}"
+    return f"http://[{address}]:{port}" if address.version == 6 else f"http://{address}:{port}"
 
 
 def dispatcher_endpoint_env() -> dict[str, str]:
@@ -131,6 +154,58 @@ def wait_for_listening(supervisor: Supervisor, child: Child, ports: list[int], t
         if time.monotonic() > deadline:
             raise PrerequisiteMissing(f"the {child.name} did not listen on {ports} within {timeout:.0f} s")
         time.sleep(0.1)
+
+
+def _celery_worker_ready() -> bool:
+    """A `jobs@` Celery worker answers a ping (it answers only once its consumer runs)."""
+    from config.celery import app
+
+    try:
+        replies = app.control.ping(timeout=0.5)
+    except Exception:  # the broker between connections: ask again
+        return False
+    return any(name.startswith("jobs@") for reply in replies or [] for name in reply)
+
+
+def _connected_to(pid: int, port: int) -> bool:
+    """A process of the tree holds a connection to `port` (the LaTeXML workers to the ventilator)."""
+    try:
+        root = psutil.Process(pid)
+        return any(
+            conn.raddr and conn.raddr.port == port and conn.status == psutil.CONN_ESTABLISHED
+            for process in [root, *root.children(recursive=True)]
+            for conn in process.net_connections(kind="tcp")
+        )
+    except psutil.Error:
+        return False
+
+
+def _ready_probe(child: Child) -> Callable[[], bool] | None:
+    """How to tell that a child has started (it has printed its start-up lines); None when there is no way or
+    no need (the dispatcher and web were waited for already; beat prints nothing at start)."""
+    if child.name == "celery-worker":
+        return _celery_worker_ready
+    if child.name == "latexml-workers":
+        return lambda: (
+            child.process is not None and _connected_to(child.process.pid, settings.DISPATCHER_VENTILATOR_PORT)
+        )
+    if child.name == "convert-engine":
+        from services.queries import convert_engine_status
+
+        return lambda: convert_engine_status(timeout=0.5) is not None
+    return None
+
+
+def wait_for_started(supervisor: Supervisor, timeout: float = 60.0) -> list[str]:
+    """Wait until every child that can tell has started, so that `up`'s closing lines (the URL, the first
+    token) come after the children's own start-up lines; the names of those still starting at the timeout."""
+    probes = {child.name: probe for child in supervisor.children if (probe := _ready_probe(child)) is not None}
+    deadline = time.monotonic() + timeout
+    while probes and not supervisor.stopping and time.monotonic() < deadline:
+        probes = {name: probe for name, probe in probes.items() if not probe()}
+        if probes:
+            time.sleep(0.2)
+    return sorted(probes)
 
 
 def redis_child() -> Child | None:
@@ -216,18 +291,19 @@ def wait_for_redis(timeout: float = 20.0) -> None:
             time.sleep(0.1)
 
 
-def web_child(*, host: str, port: int, processes: int, threads: int = WEB_THREADS) -> Child:
+def web_child(*, host: str, port: int, processes: int, threads: int = WEB_THREADS, access_log: bool = False) -> Child:
     """gunicorn with threaded workers: a long request (a /convert conversion) holds one thread of a
-    process, and the process's other threads keep answering."""
+    process, and the process's other threads keep answering. Its access log (a line a request) goes to the
+    terminal only when asked (`up --access-log`); errors always do."""
     argv = [
         sys.executable, "-m", "gunicorn", "config.wsgi:application",
         "--bind", f"{host}:{port}", "--workers", str(processes),
         "--worker-class", "gthread", "--threads", str(threads),
         "--timeout", "120", "--graceful-timeout", "10",
-        "--access-logfile", "-", "--error-logfile", "-", "--log-level", "warning",
+        *(["--access-logfile", "-"] if access_log else []), "--error-logfile", "-", "--log-level", "warning",
         "--logger-class", "config.gunicorn.TokenMaskingLogger",
     ]  # fmt: skip
-    return Child("web", argv, child_env())
+    return Child("web", argv, {**child_env(), **passkey_env(host=host, port=port)})
 
 
 def check_web_threads(threads: int) -> None:
@@ -245,7 +321,7 @@ def check_web_threads(threads: int) -> None:
 
 def celery_worker_child(*, concurrency: int) -> Child:
     argv = [
-        sys.executable, "-m", "celery", "-A", "config", "worker",
+        sys.executable, "-m", "celery", "-A", "config", "--quiet", "worker",
         "--loglevel", "INFO", "--concurrency", str(concurrency), "--hostname", "jobs@%h",
         "--without-gossip", "--without-mingle",
     ]  # fmt: skip
@@ -254,8 +330,8 @@ def celery_worker_child(*, concurrency: int) -> Child:
 
 def celery_beat_child() -> Child:
     argv = [
-        sys.executable, "-m", "celery", "-A", "config", "beat",
-        "--loglevel", "INFO", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule"),
+        sys.executable, "-m", "celery", "-A", "config", "--quiet", "beat",
+        "--loglevel", "WARNING", "--schedule", str(settings.VAR_DIR / "celerybeat-schedule"),
     ]  # fmt: skip
     return Child("celery-beat", argv, child_env())
 

@@ -3,6 +3,9 @@
 // base64url) and takes the authenticator's answer as JSON; accounts/views.py holds the other half.
 //   - sign-in page (#passkey-sign-in): options, navigator.credentials.get(), answer, then the page to go to;
 //   - passkeys screen (#passkey-register): options, navigator.credentials.create(), answer with a name.
+// Both carry the relying party (data-rp-id, data-origins: PASSKEY_RP_ID, PASSKEY_ORIGINS): a page opened at
+// another origin says where passkeys work, with a link, instead of failing in the browser ("invalid domain")
+// or at the server ("unexpected client data origin").
 
 (() => {
   const toBytes = (text) => {
@@ -88,6 +91,47 @@
     window.location.assign(window.location.pathname);
   }
 
+  // The origin passkeys work at when this page is not at one of them (null when it is): an origin whose host
+  // is the relying party or under it, as browsers require.
+  function elsewhere(element) {
+    const rpId = element.dataset.rpId || "";
+    const origins = (element.dataset.origins || "").split(" ").filter(Boolean);
+    const fits = (host) => host === rpId || host.endsWith(`.${rpId}`);
+    if (origins.includes(window.location.origin) && fits(window.location.hostname)) return null;
+    const hostOf = (origin) => {
+      try {
+        return new URL(origin).hostname;
+      } catch (error) {
+        return "";
+      }
+    };
+    return origins.find((origin) => fits(hostOf(origin))) || origins[0] || "";
+  }
+
+  function explainElsewhere(error, there) {
+    error.textContent = `Passkeys do not work at ${window.location.origin}: `;
+    if (there) {
+      const link = document.createElement("a");
+      link.href = there + window.location.pathname + window.location.search;
+      link.textContent = link.href;
+      error.append(`they work at ${there}. Open this page there: `, link, ". ");
+    }
+    error.append(
+      "To use them at this address, set PASSKEY_ORIGINS and PASSKEY_RP_ID (a host name, not an IP address);" +
+        " `manage.py up` sets them from its --host and --port when PASSKEY_ORIGINS is unset."
+    );
+    error.hidden = false;
+  }
+
+  // Say where passkeys work, and keep the button from a ceremony bound to fail; true when the page is elsewhere.
+  function guarded(element, error, button) {
+    const there = elsewhere(element);
+    if (there === null) return false;
+    explainElsewhere(error, there);
+    button.disabled = true;
+    return true;
+  }
+
   function unsupported(error) {
     if (window.PublicKeyCredential) return false;
     show(error, "This browser offers no passkeys (WebAuthn), or the page is not on a secure origin.");
@@ -98,7 +142,9 @@
     const section = document.getElementById("passkey-sign-in");
     if (section) {
       const error = section.querySelector("#passkey-error");
-      section.querySelector("#passkey-sign-in-button").addEventListener("click", () => {
+      const button = section.querySelector("#passkey-sign-in-button");
+      guarded(section, error, button);
+      button.addEventListener("click", () => {
         show(error, "");
         if (!unsupported(error)) signIn(section).catch((failure) => show(error, failure.message));
       });
@@ -106,6 +152,7 @@
     const form = document.getElementById("passkey-register");
     if (form) {
       const error = form.querySelector("#passkey-error");
+      guarded(form, error, form.querySelector("button[type=submit]"));
       form.addEventListener("submit", (event) => {
         event.preventDefault();
         show(error, "");

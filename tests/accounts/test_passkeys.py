@@ -203,6 +203,22 @@ def test_a_bad_answer_is_refused_and_journaled(token):
     assert passkey.sign_count == 0 and passkey.last_used_at is None  # no refused attempt counted as a use
 
 
+def test_an_answer_from_another_origin_is_refused_in_words_naming_the_origins_and_the_setting(token):
+    """The server on another port than its passkey origins: the refusal says where passkeys work and what to set
+    (py_webauthn alone says "Unexpected client data origin")."""
+    expected = (
+        "This page's origin is http://localhost:9000, and passkeys work at http://localhost:8000 (PASSKEY_ORIGINS):"
+        " open the page there, or set PASSKEY_ORIGINS and PASSKEY_RP_ID to where the screens are opened (`manage.py up`"
+        " sets them from its --host and --port when PASSKEY_ORIGINS is unset)."
+    )
+    elsewhere = Authenticator(RP_ID, "http://localhost:9000")
+    response = _register(_signed_in(token), elsewhere)
+    assert response.status_code == 400 and response.json()["detail"] == expected
+    authenticator, _ = _registered(token)
+    _, response = _sign_in(authenticator, origin="http://localhost:9000")
+    assert response.status_code == 400 and response.json()["detail"] == expected
+
+
 def test_the_api_and_the_screen_list_rename_and_revoke_ones_own_passkeys(authed, token):
     _, laptop = _registered(token, "laptop")
     _, phone = _registered(token, "phone")

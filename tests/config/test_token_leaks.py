@@ -57,7 +57,7 @@ def test_the_configured_console_handler_masks_tokens():
 def test_gunicorns_access_log_masks_the_token_query_parameter(tmp_path, token):
     """The web server exactly as `up` starts it, with its access log read back."""
     port = free_port()
-    child = web_child(host="127.0.0.1", port=port, processes=1)
+    child = web_child(host="127.0.0.1", port=port, processes=1, access_log=True)  # `up --access-log`
     assert "config.gunicorn.TokenMaskingLogger" in child.argv
     log_path = tmp_path / "web.log"
     with log_path.open("wb") as log:

@@ -186,3 +186,11 @@ def test_the_services_that_convert_may_start_the_bubblewrap_sandbox(compose):
         options = compose["services"][name].get("security_opt", [])
         assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(options), name
         assert compose["services"][name].get("environment", {}).get("CONVERSION_SANDBOX", "bwrap") == "bwrap"
+
+
+def test_the_dispatcher_ports_are_reserved_from_the_containers_ephemeral_ports(compose):
+    """They lie in Linux's ephemeral range: an outgoing connection of the container could take one as its own
+    port and keep the dispatcher from binding it (config/ports.py)."""
+    dispatcher = compose["services"]["dispatcher"]
+    published = sorted(int(mapping.split(":")[-1]) for mapping in dispatcher["ports"])
+    assert dispatcher["sysctls"] == {"net.ipv4.ip_local_reserved_ports": ",".join(map(str, published))}

@@ -528,8 +528,12 @@ def test_every_environment_variable_given_is_one_the_project_reads(trees, tree):
 def test_the_dispatcher_service_ports_and_the_workers_addresses_agree(trees, tree):
     config = _config(trees[tree])
     ports = {"ventilator": int(config["DISPATCHER_VENTILATOR_PORT"]), "sink": int(config["DISPATCHER_SINK_PORT"])}
-    dispatcher = _named(trees[tree], "Deployment", "ccs-dispatcher")["spec"]["template"]["spec"]["containers"][0]
+    pod = _named(trees[tree], "Deployment", "ccs-dispatcher")["spec"]["template"]["spec"]
+    dispatcher = pod["containers"][0]
     assert {p["name"]: p["containerPort"] for p in dispatcher["ports"]} == ports
+    # Reserved in the pod: no outgoing connection of its own takes one of them as its ephemeral port.
+    reserved = {"name": "net.ipv4.ip_local_reserved_ports", "value": f"{ports['ventilator']},{ports['sink']}"}
+    assert pod["securityContext"]["sysctls"] == [reserved]
     assert {"name": "DISPATCHER_BIND", "value": "0.0.0.0"} in dispatcher["env"]  # noqa: S104
     service = _named(trees[tree], "Service", config["DISPATCHER_HOST"])
     assert {p["name"]: p["port"] for p in service["spec"]["ports"]} == ports

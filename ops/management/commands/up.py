@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import sys
 
 from django.conf import settings
 from django.core.management import call_command
@@ -11,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.actions import token_create
 from accounts.models import ApiToken
+from config import ports
 from ops import stack
 from ops.supervisor import Supervisor
 
@@ -24,8 +24,12 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--port", type=int, default=8000, help="web port (default 8000)")
-        parser.add_argument("--host", default="127.0.0.1", help="web address to bind (default 127.0.0.1)")
+        parser.add_argument("--port", type=int, default=ports.WEB_PORT, help=f"web port (default {ports.WEB_PORT})")
+        parser.add_argument(
+            "--host", default=ports.WEB_HOST,
+            help=f"web address to bind (default {ports.WEB_HOST}); with the port it sets PASSKEY_RP_ID and"
+            " PASSKEY_ORIGINS unless PASSKEY_ORIGINS is set",
+        )  # fmt: skip
         parser.add_argument("--workers", type=int, default=2, help="LaTeXML conversion workers (default 2; 0 for none)")
         parser.add_argument("--no-demo", action="store_true", help="do not load the demo corpus on the first start")
         parser.add_argument("--web-processes", type=int, default=2, help="gunicorn worker processes (default 2)")
@@ -34,21 +38,27 @@ class Command(BaseCommand):
             help=f"threads per gunicorn process, more than CONVERT_CONCURRENCY (default {stack.WEB_THREADS})",
         )  # fmt: skip
         parser.add_argument("--job-concurrency", type=int, default=2, help="Celery job worker processes (default 2)")
+        parser.add_argument(
+            "--access-log", action="store_true", help="print the web server's access log (a line a request) here too"
+        )
 
     def handle(self, *args: object, **options: object) -> None:
+        self.first_token: str | None = None  # made on a first start, shown at the end of start-up
         supervisor = Supervisor()
         supervisor.install_signal_handlers()
         try:
             stack.check_prerequisites(latexml_workers=options["workers"])
             # Before any child starts: one that cannot bind would crash-loop, and the others would talk to
             # whatever holds its port (the workers to another stack's dispatcher).
-            stack.ports_check(stack.ports_wanted(web_host=options["host"], web_port=options["port"]))
+            stack.ports_check(stack.ports_wanted(web_host=options["host"], web_port=options["port"]), say=self._say)
             stack.check_web_threads(options["web_threads"])
             self._start(supervisor, options)
             supervisor.watch(tick=stack.database_keeper(), servers_down=stack.servers_down)
         except stack.PrerequisiteMissing as exc:
             raise CommandError(str(exc)) from exc
         finally:
+            if self.first_token is not None:  # start-up ended before its closing lines: the token is not lost
+                self._token_lines()
             supervisor.stop_all()
             self.stdout.write("stopped")
         if supervisor.failure:
@@ -64,9 +74,8 @@ class Command(BaseCommand):
             return
         call_command("migrate", interactive=False, verbosity=0)
         if not ApiToken.objects.exists():
-            _, raw = token_create(actor=stack.FIRST_ACTOR, created_by="up", staff=True)
-            self.stdout.write(f"First start: an admin token for actor '{stack.FIRST_ACTOR}' (shown once):")
-            self.stdout.write(f"TOKEN={raw}")
+            _, self.first_token = token_create(actor=stack.FIRST_ACTOR, created_by="up", staff=True)
+            self.stdout.write(f"First start: an admin token for actor '{stack.FIRST_ACTOR}' is shown at the end.")
         if not options["no_demo"] and stack.demo_load(actor=stack.FIRST_ACTOR):
             self.stdout.write(f"First start: loaded the demo corpus '{stack.DEMO_CORPUS}' with {stack.DEMO_SERVICE}")
         dispatcher = supervisor.start(stack.dispatcher_child())
@@ -92,11 +101,37 @@ class Command(BaseCommand):
                 port=options["port"],
                 processes=options["web_processes"],
                 threads=options["web_threads"],
+                access_log=options["access_log"],
             )
         )
         base_url = f"http://{options['host']}:{options['port']}"
         if not stack.wait_for_web(base_url):
             raise stack.PrerequisiteMissing(f"the web server did not answer on {base_url} (is the port taken?)")
+        starting = stack.wait_for_started(supervisor)
+        if supervisor.stopping:
+            return
+        self._ready(base_url, stack.screens_url(host=options["host"], port=options["port"]), starting)
+
+    def _say(self, line: str) -> None:
+        self.stdout.write(line)
+        self.stdout.flush()
+
+    def _token_lines(self) -> None:
+        self.stdout.write(f"First start: an admin token for actor '{stack.FIRST_ACTOR}' (shown once):")
+        self.stdout.write(f"TOKEN={self.first_token}")
+        self.first_token = None
+
+    def _ready(self, base_url: str, screens: str, starting: list[str]) -> None:
+        """The closing lines of start-up, after every child's own: where to go and, on a first start, the token."""
+        self.stdout.write("")
+        if starting:
+            self.stdout.write(f"Still starting: {', '.join(starting)} (their lines follow when they are up).")
+        if self.first_token is not None:
+            self._token_lines()
         self.stdout.write(f"BASE_URL={base_url}")
-        self.stdout.write(f"Ready: {base_url}  (screens {base_url}/jobs, API {base_url}/api). Ctrl-C stops everything.")
-        sys.stdout.flush()
+        self.stdout.write(f"Ready: {screens}/  (screens {screens}/jobs, API {screens}/api). Ctrl-C stops everything.")
+        self.stdout.write(
+            f"Sign in at {screens}/login with a token (`manage.py create_token NAME` makes more); or from a shell:"
+            f" ccs login --url {screens}"
+        )
+        self.stdout.flush()
