@@ -15,6 +15,20 @@ _TOKEN_PARAMETER = re.compile(r"(?i)(token(?:=|%3D))[^&\s\"'#]+")
 _TOKEN_SHAPE = re.compile(r"\bccs_[A-Za-z0-9_-]{16,}")
 MASK = "***"
 
+# Celery's routine INFO lines, by logger: (logger, the start of the message). The log stream keeps them at
+# DEBUG (config.logsink) and the terminal leaves them out (RoutineFilter): the job runner logs each job's end.
+ROUTINE = (
+    ("celery.beat", re.compile(r"Scheduler: Sending due task ")),
+    ("django_celery_beat.schedulers", re.compile(r"DatabaseScheduler: Schedule changed\.")),
+    ("celery.worker.strategy", re.compile(r"Task \S+\[[^\]]*\] received")),
+    ("celery.app.trace", re.compile(r"Task \S+\[[^\]]*\] succeeded in ")),
+)
+
+
+def routine(logger: str, message: str) -> bool:
+    """Whether an INFO record is one of Celery's routine lines."""
+    return any(logger == name and pattern.match(message) for name, pattern in ROUTINE)
+
 
 def mask_tokens(text: str) -> str:
     """The text with every service token replaced by ***: no log line may carry a usable token."""
@@ -54,3 +68,12 @@ class LineFormatter(logging.Formatter):
         if record.exc_info:
             line += "\n" + "\n".join("    " + row for row in self.formatException(record.exc_info).splitlines())
         return mask_tokens(line)
+
+
+class RoutineFilter(logging.Filter):
+    """Leaves Celery's routine INFO lines (ROUTINE) out of a terminal's handler, unless LOG_LEVEL is DEBUG."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno != logging.INFO or logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+            return True
+        return not routine(record.name, record.getMessage())

@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import sys
 import threading
 from datetime import UTC, datetime
 
 import redis
 
-from config.logs import mask_tokens
+from config.logs import mask_tokens, routine
 from config.redis_client import redis_client
 
 STREAM = "ccs:logs"
@@ -24,19 +23,6 @@ SOCKET_SECONDS = 0.2
 RETRY_SECONDS = 5.0  # after a failure, records are dropped for this long before trying again
 
 _guard = threading.local()
-
-# Celery's routine INFO lines, by logger: (logger, the start of the message).
-ROUTINE = (
-    ("celery.beat", re.compile(r"Scheduler: Sending due task ")),
-    ("django_celery_beat.schedulers", re.compile(r"DatabaseScheduler: Schedule changed\.")),
-    ("celery.worker.strategy", re.compile(r"Task \S+\[[^\]]*\] received")),
-    ("celery.app.trace", re.compile(r"Task \S+\[[^\]]*\] succeeded in ")),
-)
-
-
-def routine(logger: str, message: str) -> bool:
-    """Whether an INFO record is one of Celery's routine lines, which the stream keeps at DEBUG."""
-    return any(logger == name and pattern.match(message) for name, pattern in ROUTINE)
 
 
 def stream_level(levelno: int, levelname: str, logger: str, message: str) -> tuple[int, str]:

@@ -272,10 +272,10 @@ LOG_LEVEL = env_str("LOG_LEVEL", "INFO").upper()
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "config.logs.RequestIdFilter"}, "routine": {"()": "config.logs.RoutineFilter"}},
     "formatters": {"line": {"()": "config.logs.LineFormatter"}},
     "handlers": {
-        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id"]},
+        "console": {"class": "logging.StreamHandler", "formatter": "line", "filters": ["request_id", "routine"]},
         # GET /api/logs: INFO and above also go to a capped Redis stream (config.logsink; never blocks), in
         # the Redis settings.REDIS_URL names at each record.
         "store": {"()": "config.logsink.RedisLogHandler", "filters": ["request_id"]},

@@ -4,8 +4,10 @@ log unless asked, and its web server given the passkey origin of its own port.""
 
 from __future__ import annotations
 
+import json
 import os
 import queue
+import re
 import socket
 import subprocess
 import sys
@@ -158,6 +160,23 @@ def test_start_up_ends_with_the_url_and_the_first_token_and_requests_log_nothing
             with urllib.request.urlopen(f"http://127.0.0.1:{web}{path}", timeout=10) as response:
                 assert response.status == 200
         assert _quiet(up, 3) == []  # no access log
+
+        # A job's end is told once, by the job runner; Celery's routine lines stay out of the terminal.
+        corpus = tmp_path / "corpora" / "one"
+        corpus.mkdir(parents=True)
+        (corpus / "one.tex").write_text("\\documentclass{article}\\begin{document}x\\end{document}")
+        body = json.dumps({"name": "one", "path": str(corpus)}).encode()
+        headers = {"Content-Type": "application/json", "X-Service-Token": token.split("=", 1)[1]}
+        request = urllib.request.Request(f"http://127.0.0.1:{web}/api/corpora", data=body, headers=headers)
+        with urllib.request.urlopen(request, timeout=10) as response:  # noqa: S310 (http, built here)
+            assert response.status in (201, 202)
+        told = []
+        deadline = time.monotonic() + 60
+        while not any("job corpus_import" in line and " ended " in line for line in told):
+            assert time.monotonic() < deadline, "no line told the import job's end:\n" + "\n".join(told)
+            told += _quiet(up, 1)
+        told += _quiet(up, 2)
+        assert not [line for line in told if re.search(r"\] received|\] succeeded in ", line)], told
         assert up.stop() == 0
     finally:
         if up.process.poll() is None:
