@@ -158,6 +158,12 @@ def scalar_text(value: Any, key: str = "") -> str:
 
 
 @register.filter
+def words(key: str) -> str:
+    """A key as a label for people: `heartbeat_age_seconds` reads `heartbeat age seconds`."""
+    return str(key).replace("_", " ")
+
+
+@register.filter
 def human(value: Any, key: str = "") -> str | SafeString:
     """A value for people: a scalar as scalar_text says, a list of scalars joined by commas, and a
     mapping (or a list of them) as a list of `key: value` lines, each value read with its own key."""

@@ -117,7 +117,7 @@ def test_the_check_warns_while_the_pool_starts_and_is_ok_with_its_figures_once_i
     }]  # fmt: skip
 
     header, rows = _screen_pools(screen_client)
-    assert header == list(check["details"]["pools"][0])
+    assert header == [key.replace("_", " ") for key in check["details"]["pools"][0]]  # keys as words
     assert rows == [["—" if value is None else str(value) for value in check["details"]["pools"][0].values()]]
 
 

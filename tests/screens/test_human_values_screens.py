@@ -39,7 +39,7 @@ def test_health_details_are_sizes_yes_no_and_key_value_lines(wide_page, live_ser
     checks = page.inner_text("#health-checks")
     _no_reprs(checks)
     free = page.locator('tr[data-check="results_dir"] dl.facts').inner_text()
-    assert re.search(r"free_bytes\s+" + SIZE.pattern, free), free
+    assert re.search(r"free bytes\s+" + SIZE.pattern, free), free
     assert re.search(r"writable\s+yes", free), free
     assert re.search(r"reachable\s+yes", page.locator('tr[data-check="postgresql"]').inner_text())
     roots = page.locator('tr[data-check="corpus_roots"] table[data-detail="roots"]').inner_text()
