@@ -37,9 +37,12 @@ def test_passkeys_work_at_localhost_on_ups_port_and_127_0_0_1_says_to_open_that(
             " `manage.py up` sets them from its --host and --port when PASSKEY_ORIGINS is unset."
         )
         assert page.is_disabled("#passkey-sign-in-button")
+        background = "(selector) => getComputedStyle(document.querySelector(selector)).backgroundColor"
+        disabled_colour = page.evaluate(background, "#passkey-sign-in-button")
         page.click("#passkey-error a")  # to where they work
         page.wait_for_url(f"{there}/login?next=/passkeys")
         assert page.is_hidden("#passkey-sign-in #passkey-error") and page.is_enabled("#passkey-sign-in-button")
+        assert page.evaluate(background, "#passkey-sign-in-button") != disabled_colour  # a disabled button looks so
 
         page.fill("#token", token)
         page.click("button[type=submit]")
