@@ -210,7 +210,7 @@ def write(command: Command, values: dict[str, Any]) -> None:
                 if as_json:
                     raw_json(response.content)
                 else:
-                    render(answer)
+                    render(answer, base=settings.url)
                 run_id = (answer or {}).get("run_id")
             code = run_watch(
                 api, values["corpus"], values["service"], run_id=run_id, interval=interval,
@@ -225,7 +225,7 @@ def write(command: Command, values: dict[str, Any]) -> None:
             raw_json(response.content)
         return
     if answer is not None:
-        render(answer)
+        render(answer, base=settings.url)
     else:
         files = response.headers.get("X-Result-Files")
         out.print(f"done ({response.status_code})" + (f"; result files: {files}" if files is not None else ""))

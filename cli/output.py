@@ -300,7 +300,7 @@ def render(
     if not isinstance(body, dict):
         out.print(cell(body), markup=False)
         return
-    pairs = [(key, cell(_nested(value)), TEXT) for key, value in body.items() if not _records(value)]
+    pairs = [(key, cell(_nested(value), _kind(key), base), TEXT) for key, value in body.items() if not _records(value)]
     if pairs:
         out.print(fields_table(pairs))
     for key, value in body.items():
@@ -308,11 +308,16 @@ def render(
             rows_print(Rows(key, key, _shape_columns(value)), body, base, gap=True)
 
 
+def _kind(key: str) -> str:
+    """A field of the API that holds a link (`url`, `html`, `…_url`), printed as a full URL; else text."""
+    return LINK if key in ("url", "html") or key.endswith("_url") else TEXT
+
+
 def _shape_columns(rows: list[dict[str, Any]]) -> tuple[Col, ...]:
     seen: dict[str, None] = {}
     for row in rows:
         seen.update(dict.fromkeys(row))
-    return tuple(Col(key, lambda row, key=key: _nested(row.get(key)), TEXT) for key in seen)
+    return tuple(Col(key, lambda row, key=key: _nested(row.get(key)), _kind(key)) for key in seen)
 
 
 def _nested(value: Any) -> Any:

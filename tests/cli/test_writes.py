@@ -100,8 +100,9 @@ def _ok(result) -> str:
 
 
 @pytest.mark.slow
-def test_writes_with_yes_do_what_their_endpoints_do(ccs, pair, corpus_root):
-    _ok(ccs("register", "s2", "--version", "1", "--yes"))
+def test_writes_with_yes_do_what_their_endpoints_do(ccs, pair, corpus_root, live_server):
+    printed = _ok(ccs("register", "s2", "--version", "1", "--yes"))
+    assert re.search(rf"^url +{re.escape(live_server.url)}/api/services/s2\b", printed, re.M), printed  # a full URL
     assert Service.objects.filter(name="s2", version="1").exists()
     assert AuditEntry.objects.filter(actor="tester", outcome="ok").count() >= 1
 
