@@ -72,7 +72,7 @@ class Client:
                 f"{self.settings.url} did not answer {method} {path} in time ({type(exc).__name__})"
             ) from exc
         except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach {self.settings.url}: {exc}") from exc
+            raise CliError(f"cannot reach {self.settings.url_words}: {exc}") from exc
         if response.status_code >= 400 and not ok:
             raise ApiError.of(response)
         return response
@@ -87,7 +87,7 @@ class Client:
                     raise ApiError.of(response)
                 yield from response.iter_bytes()
         except httpx.HTTPError as exc:
-            raise CliError(f"cannot reach {self.settings.url}: {exc}") from exc
+            raise CliError(f"cannot reach {self.settings.url_words}: {exc}") from exc
 
     def json(self, method: str, path: str, **kwargs: Any) -> Any:
         response = self.send(method, path, **kwargs)

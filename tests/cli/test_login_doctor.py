@@ -120,6 +120,8 @@ def test_doctor_says_when_the_server_cannot_be_reached(ccs):
     server, reachable = result.stdout.splitlines()[:2]
     assert server.split() == ["ok", "server", url, "(from", "$CCS_URL)"], result.stdout
     assert reachable.startswith("problem  reachable") and "CCS_URL" in reachable
+    status = ccs("status", CCS_URL=url)  # a read that cannot reach its server names it, and whence it came
+    assert status.returncode == 1 and status.stderr.startswith(f"ccs: cannot reach {url} (from $CCS_URL): "), status
 
 
 @pytest.mark.slow
