@@ -34,7 +34,7 @@ import pytest
 
 from conversion.engine import Limits, convert_text, latexmlc_path
 from conversion.processes import scratch_sweep
-from conversion.sandbox import INSIDE_WORK
+from conversion.sandbox import INSIDE_TMP, INSIDE_WORK
 from conversion.warm import (
     ANSWER_SECONDS,
     Profile,
@@ -160,12 +160,12 @@ def test_definitions_counters_and_global_assignments_of_a_conversion_are_not_see
 
 def test_a_file_a_conversion_writes_is_gone_for_the_next_one(server):
     # TeX's \openout: LaTeXML keeps what is written in its memory, where the same conversion reads it back.
-    # The paths are the sandbox's: its working directory (INSIDE_WORK) and its own /tmp.
+    # The paths are the sandbox's: its working directory (INSIDE_WORK) and its own /tmp (INSIDE_TMP).
     written = document(
         f"\\newwrite\\out\\immediate\\openout\\out={INSIDE_WORK}/w.tex\\immediate\\write\\out{{WORKMARK}}"
         f"\\immediate\\closeout\\out\\input{{{INSIDE_WORK}/w.tex}}"
-        "\\immediate\\openout\\out=/tmp/w.tex\\immediate\\write\\out{TMPMARK}\\immediate\\closeout\\out"
-        "\\input{/tmp/w.tex}"
+        f"\\immediate\\openout\\out={INSIDE_TMP}/w.tex\\immediate\\write\\out{{TMPMARK}}\\immediate\\closeout\\out"
+        f"\\input{{{INSIDE_TMP}/w.tex}}"
     )
     answer = server.convert(written, timeout=TIMEOUT)
     assert answer["status"] == "no_problem" and "WORKMARK" in answer["result"] and "TMPMARK" in answer["result"]
@@ -185,12 +185,13 @@ def test_a_file_a_conversion_writes_is_gone_for_the_next_one(server):
         document(
             f"{seen} \\IfFileExists{{{INSIDE_WORK}/result.html}}{{RESULTSEEN}}{{RESULTGONE}}"
             f" \\IfFileExists{{{INSIDE_WORK}/input.tex}}{{OWNSEEN}}{{OWNGONE}}"
-            f" \\input{{{INSIDE_WORK}/w.tex}}\\input{{/tmp/w.tex}}"
+            f" \\input{{{INSIDE_WORK}/w.tex}}\\input{{{INSIDE_TMP}/w.tex}}"
         ),
         timeout=TIMEOUT,
     )
     assert "WORKGONE TMPGONE RESULTGONE OWNSEEN" in looked["result"], looked["result"][-2000:]
-    assert "Error:missing_file:/work/w.tex " in looked["log"] and "Error:missing_file:/tmp/w.tex " in looked["log"]
+    assert f"Error:missing_file:{INSIDE_WORK}/w.tex " in looked["log"]
+    assert f"Error:missing_file:{INSIDE_TMP}/w.tex " in looked["log"]
     assert_nothing_left(server)
 
 

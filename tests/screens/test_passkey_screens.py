@@ -41,6 +41,17 @@ def _authenticator(page: Any) -> tuple[Any, str]:
     return devtools, added["authenticatorId"]
 
 
+def _sign_in_and_register(page: Any, origin: str, token: str, name: str) -> None:
+    """Sign in at `origin` with the token, then register a passkey named `name` on the passkeys screen."""
+    page.goto(f"{origin}/login?next=/passkeys")
+    page.fill("#token", token)
+    page.click("button[type=submit]")
+    page.wait_for_url(f"{origin}/passkeys")
+    page.fill("#passkey-name", name)
+    page.click("#passkey-register button[type=submit]")
+    page.wait_for_selector("#passkeys tr[data-passkey]")
+
+
 def test_register_sign_in_with_the_passkey_revoke_and_be_refused(page, origin, token):
     problems: list[str] = []
     page.on("console", lambda m: problems.append(m.text) if "Content Security Policy" in m.text else None)
@@ -48,13 +59,7 @@ def test_register_sign_in_with_the_passkey_revoke_and_be_refused(page, origin, t
     page.on("dialog", lambda dialog: dialog.accept())  # the revoke button asks first
     devtools, authenticator = _authenticator(page)
 
-    page.goto(f"{origin}/login?next=/passkeys")
-    page.fill("#token", token)
-    page.click("button[type=submit]")
-    page.wait_for_url(f"{origin}/passkeys")
-    page.fill("#passkey-name", "virtual key")
-    page.click("#passkey-register button[type=submit]")
-    page.wait_for_selector("#passkeys tr[data-passkey]")
+    _sign_in_and_register(page, origin, token, "virtual key")
     assert page.input_value("#passkeys tr[data-passkey] input[name=name]") == "virtual key"
     passkey = Passkey.objects.get()
     assert (passkey.actor, passkey.name, passkey.transports) == ("tester", "virtual key", ["internal"])

@@ -9,7 +9,7 @@ import os
 import pytest
 
 from tests.ops.test_up import Up, _ports
-from tests.screens.test_passkey_screens import _authenticator
+from tests.screens.test_passkey_screens import _authenticator, _sign_in_and_register
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -44,12 +44,7 @@ def test_passkeys_work_at_localhost_on_ups_port_and_127_0_0_1_says_to_open_that(
         assert page.is_hidden("#passkey-sign-in #passkey-error") and page.is_enabled("#passkey-sign-in-button")
         assert page.evaluate(background, "#passkey-sign-in-button") != disabled_colour  # a disabled button looks so
 
-        page.fill("#token", token)
-        page.click("button[type=submit]")
-        page.wait_for_url(f"{there}/passkeys")
-        page.fill("#passkey-name", "virtual key")
-        page.click("#passkey-register button[type=submit]")
-        page.wait_for_selector("#passkeys tr[data-passkey]")
+        _sign_in_and_register(page, there, token, "virtual key")
         (stored,) = devtools.send("WebAuthn.getCredentials", {"authenticatorId": authenticator})["credentials"]
         assert stored["rpId"] == "localhost"
 
