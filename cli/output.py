@@ -196,7 +196,7 @@ def fields_table(pairs: Sequence[tuple[str, str, str]]) -> Table:
     room = max(out.width - key_width - 2, 10)
     grid = Table.grid(padding=(0, 2))
     grid.add_column(no_wrap=True)
-    grid.add_column(max_width=room)
+    grid.add_column(max_width=room, overflow="fold")  # a link longer than the room folds onto the next line
     for key, value, kind in pairs:
         wraps = kind in (LINK, PROSE)
         shown = value

@@ -113,3 +113,13 @@ def test_class_names_come_before_their_meaning(ccs, pair):
     header = next(line for line in result.stdout.splitlines() if "meaning" in line)
     positions = [header.index(name) for name in ("severity", "category", "what", "meaning")]
     assert positions == sorted(positions), header
+
+
+def test_a_record_s_link_longer_than_the_line_folds_whole_onto_the_next_never_cut(ccs, pair, live_server):
+    narrow = 60  # a job's link (about 70 characters here) does not fit beside its key
+    argv = ["job", pair["job"]]
+    link = f"{live_server.url}{json.loads(ccs(*argv, '--json').stdout)['url']}"
+    assert len(link) > narrow, link
+    shown = ccs(*argv, COLUMNS=str(narrow)).stdout
+    assert all(len(line) <= narrow for line in shown.splitlines()), shown
+    assert link in re.sub(r"\s+", "", shown), shown  # folded whole, not cut with an ellipsis
