@@ -17,7 +17,7 @@ from config.env import (
     env_str,
     trusted_proxies,
 )
-from conversion.choices import SandboxMode
+from conversion.choices import SandboxMode, SandboxProc
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var"))).resolve()
@@ -236,6 +236,10 @@ CONVERSION_SANDBOX = env_choice(
     "CONVERSION_SANDBOX", SandboxMode.BWRAP.value, choices=tuple(mode.value for mode in SandboxMode)
 )
 CONVERSION_BWRAP = env_str("CONVERSION_BWRAP", "bwrap")
+# `none` gives the sandbox no /proc, where a container's masked /proc paths refuse it one of its own.
+CONVERSION_SANDBOX_PROC = env_choice(
+    "CONVERSION_SANDBOX_PROC", SandboxProc.MOUNT.value, choices=tuple(proc.value for proc in SandboxProc)
+)
 CONVERT_MAX_BYTES = env_int("CONVERT_MAX_BYTES", 1024 * 1024, minimum=1)
 CONVERT_TIMEOUT_SECONDS = env_int("CONVERT_TIMEOUT_SECONDS", 60, minimum=1)
 CONVERT_CONCURRENCY = env_int("CONVERT_CONCURRENCY", 2, minimum=1)

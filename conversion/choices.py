@@ -200,6 +200,14 @@ class SandboxMode(StrEnum):
     NONE = "none"
 
 
+class SandboxProc(StrEnum):
+    """Whether the sandbox has a /proc: one of its own pid namespace, mounted by bwrap, or none at all, where
+    the kernel refuses that mount (a container whose /proc has masked paths: docs/decisions/container-sandbox.md)."""
+
+    MOUNT = "mount"
+    NONE = "none"
+
+
 def completed_status_name(status: int) -> str:
     """The name of a completed task status: -1..-5 -> no_problem, warning, error, fatal, invalid."""
     try:

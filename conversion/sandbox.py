@@ -4,9 +4,10 @@ bindings (`*.ltxml`) from the document's own directory, so a document can run ar
 Inside, the run sees its working directory read-write at /work, the TeX and Perl installation
 read-only, what its converter profile names (an engine's installation, stylesheets, binding paths)
 read-only at the same paths as outside, its own /tmp (a directory on disk beside the working
-directory, so what it writes there is disk, under the conversion's disk limit, not memory), /proc and
-a minimal /dev; no network, no home, no other part of /etc or of the host. Run as root, bwrap itself
-runs as an unprivileged user (nobody) and the working directory is handed to that user for the run.
+directory, so what it writes there is disk, under the conversion's disk limit, not memory), a /proc of
+its own pid namespace (or none, with proc `none`) and a minimal /dev; no network, no home, no other
+part of /etc or of the host. Run as root, bwrap itself runs as an unprivileged user (nobody) and the
+working directory is handed to that user for the run.
 Mode `none` runs latexmlc directly (no isolation).
 """
 
@@ -27,10 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from conversion import imagemagick
-from conversion.choices import SandboxMode
+from conversion.choices import SandboxMode, SandboxProc
 from conversion.processes import scratch_prefix
 
 MODES: tuple[str, ...] = tuple(mode.value for mode in SandboxMode)
+PROCS: tuple[str, ...] = tuple(proc.value for proc in SandboxProc)
 # The working directory as latexmlc sees it inside the sandbox.
 INSIDE_WORK = PurePosixPath("/work")
 # The sandbox's own /tmp: HOME and TMPDIR of the run point there.
@@ -50,6 +52,12 @@ _TOP_LEVEL = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 # (DATABASE_URL, SECRET_KEY, tokens) enters the sandbox.
 _PASSED_ENV = ("LANG", "LC_ALL", "LC_CTYPE")
 _INSTALL_HINT = "apt-get install bubblewrap"
+# What bwrap says when the kernel refuses it a fresh /proc, and what to do about it.
+_PROC_REFUSED = "Can't mount proc"
+_PROC_HINT = (
+    "a container's masked /proc paths refuse the sandbox a /proc of its own: run the container with"
+    " systempaths=unconfined, or set CONVERSION_SANDBOX_PROC=none (docs/decisions/container-sandbox.md)"
+)
 _PROBE_TIMEOUT_SECONDS = 20
 _CHILD_PID = re.compile(rb'"child-pid":\s*(\d+)\s*[,}]')
 
@@ -72,10 +80,13 @@ class Sandbox:
 
     mode: str = SandboxMode.BWRAP.value
     bwrap: str = "bwrap"  # the bubblewrap executable, a name looked up on PATH or a path
+    proc: str = SandboxProc.MOUNT.value  # a /proc of the sandbox's own, or none
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise ValueError(f"the sandbox mode must be one of {', '.join(MODES)}, not {self.mode!r}")
+        if self.proc not in PROCS:
+            raise ValueError(f"the sandbox's /proc must be one of {', '.join(PROCS)}, not {self.proc!r}")
 
     @property
     def enabled(self) -> bool:
@@ -174,6 +185,8 @@ def _probe(sandbox: Sandbox) -> str | None:
             return None
         lines = [line.strip() for line in result.stderr.decode(errors="replace").splitlines() if line.strip()]
         why = lines[-1] if lines else f"bwrap exited with code {result.returncode}"
+        if _PROC_REFUSED in why:
+            why = f"{why} ({_PROC_HINT})"
         return f"the conversion sandbox cannot start: {why}"
 
 
@@ -238,7 +251,7 @@ def launched(
             os.chown(tmp, SANDBOX_UID, SANDBOX_GID)
         info_read, info_write = os.pipe()
         opened += [info_read, info_write]
-        argv = [bwrap, *_filesystem_options(), "--bind", str(tmp), INSIDE_TMP]
+        argv = [bwrap, *_filesystem_options(proc=sandbox.proc), "--bind", str(tmp), INSIDE_TMP]
         argv += ["--bind", str(bound), str(INSIDE_WORK)]
         for path in read_only:
             argv += ["--ro-bind", str(path), str(path)]
@@ -302,7 +315,7 @@ def exit_status(returncode: int) -> int:
     return -(returncode - 128) if 128 < returncode < 128 + 65 else returncode
 
 
-def _filesystem_options() -> list[str]:
+def _filesystem_options(*, proc: str) -> list[str]:
     options: list[str] = []
     for path in _READ_ONLY:
         options += ["--ro-bind-try", path, path]
@@ -313,7 +326,9 @@ def _filesystem_options() -> list[str]:
         elif host.is_dir():
             options += ["--ro-bind", str(host), str(host)]
     # No tmpfs for /tmp: it would live in memory outside RLIMIT_AS, a second memory budget per conversion.
-    return [*options, "--proc", "/proc", "--dev", "/dev"]
+    if proc == SandboxProc.MOUNT:
+        options += ["--proc", "/proc"]
+    return [*options, "--dev", "/dev"]
 
 
 def _policy_options(policy: bytes, opened: list[int]) -> list[str]:

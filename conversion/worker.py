@@ -61,7 +61,7 @@ import zmq
 
 from conversion import cgroups, engine
 from conversion.archive import inspect_entry
-from conversion.choices import Category, LatexmlStatus, SandboxMode
+from conversion.choices import Category, LatexmlStatus, SandboxMode, SandboxProc
 from conversion.governor import Governor
 from conversion.machine import concurrency_auto
 from conversion.output_checks import check_conversion
@@ -75,7 +75,7 @@ from conversion.profiles import (
     profile_parse,
     roots_check,
 )
-from conversion.sandbox import MODES, Sandbox
+from conversion.sandbox import MODES, PROCS, Sandbox
 from conversion.wire import (
     DEFAULT_MESSAGE_SIZE,
     HEARTBEAT_TAG,
@@ -808,6 +808,11 @@ def argument_parser() -> argparse.ArgumentParser:
         help="bwrap (default; env CONVERSION_SANDBOX) or none: run latexmlc without isolation",
     )  # fmt: skip
     parser.add_argument("--bwrap", default=os.environ.get("CONVERSION_BWRAP") or "bwrap", help="the bwrap executable")
+    parser.add_argument(
+        "--sandbox-proc", default=os.environ.get("CONVERSION_SANDBOX_PROC") or SandboxProc.MOUNT.value,
+        help="mount (default; env CONVERSION_SANDBOX_PROC): the sandbox has a /proc of its own; none: no /proc,"
+        " for a container whose masked /proc paths refuse that mount",
+    )  # fmt: skip
     return parser
 
 
@@ -819,6 +824,8 @@ def main(argv: list[str] | None = None) -> int:
         args.concurrency = concurrency_auto(args.memory_mb)
     if args.sandbox not in MODES:
         parser.error(f"CONVERSION_SANDBOX must be one of {', '.join(MODES)}, not {args.sandbox!r}")
+    if args.sandbox_proc not in PROCS:
+        parser.error(f"CONVERSION_SANDBOX_PROC must be one of {', '.join(PROCS)}, not {args.sandbox_proc!r}")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(threadName)s %(message)s")
     stop = threading.Event()
     stop_on_signals(stop)
@@ -826,7 +833,8 @@ def main(argv: list[str] | None = None) -> int:
         run_worker(
             ventilator=args.ventilator, sink=args.sink, service=args.service, concurrency=args.concurrency,
             identity=args.identity, timeout=args.timeout, memory_mb=args.memory_mb, message_size=args.message_size,
-            stop=stop, latexmlc=args.latexmlc, sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap),
+            stop=stop, latexmlc=args.latexmlc,
+            sandbox=Sandbox(mode=args.sandbox, bwrap=args.bwrap, proc=args.sandbox_proc),
             result_max_bytes=args.result_max_bytes, disk_mb=args.disk_mb, max_processes=args.max_processes,
             memory_floor_mb=args.memory_floor_mb,
             profile_roots=[root for root in args.profile_roots.split(":") if root],

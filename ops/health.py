@@ -22,7 +22,7 @@ from django.utils import timezone
 from config.live import get_config
 from config.redis_client import redis_client
 from conversion import warm
-from conversion.choices import TaskStatus
+from conversion.choices import SandboxProc, TaskStatus
 from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
 from corpora.queries import services_stranded
@@ -429,15 +429,17 @@ def conversion_sandbox_check() -> dict:
             HealthStatus.PROBLEM,
             f"conversions cannot run: {why}",
             "Install bubblewrap (apt-get install bubblewrap) or point CONVERSION_BWRAP at it; in a container, allow "
-            "user namespaces. Then restart the workers.",
+            "user namespaces (deploy/docker/seccomp-bwrap.json) and set CONVERSION_SANDBOX_PROC=none. Then restart "
+            "the workers.",
             mode=sandbox.mode,
             state="unavailable",
         )
     return _check(
         "conversion_sandbox",
         HealthStatus.OK,
-        f"conversions run confined in {sandbox.mode}",
+        f"conversions run confined in {sandbox.mode}" + (", without /proc" if sandbox.proc == SandboxProc.NONE else ""),
         mode=sandbox.mode,
+        proc=sandbox.proc,
         state="ok",
     )
 

@@ -62,8 +62,11 @@ def convert_engine_status(*, timeout: float = 2.0) -> list[dict] | None:
 
 
 def conversion_sandbox() -> Sandbox:
-    """The sandbox latexmlc runs in here, as the settings say (CONVERSION_SANDBOX, CONVERSION_BWRAP)."""
-    return Sandbox(mode=settings.CONVERSION_SANDBOX, bwrap=settings.CONVERSION_BWRAP)
+    """The sandbox latexmlc runs in here, as the settings say (CONVERSION_SANDBOX, CONVERSION_BWRAP,
+    CONVERSION_SANDBOX_PROC)."""
+    return Sandbox(
+        mode=settings.CONVERSION_SANDBOX, bwrap=settings.CONVERSION_BWRAP, proc=settings.CONVERSION_SANDBOX_PROC
+    )
 
 
 def worker_list(service_name: str) -> list:

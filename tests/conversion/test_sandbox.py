@@ -497,3 +497,33 @@ def test_a_path_over_one_of_the_sandboxs_own_mounts_is_not_bound(tmp_path):
         launched(BWRAP, tmp_path, "/usr/bin/true", read_only=[Path("/tmp")]),
     ):
         pass
+
+
+def test_a_sandbox_without_proc_has_none_and_still_converts_a_document(tmp_path):
+    # proc `none` is what a container whose masked /proc paths refuse bwrap a fresh /proc runs with
+    # (docs/decisions/container-sandbox.md): the run sees no /proc at all, and LaTeXML does not need one.
+    script = tmp_path / "proc-latexmlc"
+    script.write_text("#!/bin/sh\nif [ -e /proc/self/status ]; then echo mounted; else echo absent; fi > proc.txt\n")
+    script.chmod(script.stat().st_mode | stat.S_IXUSR)
+    for proc, seen in (("mount", "mounted"), ("none", "absent")):
+        source = tmp_path / proc
+        write_tex(source / "doc.tex")
+        convert(source, "doc.tex", timeout=30, latexmlc=str(script), sandbox=Sandbox(proc=proc))
+        assert (source / "proc.txt").read_text().strip() == seen, proc
+    write_tex(tmp_path / "real" / "doc.tex")
+    conversion = convert(tmp_path / "real", "doc.tex", timeout=120, sandbox=Sandbox(proc="none"))
+    assert conversion.status_code == 0, conversion.log.decode(errors="replace")[-2000:]
+    assert list(conversion.output_dir.glob("*.html"))
+
+
+def test_the_worker_command_line_takes_the_sandboxs_proc_from_its_option_or_the_environment(tmp_path):
+    env = {key: value for key, value in os.environ.items() if not key.startswith("CONVERSION_SANDBOX")}
+    argv = [sys.executable, "-m", "conversion.worker", "--ventilator", "tcp://127.0.0.1:1", "--sink",
+            "tcp://127.0.0.1:2", "--service", "tex_to_html"]  # fmt: skip
+    bad = subprocess.run(
+        argv, cwd=PROJECT_DIR, env={**env, "CONVERSION_SANDBOX_PROC": "fresh"}, capture_output=True, text=True,
+        timeout=60,
+    )  # fmt: skip
+    assert bad.returncode == 2 and "CONVERSION_SANDBOX_PROC must be one of mount, none, not 'fresh'" in bad.stderr
+    with pytest.raises(ValueError, match="the sandbox's /proc must be one of mount, none, not 'fresh'"):
+        Sandbox(proc="fresh")
