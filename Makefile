@@ -6,7 +6,7 @@ PY     := $(VENV)/bin/python
 ARGS   ?=
 PYTEST_ARGS ?=
 
-.PHONY: run test lint lock clean
+.PHONY: run test deploy-check lint lock clean
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,12 @@ test: $(VENV)/.installed-dev
 	$(PY) -m ruff format --no-cache --check .
 	$(VENV)/bin/lint-imports --no-cache
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The image built, the compose stack run on real papers and compared with the same conversions here, then
+# removed (deploy/check.py; docs/deploy.md). Installs and starts a Docker engine where none answers.
+deploy-check: $(VENV)/.installed-run
+	scripts/system-packages
+	$(PY) deploy/check.py $(ARGS)
 
 lint: $(VENV)/.installed-dev
 	$(PY) -m ruff check --fix .

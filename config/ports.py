@@ -98,7 +98,7 @@ def ports_check(
                 say(
                     f"Port {port} for the {what} is held by a connection ({held}), not a listener: another program's"
                     f" connection used it as its own port. Waiting up to {wait:.0f} s for it to close."
-                    f" To prevent it: {reserve_hint(ports)} (docs/deployment.md#ports)."
+                    f" To prevent it: {reserve_hint(ports)} (docs/deploy.md#ports)."
                 )
                 said = True
             time.sleep(0.5)

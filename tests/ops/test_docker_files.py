@@ -1,11 +1,13 @@
-"""docker-compose.yml, the Dockerfile and .dockerignore, read as Docker would read them (the test
-machines have no Docker engine): every long-running service restarts, every volume is mounted where the
-image has a directory its user owns, health checks back every `service_healthy`, and the image takes no
-secrets or data from the checkout."""
+"""docker-compose.yml, the Dockerfile, .dockerignore and the Kubernetes workers, read as Docker and kubectl
+would read them: every long-running service restarts, every volume is mounted where the image has a
+directory its user owns, health checks back every `service_healthy`, the services that run bubblewrap get
+what it needs and no more, the compose and Kubernetes workers agree, and the image takes no secrets or data
+from the checkout. `make deploy-check` (deploy/check.py) builds and runs them for real."""
 
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 import shlex
 from pathlib import PurePosixPath
@@ -161,7 +163,6 @@ def test_dockerignore_keeps_secrets_data_the_virtualenv_and_git_out_of_the_image
 
 
 def _gunicorn_commands(compose: dict, dockerfile: list[tuple[str, str]]) -> list[list[str]]:
-    import json
 
     commands = [
         service["command"] for service in compose["services"].values() if "gunicorn" in service.get("command", [])
@@ -178,14 +179,72 @@ def test_every_gunicorn_masks_tokens_and_runs_threaded_workers(compose, dockerfi
         assert command[command.index("--worker-class") + 1] == "gthread"
 
 
-def test_the_services_that_convert_may_start_the_bubblewrap_sandbox(compose):
-    # web (POST /convert) and the LaTeXML workers run latexmlc in bubblewrap, which needs user namespaces
-    # (refused by Docker's default seccomp and AppArmor profiles) and a fresh /proc, which the kernel does not
-    # mount in a user namespace while part of the container's /proc is covered (Docker's masked paths).
-    for name in ("web", "latexml-worker"):
-        options = compose["services"][name].get("security_opt", [])
-        assert {"seccomp=unconfined", "apparmor=unconfined", "systempaths=unconfined"} <= set(options), name
-        assert compose["services"][name].get("environment", {}).get("CONVERSION_SANDBOX", "bwrap") == "bwrap"
+SANDBOXED = ("web", "convert-engine", "latexml-worker")  # they run latexmlc in bubblewrap
+SECCOMP = "deploy/docker/seccomp-bwrap.json"
+# What bwrap calls to make its namespaces and mounts: the profile must let them through.
+BWRAP_SYSCALLS = {"unshare", "clone", "clone3", "mount", "umount2", "pivot_root", "setns", "prctl"}
+
+
+def test_the_services_that_convert_get_what_bubblewrap_needs_and_no_more(compose):
+    # Docker's default seccomp profile refuses bwrap's user namespaces; ours allows them. AppArmor's default
+    # profile denies mount. No capability and no privilege escalation; no /proc of the sandbox's own, since
+    # Docker's masked /proc paths refuse it (docs/decisions/container-sandbox.md).
+    for name in SANDBOXED:
+        service = compose["services"][name]
+        options = set(service.get("security_opt", []))
+        assert {f"seccomp={SECCOMP}", "apparmor=unconfined", "no-new-privileges:true"} <= options, name
+        assert not {"seccomp=unconfined", "systempaths=unconfined"} & options, name
+        assert service["cap_drop"] == ["ALL"], name
+        assert not service.get("privileged"), name
+        assert service["environment"].get("CONVERSION_SANDBOX", "bwrap") == "bwrap", name
+        assert service["environment"]["CONVERSION_SANDBOX_PROC"] == "none", name
+    for name, service in compose["services"].items():
+        if name not in SANDBOXED:
+            assert not any(option.startswith("seccomp") for option in service.get("security_opt", [])), name
+
+
+def test_the_seccomp_profile_lets_bubblewrap_through_and_refuses_what_no_conversion_needs():
+    profile = json.loads((PROJECT_DIR / SECCOMP).read_text())
+    assert profile["defaultAction"] == "SCMP_ACT_ALLOW"
+    denied = {name for rule in profile["syscalls"] if rule["action"] == "SCMP_ACT_ERRNO" for name in rule["names"]}
+    assert not denied & BWRAP_SYSCALLS
+    assert {"keyctl", "bpf", "ptrace", "kexec_load", "init_module", "io_uring_setup", "perf_event_open"} <= denied
+    # A denylist must cover the 32-bit ABIs too, or a 32-bit call of the same syscall would pass.
+    arches = {entry["architecture"]: set(entry["subArchitectures"]) for entry in profile["archMap"]}
+    assert arches["SCMP_ARCH_X86_64"] == {"SCMP_ARCH_X86", "SCMP_ARCH_X32"}
+
+
+def _k8s_worker() -> dict:
+    documents = yaml.safe_load_all((PROJECT_DIR / "deploy/kubernetes/base/latexml-worker.yaml").read_text())
+    return next(doc for doc in documents if doc["kind"] == "Deployment")["spec"]["template"]["spec"]
+
+
+def test_the_compose_and_kubernetes_workers_run_the_same_image_command_and_security_settings(compose):
+    service = compose["services"]["latexml-worker"]
+    pod = _k8s_worker()
+    (container,) = pod["containers"]
+    # The image: the same repository (compose's tag can be set with CCS_IMAGE; kustomize sets the cluster's).
+    compose_image = re.sub(r"\$\{CCS_IMAGE:-([^}]*)\}", r"\1", service["image"]).split(":")[0]
+    assert compose_image == container["image"]
+    # The command: the same, the dispatcher's host named as each network names it.
+    assert [arg.replace("tcp://dispatcher:", "tcp://ccs-dispatcher:") for arg in service["command"]] == container[
+        "command"
+    ]
+    uid, gid = (int(part) for part in service["user"].split(":"))
+    assert (pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]) == (uid, gid)
+    profile = pod["securityContext"]["seccompProfile"]
+    assert f"seccomp={SECCOMP}" in service["security_opt"]
+    assert profile == {"type": "Localhost", "localhostProfile": "ccs/" + PurePosixPath(SECCOMP).name}
+    assert "apparmor=unconfined" in service["security_opt"]
+    assert pod["securityContext"]["appArmorProfile"] == {"type": "Unconfined"}
+    context = container["securityContext"]
+    assert context["capabilities"] == {"drop": service["cap_drop"]}
+    assert context["allowPrivilegeEscalation"] is ("no-new-privileges:true" not in service["security_opt"])
+    assert context["readOnlyRootFilesystem"] is service["read_only"]
+    env = {item["name"]: item["value"] for item in container.get("env", [])}
+    assert env == service["environment"]
+    # No database, no secret: neither holds any.
+    assert "envFrom" not in container
 
 
 def test_the_dispatcher_ports_are_reserved_from_the_containers_ephemeral_ports(compose):
@@ -194,3 +253,23 @@ def test_the_dispatcher_ports_are_reserved_from_the_containers_ephemeral_ports(c
     dispatcher = compose["services"]["dispatcher"]
     published = sorted(int(mapping.split(":")[-1]) for mapping in dispatcher["ports"])
     assert dispatcher["sysctls"] == {"net.ipv4.ip_local_reserved_ports": ",".join(map(str, published))}
+
+
+def test_the_image_has_a_health_check_and_every_other_role_its_own_or_none_on_purpose(compose, dockerfile):
+    assert any(instruction == "HEALTHCHECK" and "/healthz" in arguments for instruction, arguments in dockerfile)
+    for name, service in compose["services"].items():
+        if service.get("image", "").startswith("${CCS_IMAGE") and name != "web":
+            # The image's check asks the web server, which only web runs.
+            assert "healthcheck" in service, f"{name} would inherit the web server's health check"
+
+
+def test_every_upstream_image_has_a_stand_in_of_the_same_version_for_machines_without_a_registry(compose, dockerfile):
+    """deploy/check.py builds these where no registry answers: the same Debian release and major versions."""
+    (base,) = [arguments for instruction, arguments in dockerfile if instruction == "FROM"]
+    assert base == "debian:bookworm-slim"
+    for name in ("postgres", "redis"):
+        tag = compose["services"][name]["image"]
+        standin = (PROJECT_DIR / "deploy/docker/standins" / name / "Dockerfile").read_text()
+        assert f"stand-in for the official {tag} image" in standin
+        assert f"FROM {base}" in standin
+        assert tag.endswith("-bookworm")

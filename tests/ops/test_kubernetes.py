@@ -31,6 +31,8 @@ WORKER_OVERHEAD_MI = 512
 # The gunicorn processes' memory beside POST /convert's conversions (deploy/kubernetes/base/web.yaml).
 WEB_OVERHEAD_MI = 1024
 SANDBOXED = {"ccs-web", "ccs-latexml-worker"}  # they run latexmlc in bubblewrap
+# The seccomp profile of the pods that run bubblewrap, as the nodes' kubelets hold it (docs/deploy.md).
+SECCOMP_PROFILE = "ccs/seccomp-bwrap.json"
 
 _STRING_MAP = {"type": "object", "additionalProperties": {"type": "string"}}
 _METADATA = {
@@ -390,18 +392,19 @@ def test_only_the_pods_that_run_bubblewrap_get_what_it_needs(trees, tree):
     for name, pod in _pods(trees[tree]):
         context = pod["securityContext"]
         if name in SANDBOXED:
-            # bwrap's own user namespace (seccomp and AppArmor let it unshare and mount), and a /proc it may
-            # mount again, which Kubernetes allows only in a pod with its own user namespace.
-            assert pod["hostUsers"] is False, name
-            assert context["seccompProfile"] == {"type": "Unconfined"}, name
+            # bwrap's own user namespace: a seccomp profile that lets it unshare and mount, AppArmor that lets it
+            # mount, and no /proc of its own (the runtime's masked paths refuse one), in every container.
+            assert context["seccompProfile"] == {"type": "Localhost", "localhostProfile": SECCOMP_PROFILE}, name
             assert context["appArmorProfile"] == {"type": "Unconfined"}, name
-            assert all(c["securityContext"]["procMount"] == "Unmasked" for c in pod["containers"]), name
-            env = {item["name"]: item.get("value") for c in pod["containers"] for item in c.get("env", [])}
-            assert env.get("CONVERSION_SANDBOX", "bwrap") == "bwrap", name
+            for container in pod["containers"]:
+                env = {item["name"]: item.get("value") for item in container.get("env", [])}
+                assert env.get("CONVERSION_SANDBOX", "bwrap") == "bwrap", name
+                assert env.get("CONVERSION_SANDBOX_PROC") == "none", (name, container["name"])
         else:
             assert context["seccompProfile"] == {"type": "RuntimeDefault"}, name
-            assert "hostUsers" not in pod, name
-            assert all("procMount" not in c["securityContext"] for c in pod["containers"]), name
+        # No pod needs a user namespace of its own or an unmasked /proc (clusters without them run these).
+        assert "hostUsers" not in pod, name
+        assert all("procMount" not in c["securityContext"] for c in pod["containers"]), name
     if tree == "overlay":  # Pod Security's baseline level refuses those settings
         namespace = _named(trees[tree], "Namespace", "ccs")
         assert namespace["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"

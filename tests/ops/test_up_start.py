@@ -85,7 +85,7 @@ def test_a_port_held_by_a_connection_in_time_wait_is_waited_out_with_a_line_sayi
         f"Port {sink} for the dispatcher sink (DISPATCHER_SINK_PORT) is held by a connection (TIME_WAIT), not a"
         " listener: another program's connection used it as its own port. Waiting up to 65 s for it to close. To"
         f" prevent it: sysctl -w net.ipv4.ip_local_reserved_ports={reserve} keeps other programs'"
-        " connections off them (docs/deployment.md#ports)."
+        " connections off them (docs/deploy.md#ports)."
     ), result.stdout
     assert f"PostgreSQL at 127.0.0.1:{closed}/ccs does not answer" in result.stderr  # past the ports
     assert time.monotonic() - started < 90
