@@ -457,7 +457,9 @@ def check(args: argparse.Namespace) -> None:
     finally:
         if stack is not None and args.keep:
             say(f"kept: the stack answers at {stack.url} (CCS_TOKEN={stack.token}); remove it with"
-                f" `{' '.join(stack.compose)} down -v`")  # fmt: skip
+                f" `SECRET_KEY=unused {' '.join(stack.compose)} down -v` and"
+                f" `docker image rm {' '.join([IMAGE, *built])}`"
+                + (f", then stop dockerd (pid {dockerd.pid})" if dockerd else ""))  # fmt: skip
         else:
             say("removing what it made")
             if stack is not None:
