@@ -73,6 +73,7 @@ BASE = "debian:bookworm-slim"
 UPSTREAM = (BASE, "postgres:15-bookworm", "redis:7-bookworm")
 DEBIAN_MIRROR = os.environ.get("DEBIAN_MIRROR", "http://deb.debian.org/debian")
 HOST_CA = Path("/etc/ssl/certs/ca-certificates.crt")
+DOCKER_SOCKET = Path("/var/run/docker.sock")
 LOG_DIR = PROJECT / "var" / "deploy-check"
 
 
@@ -133,6 +134,10 @@ def engine_start() -> subprocess.Popen | None:
     """A Docker engine that answers: the running one (None), or one started here (its process)."""
     if shutil.which("docker") and docker_answers():
         return None
+    if DOCKER_SOCKET.exists():
+        why = run(["docker", "info"], check=False, timeout=30).stderr.decode(errors="replace").strip()
+        raise CheckFailed(f"{DOCKER_SOCKET} exists but the Docker engine does not answer ({why[-300:]}): start"
+                          " dockerd, or run as root or as a member of the docker group")  # fmt: skip
     missing = [package for package, command in (("docker.io", "dockerd"), ("docker-compose", "docker-compose"))
                if not shutil.which(command)]  # fmt: skip
     if missing:
