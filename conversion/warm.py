@@ -81,6 +81,8 @@ FORK_FAILED_EXIT_CODE = 1
 _RECENT = 200
 # A restarted server waits this long after a failed start before it tries again, doubling up to the maximum.
 RESTART_PAUSE_SECONDS = 1.0
+# How long stopping a pool waits for a server being started to end (it is killed, then removes its files).
+STOP_STARTING_SECONDS = 10.0
 RESTART_PAUSE_MAX_SECONDS = 60.0
 # One request or answer on the engine's socket: a JSON object on one line, at most this long.
 MESSAGE_MAX_BYTES = 64 * 1024 * 1024
@@ -367,6 +369,14 @@ class WarmServer:
         if stack is not None:
             stack.close()
 
+    def abort_start(self) -> None:
+        """Cut short a start in progress on the launcher's thread: its parent is killed, so start() raises
+        ServerFailed and removes what it made."""
+        process = self.process
+        if process is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+
     def alive(self) -> bool:
         return self.process is not None and self.process.poll() is None and self.broken is None
 
@@ -650,6 +660,11 @@ class WarmPool:
 
     def _start_one(self, server: WarmServer, pause: float) -> None:
         """One attempt to start `server` (on the launcher's thread); after a failure, another in `pause` s."""
+        with self._cond:
+            if self._closed:  # stopped while this start waited its turn
+                self._starting.discard(id(server))
+                self._cond.notify_all()
+                return
         try:
             server.start()
         except (ServerFailed, OSError) as exc:
@@ -665,6 +680,7 @@ class WarmPool:
                 return
         with self._cond:
             self._starting.discard(id(server))
+            self._cond.notify_all()
             if self._closed:
                 server.stop()
                 return
@@ -774,9 +790,21 @@ class WarmPool:
             }
 
     def stop(self) -> None:
+        """Stop every server; one being started is cut short and waited for (STOP_STARTING_SECONDS at most),
+        so that none is left running or holding its files when the process ends."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()
+        deadline = time.monotonic() + STOP_STARTING_SECONDS
+        while True:
+            with self._cond:
+                starting = [server for server in self.servers if id(server) in self._starting]
+                if not starting or time.monotonic() >= deadline:
+                    break
+            for server in starting:
+                server.abort_start()
+            with self._cond:
+                self._cond.wait(0.1)
         for server in self.servers:
             server.stop()
 

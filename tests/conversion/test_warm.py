@@ -33,7 +33,7 @@ from pathlib import Path
 import pytest
 
 from conversion.engine import Limits, convert_text, latexmlc_path
-from conversion.processes import scratch_sweep
+from conversion.processes import scratch_prefix, scratch_sweep
 from conversion.sandbox import INSIDE_TMP, INSIDE_WORK
 from conversion.warm import (
     ANSWER_SECONDS,
@@ -322,6 +322,26 @@ def test_a_conversion_that_ignores_sigterm_with_an_orphaned_helper_ends_at_the_t
     assert SHORT_TIMEOUT <= seconds < SHORT_TIMEOUT + END_SECONDS
     assert_nothing_left(server)
     assert_serves(server)
+
+
+def test_a_pool_stopped_while_its_server_starts_leaves_no_process_and_no_files():
+    # As when `up` stops the warm engine while a pool starts or restarts a server: stop() cuts the start short
+    # and returns once it has removed what it made, so the process can end with nothing left behind.
+    prefix = scratch_prefix("cortex-warm-")
+
+    def mine() -> set[str]:
+        return {path.name for path in Path(tempfile.gettempdir()).iterdir() if path.name.startswith(prefix)}
+
+    before = mine()
+    pool = WarmPool(Profile(), 1, limits=LIMITS)
+    pool.start()
+    (server,) = pool.servers
+    wait_until(lambda: server.process is not None, RESTART_SECONDS, 0.01, "the server's start to begin")
+    process = server.process
+    pool.stop()
+    assert pool.status()["starting"] == 0
+    assert process.poll() is not None
+    assert mine() == before
 
 
 def test_a_process_left_behind_by_a_conversion_makes_its_pool_start_the_server_again():
