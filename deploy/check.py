@@ -329,12 +329,12 @@ class Stack:
         ccs = PROJECT / ".venv" / "bin" / "ccs"
         return run([str(ccs) if ccs.exists() else "ccs", *args], env=env, log=LOG_DIR / "ccs.log").returncode
 
-    def documents(self) -> dict[str, tuple[str, bool]]:
-        """Each document's status and whether it has HTML, as the API lists them."""
+    def documents(self) -> dict[str, tuple[str, str | None]]:
+        """Each document's status and the API's link to its HTML (None without), as the API lists them."""
         status, body = self.get(f"/api/corpora/{CORPUS}/services/{SERVICE}/documents?page_size=100")
         if status != 200:
             raise CheckFailed(f"GET the documents answered {status}: {body[:300]!r}")
-        return {row["document"]: (row["status"], row["has_html"]) for row in json.loads(body)["documents"]}
+        return {row["document"]: (row["status"], row.get("html")) for row in json.loads(body)["documents"]}
 
     def down(self, *, volumes: bool) -> None:
         self("down", "--remove-orphans", *(["-v"] if volumes else []), check=False)
@@ -452,9 +452,9 @@ def check(args: argparse.Namespace) -> None:
         after = stack.documents()
         if after != inside:
             raise CheckFailed(f"after down and up the documents are {after}, not {inside}")
-        for name, (_, has_html) in after.items():
-            if has_html:
-                status, _ = stack.get(f"/api/corpus/{CORPUS}/{SERVICE}/document/{name}/html")
+        for name, (_, html) in after.items():
+            if html:
+                status, _ = stack.get(html)
                 if status != 200:
                     raise CheckFailed(f"after down and up the HTML of {name} answers {status}")
         took("down and up, reports and HTML read again", step)

@@ -67,7 +67,13 @@ def test_the_health_check_shows_whether_conversions_run_sandboxed(authed, settin
         return next(check for check in body["checks"] if check["name"] == "conversion_sandbox")
 
     check = sandbox_check()
-    assert (check["status"], check["details"], check["remediation"]) == ("ok", {"mode": "bwrap", "state": "ok"}, None)
+    details = {"mode": "bwrap", "proc": "mount", "state": "ok"}
+    assert (check["status"], check["details"], check["remediation"]) == ("ok", details, None)
+    settings.CONVERSION_SANDBOX_PROC = "none"  # as in a container (docs/decisions/container-sandbox.md)
+    check = sandbox_check()
+    assert (check["status"], check["details"]["proc"]) == ("ok", "none")
+    assert check["summary"] == "conversions run confined in bwrap, without /proc"
+    settings.CONVERSION_SANDBOX_PROC = "mount"
     settings.CONVERSION_BWRAP = str(tmp_path / "no-bwrap")
     check = sandbox_check()
     assert (check["status"], check["details"]["state"]) == ("problem", "unavailable")
