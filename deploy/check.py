@@ -126,16 +126,21 @@ def apt_install(packages: list[str]) -> None:
 # --- the engine ------------------------------------------------------------------------------------
 
 
+def docker_info() -> subprocess.CompletedProcess:
+    return run(["docker", "info"], check=False, timeout=30)
+
+
 def docker_answers() -> bool:
-    return run(["docker", "info"], check=False, timeout=30).returncode == 0
+    return docker_info().returncode == 0
 
 
 def engine_start() -> subprocess.Popen | None:
     """A Docker engine that answers: the running one (None), or one started here (its process)."""
-    if shutil.which("docker") and docker_answers():
+    info = docker_info() if shutil.which("docker") else None
+    if info is not None and info.returncode == 0:
         return None
-    if DOCKER_SOCKET.exists():
-        why = run(["docker", "info"], check=False, timeout=30).stderr.decode(errors="replace").strip()
+    if DOCKER_SOCKET.exists() and info is not None:
+        why = info.stderr.decode(errors="replace").strip()
         raise CheckFailed(f"{DOCKER_SOCKET} exists but the Docker engine does not answer ({why[-300:]}): start"
                           " dockerd, or run as root or as a member of the docker group")  # fmt: skip
     missing = [package for package, command in (("docker.io", "dockerd"), ("docker-compose", "docker-compose"))
