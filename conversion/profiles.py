@@ -12,17 +12,19 @@ matched by a strict pattern, and every path lies inside configured roots (symbol
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from conversion.sandbox import bind_problem
+from conversion.sandbox import bind_problem, under_own_mount
 
 ENGINE_DEFAULT = "latexmlc"
 # The on/off options of latexmlc a profile may give, in the order they go on the command line.
@@ -92,6 +94,11 @@ class Profile:
 
 
 OPTIONS: tuple[str, ...] = tuple(f.name for f in fields(Profile))
+# The bindings written here (conversion/bindings/: LaTeXML's binding language, public domain), carried by
+# every worker: a profile names them among its binding paths by this name, which each machine resolves to
+# its own copy (shipped_bindings), so the profile and its hash are the same everywhere.
+SHIPPED_BINDINGS = "@bindings"
+BINDINGS_DIR = Path(__file__).resolve().parent / "bindings"
 ARXIV_PRELOAD = (
     "[nobibtex,ids,localrawstyles,nobreakuntex,magnify=1.8,zoomout=1.8,tokenlimit=249999999,iflimit=3599999,"
     "absorblimit=1299999,pushbacklimit=599999]latexml.sty"
@@ -113,9 +120,9 @@ PRESETS: dict[str, Preset] = {
             "arxiv",
             "arXiv's published ar5iv options that LaTeXML 0.8.8 accepts: latexml.sty with its loop guards and"
             " local raw styles (and nobibtex: a shipped .bbl only, as arXiv's sources carry one), presentation"
-            " and content MathML with TeX, no invisible times, no default resources; 1200 s at most (arXiv"
-            " allows 2700). Left out: --preload=ar5iv.sty, the ar5iv binding paths and remote CSS, which"
-            " Debian's LaTeXML lacks.",
+            " and content MathML with TeX, no invisible times, no default resources, and the bindings written"
+            " here (@bindings: biblatex, xparse, the AAS and REVTeX classes, ...); 1200 s at most (arXiv"
+            " allows 2700). Left out: --preload=ar5iv.sty, ar5iv's own binding paths and remote CSS.",
             Profile(
                 preloads=(ARXIV_PRELOAD,),
                 pmml=True,
@@ -123,6 +130,7 @@ PRESETS: dict[str, Preset] = {
                 mathtex=True,
                 noinvisibletimes=True,
                 nodefaultresources=True,
+                paths=(SHIPPED_BINDINGS,),
                 timeout_seconds=1200,
             ),
         ),
@@ -260,7 +268,8 @@ def _css(value: object, roots: Sequence[Path]) -> tuple[str, ...]:
 def _paths(value: object, roots: Sequence[Path]) -> tuple[str, ...]:
     items = [_text(item, PATH_MAX_CHARS) for item in _list(value, PATHS_MAX)]
     for item in items:
-        _inside(item, roots, what="a binding path")
+        if item != SHIPPED_BINDINGS:
+            _inside(item, roots, what=f"a binding path (or {SHIPPED_BINDINGS}, the bindings every worker carries)")
     return tuple(items)
 
 
@@ -393,7 +402,10 @@ def invocation(
         css.append(str(resolved))
     paths = []
     for item in profile.paths:
-        resolved = _present(item, roots, directory=True, what="the binding path")
+        if item == SHIPPED_BINDINGS:
+            resolved = shipped_bindings()
+        else:
+            resolved = _present(item, roots, directory=True, what="the binding path")
         read_only.append(resolved)
         paths.append(str(resolved))
     for path in read_only:
@@ -406,6 +418,47 @@ def invocation(
         timeout=min(timeout, profile.timeout_seconds or timeout),
         memory_mb=min(memory_mb, profile.memory_mb or memory_mb),
     )
+
+
+def shipped_bindings() -> Path:
+    """The directory of the shipped bindings on this machine, as the sandbox can bind it at its own place:
+    BINDINGS_DIR itself, or, where that lies under one of the sandbox's own mounts (a checkout under /work
+    or /tmp, whose place inside the sandbox is the paper's directory), a copy under /var/tmp named by the
+    hash of its content, made once and replaced by no one. ProfileRefused when the directory is missing."""
+    if not BINDINGS_DIR.is_dir():
+        raise ProfileRefused(f"the shipped bindings {BINDINGS_DIR} are not on this worker")
+    if not under_own_mount(BINDINGS_DIR):
+        return BINDINGS_DIR
+    files = sorted(path for path in BINDINGS_DIR.rglob("*") if path.is_file())
+    copy = _bindings_copy(tuple((str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in files))
+    if copy.is_dir():
+        return copy
+    return _bindings_copy_make(copy)
+
+
+@functools.lru_cache(maxsize=8)
+def _bindings_copy(signature: tuple[tuple[str, int, int], ...]) -> Path:
+    """Where the copy of the shipped bindings whose files have this (path, mtime, size) signature lies."""
+    digest = hashlib.sha256()
+    for name, _mtime, _size in signature:
+        path = Path(name)
+        digest.update(f"{path.relative_to(BINDINGS_DIR)}\0".encode())
+        digest.update(path.read_bytes())
+    return Path("/var/tmp") / f"ccs-bindings-{digest.hexdigest()[:16]}"  # noqa: S108 - read-only content
+
+
+def _bindings_copy_make(copy: Path) -> Path:
+    staging = Path(tempfile.mkdtemp(prefix=".ccs-bindings-", dir=copy.parent))
+    try:
+        shutil.copytree(BINDINGS_DIR, staging, dirs_exist_ok=True)
+        for path in [staging, *staging.rglob("*")]:
+            os.chmod(path, 0o755 if path.is_dir() else 0o644)  # the sandbox user reads them
+        os.rename(staging, copy)
+    except OSError:
+        shutil.rmtree(staging, ignore_errors=True)
+        if not copy.is_dir():  # another process made it meanwhile, or the copy failed
+            raise
+    return copy
 
 
 def engine_executable(engine: str, *, roots: Sequence[Path], latexmlc: str = ENGINE_DEFAULT) -> str:

@@ -200,6 +200,13 @@ def bind_problem(path: Path) -> str | None:
     return None
 
 
+def under_own_mount(path: Path) -> bool:
+    """Whether a host path lies under one of the sandbox's own mounts (its /work or /tmp, ...): bound at its
+    own place it would appear inside the paper's directory or the run's /tmp."""
+    inside = PurePosixPath(path)
+    return any(inside == own or own in inside.parents for own in _OWN_MOUNTS)
+
+
 @contextlib.contextmanager
 def launched(
     sandbox: Sandbox,

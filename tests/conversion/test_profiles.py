@@ -27,7 +27,9 @@ from conversion.profiles import (
     profile_options,
     profile_parse,
     roots_check,
+    shipped_bindings,
 )
+from conversion.sandbox import under_own_mount
 
 ARXIV_OPTIONS = [
     "--preload=[nobibtex,ids,localrawstyles,nobreakuntex,magnify=1.8,zoomout=1.8,tokenlimit=249999999,"
@@ -37,6 +39,7 @@ ARXIV_OPTIONS = [
     "--mathtex",
     "--noinvisibletimes",
     "--nodefaultresources",
+    "--path=@bindings",
 ]
 
 
@@ -65,7 +68,9 @@ def test_the_default_profile_adds_nothing_to_todays_command_line():
 def test_the_arxiv_preset_builds_arxivs_published_options_that_latexml_accepts():
     arxiv = profile_parse("arxiv", roots=[])
     assert profile_options(arxiv) == ARXIV_OPTIONS
-    assert invocation(arxiv, roots=[], timeout=3000, memory_mb=4096).options == tuple(ARXIV_OPTIONS)
+    run = invocation(arxiv, roots=[], timeout=3000, memory_mb=4096)
+    assert run.options == (*ARXIV_OPTIONS[:-1], f"--path={shipped_bindings()}")
+    assert run.read_only == (shipped_bindings(),)
     assert arxiv.preloads == (ARXIV_PRELOAD,) and arxiv.timeout_seconds == 1200
     assert "--noinvisibletimes" in profile_options(arxiv)  # LaTeXML 0.8.8, the workers' version, takes it
 
@@ -266,3 +271,16 @@ def test_a_root_is_absolute_and_never_the_whole_file_system_nor_over_the_sandbox
             invocation(Profile(engine=str(engine)), roots=[Path("/tmp")], timeout=300, memory_mb=4096)
     finally:
         shutil.rmtree(scratch)
+
+
+def test_the_shipped_bindings_are_named_alike_everywhere_and_bound_where_the_sandbox_can_reach_them():
+    profile = profile_parse({"paths": ["@bindings"]}, roots=[])  # no root needed: every worker carries them
+    assert profile.paths == ("@bindings",)
+    assert "@bindings" in profile.canonical()  # the same hash on every machine, wherever the checkout lies
+    where = shipped_bindings()
+    assert (where / "README.md").is_file() and not under_own_mount(where)
+    assert sorted(p.name for p in where.iterdir()) == sorted(
+        p.name for p in (Path(__file__).resolve().parents[2] / "conversion" / "bindings").iterdir()
+    )
+    assert shipped_bindings() == where  # made once: the same copy the next time
+    assert set(refused({"paths": ["@other"]})) == {"paths"}
