@@ -12,8 +12,8 @@ missing packages, which ones. --json FILE keeps all of it, each paper's error an
 included, for comparing two environments.
 
 Run: .venv/bin/python bench/bench_papers.py [--corpus ../shared/corpora/real] [--parallel 2] [--timeout 300]
-     [--memory-mb 4096] [--latexmlc latexmlc] [--profile default|arxiv] [--json out.json] [--only NAME ...]
-     [--from NAME] [--to NAME]
+     [--memory-mb 4096] [--latexmlc latexmlc] [--profile default|arxiv] [--without-bindings] [--json out.json]
+     [--only NAME ...] [--exclude NAME ...] [--from NAME] [--to NAME]
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import time
 import zipfile
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from io import BytesIO
 from pathlib import Path
 
@@ -94,8 +95,12 @@ def main() -> None:
     parser.add_argument("--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB)
     parser.add_argument("--latexmlc", default="latexmlc", help="the engine: a name on PATH or a path under /usr")
     parser.add_argument("--profile", default="default", choices=sorted(profiles.PRESETS), help="a preset profile")
+    parser.add_argument(
+        "--without-bindings", action="store_true", help="leave the shipped bindings (@bindings) out of the profile"
+    )
     parser.add_argument("--json", type=Path, help="write every paper's outcome here")
     parser.add_argument("--only", action="append", default=[], help="convert only entries with this name (repeat)")
+    parser.add_argument("--exclude", action="append", default=[], help="leave out entries with this name (repeat)")
     parser.add_argument("--from", dest="first", default="", help="convert only entries from this name on (sorted)")
     parser.add_argument("--to", dest="last", default="", help="convert only entries before this name (sorted)")
     parser.add_argument("--label", default="", help="what this run measures, printed and kept in --json")
@@ -104,10 +109,13 @@ def main() -> None:
     entries = sorted(p for p in args.corpus.iterdir() if p.is_dir() or p.name.endswith((".gz", ".zip", ".tex")))
     if args.only:
         entries = [p for p in entries if any(p.name.startswith(name) for name in args.only)]
+    entries = [p for p in entries if not any(p.name.startswith(name) for name in args.exclude)]
     entries = [p for p in entries if p.name >= args.first and (not args.last or p.name < args.last)]
+    profile = profiles.PRESETS[args.profile].profile
+    if args.without_bindings:
+        profile = replace(profile, paths=tuple(path for path in profile.paths if path != profiles.SHIPPED_BINDINGS))
     how = profiles.invocation(
-        profiles.PRESETS[args.profile].profile, roots=[], timeout=args.timeout, memory_mb=args.memory_mb,
-        latexmlc=args.latexmlc,
+        profile, roots=[], timeout=args.timeout, memory_mb=args.memory_mb, latexmlc=args.latexmlc
     )  # fmt: skip
     options = {
         "timeout": how.timeout, "memory_mb": how.memory_mb, "latexmlc": how.executable, "extra_args": how.options,

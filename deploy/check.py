@@ -62,12 +62,14 @@ PAPERS = (
 COMPOSE_PROJECT = "ccsdeploycheck"
 IMAGE = "corpus-conversion-service:deploy-check"
 SERVICE = "tex_to_html"
-PROFILE = "default"  # the converter profile of the service, and of the conversions outside Docker
+PROFILE = "arxiv"  # the converter profile of the service (with the shipped bindings), and of those outside Docker
 CORPUS = "real"
 # What the compose workers run with (docker-compose.yml, latexml-worker): the same limits outside.
 WORKER_TIMEOUT = 300
 WORKER_MEMORY_MB = 4096
 STANDINS = PROJECT / "deploy" / "docker" / "standins"
+# Journal classes of TeX Live's publishers collection, which the workers must find (kpsewhich) in the image.
+CLASSES = ("revtex4-2.cls", "aastex631.cls", "jmlr.cls")
 BASE = "debian:bookworm-slim"
 # The upstream images, in the order they are needed (the stand-ins build on the base).
 UPSTREAM = (BASE, "postgres:15-bookworm", "redis:7-bookworm")
@@ -499,6 +501,10 @@ def probes(stack: Stack) -> None:
     if status != 200 or b"ccs_backlog_tasks" not in body:
         raise CheckFailed(f"/metrics answered {status} without ccs_backlog_tasks")
     say(f"/healthz 200; /api/health: {len(checks)} checks, none a problem; /metrics has ccs_backlog_tasks")
+    found = stack("exec", "-T", "latexml-worker", "kpsewhich", *CLASSES, log="", check=False).stdout.decode().split()
+    if len(found) != len(CLASSES):
+        raise CheckFailed(f"kpsewhich in a worker container finds {found} of {', '.join(CLASSES)}")
+    say(f"the worker containers find {', '.join(CLASSES)} (kpsewhich)")
 
 
 def stop_on_sigterm() -> None:
