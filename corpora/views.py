@@ -339,6 +339,12 @@ def _variants_parsed(text: str) -> Any:
         return text
 
 
+def _variant_problems(exc: ServiceError) -> str:
+    """What is wrong with the variants, as the API's errors say it (JSON): they are JSON on the form too."""
+    problems = (exc.errors or {}).get("variants") if isinstance(exc.errors, dict) else None
+    return json.dumps(problems, ensure_ascii=False) if problems else ""
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def experiment_new_view(request: HttpRequest) -> HttpResponse:
@@ -350,8 +356,11 @@ def experiment_new_view(request: HttpRequest) -> HttpResponse:
     job, refused = screen_write(
         request,
         lambda: experiment_start(actor=request.user.username, submitted=ExperimentRequestSerializer(data=fields)),
-        form=form_again(request, "corpora/experiment_new.html", {"form": form_params(request.POST)}),
-    )
+        form=lambda exc: form_again(
+            request, "corpora/experiment_new.html",
+            {"form": form_params(request.POST), "variant_problems": _variant_problems(exc)},
+        )(exc),
+    )  # fmt: skip
     if refused:
         return refused
     messages.success(request, f"Starting the experiment {job.params['name']}.")
