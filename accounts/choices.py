@@ -34,6 +34,9 @@ class Action(models.TextChoices):
     # --- sandbox corpora ---
     CORPUS_SANDBOX = "corpus.sandbox"
 
+    # --- profile experiments ---
+    EXPERIMENT_START = "experiment.start"
+
     # --- sessions ---
     SESSION_REVOKE = "session.revoke"
 

@@ -5,6 +5,7 @@ every read to 80 columns)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from cli.output import DURATION, LINK, NUM, PROSE, TEXT, TIME, Col, Layout, Rows, dig, duration
@@ -949,6 +950,66 @@ EXPORTS = Layout(
     ),
 )
 
+# --- profile experiments ---
+
+EXPERIMENTS = Layout(
+    tables=(
+        Rows(
+            None,
+            None,
+            (
+                Col("name", "name"),
+                Col("pair", _pair),
+                Col("variants", lambda e: ", ".join(e.get("variants") or []), TEXT),
+                Col("state", "state"),
+                Col("created", "created_at", TIME),
+            ),
+            links=(("experiment", "url", "name"),),
+            empty="no experiment",
+        ),
+    )
+)
+
+
+def _papers(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda v: " ".join(paper["name"] for paper in v.get(key) or []) or "-"
+
+
+EXPERIMENT = Layout(
+    fields=(
+        Col("name", "experiment.name"),
+        Col("pair", lambda d: _pair(d.get("experiment") or {})),
+        Col("sandbox", "experiment.sandbox"),
+        Col("papers", "papers", NUM),
+        Col("state", "experiment.state"),
+        Col("progress", lambda d: f"{d.get('progress_current')}/{d.get('progress_total')} {d.get('message') or ''}"),
+    ),
+    tables=(
+        Rows(
+            "variants",
+            "variants",
+            (
+                Col("rank", "rank", NUM),
+                Col("variant", "name"),
+                Col("done", lambda v: f"{v.get('done')}/{v.get('total')}", NUM),
+                Col("fixed", "fixed", NUM),
+                Col("broken", "broken", NUM),
+                Col("changes", "changes", TEXT),
+            ),
+            empty="no variant",
+        ),
+        Rows(
+            "papers",
+            "variants",
+            (
+                Col("variant", "name"),
+                Col("fixed", _papers("fixed_papers"), TEXT),
+                Col("broken", _papers("broken_papers"), TEXT),
+            ),
+        ),
+    ),
+)
+
 LAYOUTS: dict[str, Any] = {
     "status": STATUS,
     "dashboard": DASHBOARD,
@@ -986,4 +1047,6 @@ LAYOUTS: dict[str, Any] = {
     "config": CONFIG,
     "statistics": STATISTICS,
     "exports": EXPORTS,
+    "experiments": EXPERIMENTS,
+    "experiment show": EXPERIMENT,
 }

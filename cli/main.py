@@ -44,7 +44,9 @@ app = typer.Typer(
 )  # fmt: skip
 delete_app = typer.Typer(help="Delete a corpus, a service, or a screen session (with --yes).", no_args_is_help=True)
 config_app = typer.Typer(help=CONFIG_READ.help + " `ccs config set KEY VALUE` changes one.")
+experiment_app = typer.Typer(help="Start a profile experiment on a pair, or show one.", no_args_is_help=True)
 app.add_typer(delete_app, name="delete")
+app.add_typer(experiment_app, name="experiment")
 app.add_typer(config_app, name="config", invoke_without_command=True)
 
 
@@ -167,7 +169,7 @@ def read(command: Command, values: dict[str, Any]) -> None:
         return
     # `ccs status` says which server answered: two stacks on one machine look alike otherwise.
     preface = [("server", settings.url_words, LINK)] if command.name == "status" else []
-    render(response.json(), LAYOUTS.get(command.name), base=settings.url, preface=preface)
+    render(response.json(), LAYOUTS.get(command.words), base=settings.url, preface=preface)
 
 
 def _finish(api: Client, uuid: str, as_json: bool) -> dict[str, Any]:
@@ -235,10 +237,9 @@ def write(command: Command, values: dict[str, Any]) -> None:
         out.print(f"job {uuid} started; follow it with: ccs job {uuid} --wait")
 
 
-for _command in READS:
-    _register(_command, app)
-for _command in WRITES:
-    _register(_command, {"delete": delete_app, "config": config_app}.get(_command.group or "", app))
+GROUPS = {"delete": delete_app, "config": config_app, "experiment": experiment_app}
+for _command in (*READS, *WRITES):
+    _register(_command, GROUPS.get(_command.group or "", app))
 
 
 @config_app.callback()

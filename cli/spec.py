@@ -65,6 +65,11 @@ class Command:
     def write(self) -> bool:
         return self.method != "GET"
 
+    @property
+    def words(self) -> str:
+        """The command as typed after `ccs`: its group, if any, and its name."""
+        return f"{self.group} {self.name}" if self.group else self.name
+
 
 def segment(value: Any, slashes: bool = False) -> str:
     return quote(str(value), safe="/" if slashes else "")
@@ -206,6 +211,37 @@ def _config_body(values: dict[str, Any]) -> dict[str, Any]:
     for part in reversed(parts):
         body = {part: body}
     return body
+
+
+def _experiment_body(values: dict[str, Any]) -> dict[str, Any]:
+    """The experiment's request: the pair, its name and its variants, a JSON list given inline or in a file."""
+    import json
+
+    if not values.get("name"):
+        raise UsageProblem("give the experiment's name with --name")
+    text, path = values.get("variants_json"), values.get("variants_file")
+    if (text is None) == (path is None):
+        raise UsageProblem("give the variants with --variants-json or --variants-file (exactly one)")
+    if path is not None:
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as exc:
+            raise UsageProblem(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        variants = json.loads(text)
+    except ValueError as exc:
+        raise UsageProblem(f"the variants are no JSON: {exc}") from None
+    return {"corpus": values["corpus"], "service": values["service"], "name": values["name"], "variants": variants}
+
+
+def _experiment_plan(values: dict[str, Any]) -> str:
+    variants = _experiment_body(values)["variants"]
+    names = ", ".join(str(v.get("name")) for v in variants if isinstance(v, dict)) if isinstance(variants, list) else ""
+    return (
+        f"start experiment {values['name']} on {values['corpus']}/{values['service']}: carve its papers with status"
+        f" error or fatal into sandbox {values['name']}, register and activate variants {names or '(none)'}"
+    )
 
 
 READS: tuple[Command, ...] = (
@@ -477,6 +513,18 @@ READS: tuple[Command, ...] = (
         (opt("corpus", "only this corpus"), opt("service", "only this service")),
     ),
     Command("exports", "Finished dataset exports with their manifests and download links.", "/api/exports"),
+    Command(
+        "experiments",
+        "Profile experiments, newest first, with their variants and their job's state.",
+        "/api/experiments",
+    ),
+    Command(
+        "show",
+        "One profile experiment: its variants ranked by papers fixed, then broken, with their progress.",
+        "/api/experiments/{name}",
+        (arg("name", "the experiment's name"),),
+        group="experiment",
+    ),
 )
 
 # `ccs config` (the read) is the `config` group's own command; `ccs config set` is among the writes.
@@ -711,6 +759,28 @@ WRITES: tuple[Command, ...] = (
         method="POST",
         job=JOB_BODY,
         plan="carve sandbox corpus {name} from {parent}",
+    ),
+    Command(
+        "start",
+        "Start a profile experiment on a pair: its papers with status error or fatal carved into a sandbox, and"
+        " one service per variant (the pair's profile with the variant's changes) activated on it: a job.",
+        "/api/experiments",
+        (
+            CORPUS,
+            SERVICE,
+            opt("name", "the experiment's name (and its sandbox corpus's)", where="none"),
+            opt(
+                "variants_json",
+                'the variants, a JSON list: [{"name": "long", "changes": {"timeout_seconds": 600}}, ...]',
+                where="none",
+            ),
+            opt("variants_file", "a file holding that JSON list", where="none"),
+        ),
+        method="POST",
+        group="experiment",
+        job=JOB_BODY,
+        body=_experiment_body,
+        plan=_experiment_plan,
     ),
     Command(
         "export",

@@ -472,6 +472,8 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
     fragments are joined into the statement; every value is a parameter, in the order of the text."""
     severity, status = condition.get("severity"), condition.get("status")
     statuses = list(SEVERITIES[status or severity][0]) if (status or severity) else None
+    if condition.get("statuses"):  # an experiment's sandbox: the tasks of several statuses (no severity)
+        statuses = [code for key in condition["statuses"] for code in SEVERITIES[key][0]]
     seed = int(condition.get("seed", 0))
     pair = [parent_id, service_id]
     # The tasks of the pair whose entry holds the substring (a filter before any sample is drawn).

@@ -1,5 +1,5 @@
-"""API of corpora: list, import, detail, delete, extend, activate and deactivate services, and a pair's
-documents."""
+"""API of corpora: list, import, detail, delete, extend, activate and deactivate services, a pair's
+documents, sandboxes, dataset exports and profile experiments."""
 
 from __future__ import annotations
 
@@ -15,6 +15,13 @@ from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result
 from config.api.paging import page_check
 from config.api.schema import problems
 from corpora import actions
+from corpora.experiments.actions import experiment_start
+from corpora.experiments.queries import experiment_detail, experiment_records
+from corpora.experiments.serializers import (
+    ExperimentDetailSerializer,
+    ExperimentRequestSerializer,
+    ExperimentSerializer,
+)
 from corpora.export.actions import dataset_export
 from corpora.export.queries import export_file, export_summaries
 from corpora.queries import corpus_detail, corpus_records, document_list, pair_resolve
@@ -199,3 +206,41 @@ class SandboxApi(TokenApiView):
             parent=parent, actor=self.actor_name(), submitted=SandboxRequestSerializer(data=request.data)
         )
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+# --- profile experiments --------------------------------------------------------------------------
+
+
+class ExperimentListApi(PublicReadApiView):
+    @extend_schema(
+        operation_id="experiments_list",
+        summary="List profile experiments, newest first, with their variants and their job's state",
+        responses={200: ExperimentSerializer(many=True)},
+        tags=["experiments"],
+    )
+    def get(self, request: Request) -> Response:
+        return Response(ExperimentSerializer(experiment_records(), many=True).data)
+
+    @extend_schema(
+        operation_id="experiments_start",
+        summary="Start a profile experiment: carve the pair's papers with status error or fatal into a sandbox,"
+        " register a service per variant and activate each on it (background job)",
+        request=ExperimentRequestSerializer,
+        responses={202: JobSerializer, **problems(400, 404, 409)},
+        tags=["experiments"],
+    )
+    def post(self, request: Request) -> Response:
+        job = experiment_start(actor=self.actor_name(), submitted=ExperimentRequestSerializer(data=request.data))
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ExperimentDetailApi(PublicReadApiView):
+    @extend_schema(
+        operation_id="experiments_retrieve",
+        summary="One profile experiment: its variants ranked by papers fixed, then papers broken, with the"
+        " papers behind each number and each variant's progress",
+        responses={200: ExperimentDetailSerializer, **problems(404)},
+        tags=["experiments"],
+    )
+    def get(self, request: Request, name: str) -> Response:
+        return Response(ExperimentDetailSerializer(experiment_detail(name)).data)

@@ -31,6 +31,8 @@ from corpora.models import (
     Activation,
     Corpus,
     Document,
+    Experiment,
+    ExperimentVariant,
     MessageClass,
     MessageTally,
     Run,
@@ -58,6 +60,8 @@ from services.models import Service
 ACTIVATION_TABLE = Activation._meta.db_table
 CORPUS_TABLE = Corpus._meta.db_table
 DOCUMENT_TABLE = Document._meta.db_table
+EXPERIMENT_TABLE = Experiment._meta.db_table
+EXPERIMENT_VARIANT_TABLE = ExperimentVariant._meta.db_table
 MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
 MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
 RUN_TABLE = Run._meta.db_table
@@ -298,11 +302,23 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
         cursor.execute(f"DELETE FROM {ACTIVATION_TABLE} WHERE {where}", params)
         if len(scope) == 1:
             _history_delete(cursor, *scope[0])
+            _experiments_unlink(cursor, *scope[0])
         if corpus_id is not None and service_id is None:
             cursor.execute(f"DELETE FROM {DOCUMENT_TABLE} WHERE corpus_id = %s", [corpus_id])
             counts["documents"] = cursor.rowcount
             cursor.execute(f"DELETE FROM {CORPUS_TABLE} WHERE id = %s", [corpus_id])
     return {**counts, **results_discard(corpus_id=corpus_id, service_id=service_id, actor=actor).counts()}
+
+
+def _experiments_unlink(cursor: Any, column: str, value: int) -> None:
+    """The experiments and variants that name a corpus (as their pair's corpus or as their sandbox) or a
+    service that is being deleted keep their names and lose the reference: they stay in the history."""
+    if column == "corpus_id":
+        cursor.execute(f"UPDATE {EXPERIMENT_TABLE} SET corpus_id = NULL WHERE corpus_id = %s", [value])
+        cursor.execute(f"UPDATE {EXPERIMENT_TABLE} SET sandbox_id = NULL WHERE sandbox_id = %s", [value])
+    else:
+        cursor.execute(f"UPDATE {EXPERIMENT_TABLE} SET service_id = NULL WHERE service_id = %s", [value])
+        cursor.execute(f"UPDATE {EXPERIMENT_VARIANT_TABLE} SET service_id = NULL WHERE service_id = %s", [value])
 
 
 def _history_delete(cursor: Any, column: str, value: int) -> None:

@@ -120,6 +120,13 @@ def status_name(status: int) -> str:
     return COMPLETED_NAMES.get(status, "blocked")
 
 
+def status_rank_sql(column: str) -> str:
+    """An SQL expression of a task status column's rank: worse is higher, null unless completed (so a
+    comparison with a task in progress is null). Fixed text, safe to join into a statement."""
+    ranks = {status: _RANK[name] for status, name in COMPLETED_NAMES.items()}
+    return f"(CASE {column} " + " ".join(f"WHEN {status} THEN {rank}" for status, rank in ranks.items()) + " END)"
+
+
 def regressed(previous: str, current: str) -> bool:
     """Both completed and the current status is worse (no_problem -> warning, error -> fatal, ...)."""
     return previous in _RANK and current in _RANK and _RANK[current] > _RANK[previous]

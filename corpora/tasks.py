@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from corpora import actions, results
+from corpora.experiments.actions import experiment_run
 from corpora.export.job import dataset_export_run
 from jobs.choices import JobKinds
 from jobs.registry import job_kind
@@ -62,3 +63,12 @@ def dataset_export_job(
 def corpus_sandbox_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Carve a sandbox: the parent's matching documents and one import task each."""
     return actions.corpus_sandbox_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)
+
+
+# --- profile experiments --------------------------------------------------------------------------
+
+
+@job_kind(JobKinds.EXPERIMENT_RUN)
+def experiment_run_job(ctx: JobContext, *, experiment_id: int, **_: Any) -> dict[str, Any]:
+    """Carve an experiment's sandbox and activate each of its variants on it."""
+    return experiment_run(experiment_id=experiment_id, progress=ctx.progress, log=ctx.log)

@@ -44,3 +44,14 @@ urlpatterns += [
     path("exports", views.export_list_view, name="exports"),
     path("exports/<str:out>/<str:name>", views.export_file_view, name="export-file"),
 ]
+
+# --- profile experiments ---
+api_urlpatterns += [
+    path("experiments", api.ExperimentListApi.as_view(), name="api-experiments"),
+    path("experiments/<str:name>", api.ExperimentDetailApi.as_view(), name="api-experiment"),
+]
+urlpatterns += [
+    path("experiments", views.experiment_list_view, name="experiments"),
+    path("experiments/new", views.experiment_new_view, name="experiment-new"),
+    path("experiments/<str:name>", views.experiment_detail_view, name="experiment"),
+]

@@ -4,6 +4,7 @@ Reads are public like their API twin; every write needs a signed-in operator."""
 
 from __future__ import annotations
 
+import json
 from functools import partial
 from typing import Any
 
@@ -29,9 +30,16 @@ from config.screens import (
 )
 from corpora import actions
 from corpora.choices import CorpusState
+from corpora.experiments.actions import experiment_start
+from corpora.experiments.queries import experiment_detail, experiment_records
+from corpora.experiments.serializers import (
+    ExperimentDetailSerializer,
+    ExperimentRequestSerializer,
+    ExperimentSerializer,
+)
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
-from corpora.links import document_reader_url, document_url, report_url
+from corpora.links import document_list_url, document_reader_url, document_url, report_url
 from corpora.queries import corpus_detail, corpus_records, document_list, pair_resolve
 from corpora.serializers import (
     CorpusDetailSerializer,
@@ -44,6 +52,7 @@ from corpora.serializers import (
     SandboxRequestSerializer,
 )
 from corpora.statuses import STATUS_FILTERS
+from jobs.choices import ACTIVE_STATES
 from services.queries import service_list
 from services.serializers import ServiceSerializer
 
@@ -309,3 +318,85 @@ def corpus_sandbox_view(request: HttpRequest, parent: str) -> HttpResponse:
         return refused
     messages.success(request, f"Carving the sandbox {job.params['name']} from {parent}.")
     return redirect("job", uuid=job.uuid)
+
+
+# --- profile experiments --------------------------------------------------------------------------
+
+
+@require_GET
+def experiment_list_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of GET /api/experiments."""
+    experiments = ExperimentSerializer(experiment_records(), many=True).data
+    return render(request, "corpora/experiments.html", {"experiments": experiments})
+
+
+def _variants_parsed(text: str) -> Any:
+    """The form's variants as the API's body takes them: a JSON list; text that is no JSON stays text, which
+    the input serializer refuses as it refuses it on the API."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _variant_problems(exc: ServiceError) -> str:
+    """What is wrong with the variants, as the API's errors say it (JSON): they are JSON on the form too."""
+    problems = (exc.errors or {}).get("variants") if isinstance(exc.errors, dict) else None
+    return json.dumps(problems, ensure_ascii=False) if problems else ""
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def experiment_new_view(request: HttpRequest) -> HttpResponse:
+    """Screen twin of POST /api/experiments: the form (a pair and the variants as JSON), answered with the job."""
+    if request.method == "GET":
+        return render(request, "corpora/experiment_new.html", {"form": given(request.GET).dict()})
+    fields = {key: request.POST.get(key, "") for key in ("corpus", "service", "name")}
+    fields["variants"] = _variants_parsed(request.POST.get("variants", ""))
+    job, refused = screen_write(
+        request,
+        lambda: experiment_start(actor=request.user.username, submitted=ExperimentRequestSerializer(data=fields)),
+        form=lambda exc: form_again(
+            request, "corpora/experiment_new.html",
+            {"form": form_params(request.POST), "variant_problems": _variant_problems(exc)},
+        )(exc),
+    )  # fmt: skip
+    if refused:
+        return refused
+    messages.success(request, f"Starting the experiment {job.params['name']}.")
+    return redirect("experiment", name=job.params["name"])
+
+
+@require_GET
+def experiment_detail_view(request: HttpRequest, name: str) -> HttpResponse:
+    """Screen twin of GET /api/experiments/<name>: the variants ranked, each number's papers linked to their
+    document screens; polls itself while the job runs or a variant converts."""
+    try:
+        detail = ExperimentDetailSerializer(experiment_detail(name)).data
+    except ServiceError as exc:
+        return error_page(request, exc)
+    record = detail["experiment"]
+    busy = record["state"] in ACTIVE_STATES or any(v["done"] < v["total"] for v in detail["variants"])
+    rows = [
+        {
+            "variant": variant,
+            "href": document_list_url(record["sandbox"], variant["service"]) if record["sandbox"] else None,
+            **{
+                f"{change}_links": [
+                    {"name": paper["name"], "href": document_url(record["sandbox"], variant["service"], paper["name"])}
+                    for paper in variant[f"{change}_papers"]
+                ]
+                if record["sandbox"]
+                else []
+                for change in ("fixed", "broken")
+            },
+        }
+        for variant in detail["variants"]
+    ]
+    context = {"detail": detail, "record": record, "rows": rows, "busy": busy}
+    if request.GET.get("fragment") == "body":
+        response = render(request, "corpora/_experiment_body.html", context)
+        if not busy:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    return render(request, "corpora/experiment.html", context)

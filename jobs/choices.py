@@ -34,6 +34,7 @@ class JobKinds(models.TextChoices):
     CORPUS_IMPORT = "corpus_import"
     CORPUS_EXTEND = "corpus_extend"
     CORPUS_SANDBOX = "corpus_sandbox"
+    EXPERIMENT_RUN = "experiment_run"
     SERVICE_ACTIVATE = "service_activate"
     RESULTS_REMOVE = "results_remove"
     DATASET_EXPORT = "dataset_export"

@@ -9,6 +9,8 @@ import re
 
 import pytest
 
+from corpora.experiments.actions import experiment_start
+from jobs.runner import job_run
 from tests.corpora.helpers import activated, imported
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -59,7 +61,15 @@ READS: list[tuple[str, tuple[str, ...]]] = [
     ("config", ("key", "value", "source", "dispatcher.max_in_flight")),
     ("statistics", ("corpus", "service", "runs", "mean", "tasks/hour")),
     ("exports", ("no export",)),
+    ("experiments", ("name", "pair", "variants", "state", "a/tex_to_html", "experiment: {url}/api/experiments/")),
+    ("experiment show exp", ("rank", "variant", "fixed", "broken", "styles", "papers")),
 ]
+GROUPS = ("experiment",)
+
+
+def _command_words(args: str) -> str:
+    words = args.split()
+    return " ".join(words[:2]) if words[0] in GROUPS else words[0]
 
 
 def table_rows(lines: list[str]) -> list[str]:
@@ -78,12 +88,15 @@ def table_rows(lines: list[str]) -> list[str]:
 def test_every_read_of_the_table_is_drawn_here():
     from cli.spec import READS as COMMANDS
 
-    assert {command.name for command in COMMANDS} | {"config"} == {args.split()[0] for args, _ in READS}
+    assert {command.words for command in COMMANDS} | {"config"} == {_command_words(args) for args, _ in READS}
 
 
 def test_every_read_fits_80_columns_with_its_key_columns(ccs, pair, corpus_root, live_server):
     imported(corpus_root, LONG, documents=2)
     activated(LONG)
+    variants = [{"name": "styles", "changes": {"includestyles": True}}, {"name": "control"}]
+    started = experiment_start(corpus="a", service="tex_to_html", name="exp", variants=variants, actor="t", send=False)
+    job_run(started.pk)
     problems = []
     for args, shown in READS:
         argv = args.format(**pair).split(" ")

@@ -46,6 +46,7 @@ WRITES: list[str] = [
     "resume",
     "snapshot a tex_to_html",
     "sandbox a sb --service tex_to_html --severity warning",
+    'experiment start a tex_to_html --name e1 --variants-json [{{"name":"styles","changes":{{"includestyles":true}}}}]',
     "export a tex_to_html --group-by none --severity warning --severity error",
     "config set jobs.stall_seconds 77",
     "refresh a tex_to_html",
@@ -89,7 +90,8 @@ def test_every_write_of_the_table_has_a_dry_run_test():
     from cli.spec import WRITES as COMMANDS
 
     names = {f"{c.group} {c.name}" if c.group else c.name for c in COMMANDS}
-    tested = {" ".join(w.split()[:2]) if w.split()[0] in ("delete", "config") else w.split()[0] for w in WRITES}
+    groups = ("delete", "config", "experiment")
+    tested = {" ".join(w.split()[:2]) if w.split()[0] in groups else w.split()[0] for w in WRITES}
     assert names == tested
 
 
