@@ -4,8 +4,10 @@ offset a page may take; and, with --index-costs, what each candidate index of th
 inserting those documents, as an import does.
 
 The corpus is built in SQL (arXiv's names, YYMM.NNNNN, in the months of 2014 to 2023; one import task each,
-and a converter's tasks with a spread of statuses), then VACUUM ANALYZE; the first 1,000 documents in the
-list's order get a result archive holding HTML, so a page also pays for its results store checks.
+and a converter's tasks with a spread of statuses, a runtime for each finished one and, for each with a
+warning, an error or a fatal, the row of messages the list reads its first error from), then VACUUM
+ANALYZE; the first 1,000 documents in the list's order get a result archive holding HTML, so a page also
+pays for its results store checks.
 
 Run: .venv/bin/python bench/bench_documents.py [--documents N] [--repeat N] [--explain] [--index-costs] [--rebuild]
 """
@@ -86,10 +88,48 @@ def corpus_build(name: str, documents: int) -> int:
             " FROM corpora_document WHERE corpus_id = %s) d",
             [service_id, corpus_id],
         )
+        messages_build(cursor, corpus_id, service_id)
     with harness.timed() as settled, connection.cursor() as cursor:
-        cursor.execute("VACUUM (ANALYZE) corpora_document, corpora_task, corpora_taskcount")
+        cursor.execute(
+            "VACUUM (ANALYZE) corpora_document, corpora_task, corpora_taskcount, corpora_taskruntime,"
+            " corpora_taskmessages"
+        )
     print(f"built {documents:,} documents in {built.seconds:.1f} s, VACUUM ANALYZE {settled.seconds:.1f} s")
     return corpus_id
+
+
+def messages_build(cursor: object, corpus_id: int, service_id: int) -> None:
+    """A runtime for each finished task and, for each warning, error and fatal task, its row of messages:
+    a warning class first, then an error class, then a fatal one, as far as its status goes (only the rows
+    the document list reads; the reports' tallies are not built)."""
+    from conversion.choices import TaskStatus
+    from corpora.message_store import message_classes
+
+    keys = [
+        (0, "warning", "expected", "label"),
+        (0, "error", "undefined", "\\foo"),
+        (0, "fatal", "too_many_errors", "100"),
+    ]
+    ids = message_classes(cursor, keys)
+    warning, error, fatal = (ids[key] for key in keys)
+    done = (TaskStatus.NO_PROBLEM, TaskStatus.WARNING, TaskStatus.ERROR, TaskStatus.FATAL)
+    cursor.execute(
+        "INSERT INTO corpora_taskruntime (task_id, corpus_id, service_id, runtime_ms)"
+        " SELECT id, corpus_id, service_id, 200 + (hashint8(id) & 262143) FROM corpora_task"
+        " WHERE corpus_id = %s AND service_id = %s AND status = ANY(%s)",
+        [corpus_id, service_id, list(done)],
+    )
+    cursor.execute(
+        "INSERT INTO corpora_taskmessages (task_id, corpus_id, service_id, task_status, classes, counts, rollups,"
+        " rollup_counts, sequence, details)"
+        " SELECT id, corpus_id, service_id, status, c, array_fill(1, ARRAY[cardinality(c)]), '{}', '{}',"
+        " ARRAY(SELECT generate_series(1, cardinality(c))), array_fill(''::text, ARRAY[cardinality(c)])"
+        " FROM (SELECT id, corpus_id, service_id, status, CASE status WHEN %s THEN ARRAY[%s]"
+        "  WHEN %s THEN ARRAY[%s, %s] ELSE ARRAY[%s, %s, %s] END AS c FROM corpora_task"
+        "  WHERE corpus_id = %s AND service_id = %s AND status = ANY(%s)) t",
+        [TaskStatus.WARNING, warning, TaskStatus.ERROR, warning, error, warning, error, fatal,
+         corpus_id, service_id, [TaskStatus.WARNING, TaskStatus.ERROR, TaskStatus.FATAL]],
+    )  # fmt: skip
 
 
 def results_write(corpus_id: int, count: int) -> None:

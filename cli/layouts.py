@@ -355,6 +355,8 @@ DOCUMENTS = Layout(
             (
                 Col("document", "document"),
                 Col("status", "status"),
+                Col("runtime", lambda d: d["runtime_ms"] / 1000 if d.get("runtime_ms") is not None else None, DURATION),
+                Col("first error", lambda d: f"{p['category']}:{p['what']}" if (p := d.get("problem")) else None, TEXT),
                 Col("html", "has_html"),
                 Col("entry", "entry", TEXT),
             ),

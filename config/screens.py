@@ -1,7 +1,8 @@
 """Shared by the HTML views of every app: the input-serializer check that speaks like the API, the posted
 fields, the error page and what a write's refusal answers, the POST of a deletion screen, htmx's
-stop-polling status, the empty-field rule of filter forms, durations in words, values for people (the
-`human` template library: `{% load human %}`, `{{ value|human:key }}`) and the pager of a paginated table."""
+stop-polling status, the empty-field rule of filter forms, durations as people read them, values for people
+(the `human` template library: `{% load human %}`, `{{ value|human:key }}`, `{{ seconds|duration }}`,
+`{{ ms|duration_ms }}`) and the pager of a paginated table."""
 
 from __future__ import annotations
 
@@ -99,16 +100,41 @@ def given(query: QueryDict, fields: Collection[str] | None = None) -> QueryDict:
 
 
 def duration_text(seconds: float | None) -> str:
-    """1.2 s, 3 min 4 s, 2 h 5 min: short enough for a table cell."""
+    """A duration as people read it, short enough for a table cell: 0.4 ms, 850 ms, 12.3 s, 2 min 23 s,
+    1 h 4 min, 3 d 2 h (two units at most, the second left out when it is 0); empty for none."""
     if seconds is None:
         return ""
-    if seconds < 60:
-        return f"{seconds:.1f} s"
+    if seconds < 0:
+        return f"-{duration_text(-seconds)}"
+    ms = seconds * 1000
+    if round(ms, 1) < 10:
+        return f"{_decimal(ms)} ms"
+    if round(ms) < 1000:
+        return f"{round(ms)} ms"
+    if round(seconds, 1) < 60:
+        return f"{_decimal(seconds)} s"
     minutes, rest = divmod(round(seconds), 60)
     if minutes < 60:
-        return f"{minutes} min {rest} s"
+        return _two_units(minutes, "min", rest, "s")
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min"
+    if hours < 24:
+        return _two_units(hours, "h", minutes, "min")
+    days, hours = divmod(hours, 24)
+    return _two_units(days, "d", hours, "h")
+
+
+def duration_ms_text(ms: float | None) -> str:
+    """A duration given in milliseconds, as duration_text reads it."""
+    return "" if ms is None else duration_text(ms / 1000)
+
+
+def _decimal(value: float) -> str:
+    """At most one decimal, none when it is 0: 12.3, 12."""
+    return f"{value:.1f}".removesuffix(".0")
+
+
+def _two_units(big: int, big_unit: str, small: int, small_unit: str) -> str:
+    return f"{big} {big_unit} {small} {small_unit}" if small else f"{big} {big_unit}"
 
 
 # --- values for people ---
@@ -151,10 +177,23 @@ def scalar_text(value: Any, key: str = "") -> str:
     if name.endswith("_mb"):
         return size_text(value * 1024 * 1024)
     if name.endswith(("seconds", "timeout")):
-        return duration_text(value) if value >= 60 else f"{number_text(value)} s"
+        return duration_text(value)
     if name.endswith("_ms"):
-        return f"{number_text(value)} ms"
+        return duration_ms_text(value)
     return number_text(value)
+
+
+@register.filter
+def duration(seconds: float | None) -> str:
+    """`{{ job.duration_seconds|duration }}`: a duration in seconds as people read it (duration_text); a dash
+    for none."""
+    return "—" if seconds is None or seconds == "" else duration_text(float(seconds))
+
+
+@register.filter
+def duration_ms(ms: float | None) -> str:
+    """`{{ row.runtime_ms|duration_ms }}`: a duration in milliseconds as people read it; a dash for none."""
+    return "—" if ms is None or ms == "" else duration_ms_text(float(ms))
 
 
 @register.filter

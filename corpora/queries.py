@@ -14,12 +14,13 @@ from django.db.models import QuerySet, Sum
 
 from config.api.paging import Page
 from config.errors import NotFound
-from conversion.choices import TaskStatus
+from conversion.choices import Severity, TaskStatus
 from corpora.links import document_api_url, document_html_api_url
 from corpora.models import (
     Activation,
     Corpus,
     Document,
+    MessageClass,
     PackageTally,
     PackageUsage,
     Run,
@@ -30,6 +31,7 @@ from corpora.models import (
     TaskCount,
     TaskDiff,
     TaskMessages,
+    TaskRuntime,
 )
 from corpora.results import result_has_html
 from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
@@ -39,6 +41,7 @@ from services.queries import served_service_ids, service_get
 
 CORPUS_TABLE = Corpus._meta.db_table
 DOCUMENT_TABLE = Document._meta.db_table
+MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
 SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
@@ -46,6 +49,7 @@ PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
 TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
 TASK_TABLE = Task._meta.db_table
 TASK_DIFF_TABLE = TaskDiff._meta.db_table
+TASK_RUNTIME_TABLE = TaskRuntime._meta.db_table
 
 
 def corpus_list() -> QuerySet[Corpus]:
@@ -161,8 +165,25 @@ def activated_service_names(corpora: list[Corpus]) -> dict[int, list[str]]:
     return names
 
 
+def activated_service_counts(corpora: list[Corpus], names: dict[int, list[str]]) -> dict[int, list[dict[str, Any]]]:
+    """Per corpus id, each of its activated services (`names`, activated_service_names) with its per-status
+    counts now, from the trigger-kept counts: one read for a whole list, however many tasks."""
+    rows = (
+        TaskCount.objects.filter(corpus__in=corpora, count__gt=0)
+        .exclude(service__name__in=ProtectedService.values)
+        .values_list("corpus_id", "service__name", "bucket", "count")
+    )
+    per_pair: dict[tuple[int, str], list[tuple[int, int]]] = defaultdict(list)
+    for corpus_id, service, bucket, count in rows:
+        per_pair[corpus_id, service].append((bucket, count))
+    return {
+        corpus_id: [{"name": name, "counts": status_counts(per_pair.get((corpus_id, name), []))} for name in services]
+        for corpus_id, services in names.items()
+    }
+
+
 def corpus_record(corpus: Corpus, *, documents: int, services: list[Any]) -> dict[str, Any]:
-    """The plain dict behind CorpusSerializer / CorpusDetailSerializer."""
+    """The plain dict behind CorpusDetailSerializer, and CorpusSerializer's less `service_counts`."""
     return {
         "name": corpus.name,
         "description": corpus.description,
@@ -181,7 +202,14 @@ def corpus_records() -> list[dict[str, Any]]:
     corpora = list(corpus_list())
     names = activated_service_names(corpora)
     documents = document_counts()
-    return [corpus_record(c, documents=documents.get(c.pk, 0), services=names.get(c.pk, [])) for c in corpora]
+    counts = activated_service_counts(corpora, names)
+    return [
+        {
+            **corpus_record(c, documents=documents.get(c.pk, 0), services=names.get(c.pk, [])),
+            "service_counts": counts.get(c.pk, []),
+        }
+        for c in corpora
+    ]
 
 
 def corpus_detail(name: str) -> dict[str, Any]:
@@ -243,12 +271,24 @@ _NAME_KEY = 'lower(d.name) COLLATE "C"'
 
 
 @dataclass(frozen=True)
+class MessageClassName:
+    """A message class by its names (MessageClassSerializer)."""
+
+    severity: str
+    category: str
+    what: str
+
+
+@dataclass(frozen=True)
 class DocumentRow:
     """A document of a pair's list (DocumentRowSerializer)."""
 
     document: str
     entry: str
     status: str
+    runtime_ms: int | None
+    # The class of its first error or fatal message, in log order; None without one.
+    problem: MessageClassName | None
     has_html: bool
     report: str
     html: str | None
@@ -268,9 +308,31 @@ class DocumentList:
     documents: list[DocumentRow]
 
 
+# The page is taken first (`page`: the name index walked to its rows), then each of its at most
+# MAX_REPORT_PAGE_SIZE rows is given its runtime and its first error or fatal message class by primary key:
+# the task's row of messages, whose `classes` are in the order they first appear in the log. A task's row of
+# messages carries the status it was written with, so a rerun's retired messages (the task is in progress
+# again) are left out.
+_DOCUMENT_PAGE_SQL = (
+    f"SELECT p.name, p.entry, p.id, p.status, r.runtime_ms, c.severity, c.category, c.what FROM ("
+    f"SELECT d.name, d.entry, t.id, t.status, {_NAME_KEY} AS name_key FROM {DOCUMENT_TABLE} d"
+    f" JOIN {TASK_TABLE} t ON t.document_id = d.id WHERE {{where}}"
+    f" ORDER BY {_NAME_KEY}, d.name OFFSET %s LIMIT %s) p"
+    f" LEFT JOIN {TASK_RUNTIME_TABLE} r ON r.task_id = p.id"
+    " LEFT JOIN LATERAL (SELECT k.severity, k.category, k.what"
+    f"  FROM {TASK_MESSAGES_TABLE} m CROSS JOIN unnest(m.classes) WITH ORDINALITY AS u(class_id, position)"
+    f"  JOIN {MESSAGE_CLASS_TABLE} k ON k.id = u.class_id"
+    f"  WHERE m.task_id = p.id AND m.task_status = p.status"
+    f"  AND k.severity IN ('{Severity.ERROR}', '{Severity.FATAL}')"
+    "  ORDER BY u.position LIMIT 1) c ON true"
+    " ORDER BY p.name_key, p.name"
+)
+
+
 def document_list(pair: Pair, *, status: str | None, name_prefix: str | None, page: Page) -> DocumentList:
     """A page of a pair's documents in the order of their names folded to lower case, each with its task's
-    status and whether its result holds HTML (the results store looks). `status` (a key of STATUS_FILTERS)
+    status, runtime and first error or fatal message class, and whether its result holds HTML (the results
+    store looks). `status` (a key of STATUS_FILTERS)
     and `name_prefix` (case-insensitive) narrow it; both are served by indexes (document_name_folded, and
     task_pair_status_id for a rare status). `count` comes from the pair's counts; it is null with a
     prefix, which would have to read every match to count them."""
@@ -286,22 +348,19 @@ def document_list(pair: Pair, *, status: str | None, name_prefix: str | None, pa
         # A page walks the name index and stops at its rows: two parallel workers cost more to start than
         # they save (bench/bench_documents.py: a rare status's first page took twice as long with them).
         cursor.execute("SET LOCAL max_parallel_workers_per_gather = 0")
-        cursor.execute(
-            f"SELECT d.name, d.entry, t.id, t.status FROM {DOCUMENT_TABLE} d"
-            f" JOIN {TASK_TABLE} t ON t.document_id = d.id WHERE {' AND '.join(where)}"
-            f" ORDER BY {_NAME_KEY}, d.name OFFSET %s LIMIT %s",
-            [*params, page.offset, page.page_size],
-        )
+        cursor.execute(_DOCUMENT_PAGE_SQL.format(where=" AND ".join(where)), [*params, page.offset, page.page_size])
         rows = cursor.fetchall()
     corpus, service = pair.corpus_name, pair.service_name
     documents = []
-    for name, entry, task_id, task_status in rows:
+    for name, entry, task_id, task_status, runtime_ms, severity, category, what in rows:
         has_html = result_has_html(pair.corpus_id, pair.service_id, task_id)
         documents.append(
             DocumentRow(
                 document=name,
                 entry=entry,
                 status=status_name(task_status),
+                runtime_ms=runtime_ms,
+                problem=MessageClassName(severity, category, what) if severity is not None else None,
                 has_html=has_html,
                 report=document_api_url(corpus, service, name),
                 html=document_html_api_url(corpus, service, name) if has_html else None,

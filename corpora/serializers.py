@@ -40,8 +40,13 @@ class CorpusServiceSerializer(serializers.Serializer):
     )
 
 
+class ServiceCountsSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    counts = StatusCountsSerializer()
+
+
 class CorpusSerializer(serializers.Serializer):
-    """A corpus record as listed: its activated services by name."""
+    """A corpus record as listed: its activated services by name, and each with its per-status counts."""
 
     name = serializers.CharField()
     description = serializers.CharField()
@@ -49,6 +54,9 @@ class CorpusSerializer(serializers.Serializer):
     parent = serializers.CharField(allow_null=True, help_text="the parent corpus of a sandbox")
     documents = serializers.IntegerField()
     services = serializers.ListField(child=serializers.CharField(), help_text="activated services")
+    service_counts = ServiceCountsSerializer(
+        many=True, help_text="each activated service (in the order of `services`) with its per-status counts now"
+    )
     created_at = serializers.DateTimeField()
     imported_at = serializers.DateTimeField(allow_null=True)
     url = serializers.CharField()
@@ -72,6 +80,7 @@ class CorpusDetailSerializer(CorpusSerializer):
     """A corpus with every service on it (import first) and its per-status counts."""
 
     services = CorpusServiceSerializer(many=True)
+    service_counts = None  # the services carry their counts
     condition = SandboxConditionSerializer(allow_null=True, help_text="what a sandbox was carved with; null otherwise")
 
 
@@ -89,10 +98,22 @@ class DocumentListParamsSerializer(PageParamsSerializer):
     )
 
 
+class MessageClassSerializer(serializers.Serializer):
+    severity = serializers.CharField()
+    category = serializers.CharField()
+    what = serializers.CharField()
+
+
 class DocumentRowSerializer(serializers.Serializer):
     document = serializers.CharField(help_text="the document's name")
     entry = serializers.CharField(help_text="its entry in the corpus directory")
     status = serializers.CharField(help_text="its task's status for the service")
+    runtime_ms = serializers.IntegerField(
+        allow_null=True, help_text="how long its conversion took, in milliseconds; null until it has a result"
+    )
+    problem = MessageClassSerializer(
+        allow_null=True, help_text="the class of its first error or fatal message, in log order; null without one"
+    )
     has_html = serializers.BooleanField(help_text="whether its stored result holds HTML")
     report = serializers.CharField(help_text="the document report in the API")
     html = serializers.CharField(allow_null=True, help_text="its converted HTML in the API; null without HTML")

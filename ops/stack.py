@@ -25,11 +25,18 @@ logger = logging.getLogger(__name__)
 
 FIRST_ACTOR = "admin"
 DEMO_CORPUS = "demo"
-DEMO_SERVICE = "tex_to_html"
 DEMO_SOURCE = Path(__file__).resolve().parent / "demo_corpus"
-# The demo service's profile: 30 s a document, so that its never-ending document times out within the
-# first minute (a worker's own limit is CONVERSION_TIMEOUT_SECONDS, 300 s by default).
+# The demo's own service, activated on the demo corpus alone: 30 s a document, so that its never-ending
+# document times out within the first minute (a worker's own limit is CONVERSION_TIMEOUT_SECONDS, 300 s by
+# default). Real papers need the worker's limits, so the demo's limit lives under a name of its own.
+DEMO_SERVICE = "tex_to_html_demo"
 DEMO_PROFILE = {"timeout_seconds": 30}
+# The converter a first start registers for the operator's own papers: the default profile, under the
+# worker's own timeout and memory; activated on nothing.
+SERVICE = "tex_to_html"
+# What an `up` before the demo had its own service registered as `tex_to_html`: found on a database that
+# such an `up` made, it is left as it is and named at start-up (first_start_notice).
+_OLD_DEMO_DESCRIPTION = "LaTeXML: TeX to HTML5 (latexmlc --format=html5), at most 30 s a document"
 # Threads per web process: more than CONVERT_CONCURRENCY (so conversions never hold them all) and no
 # more than DB_POOL_MAX (so no thread waits for a database connection).
 WEB_THREADS = 8
@@ -362,28 +369,54 @@ def latexml_workers_child(*, concurrency: int) -> Child:
     return Child("latexml-workers", argv, {**child_env(), **dispatcher_endpoint_env()})
 
 
-def demo_load(*, actor: str) -> str | None:
-    """On a first start: copy the demo corpus into the first corpus root, import it, register
-    tex_to_html and activate it, so a newcomer sees real reports within a minute."""
+def first_start_load(*, actor: str, demo: bool) -> str | None:
+    """On a first start (no corpus yet): register tex_to_html with the worker's own limits and, with `demo`,
+    copy the demo corpus into the first corpus root, import it, register tex_to_html_demo (30 s a
+    document) and activate it there, so a newcomer sees real reports within a minute. A service of either
+    name that exists already is left as it is. Returns the demo corpus's name when it was loaded."""
     from corpora.actions import corpus_import, service_activate
     from corpora.models import Corpus
     from jobs.runner import job_run
-    from services.actions import service_register
-    from services.models import Service
 
     if Corpus.objects.exists():
+        return None
+    _service_ensure(SERVICE, actor=actor, description="LaTeXML: TeX to HTML5 (latexmlc --format=html5)")
+    if not demo:
         return None
     target = settings.CORPUS_ROOTS[0] / DEMO_CORPUS
     if not target.exists():
         shutil.copytree(DEMO_SOURCE, target)
     job_run(corpus_import(name=DEMO_CORPUS, path=str(target), actor=actor, send=False).pk)
-    if not Service.objects.filter(name=DEMO_SERVICE).exists():
-        service_register(
-            name=DEMO_SERVICE, actor=actor, profile=DEMO_PROFILE,
-            description="LaTeXML: TeX to HTML5 (latexmlc --format=html5), at most 30 s a document",
-        )  # fmt: skip
+    _service_ensure(
+        DEMO_SERVICE, actor=actor, profile=DEMO_PROFILE,
+        description="LaTeXML on the demo corpus, at most 30 s a document (its endless paper times out);"
+        f" real papers go to {SERVICE}",
+    )  # fmt: skip
     job_run(service_activate(corpus_name=DEMO_CORPUS, service_name=DEMO_SERVICE, actor=actor, send=False).pk)
     return DEMO_CORPUS
+
+
+def _service_ensure(name: str, *, actor: str, **fields: object) -> None:
+    from services.actions import service_register
+    from services.models import Service
+
+    if not Service.objects.filter(name=name).exists():
+        service_register(name=name, actor=actor, **fields)
+
+
+def first_start_notice() -> str | None:
+    """One line when tex_to_html is still the demo service an earlier `up` registered (30 s a document):
+    it is left as it is, since it may hold results, and the line says how to give it the worker's limits."""
+    from services.models import Service
+
+    old = Service.objects.filter(name=SERVICE, description=_OLD_DEMO_DESCRIPTION).values_list("profile", flat=True)
+    profile = next(iter(old), None)
+    if profile is None or profile.get("timeout_seconds") != DEMO_PROFILE["timeout_seconds"]:
+        return None
+    return (
+        f"{SERVICE} still has the demo's limit of 30 s a document (an earlier `up` registered it so), which"
+        f" real papers outgrow: `ccs profile {SERVICE} --preset default` gives it the worker's own limits."
+    )
 
 
 def wait_for_web(base_url: str, timeout: float = 60.0) -> bool:

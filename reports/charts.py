@@ -5,20 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from config.screens import duration_ms_text
 from reports.queries import RUNTIME_BUCKETS_MS
 from runs.charts import count_axis
 
 # The runtime histogram of a service (GET /api/services/<service>/runtimes): a bar per fixed bucket.
 RUNTIME_CHART = {"width": 760, "height": 220, "top": 20, "plot": 160, "axis_y": 180, "label_y": 200}
-
-
-def duration_label(ms: int) -> str:
-    """100 ms, 2.5 s, 2 min: short enough for an axis."""
-    if ms < 1000:
-        return f"{ms} ms"
-    if ms < 60_000:
-        return f"{ms / 1000:g} s"
-    return f"{ms / 60_000:g} min"
 
 
 def _peak(histogram: list[dict[str, Any]]) -> int:
@@ -39,7 +31,8 @@ def histogram_bars(histogram: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for index, bucket in enumerate(histogram):
         height = round(RUNTIME_CHART["plot"] * bucket["count"] / peak, 2)
         lower = RUNTIME_BUCKETS_MS[index - 1] if index else None
-        label = f"< {duration_label(bucket['lt_ms'])}" if bucket["lt_ms"] is not None else f"≥ {duration_label(lower)}"
+        bound = f"< {duration_ms_text(bucket['lt_ms'])}" if bucket["lt_ms"] is not None else None
+        label = bound or f"≥ {duration_ms_text(lower)}"
         bars.append(
             {
                 "x": round(index * slot + slot * 0.15, 2),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from config.screens import human
+from config.screens import duration, duration_ms, duration_text, human
 
 
 @pytest.mark.parametrize(
@@ -16,7 +16,9 @@ from config.screens import human
         (77, "jobs.stall_seconds", "1 min 17 s"),
         (5, "reap_seconds", "5 s"),
         (10, "pool.timeout", "10 s"),
-        (12.5, "p50_ms", "12.5 ms"),
+        (12.7, "p50_ms", "13 ms"),
+        (142935.0, "p99_ms", "2 min 23 s"),
+        (300, "timeout_seconds", "5 min"),
         (1234567, "documents", "1,234,567"),
         (51695, "dispatcher.ventilator_port", "51695"),
         (4194301, "pid", "4194301"),
@@ -38,3 +40,33 @@ def test_a_mapping_is_key_value_lines_each_read_with_its_own_key_and_escaped():
         '<li>nested: <ul class="human"><li>ok: yes</li></ul></li><li>note: &lt;b&gt;</li></ul>'
     )
     assert human({}) == "—" and human([]) == "—"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0, "0 ms"),
+        (0.00042, "0.4 ms"),
+        (0.0035, "3.5 ms"),
+        (0.85, "850 ms"),
+        (0.9996, "1 s"),
+        (1, "1 s"),
+        (12.34, "12.3 s"),
+        (59.96, "1 min"),
+        (142.935, "2 min 23 s"),
+        (120, "2 min"),
+        (3840, "1 h 4 min"),
+        (7200, "2 h"),
+        (93784, "1 d 2 h"),
+        (-90, "-1 min 30 s"),
+        (None, ""),
+    ],
+)
+def test_a_duration_reads_in_at_most_two_units_as_people_read_it(seconds, shown):
+    assert duration_text(seconds) == shown
+
+
+def test_the_duration_filters_take_seconds_or_milliseconds_and_show_a_dash_for_none():
+    assert duration(142.935) == duration_ms(142935.0) == duration_ms(142935) == "2 min 23 s"
+    assert duration_ms(850) == "850 ms" and duration("4.5") == "4.5 s"
+    assert duration(None) == duration_ms(None) == duration_ms("") == "—"

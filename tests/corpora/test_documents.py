@@ -13,6 +13,7 @@ from config.api.paging import Page
 from corpora.models import Document, Task
 from corpora.queries import document_list, pair_resolve
 from dispatcher.ingest import RawResult, result_ingest
+from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 
@@ -21,12 +22,19 @@ pytestmark = pytest.mark.django_db
 HTML = {"doc.html": b"<!DOCTYPE html><html><body><p>converted</p></body></html>", "x.png": b"\x89PNG\r\n\x1a\n"}
 # name: (how its conversion ended, the files of its result beside the log); None: no result yet.
 DOCUMENTS = {
-    "Beta": ("Warning:expected:label Missing\nStatus:conversion:1\n", HTML),
-    "al_pha": ("Error:undefined:\\foo The token\nStatus:conversion:2\n", HTML),
+    "Beta": ("Warning:expected:label Missing\nStatus:conversion:1\nInfo:runtime_ms:850\n", HTML),
+    "al_pha": (
+        "Warning:expected:label Missing\nError:undefined:\\foo The token\nError:malformed:tabular x\n"
+        "Error:undefined:\\bar The token\nStatus:conversion:2\nInfo:runtime_ms:142935\n",
+        HTML,
+    ),
     "delta": None,  # TODO
-    "a%b": ("Fatal:too_many_errors:100 Too many errors\nStatus:conversion:3\n", {}),  # no HTML in its result
+    "a%b": (  # no HTML in its result
+        "Error:missing_file:x.sty Missing\nFatal:too_many_errors:100 Too many errors\nStatus:conversion:3\n",
+        {},
+    ),
     "Gamma": None,  # leased
-    "alpha": ("Status:conversion:0\n", HTML),
+    "alpha": ("Status:conversion:0\nInfo:runtime_ms:3840000\n", HTML),
 }
 ORDER = ["a%b", "al_pha", "alpha", "Beta", "delta", "Gamma"]  # names folded to lower case, byte order
 SCREEN = "/corpora/c/services/tex_to_html/documents"
@@ -79,6 +87,25 @@ def test_the_documents_come_in_the_order_of_their_folded_names_with_their_status
     assert rows["alpha"]["entry"] == Document.objects.get(corpus__name="c", name="alpha").entry
 
 
+def test_each_document_has_its_runtime_and_the_class_of_its_first_error_or_fatal_message(api, pair):
+    rows = {row["document"]: row for row in api.get(API).json()["documents"]}
+    assert {name: row["runtime_ms"] for name, row in rows.items()} == {
+        "a%b": None, "al_pha": 142935, "alpha": 3840000, "Beta": 850, "delta": None, "Gamma": None,
+    }  # fmt: skip
+    problems = {name: row["problem"] for name, row in rows.items()}
+    assert problems == {
+        "a%b": {"severity": "error", "category": "missing_file", "what": "x.sty"},  # first in the log, not worst
+        "al_pha": {"severity": "error", "category": "undefined", "what": "\\foo"},
+        "alpha": None, "Beta": None, "delta": None, "Gamma": None,  # a warning is no error
+    }  # fmt: skip
+
+
+def test_a_rerun_document_shows_no_runtime_nor_its_retired_messages(api, pair):
+    rerun(corpus_name="c", service_name="tex_to_html", severity="error", actor="test")
+    row = next(row for row in api.get(API).json()["documents"] if row["document"] == "al_pha")
+    assert (row["status"], row["runtime_ms"], row["problem"]) == ("todo", None, None)
+
+
 @pytest.mark.parametrize(
     ("status", "names"),
     [
@@ -123,7 +150,8 @@ def test_the_name_prefix_is_a_range_of_the_folded_name_index(pair):
         plan = "\n".join(row[0] for row in cursor.fetchall())
     assert "Index Scan using document_name_folded" in plan, plan
     assert ">= 'al'::text" in plan and "< 'am'::text" in plan, plan  # the prefix as a range of the key
-    assert "Sort" not in plan, plan  # and the index gives the order
+    # And the index gives the order: nothing sorts the documents (a row's message classes are sorted in it).
+    assert [line.strip() for line in plan.splitlines() if "Sort Key" in line] == ['Sort Key: u."position"'], plan
 
 
 def test_a_page_costs_the_same_queries_however_many_rows_it_has(pair):

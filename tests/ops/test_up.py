@@ -205,13 +205,18 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
             status, body = _get(f"{base}/api/corpora/demo")
             if status != 200:
                 return None
-            counts = next((s["counts"] for s in body["services"] if s["name"] == "tex_to_html"), None)
+            counts = next((s["counts"] for s in body["services"] if s["name"] == "tex_to_html_demo"), None)
             return counts if counts and counts["no_problem"] + counts["warning"] + counts["error"] >= 3 else None
 
         counts = _wait(demo_counts, 150, "the demo corpus to convert")
         assert counts["total"] == 6  # seven entries, one of them invalid at import
+        # The demo's 30 s limit is its own service's: tex_to_html, for real papers, has the worker's limits
+        # and is activated on nothing.
+        status, real = _get(f"{base}/api/services/tex_to_html", token)
+        assert status == 200 and real["profile"]["timeout_seconds"] is None, real
+        assert [s["name"] for s in _get(f"{base}/api/corpora/demo")[1]["services"]] == ["import", "tex_to_html_demo"]
         ventilator = f"tcp://127.0.0.1:{dispatcher['DISPATCHER_VENTILATOR_PORT']}"
-        assert up.printed(f"worker serving every service (now tex_to_html) from {ventilator}")
+        assert up.printed(f"worker serving every service (now tex_to_html, tex_to_html_demo) from {ventilator}")
 
         children = up.descendants()
         postgres = _postmaster_pid(var_dir)
@@ -234,7 +239,7 @@ def test_up_runs_the_whole_system_on_embedded_servers_and_stops_cleanly(tmp_path
         # A second start reuses the data: no new token, the old one still works.
         again = Up(port, env=_embedded_env(var_dir, process_tmpdir, **dispatcher))
         again.wait_for("BASE_URL=")
-        assert not any(line.startswith("TOKEN=") for line in again.seen)
+        assert not any(line.startswith(("TOKEN=", "First start", "tex_to_html still")) for line in again.seen)
         assert _get(f"{base}/api/jobs", token)[0] == 200
         assert again.stop() == 0
     finally:

@@ -2,12 +2,8 @@
 
 from __future__ import annotations
 
-from reports.charts import RUNTIME_CHART, duration_label, histogram_axis, histogram_bars
+from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
 from reports.queries import RUNTIME_BUCKETS_MS
-
-
-def test_durations_are_labelled_in_the_unit_that_keeps_them_short():
-    assert [duration_label(ms) for ms in (100, 2500, 120_000)] == ["100 ms", "2.5 s", "2 min"]
 
 
 def test_the_fullest_bucket_fills_the_plot_and_the_open_bucket_is_labelled_from_below():

@@ -12,6 +12,7 @@ import pytest
 from django.db import connection, transaction
 from django.utils import timezone
 
+from config.screens import duration_ms_text
 from corpora.models import Run, Task, TelemetryMinute
 from corpora.telemetry import results_record
 from jobs.models import JobState
@@ -113,9 +114,13 @@ def test_the_run_page_charts_the_telemetry_its_api_gives(page, live_server, api,
     for name, stage in stages.items():
         assert int(shown[name]["count"]) == stage["count"]
         for p in ("p50", "p90", "p99"):
-            expected = f"{stage[p]['ms']:.1f} ms" if stage[p] else ""
+            expected = duration_ms_text(stage[p]["ms"]) if stage[p] else ""
             assert shown[name][p] == expected, (name, p)
+            # As people read it: milliseconds under a second, then seconds, then two units at most.
+            pattern = r"\d{1,3} ms|\d(\.\d)? ms|\d{1,2}(\.\d)? s|\d+ (min|h|d)( \d+ (s|min|h))?"
+            assert not stage[p] or re.fullmatch(pattern, expected), expected
     assert stages["conversion"]["count"] == len(CONVERSIONS_MS)
+    assert shown["conversion"]["p99"].endswith(" s")  # 7,000 ms reads in seconds
 
     minutes = page.locator("#throughput-chart g.minute")
     assert [int(m.get_attribute("data-count")) for m in minutes.all()] == [p["completed"] for p in body["throughput"]]

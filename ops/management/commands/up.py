@@ -20,7 +20,7 @@ logger = logging.getLogger("ops.up")
 class Command(BaseCommand):
     help = (
         "Start the whole system: databases (embedded unless configured), migrations, web, jobs, beat, the"
-        " dispatcher and LaTeXML workers; on the first start also a token and a demo corpus."
+        " dispatcher and LaTeXML workers; on the first start also a token, the tex_to_html service and a demo corpus."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,7 +31,7 @@ class Command(BaseCommand):
             " PASSKEY_ORIGINS unless PASSKEY_ORIGINS is set",
         )  # fmt: skip
         parser.add_argument("--workers", type=int, default=2, help="LaTeXML conversion workers (default 2; 0 for none)")
-        parser.add_argument("--no-demo", action="store_true", help="do not load the demo corpus on the first start")
+        parser.add_argument("--no-demo", action="store_true", help="no demo corpus (nor its service) at first start")
         parser.add_argument("--web-processes", type=int, default=2, help="gunicorn worker processes (default 2)")
         parser.add_argument(
             "--web-threads", type=int, default=stack.WEB_THREADS,
@@ -76,8 +76,13 @@ class Command(BaseCommand):
         if not ApiToken.objects.exists():
             _, self.first_token = token_create(actor=stack.FIRST_ACTOR, created_by="up", staff=True)
             self.stdout.write(f"First start: an admin token for actor '{stack.FIRST_ACTOR}' is shown at the end.")
-        if not options["no_demo"] and stack.demo_load(actor=stack.FIRST_ACTOR):
-            self.stdout.write(f"First start: loaded the demo corpus '{stack.DEMO_CORPUS}' with {stack.DEMO_SERVICE}")
+        if stack.first_start_load(actor=stack.FIRST_ACTOR, demo=not options["no_demo"]):
+            self.stdout.write(
+                f"First start: loaded the demo corpus '{stack.DEMO_CORPUS}' with {stack.DEMO_SERVICE} (30 s a"
+                f" document); {stack.SERVICE}, with the worker's own limits, is for your papers."
+            )
+        if (notice := stack.first_start_notice()) is not None:
+            self.stdout.write(notice)
         dispatcher = supervisor.start(stack.dispatcher_child())
         # The workers connect only once this stack's dispatcher holds its ports.
         stack.wait_for_listening(
