@@ -1,6 +1,6 @@
 """Conversions of a binding's fixture through the worker's own path (conversion.worker.convert_task: the
-sandbox, every limit), under the `arxiv` preset with the shipped bindings and without them, so that a test
-shows what a binding changes."""
+sandbox, every limit), under the `arxiv` preset (or another) with the shipped bindings and without them,
+so that a test shows what a binding changes."""
 
 from __future__ import annotations
 
@@ -33,12 +33,13 @@ class Outcome:
         return {what for _severity, category, what, _details in self.messages if category == "missing_file"}
 
 
-def convert(fixture: str, *, bindings: bool = True, timeout: float = 120) -> Outcome:
+def convert(fixture: str, *, bindings: bool = True, timeout: float = 120, preset: str = "arxiv") -> Outcome:
     """The fixture directory tests/fixtures/bindings/<fixture> (its one main .tex and what it reads)
-    converted under the `arxiv` preset, with the shipped bindings or without them."""
-    profile = profiles.PRESETS["arxiv"].profile
-    if not bindings:
-        profile = replace(profile, paths=tuple(p for p in profile.paths if p != profiles.SHIPPED_BINDINGS))
+    converted under a preset (`arxiv` unless named: its nobibtex reads a shipped .bbl only; `default`
+    lets LaTeXML read .bib files itself), with the shipped bindings or without them."""
+    profile = profiles.PRESETS[preset].profile
+    paths = tuple(p for p in profile.paths if p != profiles.SHIPPED_BINDINGS)
+    profile = replace(profile, paths=(*paths, profiles.SHIPPED_BINDINGS) if bindings else paths)
     how = profiles.invocation(profile, roots=[], timeout=timeout, memory_mb=2048)
     payload = pack_entry(FIXTURES / fixture, "dir", fixture)
     converted = convert_task(
