@@ -6,7 +6,10 @@ import re
 from tests.conversion.bindings.runs import convert
 
 # An empty left cell, then the stacked relation and the rest of the line in the right-hand cell.
-EMPTY_THEN = r'<td class="ltx_td ltx_eqn_cell"></td>\s*<td class="ltx_td ltx_align_left ltx_eqn_cell"><math [^>]*alttext="'
+EMPTY_THEN = (
+    r'<td class="ltx_td ltx_eqn_cell"></td>\s*<td class="ltx_td ltx_align_left ltx_eqn_cell">'
+    r'<math [^>]*alttext="'
+)
 
 
 def test_overset_and_underset_take_the_alignment_point_with_the_binding():
