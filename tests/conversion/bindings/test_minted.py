@@ -25,6 +25,8 @@ def test_minted_sets_every_form_of_code_as_a_listing():
     # the listing float, its caption, its reference and \listoflistings
     assert "Listing 1: " in html
     assert "List of Listings" in html
+    # \mintinline in a formula is text there
+    assert re.search(r'<mtext class="[^"]*ltx_minted_language_haskell[^"]*"[^>]*>getValue</mtext>', html)
 
 
 def test_without_the_binding_minted_cannot_run_pygments():
