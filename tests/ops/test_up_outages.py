@@ -27,7 +27,7 @@ from tests.support import PROJECT_DIR
 
 pytestmark = pytest.mark.slow
 
-SERVICE = "tex_to_html"
+SERVICE = "outage_html"  # its own: `up` registers tex_to_html on a first start
 # Small documents LaTeXML converts in a few seconds each: enough of them that a kill after the first results
 # falls in the middle of the run, with conversions under way and results on their way to the sink.
 DOCUMENTS = 10
