@@ -29,7 +29,6 @@ import time
 import zipfile
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from io import BytesIO
 from pathlib import Path
 
@@ -113,7 +112,7 @@ def main() -> None:
     entries = [p for p in entries if p.name >= args.first and (not args.last or p.name < args.last)]
     profile = profiles.PRESETS[args.profile].profile
     if args.without_bindings:
-        profile = replace(profile, paths=tuple(path for path in profile.paths if path != profiles.SHIPPED_BINDINGS))
+        profile = profiles.with_shipped_bindings(profile, False)
     how = profiles.invocation(
         profile, roots=[], timeout=args.timeout, memory_mb=args.memory_mb, latexmlc=args.latexmlc
     )  # fmt: skip

@@ -420,6 +420,12 @@ def invocation(
     )
 
 
+def with_shipped_bindings(profile: Profile, shipped: bool) -> Profile:
+    """The profile with `@bindings` last among its binding paths, or without it."""
+    paths = tuple(path for path in profile.paths if path != SHIPPED_BINDINGS)
+    return replace(profile, paths=(*paths, SHIPPED_BINDINGS) if shipped else paths)
+
+
 def shipped_bindings() -> Path:
     """The directory of the shipped bindings on this machine, as the sandbox can bind it at its own place:
     BINDINGS_DIR itself, or, where that lies under one of the sandbox's own mounts (a checkout under /work

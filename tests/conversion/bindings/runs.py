@@ -5,7 +5,7 @@ so that a test shows what a binding changes."""
 from __future__ import annotations
 
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from io import BytesIO
 from pathlib import Path
 
@@ -37,9 +37,7 @@ def convert(fixture: str, *, bindings: bool = True, timeout: float = 120, preset
     """The fixture directory tests/fixtures/bindings/<fixture> (its one main .tex and what it reads)
     converted under a preset (`arxiv` unless named: its nobibtex reads a shipped .bbl only; `default`
     lets LaTeXML read .bib files itself), with the shipped bindings or without them."""
-    profile = profiles.PRESETS[preset].profile
-    paths = tuple(p for p in profile.paths if p != profiles.SHIPPED_BINDINGS)
-    profile = replace(profile, paths=(*paths, profiles.SHIPPED_BINDINGS) if bindings else paths)
+    profile = profiles.with_shipped_bindings(profiles.PRESETS[preset].profile, bindings)
     how = profiles.invocation(profile, roots=[], timeout=timeout, memory_mb=2048)
     payload = pack_entry(FIXTURES / fixture, "dir", fixture)
     converted = convert_task(
