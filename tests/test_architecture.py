@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.actions import rerun
+from corpora.actions.reports import rerun
 from tests.corpora.helpers import activated, imported
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +52,8 @@ def test_a_rerun_runs_code_of_at_most_three_apps(corpus_root):
     imported(corpus_root, "a", documents=3)
     activated("a")
     apps, journal = _apps_run_by(lambda: rerun(corpus_name="a", service_name="tex_to_html", actor="tester"))
-    assert apps[0] == "reports", apps
-    assert set(apps) <= {"reports", "corpora", "services"}, apps
+    assert apps[0] == "corpora", apps
+    assert set(apps) <= {"corpora", "services"}, apps
     assert "record" in journal, journal  # the rerun journaled itself
 
 

@@ -93,7 +93,7 @@ class Run(models.Model):
     description = models.TextField(blank=True)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # Frozen when the run closes: the pair's per-status counts (corpora.queries.status_counts) and the
+    # Frozen when the run closes: the pair's per-status counts (corpora.queries.corpora.status_counts) and the
     # snapshot taken at that moment.
     tallies = models.JSONField(null=True, blank=True)
     snapshot = models.ForeignKey(Snapshot, on_delete=models.DO_NOTHING, null=True, blank=True, related_name="+")
@@ -143,7 +143,7 @@ class SnapshotDiff(models.Model):
     # infrastructure_document_ids): the matrix without them is the difference.
     infrastructure_matrix = models.JSONField(default=list, db_default=models.Value([], output_field=models.JSONField()))
     changed = models.IntegerField()
-    # True once the TaskDiff rows are written (corpora.diffs.diff_rows_ensure).
+    # True once the TaskDiff rows are written (corpora.actions.diffs.diff_rows_ensure).
     rows_ready = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
