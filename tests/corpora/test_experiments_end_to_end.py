@@ -1,7 +1,8 @@
 """A profile experiment converts for real: a dispatcher and a `manage.py worker --all-services` (latexmlc in its
 bubblewrap sandbox) convert the pair, then each variant on the sandbox of its failures. A paper that needs
 its own style file is an error under the default profile and converts with --includestyles (fixed); a
-one-second timeout turns an error into a fatal (broken); the clean paper is never carved."""
+one-second timeout turns an error into a fatal (broken): the paper counts to 30,000 in TeX first, several
+seconds of LaTeXML on any machine, so the timeout fires wherever the suite runs; the clean paper is never carved."""
 
 from __future__ import annotations
 
@@ -21,7 +22,10 @@ from tests.dispatcher.harness import DispatcherProcess, process_stop, wait_for, 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 CLEAN = "\\documentclass{article}\n\\begin{document}\nHello $x^2$.\n\\end{document}\n"
-STYLED = "\\documentclass{article}\n\\usepackage{mystyle}\n\\begin{document}\nSee \\mymacro.\n\\end{document}\n"
+STYLED = (
+    "\\documentclass{article}\n\\usepackage{mystyle}\n\\newcount\\n\n\\begin{document}\n"
+    "\\loop\\advance\\n by1 \\ifnum\\n<30000 \\repeat\nSee \\mymacro.\n\\end{document}\n"
+)
 STYLE = "\\newcommand{\\mymacro}{a macro of my own}\n"
 
 
