@@ -28,7 +28,7 @@ def corpus_build(name: str, documents: int, *, vacuum: bool) -> dict[str, float]
     """A ready corpus with `documents` documents and their import tasks, in three statements."""
     from django.db import connection, transaction
 
-    from corpora.actions import _import_service_id
+    from corpora.actions.corpora import _import_service_id
 
     directory = harness.CORPUS_ROOT / name
     directory.mkdir(parents=True, exist_ok=True)  # activation never reads the entries
@@ -73,7 +73,7 @@ def activation_explain(corpus_name: str) -> None:
     foreign-key checks made immediate so their cost shows; rolled back."""
     from django.db import connection, transaction
 
-    from corpora.actions import _import_service_id
+    from corpora.actions.corpora import _import_service_id
     from corpora.models import Corpus
     from services.models import Service
 
@@ -125,7 +125,7 @@ def delete_measure(corpus_name: str, timeout_seconds: int) -> float | None:
     import psycopg
     from django.db import DatabaseError, connection
 
-    from corpora.actions import corpus_delete
+    from corpora.actions.corpora import corpus_delete
 
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_backend_pid()")
@@ -162,7 +162,7 @@ def main() -> None:
 
     harness.setup()
 
-    from corpora import actions
+    from corpora.actions import corpora as actions
     from jobs.runner import job_run
 
     corpus_name = f"bench-activation-{args.documents}"

@@ -100,7 +100,7 @@ def main() -> None:
 
 
 def rank_logs(parsed: dict[str, ParsedLog], args: argparse.Namespace) -> None:
-    """The ranking as the service computes it (runs.queries.packages): per package, its papers by status,
+    """The ranking as the service computes it (corpora.queries.packages): per package, its papers by status,
     the papers it is the only missing dependency of and the papers it clears, strongly and weakly."""
     statuses = Counter(COMPLETED_NAMES.get(log.status, "fatal") for log in parsed.values())
     print(f"\n{len(parsed)} papers: " + ", ".join(f"{name} {statuses[name]}" for name in COMPLETED_NAMES.values()))

@@ -139,7 +139,7 @@ def postmaster_pid() -> int:
 
 
 def corpus_make(name: str, documents: list[Path]) -> None:
-    from corpora.actions import corpus_import, service_activate
+    from corpora.actions.corpora import corpus_import, service_activate
     from jobs.runner import job_run
 
     directory = ROOT / "corpora" / name

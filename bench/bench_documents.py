@@ -1,5 +1,5 @@
 """A pair's document list on a corpus of 1,000,000 documents (target: a page in under 100 ms): every page
-through corpora.queries.document_list, unfiltered, by status and by name prefix, at the first and the last
+through corpora.queries.corpora.document_list, unfiltered, by status and by name prefix, at the first and the last
 offset a page may take; and, with --index-costs, what each candidate index of the name search adds to
 inserting those documents, as an import does.
 
@@ -53,7 +53,7 @@ def corpus_build(name: str, documents: int) -> int:
     from django.db import connection, transaction
 
     from conversion.choices import TaskStatus
-    from corpora.actions import _import_service_id
+    from corpora.actions.corpora import _import_service_id
 
     service_id = harness.service_ensure(SERVICE)
     months = 120  # 2014 to 2023
@@ -168,7 +168,7 @@ def page_measure(corpus: str, repeat: int, explain: bool) -> list[tuple[str, flo
     from django.test.utils import CaptureQueriesContext
 
     from config.api.paging import Page
-    from corpora.queries import document_list, pair_resolve
+    from corpora.queries.corpora import document_list, pair_resolve
 
     measured = []
     for label, status, prefix, offset in PAGES:

@@ -242,7 +242,8 @@ def main() -> None:
 
     harness.setup()
 
-    from corpora import actions, scan
+    from corpora import scan
+    from corpora.actions import corpora as actions
     from jobs.runner import job_run
 
     if args.arxiv:

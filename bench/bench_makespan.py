@@ -59,8 +59,8 @@ def one_run(
 ) -> float:  # fmt: skip
     """Start a dispatcher leasing in that order and a worker, `start()` the run, wait for its close."""
     from corpora.models import Run
-    from corpora.queries import pair_resolve
-    from runs.queries.cost import pair_cost
+    from corpora.queries.corpora import pair_resolve
+    from corpora.queries.cost import pair_cost
 
     settings = {"CONVERSION_TIMEOUT_SECONDS": str(timeout), "DISPATCHER_LONGEST_FIRST": str(longest_first).lower()}
     dispatcher = harness.dispatcher_start(children, **settings)
@@ -104,8 +104,8 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, default=REAL, help="a directory of documents")
     args = parser.parse_args()
     harness.setup()
+    from corpora.actions.reports import rerun
     from corpora.models import Task
-    from reports.actions import rerun
 
     removed = harness.corpus_remove(CORPUS_NAME)
     if removed is not None:
@@ -148,7 +148,7 @@ def _valid(corpus_id: int) -> int:
     """The corpus's documents whose import was valid: the tasks an activation makes."""
     from django.db import connection
 
-    from corpora.actions import _import_service_id
+    from corpora.actions.corpora import _import_service_id
 
     with connection.cursor() as cursor:
         cursor.execute(

@@ -11,13 +11,13 @@ package_scale_made records them); `--drop` drops the database.
 Measured, each `--repeat` times (p50 and max), the figures in the JSON object `--json` prints last:
 - `ranking_rows_ms`: the first page of the ranking summed over the package rows, as the ranking read
   before the tallies (the statement is kept here to compare);
-- `ranking_ms`: the first page through runs.queries.packages.package_ranking, which sums the tallies;
+- `ranking_ms`: the first page through corpora.queries.packages.package_ranking, which sums the tallies;
   `ranking_deep_ms` its last page;
 - `papers_top_ms`, `papers_widest_ms`: the first page of papers behind the top-ranked row and behind the
   class every paper but a few uses (package_papers);
 - `snapshot_packages_s`: the snapshot's package statement (corpora.pairs.snapshot_take's), rolled back;
 - `ranking_retired_ms`: the first page while a rerun's 100,000 tasks (`--rerun-tasks`) await the purge,
-  their usages taken off at reading (corpora.queries.package_tallies_sql);
+  their usages taken off at reading (corpora.queries.corpora.package_tallies_sql);
 - `purge_batch_packages_ms`: what a purge batch of 5,000 retired tasks adds, their usages taken off the
   package tallies (corpora.message_store._tallies_take_gone). Both rolled back.
 
@@ -174,8 +174,8 @@ def main() -> None:
     from corpora.message_store import _GONE_TABLE, _tallies_take_gone
     from corpora.models import Corpus
     from corpora.pairs import BULK_SETTINGS, snapshot_packages_sql
-    from corpora.queries import Pair
-    from runs.queries.packages import package_papers, package_ranking, package_source
+    from corpora.queries.corpora import Pair
+    from corpora.queries.packages import package_papers, package_ranking, package_source
     from services.models import Service
 
     corpus, _ = Corpus.objects.get_or_create(name=CORPUS, defaults={"path": "/nonexistent", "state": "ready"})

@@ -122,7 +122,7 @@ def pair_get() -> Pair:
 def cold_builds(pair: Pair) -> dict[str, tuple[float, int]]:
     """Clear the pair's grains, then build each severity's slice from nothing: seconds and rows."""
     from corpora.grains import grain_slice_rebuild, grains_clear
-    from reports.queries import SEVERITIES
+    from corpora.queries.reports import SEVERITIES
 
     grains_clear([(pair.corpus_id, pair.service_id)])
     builds = {}
@@ -163,7 +163,7 @@ def page_sets(pair: Pair, tasks: int, requests: int) -> list[harness.PageSet]:
     from django.db import connection
 
     from corpora.models import ReportGrain
-    from reports.queries import SEVERITIES
+    from corpora.queries.reports import SEVERITIES
 
     grains = ReportGrain.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id)
     base = ("reports", pair.corpus, pair.service)
@@ -253,8 +253,8 @@ def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, 
     from django.db import connection
 
     from config.api.paging import Page
-    from corpora.queries import pair_resolve
-    from reports.queries import SEVERITIES, category_report
+    from corpora.queries.corpora import pair_resolve
+    from corpora.queries.reports import SEVERITIES, category_report
 
     page = Page(offset=0, page_size=100)
     results = {}
@@ -285,7 +285,7 @@ def live_compare(pair: Pair, severities: Sequence[str], runs: int) -> dict[str, 
 
 def rerun_measure(pair: Pair, expected: int) -> tuple[float, dict, harness.PhaseLog]:
     """The rerun of the what-class holding `expected` error tasks: seconds, its answer, statements."""
-    from reports.actions import rerun
+    from corpora.actions.reports import rerun
 
     with harness.phases_recorded([]) as log:
         began = time.perf_counter()
@@ -355,8 +355,8 @@ def explain_entry_list(pair: Pair, url: str) -> None:
     from urllib.parse import unquote
 
     from config.api.paging import Page
-    from corpora.queries import pair_resolve
-    from reports.queries import entry_list
+    from corpora.queries.corpora import pair_resolve
+    from corpora.queries.reports import entry_list
 
     path = url.partition("?")[0]
     severity, category, what = (unquote(part) for part in path.split("/")[5:8])
@@ -370,7 +370,7 @@ def explain_entry_list(pair: Pair, url: str) -> None:
 
 def explain_runtime(pair: Pair) -> None:
     from config.api.paging import Page
-    from reports.queries import runtime_report
+    from corpora.queries.reports import runtime_report
 
     explain_calls("runtime_report, slowest at offset 10000", partial(runtime_report, pair.service, Page(10_000, 100)))
 
@@ -398,7 +398,7 @@ def explain_rerun(pair: Pair) -> None:
     """EXPLAIN of the rerun's own statements: the rerun is run and rolled back to capture them, then they
     are replayed in a rolled-back transaction. Rolled-back bulk DELETEs clear the visibility map of
     the pages they touch: the caller VACUUMs afterwards."""
-    from reports.actions import rerun
+    from corpora.actions.reports import rerun
 
     explain_calls(
         "rerun",
@@ -432,7 +432,7 @@ def main() -> None:
     from django.db import connection
 
     from accounts.actions import token_create
-    from reports.actions import reports_rebuild_all
+    from corpora.actions.reports import reports_rebuild_all
 
     state = reports_data.generated_state()
     if state:

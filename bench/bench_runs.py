@@ -226,7 +226,7 @@ def diff_measure(case: DiffCase, base_id: int, documents: int, api: Api, repeats
     case.first.append(first / 1000)
     again = [api.call("get", url)[0] for _ in range(repeats)]
     case.repeated = again
-    # The first task list of the diff writes its changed documents' rows (corpora.diffs.diff_rows_ensure).
+    # The first task list of the diff writes its changed documents' rows (corpora.actions.diffs.diff_rows_ensure).
     rows_first, _ = api.call("get", diff_url(case.dates, "tasks"))
     case.rows_first = rows_first / 1000
     with connection.cursor() as cursor:

@@ -110,7 +110,7 @@ def _service_id() -> int:
 
 def carve(name: str, condition: dict[str, Any]) -> tuple[float, dict[str, Any]]:
     """Carve through the API's action and job; (seconds of the job, its result)."""
-    from corpora.actions import corpus_sandbox
+    from corpora.actions.corpora import corpus_sandbox
     from jobs.runner import job_run
 
     job = corpus_sandbox(
@@ -134,7 +134,7 @@ def explain(condition: dict[str, Any]) -> None:
     """EXPLAIN (ANALYZE, BUFFERS) of the selection the carve runs, on the parent."""
     from django.db import connection, transaction
 
-    from corpora.actions import _sandbox_selection, sandbox_condition_check
+    from corpora.actions.corpora import _sandbox_selection, sandbox_condition_check
     from corpora.models import Corpus
 
     parent = Corpus.objects.get(name=reports_data.CORPUS)
@@ -159,7 +159,7 @@ def main() -> None:
     harness.setup()
     from django.db import connection
 
-    from corpora.actions import corpus_delete
+    from corpora.actions.corpora import corpus_delete
 
     reports_data.data_ensure(args.tasks, ACTOR)
     with connection.cursor() as cursor:

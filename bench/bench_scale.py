@@ -23,13 +23,13 @@ Measured, each step once no other `bench_` process runs and the hypervisor leave
   and the pair's overview /api/reports/C/S); `p50_ms` likewise;
 - `seconds`, per operation: `cold_slice_build_info` (the pair's grains cleared, then
   corpora.grains.grain_slice_rebuild of the worst severity, info; the others are printed), `global_refresh`
-  (reports.actions.reports_rebuild_all), `rerun` (reports.actions.rerun of the what-class of `--rerun-tasks`
-  error tasks, 100,000; afterwards its tasks get back their messages, runtimes and status, so the data set
-  is reused), `snapshot` (corpora.pairs.snapshot_take of every task of the pair), `diff_matrix`
-  (corpora.diffs.diff_ensure of the snapshot before and one after the rerun: the first computation),
-  `sandbox_carve_info` and `sandbox_carve_error` (corpora.actions.corpus_sandbox with per_class_limit=5 and
+  (corpora.actions.reports.reports_rebuild_all), `rerun` (corpora.actions.reports.rerun of the what-class of
+  `--rerun-tasks` error tasks, 100,000; afterwards its tasks get back their messages, runtimes and status, so the
+  data set is reused), `snapshot` (corpora.pairs.snapshot_take of every task of the pair), `diff_matrix`
+  (corpora.actions.diffs.diff_ensure of the snapshot before and one after the rerun: the first computation),
+  `sandbox_carve_info` and `sandbox_carve_error` (corpora.actions.corpora.corpus_sandbox with per_class_limit=5 and
   its job; the sandbox is deleted afterwards), `activation` (a second service activated on every document:
-  corpora.actions.service_activate and its job; its tasks and runs are removed afterwards);
+  corpora.actions.corpora.service_activate and its job; its tasks and runs are removed afterwards);
 - `generation`: whether the data set was reused, how long it took to build (in the run that built it),
   and its speed in tasks and messages per second.
 
@@ -162,7 +162,7 @@ def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int
     from django.db import connection
 
     from corpora.models import ReportGrain
-    from reports.queries import SEVERITIES
+    from corpora.queries.reports import SEVERITIES
 
     corpus, service = scale_data.CORPUS, scale_data.SERVICE
     grains = ReportGrain.objects.filter(corpus_id=pair[0], service_id=pair[1])
@@ -242,7 +242,7 @@ def page_sets(pair: tuple[int, int], tasks: int, rerun_tasks: int, requests: int
 def cold_builds(pair: tuple[int, int]) -> dict[str, float]:
     """Clear the pair's grains, then build each severity's slice from nothing: seconds each."""
     from corpora.grains import grain_slice_rebuild, grains_clear
-    from reports.queries import SEVERITIES
+    from corpora.queries.reports import SEVERITIES
 
     grains_clear([pair])
     builds = {}
@@ -255,7 +255,7 @@ def cold_builds(pair: tuple[int, int]) -> dict[str, float]:
 
 
 def global_refresh() -> float:
-    from reports.actions import reports_rebuild_all
+    from corpora.actions.reports import reports_rebuild_all
 
     began = time.perf_counter()
     result = reports_rebuild_all(progress=lambda *_: None, log=lambda _: None)
@@ -283,10 +283,10 @@ PURGE: dict[str, float] = {}
 
 def rerun_once(pair: tuple[int, int], expected: int) -> float:
     """A CHECKPOINT first (not measured: the writes before would otherwise be written back during the
-    rerun), then reports.actions.rerun of the what-class, with its statements printed."""
+    rerun), then corpora.actions.reports.rerun of the what-class, with its statements printed."""
     from django.db import connection
 
-    from reports.actions import rerun
+    from corpora.actions.reports import rerun
 
     with connection.cursor() as cursor:
         cursor.execute("CHECKPOINT")
@@ -315,7 +315,7 @@ def restore(pair: tuple[int, int]) -> None:
 
 
 def diff_once(previous_id: int, current_id: int, expected: int) -> float:
-    from corpora.diffs import diff_ensure
+    from corpora.actions.diffs import diff_ensure
     from corpora.models import SnapshotDiff
 
     began = time.perf_counter()
@@ -337,7 +337,7 @@ def diff_forget(previous_id: int, current_id: int) -> None:
 def sandbox_carve(severity: str) -> float:
     """A sandbox of the pair's tasks of `severity`, per_class_limit=5, through the API's action and its
     job (timed), checked and deleted (not timed)."""
-    from corpora.actions import corpus_delete, corpus_sandbox
+    from corpora.actions.corpora import corpus_delete, corpus_sandbox
     from corpora.models import Corpus
     from jobs.runner import job_run
 
@@ -415,7 +415,7 @@ def activation_remove(service_id: int) -> None:
 
 def activation(tasks: int) -> float:
     """service_activate of the second service on every document and its job: seconds."""
-    from corpora.actions import service_activate
+    from corpora.actions.corpora import service_activate
     from jobs.runner import job_run
 
     with harness.phases_recorded([]) as log:
@@ -558,7 +558,7 @@ def main() -> None:
         )
         restore(pair)
         began = time.perf_counter()
-        from reports.actions import reports_rebuild_all
+        from corpora.actions.reports import reports_rebuild_all
 
         reports_rebuild_all(progress=lambda *_: None, log=lambda _: None)
         say(f"  grains rebuilt in {time.perf_counter() - began:.1f} s (not measured)")

@@ -274,7 +274,7 @@ def system_measure(
     wait for the end."""  # fmt: skip
     from django.db import connection
 
-    from corpora.actions import _import_service_id
+    from corpora.actions.corpora import _import_service_id
     from services.actions import service_profile_set
 
     removed = harness.corpus_remove(CORPUS_NAME)

@@ -138,9 +138,9 @@ def fail(message: str) -> None:
 def retired_purge() -> tuple[float, int]:
     """Start the purge of retired messages as beat would, and run it here as a worker would (none runs
     here): the seconds it took and how many tasks' retired messages it deleted."""
+    from corpora.tasks.reports import messages_purge_scheduled
     from jobs.models import Job
     from jobs.runner import job_run
-    from reports.tasks import messages_purge_scheduled
 
     began = time.perf_counter()
     job_id = messages_purge_scheduled()
@@ -802,7 +802,7 @@ def service_ensure(name: str) -> int:
 
 def corpus_delete_if_exists(name: str) -> float | None:
     """Delete a corpus left by an earlier run, so a rerun starts clean; returns seconds, or None."""
-    from corpora.actions import corpus_delete
+    from corpora.actions.corpora import corpus_delete
     from corpora.models import Corpus
 
     if not Corpus.objects.filter(name=name).exists():
@@ -818,7 +818,7 @@ def corpus_purge_unchecked(name: str) -> float | None:
     only). The purge deletes the corpus's count rows itself, so the counts stay exact."""
     from django.db import connection, transaction
 
-    from corpora.actions import _corpus_purge
+    from corpora.actions.corpora import _corpus_purge
     from corpora.models import Corpus
 
     corpus_id = Corpus.objects.filter(name=name).values_list("pk", flat=True).first()
@@ -833,7 +833,7 @@ def corpus_purge_unchecked(name: str) -> float | None:
 
 def corpus_remove(name: str) -> float | None:
     """Delete a corpus left by an earlier run with corpus_delete, and its result archives; seconds or None."""
-    from corpora.actions import corpus_delete
+    from corpora.actions.corpora import corpus_delete
     from corpora.models import Corpus
 
     corpus_id = Corpus.objects.filter(name=name).values_list("pk", flat=True).first()
@@ -915,7 +915,7 @@ def files_settle(directory: Path, *, probe: int = 200, timeout: float = 420.0) -
 
 def corpus_import_now(name: str, directory: Path) -> tuple[int, float]:
     """Import `directory` as corpus `name` through corpus_import and its job, run here; (id, seconds)."""
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
     from corpora.models import Corpus
     from jobs.runner import job_run
 
@@ -930,7 +930,7 @@ def corpus_import_now(name: str, directory: Path) -> tuple[int, float]:
 
 def service_activate_now(corpus_name: str, service_name: str) -> tuple[int, float]:
     """Activate a service on a corpus through service_activate and its job, run here; (tasks, seconds)."""
-    from corpora.actions import service_activate
+    from corpora.actions.corpora import service_activate
     from jobs.runner import job_run
 
     with timed() as timer:

@@ -378,7 +378,7 @@ def data_generate(tasks: int, actor: str) -> Generation:
     """Build the whole data set in an empty benchmark database; seconds per step."""
     from django.db import connection, transaction
 
-    from corpora.actions import _import_service_id
+    from corpora.actions.corpora import _import_service_id
     from services.actions import service_register
     from services.models import Service
 

@@ -275,7 +275,7 @@ def data_generate(options: Options, shape: message_shape.Shape, actor: str) -> G
     """Build the whole data set into the freshly migrated benchmark database; prints each step."""
     from django.db import connection, transaction
 
-    from corpora.actions import _import_service_id
+    from corpora.actions.corpora import _import_service_id
     from corpora.message_store import message_classes
     from corpora.models import Run
     from corpora.pairs import run_close

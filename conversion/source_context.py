@@ -1,5 +1,5 @@
 """The lines of a document's own TeX source around the places its log messages point to. Pure library (no
-Django): the document report (reports.queries.document_report) calls it on the stored corpus entry.
+Django): the document report (corpora.queries.reports.document_report) calls it on the stored corpus entry.
 
 LaTeXML writes where a message arose as a detail line of the message, from its Locator's toString:
 `at FILE; line L col C - line L2 col C2` (or, from stringify, `at FILE; from line L col C to line L2 col

@@ -14,7 +14,7 @@ from accounts.api_base import PublicApiView, PublicReadApiView, TokenApiView
 from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from config.api.paging import page_check
 from config.api.schema import problems
-from corpora import actions
+from corpora.actions import corpora as actions
 from corpora.experiments.actions import experiment_start
 from corpora.experiments.queries import experiment_detail, experiment_records
 from corpora.experiments.serializers import (
@@ -24,7 +24,7 @@ from corpora.experiments.serializers import (
 )
 from corpora.export.actions import dataset_export
 from corpora.export.queries import export_file, export_summaries
-from corpora.queries import corpus_detail, corpus_records, document_list, pair_resolve
+from corpora.queries.corpora import corpus_detail, corpus_records, document_list, pair_resolve
 from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,

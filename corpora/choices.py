@@ -1,6 +1,7 @@
-"""The vocabularies of corpora, each spelled here once: a corpus's state, the model choices of a log message's
-severity (built from `conversion.choices.Severity`, which the worker's log parser shares), and how a dataset
-export groups its archives.
+"""The vocabularies of the conversion domain, each spelled here once: a corpus's state, the model choices of a
+log message's severity (built from `conversion.choices.Severity`, which the worker's log parser shares), how a
+dataset export groups its archives, how a message class changed between two snapshots, whether a document
+gained or lost a class, and what a run control does to a pair's (or every pair's) conversions.
 
 The task statuses themselves are `conversion.choices.TaskStatus`; what the apps derive from them (count
 buckets, severity pages, SQL predicates) is in `corpora/statuses.py`."""
@@ -57,3 +58,29 @@ MessageSeverity = models.TextChoices(
 
 # What a package of package attribution is (TaskPackage.kind), as model choices: the values of `PackageKind`.
 PACKAGE_KINDS = models.TextChoices("PackageKinds", [(kind.name, (kind.value, kind.value)) for kind in PackageKind])
+
+
+class ClassChange(models.TextChoices):
+    """How a class's task count moved between the previous snapshot (p) and the current one (c): four kinds
+    of one class, and two filters that take two kinds each (more tasks now, or fewer)."""
+
+    APPEARED = "appeared"
+    VANISHED = "vanished"
+    GREW = "grew"
+    SHRANK = "shrank"
+    INCREASED = "increased"
+    DECREASED = "decreased"
+
+
+class MemberChange(models.TextChoices):
+    """A document that has a class now and did not before (gained), or the reverse (lost)."""
+
+    GAINED = "gained"
+    LOST = "lost"
+
+
+class RunControlAction(models.TextChoices):
+    """Pause blocks every task in progress; resume puts the blocked ones back to TODO."""
+
+    PAUSE = "pause"
+    RESUME = "resume"

@@ -337,7 +337,7 @@ def messages_retire(cursor: CursorWrapper, *, scope: str) -> int:
     messages_delete, when a task's next result comes). A rerun of 100,000 tasks spread over millions
     would otherwise change a page of every table for each of them before it returns
     (docs/decisions/rerun.md). The package tallies keep counting them until then, and their readers take
-    them off meanwhile (corpora.queries.package_tallies_sql): their 4.6 million usages would cost the rerun
+    them off meanwhile (corpora.queries.corpora.package_tallies_sql): their 4.6 million usages would cost the rerun
     seconds (docs/decisions/package-attribution.md). Returns how many messages were retired."""
     cursor.execute(_GONE_TABLE)
     cursor.execute(

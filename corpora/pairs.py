@@ -4,7 +4,7 @@ the runs that have drained, and the one deletion cascade of a corpus, a service 
 The task status changes (corpora.task_changes) change tasks and says which pairs it touched; whoever drives it
 (activation, rerun, the dispatcher's ingestion, reaping and invalidation) closes their drained runs here,
 in the same transaction. History is append-only over the API: only the deletion of a corpus or service
-and the human `prune_history` (runs.actions.history_prune) remove runs and snapshots.
+and the human `prune_history` (corpora.actions.history.history_prune) remove runs and snapshots.
 
 A run records how its tasks were converted: the service's converter profile when it opened (in full and as
 a hash), every profile hash the service had while it was open (a change of profile is noted by the
@@ -50,7 +50,7 @@ from corpora.models import (
     TelemetryBin,
     TelemetryMinute,
 )
-from corpora.queries import package_tallies_sql, pair_counts, retired_messages_exist, taskdiff_share
+from corpora.queries.corpora import package_tallies_sql, pair_counts, retired_messages_exist, taskdiff_share
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS, infrastructure_class_sql
 from corpora.task_changes import tasks_purge
@@ -173,7 +173,7 @@ MEMBER_SEVERITIES = (Severity.WARNING, Severity.ERROR, Severity.FATAL)
 
 def snapshot_packages_sql(corpus_id: int, service_id: int, retired: str) -> tuple[str, list[Any]]:
     """The statement that freezes a pair's packages in the snapshot given as its first parameter, and its
-    other parameters: every package of the pair's package tallies (corpora.queries.package_tallies_sql)
+    other parameters: every package of the pair's package tallies (corpora.queries.corpora.package_tallies_sql)
     with its tallies, the tasks per (flags, status), and the papers that show trouble with it (flags from
     TROUBLE_FROM up: missing, errors in its definitions, weak) with their statuses and flags, from the
     package rows' partial index, both read in the same statement, so from the same rows. The papers that
@@ -350,7 +350,7 @@ def history_remove(
     on `r` and its parameters) with their telemetry; a kept run that pointed at a removed snapshot loses
     its link. Returns what went per (corpus, service) pair (runs, snapshots, diffs, diff_rows, bytes; as
     history_tally counts them) and the diff rows' table size and row count read before the delete
-    (corpora.queries.taskdiff_share)."""
+    (corpora.queries.corpora.taskdiff_share)."""
     snapshots, snapshot_params = snapshots
     runs, run_params = runs
     pairs: dict[tuple[int, int], dict[str, int]] = {}

@@ -28,7 +28,7 @@ from config.screens import (
     screen_write,
     validated,
 )
-from corpora import actions
+from corpora.actions import corpora as actions
 from corpora.choices import CorpusState
 from corpora.experiments.actions import experiment_start
 from corpora.experiments.queries import experiment_detail, experiment_records
@@ -40,7 +40,7 @@ from corpora.experiments.serializers import (
 from corpora.export.actions import dataset_export
 from corpora.export.queries import MANIFEST, export_file, export_summaries
 from corpora.links import document_list_url, document_reader_url, document_url, report_url
-from corpora.queries import corpus_detail, corpus_records, document_list, pair_resolve
+from corpora.queries.corpora import corpus_detail, corpus_records, document_list, pair_resolve
 from corpora.serializers import (
     CorpusDetailSerializer,
     CorpusSerializer,

@@ -60,7 +60,8 @@ from conversion.wire import (
 )
 from corpora.grains import grains_clear
 from corpora.pairs import runs_close_drained, runs_engine_versions_note
-from corpora.queries import task_names
+from corpora.queries.corpora import task_names
+from corpora.queries.reports import runtime_p99s
 from corpora.task_changes import (
     LeasedTask,
     lease_batch,
@@ -74,7 +75,6 @@ from corpora.task_changes import (
     still_leased,
 )
 from dispatcher.sink import SinkReport, sink_main
-from reports.queries import runtime_p99s
 from services.actions import (
     dispatcher_state_beat,
     dispatcher_state_start,

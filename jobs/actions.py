@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from accounts.actions import journaled
 from accounts.choices import Action
-from jobs.choices import ACTIVE_STATES, JobKinds, JobState
+from config.celery import app as celery_app
+from jobs.choices import ACTIVE_STATES, RUN_JOB_TASK, JobKinds, JobState
 from jobs.models import Job
 from jobs.registry import job_kind_get
 
@@ -51,11 +52,10 @@ def job_enqueue(*, kind: str, actor: str, params: dict[str, Any] | None = None, 
 
 
 def job_send(job_id: Any) -> bool:
-    """Hand a job to Celery. If the broker is down the job stays queued and the sweep resends it."""
-    from jobs.tasks import run_job
-
+    """Hand a job to Celery. If the broker is down the job stays queued and the sweep resends it. The task
+    is named, not imported: jobs/tasks.py, which defines it, calls these actions."""
     try:
-        run_job.apply_async(args=[str(job_id)], retry=False)
+        celery_app.send_task(RUN_JOB_TASK, args=[str(job_id)], retry=False)
     except Exception as exc:
         logger.warning("could not send job %s to the broker (%s); the sweep will resend it", job_id, exc)
         return False

@@ -51,3 +51,7 @@ class JobLanes(models.TextChoices):
     # Work that takes table-level locks on the busiest tables (REINDEX CONCURRENTLY, ANALYZE, VACUUM):
     # two at once wait for each other's locks and snapshots and deadlock.
     MAINTENANCE = "maintenance"
+
+
+# The Celery task that runs a job (jobs/tasks.py), by its registered name: jobs/actions.py sends it by this name.
+RUN_JOB_TASK = "jobs.tasks.run_job"

@@ -8,12 +8,12 @@ from celery import shared_task
 from celery.signals import task_prerun, worker_ready
 
 from jobs import actions
-from jobs.choices import JobKinds, JobLanes
+from jobs.choices import RUN_JOB_TASK, JobKinds, JobLanes
 from jobs.registry import job_kind
 from jobs.runner import JobContext, job_run
 
 
-@shared_task(name="jobs.tasks.run_job", ignore_result=True)
+@shared_task(name=RUN_JOB_TASK, ignore_result=True)
 def run_job(job_id: str) -> str:
     """Run one job by id through the shared runner."""
     return job_run(job_id)

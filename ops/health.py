@@ -25,7 +25,7 @@ from conversion import warm
 from conversion.choices import SandboxProc, TaskStatus
 from conversion.sandbox import problem as sandbox_problem
 from corpora.models import Task
-from corpora.queries import services_stranded
+from corpora.queries.corpora import services_stranded
 from corpora.results import results_space
 from dispatcher.metrics import results_held_read
 from jobs.choices import ACTIVE_STATES, JobState

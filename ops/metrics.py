@@ -40,7 +40,7 @@ from prometheus_client.registry import Collector
 
 from config.live import get_config
 from conversion.choices import TaskStatus
-from corpora.queries import services_stranded
+from corpora.queries.corpora import services_stranded
 from corpora.results import results_space
 from corpora.statuses import BUCKET_NAMES, QUEUED_BUCKET, STATUS_KEYS
 from dispatcher.metrics import ingest_read, results_held_read

@@ -17,12 +17,12 @@ from config.errors import ServiceError
 from config.redis_client import redis_client
 from conversion.choices import COMPLETED, COMPLETED_NAMES, TaskStatus
 from corpora.models import Corpus, Run, TaskCount
-from corpora.queries import corpus_get
+from corpora.queries.corpora import corpus_get
+from corpora.queries.history import open_runs, run_history
 from corpora.statuses import QUEUED_BUCKET
 from jobs.queries import jobs_in_trouble
 from ops.choices import HealthStatus, Readiness
 from ops.health import health
-from runs.queries.history import open_runs, run_history
 from services.choices import ProtectedService
 from services.models import Service, Worker
 from services.queries import in_flight_list, service_get

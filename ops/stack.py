@@ -374,7 +374,7 @@ def first_start_load(*, actor: str, demo: bool) -> str | None:
     copy the demo corpus into the first corpus root, import it, register tex_to_html_demo (30 s a
     document) and activate it there, so a newcomer sees real reports within a minute. A service of either
     name that exists already is left as it is. Returns the demo corpus's name when it was loaded."""
-    from corpora.actions import corpus_import, service_activate
+    from corpora.actions.corpora import corpus_import, service_activate
     from corpora.models import Corpus
     from jobs.runner import job_run
 

@@ -16,13 +16,18 @@ from accounts.api_base import PublicApiView, TokenApiView
 from config.api.negotiation import FileNegotiation
 from config.api.paging import Page, PageParamsSerializer, page_check
 from config.api.schema import problems
+from corpora.actions.reports import (
+    category_report_read,
+    pair_refresh,
+    reports_refresh,
+    rerun,
+    run_control,
+    what_report_read,
+)
+from corpora.choices import RunControlAction
 from corpora.links import document_file_api_url
-from corpora.queries import pair_resolve
-from corpora.results import result_member
-from jobs.serializers import JobAckSerializer
-from reports.actions import category_report_read, pair_refresh, reports_refresh, rerun, run_control, what_report_read
-from reports.choices import RunControlAction
-from reports.queries import (
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.reports import (
     document_paper,
     document_report,
     document_result_archive,
@@ -32,6 +37,8 @@ from reports.queries import (
     runtime_report,
     service_overview,
 )
+from corpora.results import result_member
+from jobs.serializers import JobAckSerializer
 from reports.serializers import (
     EXPORT_FORMATS,
     DocumentReportSerializer,

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from config.screens import duration_ms_text
-from reports.queries import RUNTIME_BUCKETS_MS
+from corpora.queries.reports import RUNTIME_BUCKETS_MS
 from runs.charts import count_axis
 
 # The runtime histogram of a service (GET /api/services/<service>/runtimes): a bar per fixed bucket.

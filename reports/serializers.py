@@ -16,9 +16,9 @@ from rest_framework import serializers
 
 from config.api.fields import StrictCharField
 from config.errors import BadRequest
+from corpora.choices import RunControlAction
+from corpora.queries.reports import CONTEXTS_MAX, EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
 from corpora.serializers import StatusCountsSerializer
-from reports.choices import RunControlAction
-from reports.queries import CONTEXTS_MAX, EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
 
 
 class RunControlSerializer(serializers.Serializer):
@@ -159,7 +159,7 @@ class ExplainedMessageSerializer(MessageSerializer, MeaningFieldsMixin):
 
 
 class ExplanationSerializer(serializers.Serializer):
-    """A document's conversion in words (reports.queries.document_explanation)."""
+    """A document's conversion in words (corpora.queries.reports.document_explanation)."""
 
     summary = serializers.CharField()
     causes = ExplainedMessageSerializer(many=True, help_text="the fatal messages, or else the first errors")
@@ -329,7 +329,7 @@ class CsvLines:
         return "".join(self._joined(row) + "\r\n" for row in rows)
 
     def of_tasks(self, tasks: list[ExportTask]) -> str:
-        """The lines of tasks' messages (reports.queries.export_rows, the same rows in the same order)."""
+        """The lines of tasks' messages (corpora.queries.reports.export_rows, the same rows in the same order)."""
         if len(self.labels) > EXPORT_CLASS_CACHE:
             self.labels.clear()
         known = self.labels.get

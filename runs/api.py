@@ -19,14 +19,14 @@ from accounts.api_base import PublicApiView, TokenApiView
 from config.api.negotiation import FileNegotiation
 from config.api.paging import page_check
 from config.api.schema import problems
-from corpora.queries import pair_resolve
-from runs.actions import diff_read, snapshot_append, task_diffs_read
-from runs.queries.classes import class_diff, class_known, class_split, class_tasks, document_history
-from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
-from runs.queries.cost import pair_cost
-from runs.queries.diffs import diff_scope
-from runs.queries.history import pair_runs, run_current, run_history
-from runs.queries.packages import (
+from corpora.actions.history import diff_read, snapshot_append, task_diffs_read
+from corpora.queries.classes import class_diff, class_known, class_split, class_tasks, document_history
+from corpora.queries.compare import compare_matrix, compare_scope, compare_tasks
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.cost import pair_cost
+from corpora.queries.diffs import diff_scope
+from corpora.queries.history import pair_runs, run_current, run_history
+from corpora.queries.packages import (
     EXPORT_HEADER,
     kind_check,
     package_diff,
@@ -35,7 +35,7 @@ from runs.queries.packages import (
     package_ranking,
     package_source,
 )
-from runs.queries.telemetry import pair_telemetry
+from corpora.queries.telemetry import pair_telemetry
 from runs.serializers import (
     ClassChangeSerializer,
     ClassDiffParamsSerializer,

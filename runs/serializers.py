@@ -5,10 +5,9 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from datetime import datetime, time
+from datetime import datetime
 from typing import Any
 
-from django.utils import dateparse, timezone
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -16,9 +15,10 @@ from config.api.fields import StrictCharField
 from config.api.paging import PageParamsSerializer
 from config.errors import BadRequest
 from corpora.choices import TIMED_STAGES
+from corpora.queries.eta import RATE_WINDOW
+from corpora.queries.prune import CUTOFF_HELP, prune_cutoff
 from corpora.serializers import StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
-from runs.queries.eta import RATE_WINDOW
 from services.serializers import ProfileSerializer
 
 STATUS_HELP = f"one of {', '.join(DIFF_BUCKETS)}"
@@ -27,7 +27,7 @@ CHANGE_HELP = "regressed: only transitions to a worse completed status (no_probl
 
 @extend_schema_field(StatusCountsSerializer(allow_null=True))
 class TalliesField(serializers.JSONField):
-    """A run's per-status counts as stored (corpora.queries.status_counts), passed through as they are:
+    """A run's per-status counts as stored (corpora.queries.corpora.status_counts), passed through as they are:
     a nested serializer for each run of a 500-run history page costs more than that page can spare
     (bench/README.md, runs); the schema still documents the StatusCounts shape."""
 
@@ -77,7 +77,7 @@ class RunSerializer(serializers.Serializer):
 
 
 class EtaSerializer(serializers.Serializer):
-    """An open run's ETA (runs.queries.eta): remaining / recent rate."""
+    """An open run's ETA (corpora.queries.eta): remaining / recent rate."""
 
     remaining = serializers.IntegerField(help_text="tasks TODO or leased")
     rate_per_minute = serializers.FloatField(allow_null=True, help_text=RATE_WINDOW + "; null with none applied")
@@ -411,24 +411,6 @@ class DocumentHistorySerializer(serializers.Serializer):
 
 # --- pruning (a human action: the command and the retention screen, never the API) ---------------
 
-CUTOFF_HELP = "a date YYYY-MM-DD (midnight, server time zone) or an ISO datetime such as 2024-05-01T12:00:00+00:00"
-
-
-def prune_cutoff(text: str) -> datetime:
-    """The cutoff of a prune from YYYY-MM-DD (its midnight) or an ISO datetime; one without an offset
-    is in the server's time zone. BadRequest with the accepted forms for anything else."""
-    text = text.strip()
-    try:
-        moment = dateparse.parse_datetime(text)
-        if moment is None:
-            day = dateparse.parse_date(text)
-            moment = datetime.combine(day, time()) if day else None
-    except ValueError:  # well formed but impossible, such as 2024-02-30
-        moment = None
-    if moment is None:
-        raise BadRequest(f"{text!r} is not a date: use {CUTOFF_HELP}.", errors={"before": ["not a date"]})
-    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
-
 
 class PruneParamsSerializer(serializers.Serializer):
     before = StrictCharField(max_length=40, help_text=CUTOFF_HELP)
@@ -466,7 +448,7 @@ class PruneSummarySerializer(serializers.Serializer):
     total = PruneCountsSerializer()
 
 
-# --- package attribution (runs.queries.packages) ----------------------------------------------------
+# --- package attribution (corpora.queries.packages) ----------------------------------------------------
 
 
 class PackageParamsSerializer(PageParamsSerializer):

@@ -25,12 +25,10 @@ from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
 from config.screens import duration_text, error_page, given, pager, screen_write, validated
 from conversion.choices import PackageKind
+from corpora.actions.history import diff_read, history_prune, snapshot_append, task_diffs_read
+from corpora.choices import ClassChange, MemberChange
 from corpora.links import class_tasks_url, document_url, report_url, run_url
-from corpora.queries import pair_resolve
-from runs.actions import diff_read, history_prune, snapshot_append, task_diffs_read
-from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
-from runs.choices import ClassChange, MemberChange
-from runs.queries.classes import (
+from corpora.queries.classes import (
     class_diff,
     class_diff_count,
     class_known,
@@ -38,15 +36,16 @@ from runs.queries.classes import (
     class_tasks,
     document_history,
 )
-from runs.queries.compare import compare_matrix, compare_scope, compare_tasks
-from runs.queries.cost import pair_cost
-from runs.queries.diffs import DiffScope, diff_scope, task_diff_count
-from runs.queries.history import pair_runs, run_current, run_history
-from runs.queries.packages import kind_check, package_diff, package_papers, package_ranking, package_source
-from runs.queries.prune import prune_preview
-from runs.queries.telemetry import pair_telemetry
+from corpora.queries.compare import compare_matrix, compare_scope, compare_tasks
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.cost import pair_cost
+from corpora.queries.diffs import DiffScope, diff_scope, task_diff_count
+from corpora.queries.history import pair_runs, run_current, run_history
+from corpora.queries.packages import kind_check, package_diff, package_papers, package_ranking, package_source
+from corpora.queries.prune import CUTOFF_HELP, prune_preview
+from corpora.queries.telemetry import pair_telemetry
+from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
 from runs.serializers import (
-    CUTOFF_HELP,
     ClassChangeSerializer,
     ClassDiffParamsSerializer,
     ClassTaskSerializer,
@@ -532,7 +531,7 @@ def compare_tasks_view(request: HttpRequest, corpus: str, service_a: str, servic
 @require_http_methods(["GET", "POST"])
 def retention_view(request: HttpRequest) -> HttpResponse:
     """GET ?before=DATE[&corpus=&service=] previews what a prune removes; POST with the same fields and
-    the cutoff typed again as `confirm` prunes (runs.actions.history_prune, journaled)."""
+    the cutoff typed again as `confirm` prunes (corpora.actions.history.history_prune, journaled)."""
     if not request.user.is_staff:
         return error_page(request, Forbidden("Pruning run history is for admins (create_token ACTOR --staff)."))
     data = request.POST if request.method == "POST" else request.GET

@@ -18,10 +18,10 @@ from accounts.choices import Action
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse
-from corpora.pairs import data_purge, runs_profile_note
 from services.choices import ProtectedService
 from services.models import DispatcherState, InFlight, Service, Worker
 from services.queries import service_get
+from services.signals import service_deleting, service_profile_changed
 
 IN_FLIGHT_TABLE = InFlight._meta.db_table
 WORKER_TABLE = Worker._meta.db_table
@@ -64,7 +64,9 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
     with transaction.atomic():
-        counts = data_purge(service_id=service.pk, actor=actor)
+        counts: dict[str, Any] = {}
+        for _receiver, answer in service_deleting.send(sender=Service, service_id=service.pk, actor=actor):
+            counts.update(answer)
         # The service's own rows go last, once nothing of corpora points at it.
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {WORKER_TABLE} WHERE service_id = %s", [service.pk])
@@ -103,7 +105,8 @@ def service_profile_set(*, name: str, actor: str, **profile: Any) -> Service:
         raise Forbidden(f"{name!r} is a protected infrastructure service: it converts nothing.")
     checked = profile_checked(profile)
     Service.objects.filter(pk=service.pk).update(profile=checked.as_json())
-    runs = runs_profile_note(service_id=service.pk, profile_hash=checked.digest)
+    answers = service_profile_changed.send(sender=Service, service_id=service.pk, profile_hash=checked.digest)
+    runs = sum(answer for _receiver, answer in answers)
     journal_note(profile_hash=checked.digest, open_runs_noted=runs)
     return service_get(name)
 

@@ -112,7 +112,7 @@ class InFlight(models.Model):
     since = models.DateTimeField()  # when the worker took the task
     heartbeat_at = models.DateTimeField()  # the worker's last heartbeat
     timeout_seconds = models.FloatField(null=True)  # its conversion's timeout, as the worker reported it
-    # The service's 99th percentile runtime when the dispatcher last looked (reports.queries): a conversion
+    # The service's 99th percentile runtime when the dispatcher last looked (corpora.queries.reports): a conversion
     # running longer is flagged on the screens.
     p99_ms = models.IntegerField(null=True)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reports.actions import rerun
+from corpora.actions.reports import rerun
 from tests.corpora.helpers import activated, imported
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -52,8 +52,8 @@ def test_a_rerun_runs_code_of_at_most_three_apps(corpus_root):
     imported(corpus_root, "a", documents=3)
     activated("a")
     apps, journal = _apps_run_by(lambda: rerun(corpus_name="a", service_name="tex_to_html", actor="tester"))
-    assert apps[0] == "reports", apps
-    assert set(apps) <= {"reports", "corpora", "services"}, apps
+    assert apps[0] == "corpora", apps
+    assert set(apps) <= {"corpora", "services"}, apps
     assert "record" in journal, journal  # the rerun journaled itself
 
 
@@ -84,3 +84,63 @@ def test_no_module_defines_a_name_it_imports():
             if isinstance(node, ast.ClassDef | ast.FunctionDef) and node.name in imported
         ]
     assert hidden == []
+
+
+def _import_cycles(imports: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module of the import graph `imports` (module ->
+    the modules it imports): each a set of modules that import each other, directly or in a loop (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+    for root in sorted(imports):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(imports[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            module, targets = work[-1]
+            for target in targets:
+                if target not in index:
+                    index[target] = low[target] = len(index)
+                    stack.append(target)
+                    on_stack.add(target)
+                    work.append((target, iter(sorted(imports[target]))))
+                    break
+                if target in on_stack:
+                    low[module] = min(low[module], index[target])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[module])
+                if low[module] == index[module]:
+                    component = []
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.append(member)
+                        if member == module:
+                            break
+                    if len(component) > 1:
+                        cycles.append(sorted(component))
+    return cycles
+
+
+def test_import_cycles_are_found():
+    assert _import_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert _import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_two_modules_import_each_other():
+    """No module imports another that imports it back, directly or in a loop, imports inside functions
+    included (pyproject.toml's contracts order the packages; this orders the modules within them)."""
+    import grimp
+
+    packages = (*APPS, "config", "conversion", "wiring", "cli")
+    graph = grimp.build_graph(*packages, cache_dir=None)
+    modules = {module for module in graph.modules if module.split(".")[0] in packages and ".migrations" not in module}
+    imports = {module: graph.find_modules_directly_imported_by(module) & modules for module in modules}
+    assert _import_cycles(imports) == []

@@ -14,10 +14,10 @@ from config.errors import BadRequest, Conflict, NotFound
 from config.names import NAME_RULE, name_check, name_is_valid
 from conversion.choices import TaskStatus
 from conversion.profiles import profile_load
-from corpora.actions import corpus_sandbox_run, service_activate_run
+from corpora.actions.corpora import corpus_sandbox_run, service_activate_run
 from corpora.choices import CorpusState
 from corpora.models import Activation, Corpus, Experiment, ExperimentVariant, TaskCount
-from corpora.queries import pair_get
+from corpora.queries.corpora import pair_get
 from jobs.actions import job_enqueue
 from jobs.choices import JobKinds
 from jobs.models import Job

@@ -13,7 +13,7 @@ from config.errors import Conflict, NotFound, Unprocessable
 from corpora.choices import ExportGrouping
 from corpora.export.queries import EXPORT_SEVERITIES, export_dir_check, plan_read
 from corpora.models import Activation
-from corpora.queries import corpus_get
+from corpora.queries.corpora import corpus_get
 from jobs.actions import job_enqueue
 from jobs.choices import JobKinds
 from jobs.models import Job

@@ -1,4 +1,4 @@
-"""The dataset export job (the `dataset_export` kind of corpora.tasks): ZIP archives of a pair's
+"""The dataset export job (the `dataset_export` kind of corpora.tasks.corpora): ZIP archives of a pair's
 already-converted results, written server-side under EXPORT_ROOT.
 
 An export directory EXPORT_ROOT/<out>/ holds one archive per group (severity, month or all), each

@@ -26,7 +26,8 @@ from config.errors import ServiceError
 from config.names import NAME_MAX, name_is_valid
 from config.screens import HTMX_STOP_POLLING, error_page, given, pager, screen_write, validated
 from conversion.choices import SEVERITIES_WORST_FIRST, Category, Severity
-from corpora.choices import ExportGrouping
+from corpora.actions.reports import category_report_read, pair_refresh, rerun, run_control, what_report_read
+from corpora.choices import ExportGrouping, RunControlAction
 from corpora.export.queries import EXPORT_SEVERITIES
 from corpora.links import (
     document_history_url,
@@ -37,12 +38,9 @@ from corpora.links import (
     report_url,
     run_url,
 )
-from corpora.queries import pair_resolve
-from corpora.statuses import OVERVIEW_ORDER
-from reports.actions import category_report_read, pair_refresh, rerun, run_control, what_report_read
-from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
-from reports.choices import RunControlAction
-from reports.queries import (
+from corpora.queries.compare import comparable_services
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.reports import (
     SEVERITIES,
     document_report,
     entry_list,
@@ -50,6 +48,8 @@ from reports.queries import (
     runtime_report,
     service_overview,
 )
+from corpora.statuses import OVERVIEW_ORDER
+from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
 from reports.serializers import (
     EXPORT_FORMATS,
     DocumentReportSerializer,
@@ -62,7 +62,6 @@ from reports.serializers import (
     ScopeRefreshSerializer,
     ServiceOverviewSerializer,
 )
-from runs.queries.compare import comparable_services
 from services.choices import ProtectedService
 
 # --- links, crumbs, pages ----------------------------------------------------------------------------

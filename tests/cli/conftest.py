@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from accounts.models import Passkey
+from corpora.actions.history import snapshot_append
 from jobs.models import Job
-from runs.actions import snapshot_append
 from tests.accounts.authenticator import Authenticator
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import classes_write, pair_close

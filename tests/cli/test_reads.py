@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from runs.actions import snapshot_append
+from corpora.actions.history import snapshot_append
 from tests.cli.conftest import IO_FATAL
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import classes_write, pair_close

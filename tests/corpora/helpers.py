@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from corpora.actions import corpus_import, service_activate
+from corpora.actions.corpora import corpus_import, service_activate
 from jobs.models import Job
 from jobs.runner import job_run
 from services.actions import service_register

@@ -10,10 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from config.api.paging import Page
+from corpora.actions.reports import rerun
 from corpora.models import Document, Task
-from corpora.queries import document_list, pair_resolve
+from corpora.queries.corpora import document_list, pair_resolve
 from dispatcher.ingest import RawResult, result_ingest
-from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 

@@ -41,7 +41,7 @@ def farm(tmp_path: Path, corpus_root: Path, settings, process_tmpdir: Path) -> I
     (directory / "clean.tex").write_text(CLEAN)
     (directory / "styled" / "main.tex").write_text(STYLED)
     (directory / "styled" / "mystyle.sty").write_text(STYLE)
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
 
     job_run(corpus_import(name="papers", path=str(directory), actor="tester", send=False).pk)
     dispatcher = DispatcherProcess(

@@ -44,7 +44,7 @@ def roots(tmp_path: Path, settings: Any) -> Path:
 
 
 def _import(corpus_root: Path, names: tuple[str, ...], texts: dict[str, str] | None = None) -> None:
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
 
     directory = corpus_root / "papers"
     for name in names:

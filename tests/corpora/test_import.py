@@ -270,7 +270,7 @@ def test_unusable_paths_are_422_not_a_crash(authed, corpus_root):
 def test_an_import_called_directly_is_journaled_as_from_the_api(corpus_root):
     from accounts.models import AuditEntry
     from config.errors import Conflict
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
 
     directory = make_corpus_dir(corpus_root, "direct")
     corpus_import(name="direct", path=str(directory), actor="shell", send=False)

@@ -24,7 +24,7 @@ def _message(task: Task, what: str = "undefined") -> None:
 def test_activation_creates_one_todo_task_per_valid_document_and_opens_a_run(authed, corpus_root):
     directory = make_corpus_dir(corpus_root, "c", documents=3)
     (directory / "broken").mkdir()
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
 
     job_run(corpus_import(name="c", path=str(directory), actor="tester", send=False).pk)
     authed.post("/api/services", {"name": "tex_to_html"}, format="json")
@@ -143,7 +143,7 @@ def test_counts_stay_exact_through_inserts_updates_and_deletes(corpus_root):
 
 def test_activation_never_wipes_existing_results(corpus_root):
     """A task that already exists for the pair keeps its status when the activation job runs again."""
-    from corpora.actions import service_activate_run
+    from corpora.actions.corpora import service_activate_run
 
     imported(corpus_root, "c", documents=2)
     activated("c")

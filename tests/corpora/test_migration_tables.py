@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from corpora.diffs import diff_ensure, diff_rows_ensure
+from corpora.actions.diffs import diff_ensure, diff_rows_ensure
+from corpora.actions.reports import rerun
 from corpora.grains import grain_slice_rebuild
 from corpora.models import Snapshot, Task
-from reports.actions import rerun
 from tests.runs.helpers import classes_write, pair_close, two_runs
 from tests.support import migrate
 

@@ -1,4 +1,4 @@
-"""A request's pair (corpora.queries.pair_resolve): found by its names in one statement, with the words of
+"""A request's pair (corpora.queries.corpora.pair_resolve): found by its names in one statement, with the words of
 a missing corpus or service, and whether the service ever ran on the corpus."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from django.test.utils import CaptureQueriesContext
 
 from config.errors import NotFound
 from corpora.models import Corpus
-from corpora.queries import Pair, pair_resolve
+from corpora.queries.corpora import Pair, pair_resolve
 from services.models import Service
 from tests.corpora.helpers import activated, imported
 

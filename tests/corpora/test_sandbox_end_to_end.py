@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from corpora.actions import corpus_import, corpus_sandbox
+from corpora.actions.corpora import corpus_import, corpus_sandbox
 from corpora.models import Corpus, LogMessage, Task
 from jobs.models import Job
 from jobs.runner import job_run

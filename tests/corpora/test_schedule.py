@@ -8,12 +8,12 @@ import pytest
 from django.db import connection
 
 from conversion.choices import TaskStatus
-from corpora.actions import corpus_extend
+from corpora.actions.corpora import corpus_extend
+from corpora.actions.reports import rerun
 from corpora.models import Task, TaskRuntime
 from corpora.task_changes import lease_batch
 from dispatcher.server import DispatcherConfig
 from jobs.runner import job_run
-from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import finish
 from tests.support import write_tex

@@ -79,7 +79,7 @@ def test_the_detail_polls_while_tasks_are_in_progress_and_the_fragment_stops_it_
 
 
 def test_a_corpus_still_importing_is_polled(client, corpus_root):
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
 
     corpus_import(name="alpha", path=str(make_corpus_dir(corpus_root, "alpha")), actor="tester", send=False)
     assert "hx-trigger" in client.get("/corpora/alpha").content.decode()
@@ -154,7 +154,7 @@ def test_activating_a_protected_or_an_active_service_is_refused_on_the_page(scre
 
 
 def test_extend_starts_a_job_and_is_refused_while_the_corpus_imports(screen_client, corpus_root):
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
 
     imported(corpus_root, "alpha")
     response = screen_client.post("/corpora/alpha/extend")

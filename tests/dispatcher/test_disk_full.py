@@ -17,7 +17,7 @@ import pytest
 from django.utils import timezone
 
 from conversion.logparse import parse_log
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from corpora.models import Task
 from corpora.results import result_path
 from jobs.runner import job_run

@@ -69,7 +69,7 @@ def latexml_corpus(corpus_root, tmp_path):
     directory.mkdir()
     for name, text in DOCUMENTS.items():
         (directory / name).write_text(text)
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
     from jobs.runner import job_run
 
     job_run(corpus_import(name="real", path=str(directory), actor="tester", send=False).pk)
@@ -237,9 +237,9 @@ def test_one_worker_converts_for_two_services_each_task_with_its_services_profil
     handed out with nothing restarted; a CorTeX request still gets CorTeX's reply; the worker rows and the
     runs say which engine and version converted, and under which profile."""
     from conversion.profiles import DEFAULT, Profile
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
+    from corpora.actions.reports import rerun
     from jobs.runner import job_run
-    from reports.actions import rerun
     from services.actions import service_profile_set, service_register
     from tests.dispatcher.harness import FakeWorker
 
@@ -299,7 +299,7 @@ def test_a_worker_serving_all_services_takes_up_a_service_registered_after_it_st
 ):
     """`manage.py worker --all-services` (what `make run` starts) reads the services again while it runs: a
     service registered and activated after it started is converted, with nothing restarted."""
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
     from jobs.runner import job_run
     from services.actions import service_register
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from conversion.machine import memory_available
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from corpora.models import LogMessage, Task
 from jobs.runner import job_run
 from services.models import DispatcherState, Worker

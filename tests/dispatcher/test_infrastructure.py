@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from corpora.models import LogMessage, Task
-from corpora.queries import pair_resolve
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.reports import service_overview
 from jobs.runner import job_run
-from reports.queries import service_overview
 from services.models import Worker
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import DispatcherProcess, FakeWorker, process_stop, process_tree, wait_for, worker_process

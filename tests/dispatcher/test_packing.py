@@ -11,7 +11,7 @@ import zipfile
 
 import pytest
 
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from corpora.models import LogMessage, Task
 from dispatcher.server import INLINE_PACK_BYTES
 from jobs.runner import job_run

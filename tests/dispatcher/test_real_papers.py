@@ -59,7 +59,7 @@ def result_files(results: Path, task: Task) -> dict[str, bytes]:
 
 @pytest.fixture
 def papers(corpus_root):
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
     from jobs.runner import job_run
     from services.actions import service_register
 

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from corpora.models import Task
 from jobs.runner import job_run
 from services.models import DispatcherState, InFlight, Service

@@ -191,7 +191,7 @@ def test_reindex_and_analyze_started_together_run_one_after_the_other(session):
 
 
 def test_an_import_whose_connection_is_ended_while_writing_tries_its_transaction_again(session, corpus_root):
-    from corpora.actions import corpus_import
+    from corpora.actions.corpora import corpus_import
     from corpora.choices import CorpusState
     from corpora.models import Corpus
     from tests.corpora.helpers import make_corpus_dir

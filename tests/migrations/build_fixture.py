@@ -101,10 +101,10 @@ def _convert(service: str, outcomes: list[str], *, lease: int | None = None) -> 
 def populate(root: Path) -> str:
     """Two corpora, two converters, runs closed and open, tasks in every status; returns the raw token."""
     from accounts.actions import token_create
-    from corpora.actions import corpus_import, service_activate
+    from corpora.actions.corpora import corpus_import, service_activate
+    from corpora.actions.history import snapshot_append
+    from corpora.actions.reports import conversions_pause, reports_refresh, rerun
     from ops.actions import config_update
-    from reports.actions import conversions_pause, reports_refresh, rerun
-    from runs.actions import snapshot_append
     from services.actions import service_register
     from services.models import Service, Worker
     from tests.support import write_tex

@@ -15,7 +15,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from jobs.models import Job
 from jobs.runner import job_run
 from jobs.serializers import JobSerializer

@@ -13,10 +13,10 @@ from rest_framework.test import APIClient
 
 from conversion.taxonomy import meaning_of
 from corpora.models import GrainSlice, LogMessage, ReportGrain, Task
+from corpora.tasks.reports import messages_purge_scheduled
 from dispatcher.ingest import RawResult, result_ingest
 from jobs.models import Job
 from jobs.runner import job_run
-from reports.tasks import messages_purge_scheduled
 from tests.corpora.helpers import activated, imported
 from tests.dispatcher.harness import result_zip
 from tests.reports.messages import message_tables_problems, messages_add
@@ -366,7 +366,7 @@ def test_the_global_refresh_job_rebuilds_every_slice(converted):
 
     job, _ = job_enqueue(kind="reports_refresh", actor="t")
     assert job_run(job.pk) == "succeeded"
-    from reports.queries import SEVERITIES
+    from corpora.queries.reports import SEVERITIES
 
     assert GrainSlice.objects.filter(service__name="tex_to_html").count() == len(SEVERITIES)
 
@@ -468,7 +468,7 @@ def test_every_slice_equals_its_definition_as_one_plain_rollup(api, corpus_root,
     """A slice adds per-status rollups; its rows must equal one GROUP BY ROLLUP over the messages joined
     with their tasks (tasks counted once however many messages they have), for every severity."""
     from corpora.grains import grain_slice_rebuild
-    from reports.queries import SEVERITIES
+    from corpora.queries.reports import SEVERITIES
 
     imported(corpus_root, "c", documents=8)
     activated("c")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from corpora.queries.reports import RUNTIME_BUCKETS_MS
 from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
-from reports.queries import RUNTIME_BUCKETS_MS
 
 
 def test_the_fullest_bucket_fills_the_plot_and_the_open_bucket_is_labelled_from_below():

@@ -15,13 +15,13 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient, APIRequestFactory
 
+from corpora.actions.reports import rerun
 from corpora.links import messages_export_url
 from corpora.models import Task
-from corpora.queries import pair_resolve
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.reports import EXPORT_COLUMNS, _read_ahead, export_rows, messages_export, retired_messages_left
 from corpora.statuses import SEVERITIES
-from reports.actions import rerun
 from reports.api import MessagesExportApi
-from reports.queries import EXPORT_COLUMNS, _read_ahead, export_rows, messages_export, retired_messages_left
 from reports.serializers import CsvLines, export_chunks
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import messages_add

@@ -13,8 +13,8 @@ from django.db import connection, transaction
 
 from corpora.message_store import messages_write
 from corpora.models import Task
+from corpora.queries.reports import EXPORT_CURSOR, EXPORT_MARKER
 from ops.stack import web_child
-from reports.queries import EXPORT_CURSOR, EXPORT_MARKER
 from tests.corpora.helpers import activated, imported
 from tests.support import PROJECT_DIR, child_env, free_port, wait_until
 

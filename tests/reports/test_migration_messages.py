@@ -138,7 +138,7 @@ def test_a_populated_database_migrates_in_place_and_every_report_stays_the_same(
     with connection.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM corpora_logmessage WHERE what = 'a/b c'")
         assert cursor.fetchone()[0] == 2
-    from reports.actions import rerun
+    from corpora.actions.reports import rerun
 
     assert rerun(corpus_name="c", service_name="tex_to_html", actor="t", severity="error", category="I/O",
                  what="a/b c")["tasks"] == 1  # fmt: skip
@@ -149,7 +149,7 @@ def test_a_populated_database_migrates_in_place_and_every_report_stays_the_same(
 def test_migrating_back_before_retired_messages_deletes_their_rows_first(corpus_root, tmp_path):
     """Without the list of retired tasks the view would show a rerun's retired messages again and the
     tallies would disagree with the rows: the reverse of reports migration 0012 deletes those rows."""
-    from reports.actions import rerun
+    from corpora.actions.reports import rerun
 
     _converted(corpus_root, tmp_path)
     assert rerun(corpus_name="c", service_name="tex_to_html", actor="tester", severity="error")["tasks"] > 0

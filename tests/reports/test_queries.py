@@ -12,11 +12,11 @@ from django.db import connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from config.api.paging import Page
+from corpora.actions.reports import slice_ensure
 from corpora.models import GrainSlice, ReportGrain
-from corpora.queries import pair_resolve
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.reports import category_report, document_report, what_report
 from jobs.models import Job
-from reports.actions import slice_ensure
-from reports.queries import category_report, document_report, what_report
 from tests.reports.test_api import converted  # noqa: F401 (the fixture)
 
 pytestmark = pytest.mark.django_db
@@ -43,7 +43,7 @@ def test_ensure_slice_builds_within_the_budget_and_the_read_then_finds_it(conver
 
 
 def test_the_reports_queries_module_imports_no_actions():
-    tree = ast.parse(Path(__file__).resolve().parents[2].joinpath("reports/queries.py").read_text())
+    tree = ast.parse(Path(__file__).resolve().parents[2].joinpath("corpora/queries/reports.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert not {name for name in imported if name and name.endswith(".actions")}
 
@@ -52,7 +52,7 @@ def _runtimes_expected(service_id: int) -> dict:
     """The runtime report's figures computed straight from the runtimes, by PostgreSQL's own aggregates."""
     from django.db import connection
 
-    from reports.queries import RUNTIME_BUCKETS_MS
+    from corpora.queries.reports import RUNTIME_BUCKETS_MS
 
     with connection.cursor() as cursor:
         cursor.execute(
@@ -85,7 +85,7 @@ def test_runtime_percentiles_found_through_bins_equal_percentile_disc():
     from django.db import connection
 
     from corpora.models import RuntimeBin
-    from reports.queries import runtime_report
+    from corpora.queries.reports import runtime_report
     from services.models import Service
 
     service = Service.objects.create(name="timed")

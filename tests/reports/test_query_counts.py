@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 
 ENTRIES = f"error/undefined/{quote(chr(92) + 'foo')}"
 DOCUMENT = "c/tex_to_html/document/x%20y%25z"
-# (path, statements): the pair is found by one of them (corpora.queries.pair_resolve).
+# (path, statements): the pair is found by one of them (corpora.queries.corpora.pair_resolve).
 PAGES = [
     ("/reports/c/tex_to_html", 5),  # one of them counts the infrastructure fatals apart
     ("/api/reports/c/tex_to_html", 4),

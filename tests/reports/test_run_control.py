@@ -95,7 +95,7 @@ def test_the_workers_screen_shows_the_same_records(authed, screen_client, corpus
 def test_pause_and_resume_called_directly_are_journaled_as_from_the_api(corpus_root):
     from accounts.models import AuditEntry
     from config.errors import NotFound
-    from reports.actions import conversions_pause, run_control
+    from corpora.actions.reports import conversions_pause, run_control
 
     imported(corpus_root, "a", documents=2)
     activated("a")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from corpora.models import Task
 from dispatcher.ingest import RawResult, result_ingest
 from jobs.runner import job_run

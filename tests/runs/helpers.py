@@ -8,10 +8,10 @@ from pathlib import Path
 from django.db import connection, transaction
 
 from conversion.choices import TaskStatus
+from corpora.actions.reports import rerun
 from corpora.message_store import messages_delete, messages_write
 from corpora.models import Task
 from corpora.pairs import runs_close_drained
-from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 
 CORPUS, SERVICE, NEXT = "a", "tex_to_html", "tex_to_html_next"

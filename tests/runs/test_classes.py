@@ -11,10 +11,10 @@ import pytest
 from django.db import connection
 
 from corpora import pairs
+from corpora.actions.history import history_prune
+from corpora.actions.reports import rerun
 from corpora.models import Snapshot, SnapshotClass, SnapshotMembers
-from reports.actions import rerun
-from runs.actions import history_prune
-from runs.queries import classes
+from corpora.queries import classes
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import message_tables_problems
 from tests.runs.helpers import classes_write, pair_close, pair_tasks
@@ -317,8 +317,8 @@ def test_the_class_diff_its_screen_and_the_overview_leave_out_or_count_apart_inf
     """Two tasks became infrastructure failures (the class and CorTeX's own), one a converter fatal: the
     diff lists all three, leaves the first two out on request (API and screen), the run page's new
     failures never show them, and the report overview counts them apart."""
-    from corpora.queries import pair_resolve
-    from reports.queries import service_overview
+    from corpora.queries.corpora import pair_resolve
+    from corpora.queries.reports import service_overview
     from reports.serializers import ServiceOverviewSerializer
 
     imported(corpus_root, "a", documents=4)

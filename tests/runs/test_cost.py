@@ -12,9 +12,9 @@ from django.db import connection, transaction
 from conversion.choices import TaskStatus
 from corpora.choices import Stage
 from corpora.models import Run, TelemetryBin, TelemetryMinute
-from corpora.queries import pair_resolve
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.cost import ARXIV_PAPERS, pair_cost
 from corpora.telemetry import duration_bin, results_record
-from runs.queries.cost import ARXIV_PAPERS, pair_cost
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import finish
 

@@ -11,9 +11,9 @@ import pytest
 from django.db import connection
 
 from conversion.choices import TaskStatus
+from corpora.actions.reports import rerun
 from corpora.models import Snapshot, SnapshotDiff
 from corpora.pairs import snapshot_take
-from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import classes_write, pair_close, pair_tasks
 

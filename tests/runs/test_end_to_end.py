@@ -14,7 +14,7 @@ from urllib.parse import quote
 import pytest
 from rest_framework.test import APIClient
 
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from jobs.runner import job_run
 from services.actions import service_register
 from tests.corpora.helpers import activated

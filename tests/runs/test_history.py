@@ -99,7 +99,7 @@ def test_deleting_the_corpus_or_the_service_removes_their_history_and_deactivati
 
 
 def test_an_extend_opens_a_run_and_the_diff_marks_the_new_document_absent_before(authed, corpus_root):
-    from corpora.actions import corpus_extend
+    from corpora.actions.corpora import corpus_extend
     from jobs.runner import job_run
     from tests.support import write_tex
 
@@ -152,7 +152,7 @@ def test_a_diffs_rows_emptied_by_a_crash_are_written_again_by_the_next_task_list
 def test_a_snapshot_taken_directly_is_journaled_as_from_the_api(corpus_root):
     from accounts.models import AuditEntry
     from config.errors import NotFound
-    from runs.actions import snapshot_append
+    from corpora.actions.history import snapshot_append
 
     imported(corpus_root, "a", documents=2)
     activated("a")

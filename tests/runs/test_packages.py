@@ -15,10 +15,10 @@ from django.db.models import F, Sum
 
 from conversion.choices import PackageFlag
 from conversion.logparse import parse_log
-from corpora.actions import service_deactivate
+from corpora.actions.corpora import service_deactivate
+from corpora.actions.reports import rerun
 from corpora.message_store import messages_delete, messages_purge_retired, messages_write
 from corpora.models import PackageTally, PackageUsage, Run, SnapshotPackage, Task, TaskPackage
-from reports.actions import rerun
 from tests.conversion.test_attribution import IN_MATHPAR, MISSING_MINTED, PREAMBLE, TEXMF, UNDEFINED
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import message_tables_problems

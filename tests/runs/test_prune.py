@@ -17,10 +17,10 @@ from django.test import Client
 
 from accounts.actions import token_create
 from accounts.models import AuditEntry
-from corpora.diffs import diff_ensure, diff_rows_ensure
+from corpora.actions.diffs import diff_ensure, diff_rows_ensure
 from corpora.models import Corpus, Run, Snapshot, SnapshotDiff, Task, TaskDiff
 from corpora.pairs import run_close, run_open
-from runs.queries.prune import prune_preview
+from corpora.queries.prune import prune_preview
 from runs.serializers import PruneSummarySerializer
 from services.models import Service
 from tests.corpora.helpers import activated, imported

@@ -13,7 +13,7 @@ pytestmark = pytest.mark.django_db
 
 PAIR = "runs/a/tex_to_html"
 HISTORY = "corpus/a/tex_to_html/document/doc0/history"
-# (path, statements): the pair is found by one of them (corpora.queries.pair_resolve).
+# (path, statements): the pair is found by one of them (corpora.queries.corpora.pair_resolve).
 PAGES = [
     (f"/{PAIR}", 29),
     (f"/api/{PAIR}", 2),

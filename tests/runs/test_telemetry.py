@@ -13,10 +13,13 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from conversion.choices import TaskStatus
+from corpora.actions.reports import rerun
 from corpora.choices import Stage
 from corpora.models import Run, Task, TelemetryBin, TelemetryMinute
 from corpora.pairs import data_purge, run_open
-from corpora.queries import pair_resolve
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.eta import RECENT_MINUTES, run_etas
+from corpora.queries.telemetry import pair_telemetry
 from corpora.task_changes import lease_batch, leases_expire, leases_reap, tasks_pause, tasks_resume
 from corpora.telemetry import (
     bin_bounds,
@@ -24,9 +27,6 @@ from corpora.telemetry import (
     duration_bin,
     results_record,
 )
-from reports.actions import rerun
-from runs.queries.eta import RECENT_MINUTES, run_etas
-from runs.queries.telemetry import pair_telemetry
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import finish
 

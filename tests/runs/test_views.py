@@ -141,8 +141,8 @@ def profiled(corpus_root) -> None:
     second under the arxiv preset on a mixed fleet (two versions); tex_to_html_next runs the engine
     latexml-oxide. The versions are noted as the dispatcher notes its workers' heartbeats."""
     from conversion.profiles import Profile
+    from corpora.actions.reports import rerun
     from corpora.pairs import runs_engine_versions_note
-    from reports.actions import rerun
     from services.actions import service_profile_set, service_register
     from services.models import Service
     from tests.runs.helpers import FIRST, SECOND, UNDER_NEXT, finish

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from corpora.actions.reports import rerun
 from corpora.models import Run
-from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import pair_close
 from tests.runs.test_packages import LOGS, LOGS_AFTER, logs_write

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from conversion.taxonomy import meaning_of
+from corpora.actions.reports import rerun
 from corpora.models import Run, Snapshot
-from reports.actions import rerun
 from tests.corpora.helpers import activated, imported
 from tests.runs.helpers import NEXT, classes_write, pair_close, two_runs
 from tests.screens.test_csp_screens import _sign_in, _violations

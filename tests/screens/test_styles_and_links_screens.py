@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from conversion.choices import TaskStatus
+from corpora.actions.reports import rerun
 from corpora.export.actions import dataset_export
 from corpora.models import Run, Task
 from jobs.runner import job_run
-from reports.actions import rerun
 from tests.runs.helpers import pair_close, two_runs
 from tests.screens.test_csp_screens import _sign_in, _violations
 from tests.screens.test_report_screens import converted  # noqa: F401  (the fixture: corpus c, converted)

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.core.management.base import CommandParser
 
-from corpora.actions import corpus_sandbox
+from corpora.actions.corpora import corpus_sandbox
 from corpora.serializers import SandboxRequestSerializer
 from jobs.cli import ServiceCommand
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from corpora.actions import service_deactivate
+from corpora.actions.corpora import service_deactivate
 from jobs.cli import ServiceCommand
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from corpora.actions import corpus_extend
+from corpora.actions.corpora import corpus_extend
 from jobs.cli import ServiceCommand
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandParser
 
-from corpora.actions import corpus_import
+from corpora.actions.corpora import corpus_import
 from jobs.cli import ServiceCommand
 
 

@@ -1,21 +1,42 @@
 """Reads of history pruning: the scope of a prune, the statements that select what it removes (shared
-with runs.actions.history_prune, which hands them to corpora.pairs.history_remove) and the preview of
+with corpora.actions.history.history_prune, which hands them to corpora.pairs.history_remove) and the preview of
 what it would remove."""
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, time
 from typing import Any
 
 from django.db import connection
+from django.utils import dateparse, timezone
 
+from config.errors import BadRequest
 from corpora.models import Corpus, Run, Snapshot, SnapshotDiff, SnapshotMembers
 from corpora.pairs import history_tally
-from corpora.queries import corpus_get, taskdiff_share
+from corpora.queries.corpora import corpus_get, taskdiff_share
 from services.models import Service
 from services.queries import service_get
+
+CUTOFF_HELP = "a date YYYY-MM-DD (midnight, server time zone) or an ISO datetime such as 2024-05-01T12:00:00+00:00"
+
+
+def prune_cutoff(text: str) -> datetime:
+    """The cutoff of a prune from YYYY-MM-DD (its midnight) or an ISO datetime; one without an offset
+    is in the server's time zone. BadRequest with the accepted forms for anything else."""
+    text = text.strip()
+    try:
+        moment = dateparse.parse_datetime(text)
+        if moment is None:
+            day = dateparse.parse_date(text)
+            moment = datetime.combine(day, time()) if day else None
+    except ValueError:  # well formed but impossible, such as 2024-02-30
+        moment = None
+    if moment is None:
+        raise BadRequest(f"{text!r} is not a date: use {CUTOFF_HELP}.", errors={"before": ["not a date"]})
+    return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
+
 
 RUN_TABLE = Run._meta.db_table
 SNAPSHOT_TABLE = Snapshot._meta.db_table

@@ -6,11 +6,12 @@ from typing import Any
 
 from celery import shared_task
 
+from corpora.actions import reports as actions
+from corpora.queries import reports as queries
 from jobs.actions import job_enqueue
 from jobs.choices import JobKinds, JobLanes
 from jobs.registry import job_kind
 from jobs.runner import JobContext
-from reports import actions, queries
 
 
 # Rebuilding a slice replaces it: every kind here is safe to run again whole.

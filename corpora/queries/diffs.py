@@ -1,6 +1,6 @@
 """Reads of snapshots and their diffs: the two snapshots a diff compares, the diff's matrix and the pages
-of its changed documents. A diff is read after corpora.diffs.diff_ensure made it, its task list after
-diff_rows_ensure wrote its changed documents (runs.actions.diff_read and task_diffs_read do both)."""
+of its changed documents. A diff is read after corpora.actions.diffs.diff_ensure made it, its task list after
+diff_rows_ensure wrote its changed documents (corpora.actions.history.diff_read and task_diffs_read do both)."""
 
 # ruff: noqa: S608  (statements are fixed text and status constants; values are parameters)
 from __future__ import annotations
@@ -14,9 +14,9 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from corpora.links import document_api_url
 from corpora.models import Document, Snapshot, SnapshotDiff, TaskDiff
-from corpora.queries import Pair
+from corpora.queries.corpora import Pair
+from corpora.queries.history import RunProfile, pair_known, run_at
 from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
-from runs.queries.history import RunProfile, pair_known, run_at
 
 DOCUMENT_TABLE = Document._meta.db_table
 SNAPSHOT_TABLE = Snapshot._meta.db_table

@@ -1,8 +1,8 @@
 """The diffs of two snapshots of a pair, kept once computed (snapshots never change): the matrix of
 status transitions when first asked for, and one row per document whose status changed when a task list
 first needs them, so that every page of the task list is a few index ranges
-(docs/decisions/snapshot-diffs.md). The runs app reads them (runs.queries.diffs) and asks for them here
-(runs.actions)."""
+(docs/decisions/snapshot-diffs.md). The runs app reads them (corpora.queries.diffs) and asks for them here
+(corpora.actions.history)."""
 
 # ruff: noqa: S608  (statements are fixed text, table names and status constants; values are parameters)
 from __future__ import annotations

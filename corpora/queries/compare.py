@@ -15,10 +15,10 @@ from config.planner import BULK_SETTINGS
 from conversion.profiles import preset_of, profile_load
 from corpora.links import document_api_url
 from corpora.models import Corpus, Document, Task, TaskCount
-from corpora.queries import Pair, corpus_get
+from corpora.queries.corpora import Pair, corpus_get
+from corpora.queries.diffs import status_filter
+from corpora.queries.history import RunProfile, run_latest
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, regressed
-from runs.queries.diffs import status_filter
-from runs.queries.history import RunProfile, run_latest
 from services.choices import ProtectedService
 from services.models import Service
 from services.queries import service_get

@@ -1,7 +1,7 @@
 """Actions of the runs app: append a snapshot on request, have diffs of snapshots computed, remove history.
 
 The runs app writes no table of its own: runs, snapshots and their diffs are corpora's, which writes
-them (corpora.pairs, corpora.diffs). History is append-only over the API: a snapshot appended, a diff
+them (corpora.pairs, corpora.actions.diffs). History is append-only over the API: a snapshot appended, a diff
 computed once; only the deletion of a corpus or service (corpora.pairs.data_purge) and the human
 `prune_history` (history_prune, here, through corpora.pairs.history_remove) remove any of it.
 """
@@ -15,12 +15,12 @@ from accounts.actions import journal_note, journaled
 from accounts.choices import Action
 from config.api.paging import Page
 from config.errors import NotFound
-from corpora.diffs import diff_ensure, diff_rows_ensure
+from corpora.actions.diffs import diff_ensure, diff_rows_ensure
 from corpora.models import Activation
 from corpora.pairs import history_remove, snapshot_take
-from corpora.queries import pair_resolve
-from runs.queries.diffs import DiffScope, run_diff, task_diffs
-from runs.queries.prune import PruneScope, prune_runs_sql, prune_scope, prune_snapshots_sql, prune_summary
+from corpora.queries.corpora import pair_resolve
+from corpora.queries.diffs import DiffScope, run_diff, task_diffs
+from corpora.queries.prune import PruneScope, prune_runs_sql, prune_scope, prune_snapshots_sql, prune_summary
 
 
 @journaled(Action.RUNS_SNAPSHOT, target="{corpus_name}/{service_name}")
@@ -34,7 +34,7 @@ def snapshot_append(*, corpus_name: str, service_name: str, actor: str) -> dict[
 
 
 def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = False) -> int | None:
-    """The diff of a scope's two snapshots (runs.queries.diffs.diff_scope), made if needed, with its changed
+    """The diff of a scope's two snapshots (corpora.queries.diffs.diff_scope), made if needed, with its changed
     documents' rows too when `rows` (task lists); None without two snapshots."""
     if previous_id is None or current_id is None:
         return None
@@ -46,14 +46,14 @@ def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = 
 
 def diff_read(scope: DiffScope, *, exclude_infrastructure: bool = False) -> tuple[int | None, dict[str, Any]]:
     """GET .../diff and the screens that show a diff: the diff of the scope's two snapshots, made if
-    needed, and its record (runs.queries.diffs.run_diff). The id is what task_diff_count reads."""
+    needed, and its record (corpora.queries.diffs.run_diff). The id is what task_diff_count reads."""
     diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
     return diff_id, run_diff(scope, diff_id, exclude_infrastructure=exclude_infrastructure)
 
 
 def task_diffs_read(scope: DiffScope, page: Page, **filters: str | bool | None) -> list[dict[str, Any]]:
     """GET .../tasks and the screens that list changed documents: a page of them
-    (runs.queries.diffs.task_diffs), the diff and its changed documents' rows made first if needed."""
+    (corpora.queries.diffs.task_diffs), the diff and its changed documents' rows made first if needed."""
     diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=True)
     return task_diffs(scope, diff_id, page, **filters)
 
@@ -62,7 +62,7 @@ def task_diffs_read(scope: DiffScope, page: Page, **filters: str | bool | None) 
 def history_prune(
     *, before: datetime, corpus: str | None = None, service: str | None = None, actor: str
 ) -> dict[str, Any]:
-    """Remove the history runs.queries.prune.prune_preview shows for the same arguments, in one transaction:
+    """Remove the history corpora.queries.prune.prune_preview shows for the same arguments, in one transaction:
     the diff rows and diffs of the removed snapshots, the finished runs, then the snapshots (a kept run
     that pointed at one loses its link). Returns what was removed, in the preview's shape; journaled."""
     scope = prune_scope(before, corpus, service)

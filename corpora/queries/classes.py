@@ -15,7 +15,7 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from conversion.choices import SEVERITIES_WORST_FIRST, Severity
 from conversion.taxonomy import meaning_of
-from corpora.choices import ClassLevel
+from corpora.choices import ClassChange, ClassLevel, MemberChange
 from corpora.links import document_api_url, document_history_url, document_url
 from corpora.models import (
     Document,
@@ -29,11 +29,10 @@ from corpora.models import (
     TaskClass,
 )
 from corpora.pairs import MEMBER_SEVERITIES
-from corpora.queries import Pair
+from corpora.queries.corpora import Pair
+from corpora.queries.diffs import DiffScope
+from corpora.queries.history import pair_known
 from corpora.statuses import DIFF_BUCKET_NAMES, infrastructure_class_sql, status_name
-from runs.choices import ClassChange, MemberChange
-from runs.queries.diffs import DiffScope
-from runs.queries.history import pair_known
 
 MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
 SNAPSHOT_TABLE = Snapshot._meta.db_table

@@ -24,7 +24,7 @@ from corpora import scan
 from corpora.choices import ClassLevel, CorpusState
 from corpora.models import Activation, Corpus, Document, MessageClass, MessageTally, Run, StaleMessages, Task, TaskClass
 from corpora.pairs import data_purge, run_open, runs_close_drained
-from corpora.queries import corpus_get, pair_get, retired_messages_exist
+from corpora.queries.corpora import corpus_get, pair_get, retired_messages_exist
 from corpora.statuses import SEVERITIES, severity_check
 from corpora.task_changes import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
 from jobs.actions import job_enqueue

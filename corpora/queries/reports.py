@@ -1,7 +1,7 @@
 """Reads of reports: overview, severity > category > what > entries, document, runtimes.
 
 Category and what pages read the grain rollup. Building a missing slice is a write
-(reports.actions.slice_ensure): reports.actions.category_report_read and what_report_read, which both
+(corpora.actions.reports.slice_ensure): corpora.actions.reports.category_report_read and what_report_read, which both
 twins call, ensure the slice first and tell these reads whether it is still being computed.
 """
 
@@ -47,7 +47,7 @@ from corpora.models import (
     TaskMessages,
     TaskRuntime,
 )
-from corpora.queries import Pair, pair_counts, retired_messages_exist
+from corpora.queries.corpora import Pair, pair_counts, retired_messages_exist
 from corpora.results import result_html, result_stored
 from corpora.statuses import SEVERITIES, STATUS_KEYS, infrastructure_class_sql, severity_check, status_name
 from services.queries import service_get

@@ -6,9 +6,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.cli import cli_actor
 from config.errors import ServiceError
-from runs.actions import history_prune
-from runs.queries.prune import prune_preview
-from runs.serializers import CUTOFF_HELP, prune_cutoff
+from corpora.actions.history import history_prune
+from corpora.queries.prune import CUTOFF_HELP, prune_cutoff, prune_preview
 
 
 def _counts(counts: dict[str, int]) -> str:

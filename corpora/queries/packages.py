@@ -21,10 +21,10 @@ from conversion.attribution import evidence_names
 from conversion.choices import COMPLETED, PackageFlag, PackageKind
 from corpora.links import document_api_url, document_url
 from corpora.models import Document, Run, SnapshotPackage, StaleMessages, TaskPackage
-from corpora.queries import Pair, package_tallies_sql, retired_messages_exist
+from corpora.queries.corpora import Pair, package_tallies_sql, retired_messages_exist
+from corpora.queries.diffs import DiffScope
+from corpora.queries.history import pair_known
 from corpora.statuses import status_name
-from runs.queries.diffs import DiffScope
-from runs.queries.history import pair_known
 
 DOCUMENT_TABLE = Document._meta.db_table
 SNAPSHOT_PACKAGE_TABLE = SnapshotPackage._meta.db_table

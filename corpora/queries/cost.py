@@ -14,10 +14,10 @@ from django.db.models import Sum
 
 from corpora.choices import Stage
 from corpora.models import Run, TaskCount, TelemetryBin, TelemetryMinute
-from corpora.queries import Pair
+from corpora.queries.corpora import Pair
+from corpora.queries.history import pair_known
+from corpora.queries.telemetry import PERCENTILES, percentile_bin
 from corpora.telemetry import BINS_PER_OCTAVE, bin_bounds, bin_middle
-from runs.queries.history import pair_known
-from runs.queries.telemetry import PERCENTILES, percentile_bin
 
 # arXiv's size, in papers, for the projection beside the corpus's own: the corpus a full run of the
 # service is meant for (the real set in ../shared is a sample of it).

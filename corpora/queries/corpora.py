@@ -90,7 +90,7 @@ class Pair:
     corpus_name: str
     service_id: int
     service_name: str
-    # Whether the service ever ran on the corpus: an activation, a run or a snapshot (runs.queries.history).
+    # Whether the service ever ran on the corpus: an activation, a run or a snapshot (corpora.queries.history).
     known: bool
 
 

@@ -3,7 +3,7 @@ the open run and of the latest closed one, the open run's throughput per minute,
 
 Percentiles are nearest-rank over the bins: the bin holding the ceil(p * n)-th smallest duration, given
 as its geometric middle with its bounds, so within a factor 2^(1/8) (±9%) of the exact value.
-The ETA is runs.queries.eta's.
+The ETA is corpora.queries.eta's.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from typing import Any
 
 from corpora.choices import TIMED_STAGES
 from corpora.models import Run, TelemetryBin, TelemetryMinute
-from corpora.queries import Pair
+from corpora.queries.corpora import Pair
+from corpora.queries.eta import RATE_WINDOW, Eta, run_etas
+from corpora.queries.history import pair_known
 from corpora.telemetry import BINS_PER_OCTAVE, bin_bounds, bin_middle
-from runs.queries.eta import RATE_WINDOW, Eta, run_etas
-from runs.queries.history import pair_known
 
 PERCENTILES = (("p50", 0.50), ("p90", 0.90), ("p99", 0.99))
 PRECISION = (

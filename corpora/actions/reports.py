@@ -18,18 +18,18 @@ from config.api.paging import Page
 from config.errors import BadRequest
 from config.planner import BULK_SETTINGS
 from conversion.choices import COMPLETED
+from corpora.choices import RunControlAction
 from corpora.grains import grain_slice_rebuild, grains_clear
 from corpora.message_store import messages_purge_retired, messages_vacuum
 from corpora.models import GrainSlice, TaskCount
 from corpora.pairs import run_open, runs_close_drained
-from corpora.queries import Pair, pair_resolve
+from corpora.queries.corpora import Pair, pair_resolve
+from corpora.queries.reports import GrainReport, category_report, retired_messages_left, what_report
 from corpora.statuses import SEVERITIES, severity_check
 from corpora.task_changes import tasks_pause, tasks_rerun, tasks_resume
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
-from reports.choices import RunControlAction
-from reports.queries import GrainReport, category_report, retired_messages_left, what_report
 
 TASK_COUNT_TABLE = TaskCount._meta.db_table
 
@@ -93,7 +93,7 @@ def slice_ensure(*, pair: Pair, severity: str) -> bool:
 
 
 def category_report_read(pair: Pair, severity: str, page: Page) -> GrainReport:
-    """GET .../<severity> and its screen: the category report (reports.queries.category_report), its
+    """GET .../<severity> and its screen: the category report (corpora.queries.reports.category_report), its
     slice ensured first (slice_ensure); `computing` while a background build has it."""
     computing = not slice_ensure(pair=pair, severity=severity)
     return category_report(pair, severity, page, computing=computing)
@@ -101,7 +101,7 @@ def category_report_read(pair: Pair, severity: str, page: Page) -> GrainReport:
 
 def what_report_read(pair: Pair, severity: str, category: str, page: Page) -> GrainReport:
     """GET .../<severity>/<category> and its screen: the what report of a category
-    (reports.queries.what_report), its slice ensured first as for category_report_read."""
+    (corpora.queries.reports.what_report), its slice ensured first as for category_report_read."""
     computing = not slice_ensure(pair=pair, severity=severity)
     return what_report(pair, severity, category, page, computing=computing)
 
@@ -160,7 +160,7 @@ def rerun(
 ) -> dict[str, Any]:
     """Mark a slice for reprocessing in one transaction: open a new run, retire the old messages and
     delete the runtimes of the tasks in scope, set them TODO, and clear the pair's grains. Beat's purge
-    job deletes the retired messages' rows afterwards (reports.tasks.messages_purge_scheduled)."""
+    job deletes the retired messages' rows afterwards (corpora.tasks.reports.messages_purge_scheduled)."""
     pair = pair_resolve(corpus_name, service_name)
     if severity is None and (category or what):
         raise BadRequest("category and what narrow a severity: pass severity too.", errors={"severity": ["required"]})

@@ -12,8 +12,8 @@ from django.db.models import Q
 
 from config.errors import BadRequest, NotFound
 from corpora.models import Run, TaskCount
-from corpora.queries import Pair, status_counts
-from runs.queries.eta import Eta, run_etas
+from corpora.queries.corpora import Pair, status_counts
+from corpora.queries.eta import Eta, run_etas
 
 
 def history_limit(limit: int | None) -> int:
@@ -66,7 +66,7 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class CurrentRun(RunRecord):
-    """An open run with its ETA (runs.queries.eta; CurrentRunSerializer)."""
+    """An open run with its ETA (corpora.queries.eta; CurrentRunSerializer)."""
 
     eta: Eta | None
 
@@ -194,7 +194,7 @@ def pair_runs(pair: Pair, *, limit: int | None = None) -> list[RunRecord]:
 
 def run_current(pair: Pair) -> CurrentRun | None:
     """GET /api/runs/{corpus}/{service}/current: the open run with live tallies and its ETA
-    (runs.queries.eta), or None."""
+    (corpora.queries.eta), or None."""
     pair_known(pair)
     run = _runs().filter(corpus_id=pair.corpus_id, service_id=pair.service_id, finished_at__isnull=True).first()
     if run is None:

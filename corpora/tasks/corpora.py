@@ -2,14 +2,15 @@
 
 Import, sandbox and activation are not run again whole after a transient database error: on a failure
 they remove what they half made (the corpus, the activation). They, and extend, which shares the import's
-scan, retry the transaction that writes instead (corpora/actions.py). Removing files and writing an export
+scan, retry the transaction that writes instead (corpora/actions/corpora.py). Removing files and writing an export
 (which keeps the archives already whole) are safe to run again whole."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from corpora import actions, results
+from corpora import results
+from corpora.actions import corpora as actions
 from corpora.experiments.actions import experiment_run
 from corpora.export.job import dataset_export_run
 from jobs.choices import JobKinds
