@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from typing import Generic, TypeVar
 
 LABELS = 8  # at most this many labels under a row of bars or cells
 HEAT_LEVELS = 5  # shades of a heat map's non-empty cells
@@ -80,12 +81,6 @@ class Bar(Column):
 
 
 @dataclass(frozen=True)
-class BarChart:
-    bars: tuple[Bar, ...]
-    peak: int  # the count a full-height bar stands for
-
-
-@dataclass(frozen=True)
 class Part:
     """One key's count in a stack (a status and its number of tasks)."""
 
@@ -107,11 +102,9 @@ class Stack:
 
 
 @dataclass(frozen=True)
-class Segment:
+class Segment(Part):
     """A part of a stacked bar: its top edge and height."""
 
-    key: str
-    count: int
     y: float
     height: float
 
@@ -121,18 +114,19 @@ class StackedBar(Column):
     segments: tuple[Segment, ...]  # the non-empty parts, bottom first
 
 
-@dataclass(frozen=True)
-class StackedChart:
-    bars: tuple[StackedBar, ...]
-    peak: int  # the total a full-height bar stands for
+Drawn = TypeVar("Drawn", Bar, StackedBar)
 
 
 @dataclass(frozen=True)
-class Share:
+class Chart(Generic[Drawn]):
+    bars: tuple[Drawn, ...]
+    peak: int  # the count (or a stack's total) a full-height bar stands for
+
+
+@dataclass(frozen=True)
+class Share(Part):
     """A part of a one-line bar whose unit is one count: its offset from the left, and its share of the total."""
 
-    key: str
-    count: int
     x: int
     percent: int
 
@@ -193,7 +187,7 @@ def columns(count: int, width: float, spacing: Spacing, widest: float | None = N
     return tuple(_column(index, slot, spacing, every) for index in range(count))
 
 
-def bar_chart(counts: Sequence[Count], slots: int, frame: Frame, spacing: Spacing) -> BarChart:
+def bar_chart(counts: Sequence[Count], slots: int, frame: Frame, spacing: Spacing) -> Chart[Bar]:
     """A bar per count in its slot, out of `slots` equal slots across the frame; the largest count fills the
     plot (a chart of no count, or of zeros, is scaled as if it were 1)."""
     peak = max((count.count for count in counts), default=0) or 1
@@ -205,10 +199,12 @@ def bar_chart(counts: Sequence[Count], slots: int, frame: Frame, spacing: Spacin
         bars.append(
             Bar(**asdict(column), count=count.count, y=round(frame.axis_y - height, 2), height=round(height, 2))
         )
-    return BarChart(bars=tuple(bars), peak=peak)
+    return Chart(bars=tuple(bars), peak=peak)
 
 
-def stacked_chart(stacks: Sequence[Stack], frame: Frame, spacing: Spacing, widest: float | None = None) -> StackedChart:
+def stacked_chart(
+    stacks: Sequence[Stack], frame: Frame, spacing: Spacing, widest: float | None = None
+) -> Chart[StackedBar]:
     """A stacked bar per stack, the first on the left, each slot at most `widest`; the largest total fills the plot."""
     peak = max((stack.total for stack in stacks), default=0) or 1
     bars = []
@@ -221,7 +217,7 @@ def stacked_chart(stacks: Sequence[Stack], frame: Frame, spacing: Spacing, wides
                 top -= height
                 segments.append(Segment(key=part.key, count=part.count, y=round(top, 2), height=round(height, 2)))
         bars.append(StackedBar(**asdict(column), segments=tuple(segments)))
-    return StackedChart(bars=tuple(bars), peak=peak)
+    return Chart(bars=tuple(bars), peak=peak)
 
 
 def share_bar(stack: Stack) -> ShareBar:

@@ -124,9 +124,9 @@ def test_a_count_axis_puts_each_tick_at_its_height_and_widens_the_view_box_for_i
     assert axis.label_x == -30  # the plot's mid-height, turned upright
 
 
-def test_heat_levels_run_from_zero_for_an_empty_cell_to_the_top_level_for_the_peak():
-    assert heat_level(0, 100) == 0
-    assert heat_level(1, 1) == HEAT_LEVELS
-    assert heat_level(100, 100) == HEAT_LEVELS
-    assert heat_level(1, 100) == 1
-    assert 1 < heat_level(10, 100) < HEAT_LEVELS
+def test_heat_levels_rise_with_the_count_from_one_to_the_top_level_at_the_peak_and_zero_only_when_empty():
+    for peak in (1, 2, 7, 1000):
+        levels = [heat_level(count, peak) for count in range(peak + 1)]
+        assert levels[0] == 0 and levels[-1] == HEAT_LEVELS
+        assert all(1 <= level <= HEAT_LEVELS for level in levels[1:])
+        assert levels == sorted(levels)
