@@ -5,6 +5,7 @@ in), from the same queries and serializers."""
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from typing import Any
 from urllib.parse import urlencode
 
@@ -14,6 +15,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
 
+from config.charts import Frame, Spacing, Stack, stacked_chart
 from config.errors import ServiceError
 from config.screens import duration_text, error_page, given, screen_write, validated
 from corpora.statuses import OVERVIEW_ORDER
@@ -33,8 +35,9 @@ from ops.serializers import (
     StatisticsParamsSerializer,
 )
 
-# Geometry of a pair's trend chart (SVG user units): one stacked bar per run.
-TREND_CHART = {"width": 240, "height": 64, "plot": 60, "bottom": 62}
+# Geometry of a pair's trend chart (SVG user units): one stacked bar per run, standing at 62.
+TREND_CHART = Frame(width=240, height=64, top=2, plot=60)
+TREND_SPACING = Spacing(inset=0.1, fill=0.8)
 
 
 def run_progress(run: dict[str, Any]) -> dict[str, Any]:
@@ -66,22 +69,11 @@ def home_view(request: HttpRequest) -> HttpResponse:
 
 
 def trend_chart(trend: list[dict[str, Any]]) -> dict[str, Any]:
-    """Stacked bars of the runs' per-status tallies, oldest on the left, scaled to the largest total."""
-    size = TREND_CHART
-    slot = size["width"] / max(len(trend), 1)
-    peak = max((point["tallies"].get("total", 0) for point in trend), default=0) or 1
-    bars = []
-    for index, point in enumerate(trend):
-        top, segments = size["bottom"], []
-        for key in OVERVIEW_ORDER:
-            count = point["tallies"].get(key, 0)
-            if count:
-                height = size["plot"] * count / peak
-                top -= height
-                segments.append({"key": key, "count": count, "y": round(top, 2), "height": round(height, 2)})
-        x, width = round(index * slot + slot * 0.1, 2), round(slot * 0.8, 2)
-        bars.append({"point": point, "x": x, "width": width, "segments": segments})
-    return {"size": size, "bars": bars}
+    """Stacked bars of the runs' per-status tallies, oldest on the left, scaled to the largest total
+    (config.charts.stacked_chart)."""
+    chart = stacked_chart([Stack.of(point["tallies"], OVERVIEW_ORDER) for point in trend], TREND_CHART, TREND_SPACING)
+    bars = [asdict(bar) | {"point": point} for bar, point in zip(chart.bars, trend, strict=True)]
+    return {"size": TREND_CHART, "bars": bars}
 
 
 @require_GET
