@@ -11,9 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any, ClassVar
 
 from django.http import QueryDict
+from django.urls import URLPattern, path
 from drf_spectacular.utils import extend_schema, extend_schema_view
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -29,9 +31,12 @@ Fetch = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Read:
-    """One read: `fetch(query, **url_kwargs)` with the query `params` checked, answered by `answer`
-    (a list of them when `many`); its OpenAPI operation says `problems` besides the 200."""
+    """One read at the API's `route` (the URL pattern `name`): `fetch(query, **url_kwargs)` with the query
+    `params` checked, answered by `answer` (a list of them when `many`); its OpenAPI operation says
+    `problems` besides the 200."""
 
+    route: str
+    name: str
     operation_id: str
     summary: str
     tag: str
@@ -90,3 +95,16 @@ class ReadApi(APIView):
 
     def get(self, request: Request, **kwargs: str) -> Response:
         return Response(self.read.api_data(request.query_params, **kwargs))
+
+
+def read_paths(module: ModuleType, access: type[APIView]) -> list[URLPattern]:
+    """The API's URL patterns of every Read a module declares, in the order it declares them: each the
+    ReadApi of its read behind `access` (public, or token-gated), named after its operation."""
+    patterns = []
+    for read in vars(module).values():
+        if isinstance(read, Read):
+            view: type[APIView] = type(
+                f"ReadApi_{read.operation_id}", (ReadApi, access), {"read": read, "__module__": module.__name__}
+            )
+            patterns.append(path(read.route, view.as_view(), name=read.name))
+    return patterns

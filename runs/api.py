@@ -1,6 +1,7 @@
 """API of runs: history, the open run, snapshots, diffs of two snapshots and their task lists, the message
 classes that changed between two snapshots and their documents, a document's history, and the comparison
-of two services on one corpus. The reads are declared in runs.reads, which the screens share."""
+of two services on one corpus. The reads are declared in runs.reads, which the screens share; runs.urls
+gives each its API view (config.resources.read_paths)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,6 @@ from rest_framework.response import Response
 from accounts.api_base import PublicApiView, TokenApiView
 from config.api.negotiation import FileNegotiation
 from config.api.schema import problems
-from config.resources import ReadApi
 from corpora.queries import pair_resolve
 from runs import reads
 from runs.actions import snapshot_append
@@ -25,14 +25,6 @@ from runs.serializers import CurrentRunSerializer, SnapshotAckSerializer, packag
 
 # The CurrentRun component (a Run with its ETA) or null.
 NULLABLE_RUN = {"allOf": [{"$ref": "#/components/schemas/CurrentRun"}], "nullable": True}
-
-
-class RunListApi(ReadApi, PublicApiView):
-    read = reads.run_list
-
-
-class PairRunsApi(ReadApi, PublicApiView):
-    read = reads.pair_run_list
 
 
 class CurrentRunApi(PublicApiView):
@@ -48,14 +40,6 @@ class CurrentRunApi(PublicApiView):
         return Response(CurrentRunSerializer(run).data)
 
 
-class TelemetryApi(ReadApi, PublicApiView):
-    read = reads.telemetry
-
-
-class CostApi(ReadApi, PublicApiView):
-    read = reads.cost
-
-
 class SnapshotApi(TokenApiView):
     @extend_schema(
         operation_id="runs_snapshot", summary="Append the pair's current task statuses as one snapshot (202)",
@@ -64,46 +48,6 @@ class SnapshotApi(TokenApiView):
     def post(self, request: Request, corpus: str, service: str) -> Response:
         ack = snapshot_append(corpus_name=corpus, service_name=service, actor=self.actor_name())
         return Response(SnapshotAckSerializer(ack).data, status=status.HTTP_202_ACCEPTED)
-
-
-class RunDiffApi(ReadApi, PublicApiView):
-    read = reads.run_diff
-
-
-class TaskDiffsApi(ReadApi, PublicApiView):
-    read = reads.task_diffs
-
-
-class ClassDiffApi(ReadApi, PublicApiView):
-    read = reads.class_changes
-
-
-class ClassTasksApi(ReadApi, PublicApiView):
-    read = reads.class_task_list
-
-
-class DocumentHistoryApi(ReadApi, PublicApiView):
-    read = reads.history
-
-
-class CompareApi(ReadApi, PublicApiView):
-    read = reads.compare
-
-
-class CompareTasksApi(ReadApi, PublicApiView):
-    read = reads.compare_task_list
-
-
-class PackagesApi(ReadApi, PublicApiView):
-    read = reads.packages
-
-
-class PackagePapersApi(ReadApi, PublicApiView):
-    read = reads.package_paper_list
-
-
-class PackageDiffApi(ReadApi, PublicApiView):
-    read = reads.package_changes
 
 
 class PackageExportApi(PublicApiView):
