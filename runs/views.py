@@ -23,56 +23,28 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from config.api.paging import page_check
 from config.errors import BadRequest, Forbidden, ServiceError
 from config.names import name_check
-from config.screens import duration_text, error_page, given, pager, screen_write, validated
+from config.screens import duration_text, error_page, pager, screen_write, validated
 from conversion.choices import PackageKind
 from corpora.actions.history import diff_read, history_prune, snapshot_append, task_diffs_read
 from corpora.choices import ClassChange, MemberChange
 from corpora.links import class_tasks_url, document_url, report_url, run_url
-from corpora.queries.classes import (
-    class_diff,
-    class_diff_count,
-    class_known,
-    class_split,
-    class_tasks,
-    document_history,
-)
-from corpora.queries.compare import compare_matrix, compare_scope, compare_tasks
+from corpora.queries.classes import class_diff, class_diff_count, class_known, class_split, class_tasks
+from corpora.queries.compare import compare_scope, compare_tasks
 from corpora.queries.corpora import pair_resolve
 from corpora.queries.cost import pair_cost
 from corpora.queries.diffs import DiffScope, diff_scope, task_diff_count
-from corpora.queries.history import pair_runs, run_current, run_history
+from corpora.queries.history import pair_runs, run_current
 from corpora.queries.packages import kind_check, package_diff, package_papers, package_ranking, package_source
 from corpora.queries.prune import CUTOFF_HELP, prune_preview
 from corpora.queries.telemetry import pair_telemetry
+from runs import reads
 from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
 from runs.serializers import (
-    ClassChangeSerializer,
-    ClassDiffParamsSerializer,
-    ClassTaskSerializer,
-    ClassTasksParamsSerializer,
-    CompareParamsSerializer,
     ComparePickSerializer,
-    CompareSerializer,
-    CompareTaskSerializer,
-    CostSerializer,
     CurrentRunSerializer,
-    DocumentHistorySerializer,
-    PackageDiffParamsSerializer,
-    PackageDiffSerializer,
-    PackagePaperSerializer,
-    PackageParamsSerializer,
-    PackageRankingSerializer,
-    PairRunsParamsSerializer,
     PruneParamsSerializer,
     PruneSummarySerializer,
-    RunDiffParamsSerializer,
-    RunDiffSerializer,
-    RunListParamsSerializer,
-    RunSerializer,
     SnapshotAckSerializer,
-    TaskDiffParamsSerializer,
-    TaskDiffSerializer,
-    TelemetrySerializer,
 )
 
 # The run page lists this many regressions; a link leads to all of them.
@@ -143,8 +115,7 @@ def task_rows(corpus: str, service: str, tasks: list[dict[str, Any]]) -> list[di
 def run_list_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/runs: every run, newest first, filtered by corpus, service or owner."""
     try:
-        query = validated(RunListParamsSerializer(data=given(request.GET)))
-        runs = RunSerializer(run_history(**query), many=True).data
+        runs = reads.run_list.screen_data(request.GET)
     except ServiceError as exc:
         return error_page(request, exc)
     filters = {key: request.GET.get(key, "") for key in ("corpus", "service", "owner", "limit")}
@@ -157,17 +128,17 @@ def pair_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     ETA), .../telemetry (throughput and stage times), .../cost (CPU time, peak memory, projections),
     .../diff (the two latest snapshots) and .../tasks?change=regressed (what got worse)."""
     try:
-        query = validated(PairRunsParamsSerializer(data=given(request.GET)))
+        query = reads.pair_run_list.screen_query(request.GET)
         pair = pair_resolve(corpus, service)
-        runs = RunSerializer(pair_runs(pair, **query), many=True).data
+        runs = reads.pair_run_list.render(pair_runs(pair, **query))
         current = run_current(pair)
-        telemetry = TelemetrySerializer(pair_telemetry(pair)).data
-        cost = CostSerializer(pair_cost(pair)).data
+        telemetry = reads.telemetry.render(pair_telemetry(pair))
+        cost = reads.cost.render(pair_cost(pair))
         scope = diff_scope(pair)
         _, record = diff_read(scope)
-        diff = RunDiffSerializer(record).data
+        diff = reads.run_diff.render(record)
         page = page_check(0, REGRESSIONS_SHOWN)
-        regressions = TaskDiffSerializer(task_diffs_read(scope, page, change="regressed"), many=True).data
+        regressions = reads.task_diffs.render(task_diffs_read(scope, page, change="regressed"))
     except ServiceError as exc:
         return error_page(request, exc)
     dates = diff["available_dates"]
@@ -228,11 +199,11 @@ def diff_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of GET /api/runs/<c>/<s>/diff: two snapshot dates to pick and their matrix as a heat
     map whose cells lead to their documents."""
     try:
-        query = dict(validated(RunDiffParamsSerializer(data=given(request.GET))))
+        query = reads.run_diff.screen_query(request.GET)
         exclude = query.pop("exclude_infrastructure", False)
         scope = diff_scope(pair_resolve(corpus, service), **query)
         _, record = diff_read(scope, exclude_infrastructure=exclude)
-        diff = RunDiffSerializer(record).data
+        diff = reads.run_diff.render(record)
     except ServiceError as exc:
         return error_page(request, exc)
     context = {
@@ -251,12 +222,12 @@ def tasks_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of GET /api/runs/<c>/<s>/tasks: the documents whose status changed between two
     snapshots, optionally of one transition, each linked to its document screen."""
     try:
-        query = dict(validated(TaskDiffParamsSerializer(data=given(request.GET))))
-        page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
+        query = reads.task_diffs.screen_query(request.GET)
+        page = reads.paged(query)
+        scope = reads.scoped(query, corpus, service)
         diff_id, record = diff_read(scope, exclude_infrastructure=query.get("exclude_infrastructure", False))
-        diff = RunDiffSerializer(record).data
-        tasks = TaskDiffSerializer(task_diffs_read(scope, page, **query), many=True).data
+        diff = reads.run_diff.render(record)
+        tasks = reads.task_diffs.render(task_diffs_read(scope, page, **query))
         count = task_diff_count(diff_id, **query)
     except ServiceError as exc:
         return error_page(request, exc)
@@ -323,41 +294,26 @@ def top_failures(corpus: str, service: str, scope: DiffScope) -> dict[str, Any]:
         return {"note": "Two snapshots are needed to compare their message classes."}
     page = page_check(0, FAILURES_SHOWN)
     try:
-        new = ClassChangeSerializer(
-            class_diff(
-                scope, page, kind=ClassChange.INCREASED, severity=FAILURE_SEVERITIES, exclude_infrastructure=True
-            ),
-            many=True,
-        ).data
-        fixed = ClassChangeSerializer(
-            class_diff(
-                scope, page, kind=ClassChange.DECREASED, severity=FAILURE_SEVERITIES, exclude_infrastructure=True
-            ),
-            many=True,
-        ).data
+        new, fixed = (
+            reads.class_changes.render(
+                class_diff(scope, page, kind=kind, severity=FAILURE_SEVERITIES, exclude_infrastructure=True)
+            )
+            for kind in (ClassChange.INCREASED, ClassChange.DECREASED)
+        )
     except BadRequest as exc:
         return {"note": str(exc.detail)}
     return {
         "new": class_rows(corpus, service, scope, new),
         "fixed": class_rows(corpus, service, scope, fixed),
-        "new_href": classes_href(
-            corpus,
-            service,
-            scope,
-            kind=ClassChange.INCREASED,
-            severity=FAILURE_SEVERITIES,
-            exclude_infrastructure="true",
-        ),
-        "fixed_href": classes_href(
-            corpus,
-            service,
-            scope,
-            kind=ClassChange.DECREASED,
-            severity=FAILURE_SEVERITIES,
-            exclude_infrastructure="true",
-        ),
+        "new_href": _failures_href(corpus, service, scope, ClassChange.INCREASED),
+        "fixed_href": _failures_href(corpus, service, scope, ClassChange.DECREASED),
         "all_href": classes_href(corpus, service, scope),
     }
+
+
+def _failures_href(corpus: str, service: str, scope: DiffScope, kind: str) -> str:
+    """The class diff screen of the failure classes that grew (INCREASED) or shrank, as top_failures counts them."""
+    return classes_href(corpus, service, scope, kind=kind, severity=FAILURE_SEVERITIES, exclude_infrastructure="true")
 
 
 @require_GET
@@ -365,10 +321,10 @@ def classes_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
     """Screen twin of GET /api/runs/<c>/<s>/classes: the message classes whose task count changed between
     two snapshots, the largest change first, each linked to the documents that gained or lost it."""
     try:
-        query = dict(validated(ClassDiffParamsSerializer(data=given(request.GET))))
-        page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
-        changes = ClassChangeSerializer(class_diff(scope, page, **query), many=True).data
+        query = reads.class_changes.screen_query(request.GET)
+        page = reads.paged(query)
+        scope = reads.scoped(query, corpus, service)
+        changes = reads.class_changes.render(class_diff(scope, page, **query))
         count = class_diff_count(scope, **query)
     except ServiceError as exc:
         return error_page(request, exc)
@@ -395,11 +351,11 @@ def class_tasks_view(request: HttpRequest, corpus: str, service: str, severity: 
     """Screen twin of GET /api/runs/<c>/<s>/classes/<severity>/<category>/<what>/tasks: the documents that
     gained or lost a class between two snapshots, each linked to its document screen and its history."""
     try:
-        query = dict(validated(ClassTasksParamsSerializer(data=given(request.GET))))
-        page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
+        query = reads.class_task_list.screen_query(request.GET)
+        page = reads.paged(query)
+        scope = reads.scoped(query, corpus, service)
         cls = class_known(severity, *class_split(severity, rest))
-        tasks = ClassTaskSerializer(class_tasks(scope, cls, query["change"], page), many=True).data
+        tasks = reads.class_task_list.render(class_tasks(scope, cls, query["change"], page))
     except ServiceError as exc:
         return error_page(request, exc)
     kept = {**_dates(scope), "change": query["change"]}
@@ -425,7 +381,7 @@ def document_history_view(request: HttpRequest, corpus: str, service: str, name:
     """Screen twin of GET /api/corpus/<c>/<s>/document/<name>/history: the document's status over time as a
     strip, and a table of its snapshots with the classes it had in each."""
     try:
-        history = DocumentHistorySerializer(document_history(pair_resolve(corpus, service), name)).data
+        history = reads.history.screen_data(request.GET, corpus=corpus, service=service, name=name)
     except ServiceError as exc:
         return error_page(request, exc)
     rows = [
@@ -476,7 +432,7 @@ def compare_view(request: HttpRequest, corpus: str, service_a: str, service_b: s
     """Screen twin of GET /api/compare/<c>/<a>/<b>: A's status x B's status as a heat map whose cells
     lead to the documents on which they differ that way."""
     try:
-        compare = CompareSerializer(compare_matrix(compare_scope(corpus, service_a, service_b))).data
+        compare = reads.compare.screen_data(request.GET, corpus=corpus, service_a=service_a, service_b=service_b)
     except ServiceError as exc:
         return error_page(request, exc)
     tasks = _compare_url(corpus, service_a, service_b, "-tasks")
@@ -498,11 +454,11 @@ def compare_tasks_view(request: HttpRequest, corpus: str, service_a: str, servic
     """Screen twin of GET /api/compare/<c>/<a>/<b>/tasks: the documents on which A and B differ, each
     linked to both document screens."""
     try:
-        query = dict(validated(CompareParamsSerializer(data=given(request.GET))))
-        page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        tasks = CompareTaskSerializer(
-            compare_tasks(compare_scope(corpus, service_a, service_b), page, **query), many=True
-        ).data
+        query = reads.compare_task_list.screen_query(request.GET)
+        page = reads.paged(query)
+        tasks = reads.compare_task_list.render(
+            compare_tasks(compare_scope(corpus, service_a, service_b), page, **query)
+        )
     except ServiceError as exc:
         return error_page(request, exc)
     rows = [
@@ -577,11 +533,11 @@ def packages_view(request: HttpRequest, corpus: str, service: str) -> HttpRespon
     """Screen twin of GET /api/runs/<c>/<s>/packages: the packages and classes the pair's papers used (or a
     run's, as its snapshot froze them), ranked by the papers each alone keeps from being error-free."""
     try:
-        query = dict(validated(PackageParamsSerializer(data=given(request.GET))))
-        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        query = reads.packages.screen_query(request.GET)
+        page = reads.paged(query)
         pair = pair_resolve(corpus, service)
         source = package_source(pair, query.get("run"))
-        ranking = PackageRankingSerializer(package_ranking(source, page, kind_check(query.get("kind")))).data
+        ranking = reads.packages.render(package_ranking(source, page, kind_check(query.get("kind"))))
         runs = pair_runs(pair, limit=RUNS_PICKED)
     except ServiceError as exc:
         return error_page(request, exc)
@@ -605,10 +561,10 @@ def packages_view(request: HttpRequest, corpus: str, service: str) -> HttpRespon
 def package_papers_view(request: HttpRequest, corpus: str, service: str, kind: str, package: str) -> HttpResponse:
     """Screen twin of GET /api/runs/<c>/<s>/packages/<kind>/<package>: the papers behind one row."""
     try:
-        query = dict(validated(PackageParamsSerializer(data=given(request.GET))))
-        page = page_check(query.pop("offset", None), query.pop("page_size", None))
+        query = reads.package_paper_list.screen_query(request.GET)
+        page = reads.paged(query)
         source = package_source(pair_resolve(corpus, service), query.get("run"))
-        papers = PackagePaperSerializer(package_papers(source, kind_check(kind) or "", package, page), many=True).data
+        papers = reads.package_paper_list.render(package_papers(source, kind_check(kind) or "", package, page))
     except ServiceError as exc:
         return error_page(request, exc)
     kept = {key: value for key, value in query.items() if value}
@@ -630,10 +586,10 @@ def package_diff_view(request: HttpRequest, corpus: str, service: str) -> HttpRe
     """Screen twin of GET /api/runs/<c>/<s>/packages/diff: the packages that gained or lost papers between
     two snapshots."""
     try:
-        query = dict(validated(PackageDiffParamsSerializer(data=given(request.GET))))
-        page = page_check(query.pop("offset", None), query.pop("page_size", None))
-        scope = diff_scope(pair_resolve(corpus, service), query.pop("previous", None), query.pop("current", None))
-        diff = PackageDiffSerializer(package_diff(scope, page)).data
+        query = reads.package_changes.screen_query(request.GET)
+        page = reads.paged(query)
+        scope = reads.scoped(query, corpus, service)
+        diff = reads.package_changes.render(package_diff(scope, page))
     except ServiceError as exc:
         return error_page(request, exc)
     kept = {key: value for key, value in _dates(scope).items() if value}
