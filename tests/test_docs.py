@@ -94,7 +94,9 @@ def test_all_markdown_reads_in_an_evening():
     sizes = {path.relative_to(ROOT).as_posix(): path.stat().st_size for path in paths if path.is_file()}
     total = sum(sizes.values())
     largest = ", ".join(f"{name} {size:,}" for name, size in sorted(sizes.items(), key=lambda item: -item[1])[:8])
-    assert total <= MARKDOWN_MAX_BYTES, f"{total:,} bytes of Markdown in {len(sizes)} files, at most {MARKDOWN_MAX_BYTES:,}; largest: {largest}"
+    assert total <= MARKDOWN_MAX_BYTES, (
+        f"{total:,} bytes of Markdown in {len(sizes)} files, at most {MARKDOWN_MAX_BYTES:,}; largest: {largest}"
+    )
 
 
 def test_the_decisions_index_links_every_decision_and_only_those():
