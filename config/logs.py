@@ -1,4 +1,4 @@
-"""One log line per event: time, level, logger, request id, message (see docs/decisions/logs.md)."""
+"""One log line per event: time, level, logger, request id, message (see docs/decisions/logs-and-metrics.md)."""
 
 from __future__ import annotations
 

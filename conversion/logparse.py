@@ -71,7 +71,7 @@ def status_code_of(log: bytes | str) -> int | None:
     LaTeXML writes one status line per run, at its end. A log with several holds more than one run or an
     appended verdict (the worker adds `Status:conversion:3` when it kills a conversion), and every message
     of every part is kept and reported, so the status is the worst of them: appending never makes a task
-    look better than a message in its log (docs/decisions/latexml-status-line.md)."""
+    look better than a message in its log (docs/decisions/output-checks.md)."""
     return _status_code(_as_text(log))
 
 

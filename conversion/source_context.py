@@ -10,7 +10,7 @@ gives no context; nor does a line the file does not have. The entry is opened as
 (conversion.archive.source_open: confined to the corpus roots, no link followed out of it, archive members
 with unsafe names left out), and every read is bounded: archives of at most ARCHIVE_MAX_BYTES, at most
 READ_MAX_BYTES of a file, LINE_KEEP_BYTES of a line and LINE_CHARS characters of it shown.
-See docs/decisions/source-context.md.
+See docs/decisions/reading-converted-papers.md.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The report rollup: grains summed from the message tallies, one (corpus, service, severity) slice at a
-time, and the record that a slice is built (docs/decisions/report-slices.md). A report page builds a missing
+time, and the record that a slice is built (docs/decisions/reports.md). A report page builds a missing
 slice (corpora.actions.reports.slice_ensure) or has a job build it; whoever changes a pair's tasks clears its
 slices (the dispatcher's ingestion and reaping, a rerun, a refresh), and a purge of tasks deletes them."""
 

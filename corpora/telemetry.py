@@ -1,5 +1,5 @@
 """A run's telemetry: how long its tasks spent in each stage, kept as counts per log-scale bin, and how many
-results were applied in each minute (docs/decisions/run-telemetry.md).
+results were applied in each minute (docs/decisions/cost-and-schedule.md).
 
 Stages, from the times the dispatcher already sees:
 - queue wait: from when the task became TODO (`Task.todo_since`, else its run's start) until it was leased;

@@ -1,7 +1,7 @@
 """Domain metrics for GET /metrics, beside django-prometheus': one custom Collector, registered once, that
 computes its gauges at scrape time from cheap reads (the trigger-kept task counts, the partial lease index,
 the jobs table, the connection pool's stats) and exposes the ingestion counters the dispatcher's sink
-keeps in Redis (see docs/decisions/domain-metrics.md: the sink is another process, so an in-process
+keeps in Redis (see docs/decisions/logs-and-metrics.md: the sink is another process, so an in-process
 counter would never reach the web's /metrics).
 
 Metric names: ccs_tasks{service,status}, ccs_backlog_tasks{service}, ccs_leases_in_flight{service},

@@ -4,6 +4,7 @@ repository does not hold, they stay within their sizes, and they tell no history
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,8 +15,13 @@ DOCUMENTS = ["README.md", *sorted(path.relative_to(ROOT).as_posix() for path in 
              "bench/README.md"]  # fmt: skip
 # The README is the front door: what the service is, the two commands, what `up` starts, a map of docs/.
 README_MAX_BYTES = 12_000
-# A decision file says what holds and why, briefly; the longest is about 5.5 KB.
-DECISION_MAX_BYTES = 6_000
+# A decision file gives its context, the decision and its consequences, briefly.
+DECISION_MAX_BYTES = 2_500
+DECISION_HEADINGS = ("## Context", "## Decision", "## Consequences")
+# The two overviews stay readable in one sitting; what they point to holds the rest.
+OVERVIEW_MAX_BYTES = {"docs/architecture.md": 12_000, "docs/operating.md": 12_000}
+# Every tracked Markdown file together: the docs a newcomer reads in an evening.
+MARKDOWN_MAX_BYTES = 150_000
 # bench/README.md says how to run each benchmark and holds one table of current figures; their history is
 # in git.
 BENCH_README_MAX_BYTES = 20_000
@@ -64,18 +70,47 @@ def test_no_file_cites_a_design_document_the_repository_does_not_hold():
 
 
 def test_there_are_decisions_to_check():
-    assert len(DECISIONS) >= 40
+    assert len(DECISIONS) >= 25
+
+
+@pytest.mark.parametrize("decision", DECISIONS, ids=lambda path: path.name)
+def test_a_decision_gives_its_context_the_decision_and_its_consequences(decision):
+    lines = decision.read_text().splitlines()
+    found = [heading for heading in DECISION_HEADINGS if heading in lines]
+    assert found == list(DECISION_HEADINGS), f"{decision.name}: has {found}, needs {list(DECISION_HEADINGS)}"
+    positions = [lines.index(heading) for heading in DECISION_HEADINGS]
+    assert positions == sorted(positions), f"{decision.name}: the headings are out of order"
+
+
+@pytest.mark.parametrize("document", sorted(OVERVIEW_MAX_BYTES))
+def test_an_overview_stays_short(document):
+    size = (ROOT / document).stat().st_size
+    assert size <= OVERVIEW_MAX_BYTES[document], f"{document}: {size:,} bytes, at most {OVERVIEW_MAX_BYTES[document]:,}"
+
+
+def test_all_markdown_reads_in_an_evening():
+    tracked = subprocess.run(["git", "ls-files", "-z", "--", "*.md"], cwd=ROOT, capture_output=True, check=True)
+    paths = [ROOT / name for name in tracked.stdout.decode().split("\0") if name]
+    sizes = {path.relative_to(ROOT).as_posix(): path.stat().st_size for path in paths if path.is_file()}
+    total = sum(sizes.values())
+    largest = ", ".join(f"{name} {size:,}" for name, size in sorted(sizes.items(), key=lambda item: -item[1])[:8])
+    assert total <= MARKDOWN_MAX_BYTES, (
+        f"{total:,} bytes of Markdown in {len(sizes)} files, at most {MARKDOWN_MAX_BYTES:,}; largest: {largest}"
+    )
 
 
 def test_the_decisions_index_links_every_decision_and_only_those():
     linked = set(re.findall(r"\]\(decisions/([^)#]+\.md)\)", (ROOT / "docs" / "decisions.md").read_text()))
     assert sorted(path.name for path in DECISIONS if path.name not in linked) == []
     assert sorted(name for name in linked if not (ROOT / "docs" / "decisions" / name).is_file()) == []
+    lines = re.findall(r"^- \[[^]]+\]\(decisions/[^)]+\.md\)", (ROOT / "docs" / "decisions.md").read_text(), re.M)
+    assert len(lines) == len(DECISIONS), "docs/decisions.md: one line per decision file"
 
 
 @pytest.mark.parametrize("decision", DECISIONS, ids=lambda path: path.name)
 def test_a_decision_stays_short(decision):
-    assert decision.stat().st_size <= DECISION_MAX_BYTES
+    size = decision.stat().st_size
+    assert size <= DECISION_MAX_BYTES, f"{decision.name}: {size:,} bytes, at most {DECISION_MAX_BYTES:,}"
 
 
 @pytest.mark.parametrize("decision", DECISIONS, ids=lambda path: path.name)

@@ -295,7 +295,7 @@ def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | No
 # --- sandbox corpora ------------------------------------------------------------------------------
 # A sandbox is a corpus carved from a parent: the parent's documents whose task for a service matches a
 # condition. Its documents reference the parent's entries (its path is the parent's), so nothing is
-# copied; its tasks, messages and result files are its own (docs/decisions/sandbox-corpora.md).
+# copied; its tasks, messages and result files are its own (docs/decisions/profile-experiments.md).
 
 SANDBOX_FIELDS = ("service", "status", "severity", "category", "what", "entry_contains", "limit", "per_class_limit")
 
@@ -430,7 +430,7 @@ def _per_class_sample(
     keeps only the rows whose hash lies below a bound that about `kept` of them pass; a class left with
     fewer than `limit` rows by the bound (chance, or the entry filter) takes all of its rows. Every row
     under a bound comes before every row above it, so the sample is the one a rank over every row of
-    every class gives, without sorting tens of millions of rows (docs/decisions/sandbox-corpora.md)."""
+    every class gives, without sorting tens of millions of rows (docs/decisions/profile-experiments.md)."""
     where, class_params = classes
     entry_sql, entry_params = entry
     kept = 4 * limit + _SAMPLE_KEPT

@@ -1,7 +1,7 @@
 """The diffs of two snapshots of a pair, kept once computed (snapshots never change): the matrix of
 status transitions when first asked for, and one row per document whose status changed when a task list
 first needs them, so that every page of the task list is a few index ranges
-(docs/decisions/snapshot-diffs.md). The runs app reads them (corpora.queries.diffs) and asks for them here
+(docs/decisions/snapshots.md). The runs app reads them (corpora.queries.diffs) and asks for them here
 (corpora.actions.history)."""
 
 # ruff: noqa: S608  (statements are fixed text, table names and status constants; values are parameters)
@@ -29,7 +29,7 @@ def _pairs_statement(same_documents: bool) -> str:
         # The usual case (no extend in between): the arrays paired position by position. Set-returning
         # functions in the select list run in step and stream their rows; unnest(a, b, c) in FROM first
         # copies every element of each array into a tuplestore, several times as slow
-        # (docs/decisions/snapshot-diffs.md).
+        # (docs/decisions/snapshots.md).
         return (
             "SELECT unnest(p.document_ids) AS document_id, unnest(p.statuses) AS previous_status,"
             f" unnest(c.statuses) AS current_status FROM {SNAPSHOT_TABLE} p, {SNAPSHOT_TABLE} c"

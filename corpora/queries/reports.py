@@ -566,7 +566,7 @@ class MessagesExport:
             for statement in _EXPORT_SETTINGS:
                 lookup.execute(f"{EXPORT_MARKER} {statement}")
             # psycopg's own server-side cursor, for its binary format: arrays load in C from it, faster than
-            # from the text format that Django's chunked cursor reads (docs/decisions/messages-export.md).
+            # from the text format that Django's chunked cursor reads (docs/decisions/exports.md).
             with connection.connection.cursor(name=EXPORT_CURSOR, binary=True) as cursor:
                 cursor.execute(self.sql, self.params)
                 for fetched in _read_ahead(lambda: cursor.fetchmany(tasks)):

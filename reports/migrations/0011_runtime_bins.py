@@ -2,7 +2,7 @@
 """Runtime counts gain a coarse level: per (service, 50 ms bin), the tasks and their summed runtimes,
 kept by the same statement-level triggers as the counts per millisecond. The runtime report sums a few
 thousand bins instead of a row per distinct millisecond (tens of thousands at 2.8M runtimes), and reads
-the millisecond rows of one bin for each percentile (docs/decisions/runtime-report.md).
+the millisecond rows of one bin for each percentile (docs/decisions/reports.md).
 The bin width is frozen here; reports.models.RUNTIME_BIN_MS must equal it."""
 
 import django.db.models.deletion

@@ -64,7 +64,7 @@ MAX_PROCESSES = 32
 # under its TMPDIR): ten times as often as the worker checks its limits (every 50 ms).
 SAMPLE_SECONDS = 0.005
 # How many processes a fork bomb may have started when its SIGKILL lands. The limit is a watch, not a
-# quota (docs/decisions/per-conversion-limits.md): the engine counts every 50 ms and kills the moment it
+# quota (docs/decisions/conversion-sandbox.md): the engine counts every 50 ms and kills the moment it
 # counts more than MAX_PROCESSES, and until the kill lands every process of the bomb forks again, so the
 # bomb doubles several times in between. Measured on this 2-core machine, 55 runs: it had started 49 to
 # 193 processes (the test's sampler, which misses the short peak, saw at most 76 below the worker). Twice
@@ -72,7 +72,7 @@ SAMPLE_SECONDS = 0.005
 # More cores fork faster: on a bigger machine the bomb gets further in the same 50 ms.
 FORK_BOUND = 384
 # How far past the disk limit a writer at page-cache speed gets between two checks
-# (docs/decisions/per-conversion-limits.md). Measured here, 13 runs of each disk document: 66 to 131 MiB
+# (docs/decisions/conversion-sandbox.md). Measured here, 13 runs of each disk document: 66 to 131 MiB
 # under the TMPDIR at the peak, under a limit of 64 MB.
 DISK_MARGIN_MB = 128
 # What the sandbox passes of the environment (conversion/sandbox.py) and what bwrap adds (PWD).

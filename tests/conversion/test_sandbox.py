@@ -365,7 +365,7 @@ def test_a_binding_that_writes_without_end_is_stopped_at_the_disk_limit(tmp_path
     assert conversion.status_code == 3
     assert b"Fatal:limit:disk the conversion wrote more than its disk limit of 40 MB" in conversion.log
     # Measured every LIMIT_CHECK_SECONDS and killed at once, it writes past the limit only what the page
-    # cache takes meanwhile (docs/decisions/per-conversion-limits.md), far from its 100 GB.
+    # cache takes meanwhile (docs/decisions/conversion-sandbox.md), far from its 100 GB.
     assert len(list(work.glob("fill*.bin"))) < 1000
 
 
