@@ -361,7 +361,7 @@ def messages_purge_retired(*, batch: int = 5_000) -> int:
             " ORDER BY task_id LIMIT %s FOR UPDATE SKIP LOCKED",
             [batch],
         )
-        count = cursor.rowcount
+        count: int = cursor.rowcount
         if count:
             for statement in PROBE_SETTINGS:  # probe each table's task index, as the rerun does
                 cursor.execute(statement)
