@@ -402,7 +402,7 @@ def messages_vacuum() -> bool:
 PROBE_SETTINGS = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
 
 
-def wal_compress(cursor: Any) -> bool:
+def wal_compress(cursor: CursorWrapper) -> bool:
     """Compress the WAL of the current transaction with lz4, where the server compresses none, has lz4
     and lets this role set `wal_compression` (a superuser, or a role granted `SET ON PARAMETER
     wal_compression`). Returns whether the transaction's WAL is compressed.
