@@ -51,13 +51,16 @@ class ExportGrouping(models.TextChoices):
     NONE = "none"
 
 
-# A stored message's severity, as the message models' `choices`: the values of `Severity`, titled.
-MessageSeverity = models.TextChoices(
+# A stored message's severity, as the message models' `choices`: the values of `Severity`, titled. (The two
+# ignores below: django-stubs types a call of TextChoices as the str constructor, not as Enum's functional API.)
+MessageSeverity = models.TextChoices(  # type: ignore[call-overload]
     "MessageSeverity", [(severity.name, (severity.value, severity.value.title())) for severity in Severity]
 )
 
 # What a package of package attribution is (TaskPackage.kind), as model choices: the values of `PackageKind`.
-PACKAGE_KINDS = models.TextChoices("PackageKinds", [(kind.name, (kind.value, kind.value)) for kind in PackageKind])
+PACKAGE_KINDS = models.TextChoices(  # type: ignore[call-overload]
+    "PackageKinds", [(kind.name, (kind.value, kind.value)) for kind in PackageKind]
+)
 
 
 class ClassChange(models.TextChoices):

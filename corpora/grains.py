@@ -41,12 +41,12 @@ def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeo
             f" FROM {MESSAGE_TALLY_TABLE} t JOIN {MESSAGE_CLASS_TABLE} c ON c.id = t.message_class_id"
             " WHERE t.corpus_id = %s AND t.service_id = %s AND t.task_status = ANY(%s) AND c.severity = %s"
             " AND t.tasks > 0 GROUP BY 1, 2",
-            [corpus_id, service_id, list(statuses), message_severity],
+            (corpus_id, service_id, list(statuses), message_severity),
         )
         grains = cursor.fetchall()
         if not any(category is None for category, *_ in grains):
             grains.append((None, None, 0, 0))  # the slice's total row, as a rollup of no messages has one
-        key = [corpus_id, service_id, severity]
+        key: list[int | str] = [corpus_id, service_id, severity]
         cursor.execute(
             f"DELETE FROM {REPORT_GRAIN_TABLE} WHERE corpus_id = %s AND service_id = %s AND severity = %s", key
         )
@@ -59,7 +59,7 @@ def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeo
             """,
             [*key, *([row[i] for row in grains] for i in range(4))],
         )
-        rows = cursor.rowcount
+        rows: int = cursor.rowcount
         build_ms = int((time.monotonic() - started) * 1000)
         cursor.execute(
             f"INSERT INTO {GRAIN_SLICE_TABLE} (corpus_id, service_id, severity, built_at, build_ms)"
@@ -80,7 +80,7 @@ def grains_clear(pairs: set[tuple[int, int]] | list[tuple[int, int]]) -> int:
     using = " USING unnest(%s::bigint[], %s::bigint[]) AS p(c, s) WHERE x.corpus_id = p.c AND x.service_id = p.s"
     with connection.cursor() as cursor:
         cursor.execute(f"DELETE FROM {GRAIN_SLICE_TABLE} x" + using, keys)
-        cleared = cursor.rowcount
+        cleared: int = cursor.rowcount
         cursor.execute(f"DELETE FROM {REPORT_GRAIN_TABLE} x" + using, keys)
     return cleared
 

@@ -361,7 +361,7 @@ def messages_purge_retired(*, batch: int = 5_000) -> int:
             " ORDER BY task_id LIMIT %s FOR UPDATE SKIP LOCKED",
             [batch],
         )
-        count = cursor.rowcount
+        count: int = cursor.rowcount
         if count:
             for statement in PROBE_SETTINGS:  # probe each table's task index, as the rerun does
                 cursor.execute(statement)
@@ -402,7 +402,7 @@ def messages_vacuum() -> bool:
 PROBE_SETTINGS = ("SET LOCAL enable_hashjoin = off", "SET LOCAL enable_mergejoin = off")
 
 
-def wal_compress(cursor: Any) -> bool:
+def wal_compress(cursor: CursorWrapper) -> bool:
     """Compress the WAL of the current transaction with lz4, where the server compresses none, has lz4
     and lets this role set `wal_compression` (a superuser, or a role granted `SET ON PARAMETER
     wal_compression`). Returns whether the transaction's WAL is compressed.

@@ -20,6 +20,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 from django.db.models import F, Func, Value
 
 from config.planner import BULK_SETTINGS
@@ -127,7 +128,7 @@ def runs_engine_versions_note(versions: dict[int, set[str]]) -> int:
             f" AND cardinality(r.engine_versions) < {RUN_ENGINE_VERSIONS_MAX}",
             [[service_id for service_id, _ in pairs], [version for _, version in pairs]],
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def run_close(*, corpus_id: int, service_id: int) -> int:
@@ -296,7 +297,7 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
     where = " AND ".join(f"{column} = %s" for column, _ in scope)
     params = [value for _, value in scope]
     with transaction.atomic(), connection.cursor() as cursor:
-        if len(scope) == 2:
+        if corpus_id is not None and service_id is not None:
             run_close(corpus_id=corpus_id, service_id=service_id)  # frozen with its snapshot before the purge
         counts = tasks_purge(corpus_id=corpus_id, service_id=service_id)
         cursor.execute(f"DELETE FROM {ACTIVATION_TABLE} WHERE {where}", params)
@@ -310,7 +311,7 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
     return {**counts, **results_discard(corpus_id=corpus_id, service_id=service_id, actor=actor).counts()}
 
 
-def _experiments_unlink(cursor: Any, column: str, value: int) -> None:
+def _experiments_unlink(cursor: CursorWrapper, column: str, value: int) -> None:
     """The experiments and variants that name a corpus (as their pair's corpus or as their sandbox) or a
     service that is being deleted keep their names and lose the reference: they stay in the history."""
     if column == "corpus_id":
@@ -321,7 +322,7 @@ def _experiments_unlink(cursor: Any, column: str, value: int) -> None:
         cursor.execute(f"UPDATE {EXPERIMENT_VARIANT_TABLE} SET service_id = NULL WHERE service_id = %s", [value])
 
 
-def _history_delete(cursor: Any, column: str, value: int) -> None:
+def _history_delete(cursor: CursorWrapper, column: str, value: int) -> None:
     """The runs, snapshots (with their classes) and snapshot diffs (corpora.models, derived from the snapshots)
     of a corpus or a service that is itself being deleted (both snapshots of a diff belong to the same pair)."""
     diffs = (
@@ -351,12 +352,12 @@ def history_remove(
     its link. Returns what went per (corpus, service) pair (runs, snapshots, diffs, diff_rows, bytes; as
     history_tally counts them) and the diff rows' table size and row count read before the delete
     (corpora.queries.corpora.taskdiff_share)."""
-    snapshots, snapshot_params = snapshots
-    runs, run_params = runs
+    snapshot_sql, snapshot_params = snapshots
+    run_sql, run_params = runs
     pairs: dict[tuple[int, int], dict[str, int]] = {}
     with transaction.atomic(), connection.cursor() as cursor:
         # Locked first: a diff being computed on one of them waits for this prune, then finds it gone.
-        cursor.execute(f"{snapshots} FOR UPDATE OF s", snapshot_params)
+        cursor.execute(f"{snapshot_sql} FOR UPDATE OF s", snapshot_params)
         snapshot_ids = [row[0] for row in cursor.fetchall()]
         cursor.execute(
             f"SELECT id FROM {SNAPSHOT_DIFF_TABLE} WHERE previous_id = ANY(%s) OR current_id = ANY(%s)",
@@ -381,10 +382,10 @@ def history_remove(
         )
         history_tally(pairs, cursor.fetchall(), "diffs", "bytes")
         for table in (TELEMETRY_BIN_TABLE, TELEMETRY_MINUTE_TABLE):  # the runs' telemetry (corpora.telemetry)
-            gone = f"DELETE FROM {table} WHERE run_id IN (SELECT r.id FROM {RUN_TABLE} r WHERE {runs})"
+            gone = f"DELETE FROM {table} WHERE run_id IN (SELECT r.id FROM {RUN_TABLE} r WHERE {run_sql})"
             cursor.execute(gone, run_params)
         cursor.execute(
-            f"WITH gone AS (DELETE FROM {RUN_TABLE} r WHERE {runs} RETURNING r.corpus_id, r.service_id)"
+            f"WITH gone AS (DELETE FROM {RUN_TABLE} r WHERE {run_sql} RETURNING r.corpus_id, r.service_id)"
             " SELECT corpus_id, service_id, count(*) FROM gone GROUP BY 1, 2",
             run_params,
         )
@@ -410,7 +411,7 @@ def history_remove(
     return pairs, share
 
 
-def history_tally(pairs: dict[tuple[int, int], dict[str, int]], rows: list[tuple], *keys: str) -> None:
+def history_tally(pairs: dict[tuple[int, int], dict[str, int]], rows: list[tuple[Any, ...]], *keys: str) -> None:
     """Add rows of (corpus_id, service_id, value for each key) to the per-pair counts."""
     for corpus_id, service_id, *values in rows:
         counts = pairs.setdefault((corpus_id, service_id), {})

@@ -88,7 +88,7 @@ def entry_names(directory: Path) -> list[str]:
     return sorted(names)
 
 
-def _month_entries(entry: os.DirEntry) -> list[str] | None:
+def _month_entries(entry: os.DirEntry[str]) -> list[str] | None:
     """The visible entries of `entry` when it is an arXiv month directory, else None."""
     if not _MONTH.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False):
         return None

@@ -107,7 +107,7 @@ def extend_tasks_create(cursor: CursorWrapper, *, corpus_id: int) -> int:
         " WHERE e.problem = ''",
         [corpus_id],
     )
-    return cursor.rowcount
+    return int(cursor.rowcount)
 
 
 def _service_median(service: str) -> str:
@@ -126,7 +126,7 @@ def service_median_ms(cursor: CursorWrapper, *, service_id: int) -> int:
     """The service's median runtime in ms, to its runtime bin's middle (0 when it has none): where a task
     without a runtime of its own is scheduled (Task.expected_ms)."""
     cursor.execute(f"SELECT {_service_median('%s')}", [service_id])
-    return cursor.fetchone()[0]
+    return int(cursor.fetchone()[0])
 
 
 def activation_tasks_create(*, corpus_id: int, service_id: int, import_service_id: int) -> int:
@@ -141,7 +141,7 @@ def activation_tasks_create(*, corpus_id: int, service_id: int, import_service_i
             " ON CONFLICT (service_id, document_id) DO NOTHING",
             [service_id, expected, corpus_id, import_service_id],
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 # --- leases --------------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def lease_release(task_ids: list[int], *, mark: int) -> int:
             " WHERE id = ANY(%s) AND status = %s",
             [task_ids, mark],
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def leases_expire(task_ids: list[int]) -> int:
@@ -223,7 +223,7 @@ def leases_expire(task_ids: list[int]) -> int:
             f"UPDATE {TASK_TABLE} SET leased_until = now() - interval '1 second' WHERE id = ANY(%s) AND {LEASED_SQL}",
             [task_ids],
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def leases_extend(task_ids: list[int], *, within_seconds: int) -> int:
@@ -242,7 +242,7 @@ def leases_extend(task_ids: list[int], *, within_seconds: int) -> int:
             " AND leased_until < now() + make_interval(secs => %(within)s)",
             {"ids": task_ids, "within": within_seconds},
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def leases_expire_unclaimed(*, mark: int, claimed: list[int]) -> int:
@@ -255,7 +255,7 @@ def leases_expire_unclaimed(*, mark: int, claimed: list[int]) -> int:
             f" WHERE {LEASED_SQL} AND status <> %s AND id <> ALL(%s) AND leased_until >= now()",
             [mark, claimed],
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def leases_hold(*, seconds: int) -> int:
@@ -272,14 +272,14 @@ def leases_hold(*, seconds: int) -> int:
             " AND leased_until < now() + make_interval(secs => %(hold)s)",
             {"hold": seconds},
         )
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def leased_count(*, mark: int) -> int:
     """How many tasks carry this lease mark."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {TASK_TABLE} WHERE status = %s", [mark])
-        return cursor.fetchone()[0]
+        return int(cursor.fetchone()[0])
 
 
 def still_leased(task_ids: list[int], *, mark: int) -> set[int]:
@@ -341,10 +341,11 @@ def leases_reap(*, max_attempts: int, interrupted: dict[int, tuple[str, str]] | 
 
 def _unfinished_details(reason: str, attempts: int, worker: str | None) -> str:
     """The details of the infrastructure fatal of a task whose last lease ended without a result."""
-    last = {
+    known: dict[str, str] = {
         InfrastructureReason.WORKER_DIED: f"its last worker ({worker}) fell silent",
         InfrastructureReason.LEASE_LOST: "its last lease ran out",
-    }.get(reason, f"its last attempt ended: {reason}")
+    }
+    last = known.get(reason, f"its last attempt ended: {reason}")
     tries = "1 attempt" if attempts == 1 else f"{attempts} attempts"
     return f"no result came back after {tries}; {last}"[:DETAILS_MAX]
 
@@ -500,7 +501,7 @@ def _statuses_update(assignment: str, condition: str, *, corpus_id: int | None, 
         params += [corpus_id, service_id]
     with connection.cursor() as cursor:
         cursor.execute(f"UPDATE {TASK_TABLE} {assignment} WHERE {' AND '.join(where)}", params)
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def tasks_rerun(
@@ -561,7 +562,7 @@ def tasks_rerun(
             " WHERE t.id = s.id AND t.status = ANY(%s)",
             [expected, status_list],
         )
-        count = cursor.rowcount
+        count: int = cursor.rowcount
         cursor.execute("DROP TABLE rerun_scope")
     return count
 
@@ -607,4 +608,4 @@ def sandbox_tasks_create(cursor: CursorWrapper, *, corpus_id: int, import_servic
         f" SELECT d.corpus_id, %s, d.id, {TaskStatus.NO_PROBLEM} FROM {DOCUMENT_TABLE} d WHERE d.corpus_id = %s",
         [import_service_id, corpus_id],
     )
-    return cursor.rowcount
+    return int(cursor.rowcount)

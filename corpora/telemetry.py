@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from django.db.backends.utils import CursorWrapper
 
@@ -153,7 +154,7 @@ def telemetry_trim(cursor: CursorWrapper, *, corpus_id: int, service_id: int) ->
         cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({older})", [corpus_id, service_id] * 2)
 
 
-def telemetry_delete(cursor: CursorWrapper, runs: str, params: list) -> None:
+def telemetry_delete(cursor: CursorWrapper, runs: str, params: list[Any]) -> None:
     """Delete the telemetry of the runs that the subquery `runs` (fixed text, values in `params`) selects."""
     for table in (TELEMETRY_BIN_TABLE, TELEMETRY_MINUTE_TABLE):
         cursor.execute(f"DELETE FROM {table} WHERE run_id IN ({runs})", params)

@@ -6,7 +6,7 @@ is COPY and set-based SQL inside one transaction, so a failure leaves nothing ha
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -155,7 +155,7 @@ def _entries_not_written(corpus: Corpus, entries: list[Entry]) -> list[Entry]:
     return [e for e in entries if e.entry not in written]
 
 
-def _unique_names(entries: object) -> list[Entry]:
+def _unique_names(entries: Iterable[Entry]) -> list[Entry]:
     """Two entries can share a short name (a.tex and a.zip); the later keeps its full entry name."""
     seen: set[str] = set()
     unique = []
@@ -265,9 +265,14 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
                 service_id=activation.service_id,
                 import_service_id=_import_service_id(),
             )
-            pair = {"corpus_id": activation.corpus_id, "service_id": activation.service_id}
-            opened = Run.objects.filter(**pair, finished_at__isnull=True, started_at__gte=activation.created_at)
-            run = opened.first() or run_open(**pair, owner=activation.actor)
+            corpus_id, service_id = activation.corpus_id, activation.service_id
+            opened = Run.objects.filter(
+                corpus_id=corpus_id,
+                service_id=service_id,
+                finished_at__isnull=True,
+                started_at__gte=activation.created_at,
+            )
+            run = opened.first() or run_open(corpus_id=corpus_id, service_id=service_id, owner=activation.actor)
         return created, run
 
     try:
@@ -373,12 +378,13 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if corpus is None:
         raise JobFailed("The sandbox was deleted before its job ran.")
-    if corpus.parent_id is None or not corpus.condition:
+    parent = corpus.parent
+    if parent is None or not corpus.condition:
         raise JobFailed("The sandbox's parent was deleted before its job ran.")
     condition = corpus.condition
     service = service_get(condition["service"])
     progress(0, 2, "selecting documents")
-    select, params = _sandbox_selection(parent_id=corpus.parent_id, service_id=service.pk, condition=condition)
+    select, params = _sandbox_selection(parent_id=parent.pk, service_id=service.pk, condition=condition)
     attempts = 0
 
     def carve() -> int:
@@ -386,15 +392,17 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
         attempts += 1
         if attempts > 1 and Corpus.objects.filter(pk=corpus.pk, state=CorpusState.READY).exists():
             return corpus.documents.count()  # the attempt whose commit was lost with its connection committed
-        return _sandbox_write(corpus, select, params, progress=progress, log=log)
+        return _sandbox_write(corpus, parent.name, select, params, progress=progress, log=log)
 
     documents = transient_retry(carve, what=f"carving sandbox {corpus.pk}", on_retry=_retry_logged(log))
     progress(2, 2, f"carved {documents} documents")
-    log(f"recorded {documents} documents referencing the entries of {corpus.parent.name}")
+    log(f"recorded {documents} documents referencing the entries of {parent.name}")
     return {"documents": documents}
 
 
-def _sandbox_write(corpus: Corpus, select: str, params: list[Any], *, progress: Progress, log: Log) -> int:
+def _sandbox_write(
+    corpus: Corpus, parent_name: str, select: str, params: list[Any], *, progress: Progress, log: Log
+) -> int:
     """The carve's one transaction: the picked documents, their import tasks, the sandbox ready."""
     with transaction.atomic(), connection.cursor() as cursor:
         for statement in BULK_SETTINGS:
@@ -402,7 +410,7 @@ def _sandbox_write(corpus: Corpus, select: str, params: list[Any], *, progress: 
         cursor.execute("DROP TABLE IF EXISTS pg_temp.sandbox_pick")
         cursor.execute(f"CREATE TEMP TABLE sandbox_pick ON COMMIT DROP AS {select}", params)
         picked = cursor.rowcount
-        log(f"{picked} documents of {corpus.parent.name} match")
+        log(f"{picked} documents of {parent_name} match")
         progress(1, 2, "writing documents")
         cursor.execute(
             f"INSERT INTO {DOCUMENT_TABLE} (corpus_id, name, entry, kind, main_file, created_at)"
@@ -410,7 +418,7 @@ def _sandbox_write(corpus: Corpus, select: str, params: list[Any], *, progress: 
             f" FROM sandbox_pick p JOIN {DOCUMENT_TABLE} d ON d.id = p.document_id ORDER BY d.id",
             [corpus.pk],
         )
-        documents = cursor.rowcount
+        documents: int = cursor.rowcount
         sandbox_tasks_create(cursor, corpus_id=corpus.pk, import_service_id=_import_service_id())
         Corpus.objects.filter(pk=corpus.pk).update(state=CorpusState.READY, imported_at=timezone.now())
     return documents
@@ -422,7 +430,7 @@ _SAMPLE_KEPT = 64
 
 
 def _per_class_sample(
-    *, pair: list[int], statuses: list[int], classes: tuple[str, list[Any]], entry: tuple[str, list[Any]],
+    *, pair: list[int], statuses: list[int] | None, classes: tuple[str, list[Any]], entry: tuple[str, list[Any]],
     seed: int, limit: int,
 ) -> tuple[str, list[Any]]:  # fmt: skip
     """The tasks that are among the first `limit` of any class in scope, ordered by (hashint8extended(task,
@@ -471,7 +479,8 @@ def _sandbox_selection(*, parent_id: int, service_id: int, condition: dict[str, 
     by hashint8extended(task id, seed), so the same request takes the same documents again. Only fixed
     fragments are joined into the statement; every value is a parameter, in the order of the text."""
     severity, status = condition.get("severity"), condition.get("status")
-    statuses = list(SEVERITIES[status or severity][0]) if (status or severity) else None
+    named: str | None = status or severity
+    statuses = list(SEVERITIES[named][0]) if named else None
     if condition.get("statuses"):  # an experiment's sandbox: the tasks of several statuses (no severity)
         statuses = [code for key in condition["statuses"] for code in SEVERITIES[key][0]]
     seed = int(condition.get("seed", 0))

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import Any
 
 from django.db import connection, transaction
+from django.db.backends.utils import CursorWrapper
 
 from config.planner import BULK_SETTINGS
 from corpora.models import Snapshot, SnapshotDiff, TaskDiff
@@ -46,13 +46,14 @@ def _pairs_statement(same_documents: bool) -> str:
     )
 
 
-def _same_documents(cursor: Any, previous_id: int, current_id: int) -> bool:
+def _same_documents(cursor: CursorWrapper, previous_id: int, current_id: int) -> bool:
     cursor.execute(
         f"SELECT p.document_ids = c.document_ids FROM {SNAPSHOT_TABLE} p, {SNAPSHOT_TABLE} c"
         " WHERE p.id = %s AND c.id = %s",
         [previous_id, current_id],
     )
-    return cursor.fetchone()[0]
+    same: bool = cursor.fetchone()[0]
+    return same
 
 
 def diff_ensure(*, previous_id: int, current_id: int) -> int:
@@ -68,7 +69,8 @@ def diff_ensure(*, previous_id: int, current_id: int) -> int:
         )
         row = cursor.fetchone()
     if row:
-        return row[0]
+        existing: int = row[0]
+        return existing
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(
             f"INSERT INTO {SNAPSHOT_DIFF_TABLE} (previous_id, current_id, matrix, changed, rows_ready, created_at)"
@@ -81,8 +83,9 @@ def diff_ensure(*, previous_id: int, current_id: int) -> int:
                 f"SELECT id FROM {SNAPSHOT_DIFF_TABLE} WHERE previous_id = %s AND current_id = %s",
                 [previous_id, current_id],
             )
-            return cursor.fetchone()[0]
-        diff_id = row[0]
+            theirs: int = cursor.fetchone()[0]
+            return theirs
+        diff_id: int = row[0]
         for statement in BULK_SETTINGS:
             cursor.execute(statement)
         pairs = _pairs_statement(_same_documents(cursor, previous_id, current_id))
@@ -105,14 +108,15 @@ def diff_ensure(*, previous_id: int, current_id: int) -> int:
     return diff_id
 
 
-def _infrastructure_documents(cursor: Any, previous_id: int, current_id: int) -> list[int]:
+def _infrastructure_documents(cursor: CursorWrapper, previous_id: int, current_id: int) -> list[int]:
     """The documents that were an infrastructure failure in either snapshot (few)."""
     cursor.execute(
         f"SELECT ARRAY(SELECT DISTINCT d FROM {SNAPSHOT_TABLE}, unnest(infrastructure_document_ids) AS d"
         " WHERE id IN (%s, %s) ORDER BY d)",
         [previous_id, current_id],
     )
-    return cursor.fetchone()[0]
+    documents: list[int] = cursor.fetchone()[0]
+    return documents
 
 
 def _matrix(cells: Iterable[tuple[int, int, int]]) -> list[list[int]]:

@@ -19,7 +19,7 @@ from corpora.actions.diffs import diff_ensure, diff_rows_ensure
 from corpora.models import Activation
 from corpora.pairs import history_remove, snapshot_take
 from corpora.queries.corpora import pair_resolve
-from corpora.queries.diffs import DiffScope, run_diff, task_diffs
+from corpora.queries.diffs import DiffScope, RunDiff, TaskDiffRow, run_diff, task_diffs
 from corpora.queries.prune import PruneScope, prune_runs_sql, prune_scope, prune_snapshots_sql, prune_summary
 
 
@@ -44,18 +44,36 @@ def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = 
     return diff_id
 
 
-def diff_read(scope: DiffScope, *, exclude_infrastructure: bool = False) -> tuple[int | None, dict[str, Any]]:
+def diff_read(scope: DiffScope, *, exclude_infrastructure: bool = False) -> tuple[int | None, RunDiff]:
     """GET .../diff and the screens that show a diff: the diff of the scope's two snapshots, made if
     needed, and its record (corpora.queries.diffs.run_diff). The id is what task_diff_count reads."""
-    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id)
+    diff_id = diff_ready(scope.previous.id if scope.previous else None, scope.current.id if scope.current else None)
     return diff_id, run_diff(scope, diff_id, exclude_infrastructure=exclude_infrastructure)
 
 
-def task_diffs_read(scope: DiffScope, page: Page, **filters: str | bool | None) -> list[dict[str, Any]]:
+def task_diffs_read(
+    scope: DiffScope,
+    page: Page,
+    *,
+    previous_status: str | None = None,
+    current_status: str | None = None,
+    change: str | None = None,
+    exclude_infrastructure: bool = False,
+) -> list[TaskDiffRow]:
     """GET .../tasks and the screens that list changed documents: a page of them
     (corpora.queries.diffs.task_diffs), the diff and its changed documents' rows made first if needed."""
-    diff_id = diff_ready(scope.previous and scope.previous.id, scope.current and scope.current.id, rows=True)
-    return task_diffs(scope, diff_id, page, **filters)
+    diff_id = diff_ready(
+        scope.previous.id if scope.previous else None, scope.current.id if scope.current else None, rows=True
+    )
+    return task_diffs(
+        scope,
+        diff_id,
+        page,
+        previous_status=previous_status,
+        current_status=current_status,
+        change=change,
+        exclude_infrastructure=exclude_infrastructure,
+    )
 
 
 @journaled(Action.RUNS_PRUNE, target=lambda a: f"{a.get('corpus') or '*'}/{a.get('service') or '*'}")

@@ -58,16 +58,17 @@ def run_control(
     """Pause or resume a pair (or, without names, every pair): the record both twins serialize with
     RunControlSerializer."""
     scope = {"corpus": corpus_name, "service": service_name, "action": action}
-    pair = {"corpus_name": corpus_name, "service_name": service_name, "actor": actor}
     if action == RunControlAction.PAUSE:
-        return {**scope, "blocked": conversions_pause(**pair)}
-    return {**scope, "resumed": conversions_resume(**pair)}
+        return {**scope, "blocked": conversions_pause(corpus_name=corpus_name, service_name=service_name, actor=actor)}
+    return {**scope, "resumed": conversions_resume(corpus_name=corpus_name, service_name=service_name, actor=actor)}
 
 
 def _pair_ids(corpus_name: str | None, service_name: str | None) -> dict[str, int | None]:
     """The ids of a named pair, or none for every pair (both names None)."""
     if corpus_name is None:
         return {"corpus_id": None, "service_id": None}
+    if service_name is None:
+        raise BadRequest("Name a corpus with its service, or neither for every pair.")
     pair = pair_resolve(corpus_name, service_name)
     return {"corpus_id": pair.corpus_id, "service_id": pair.service_id}
 
@@ -107,7 +108,7 @@ def what_report_read(pair: Pair, severity: str, category: str, page: Page) -> Gr
 
 
 @journaled(Action.REPORTS_REFRESH_PAIR, target="{corpus_name}/{service_name}")
-def pair_refresh(*, corpus_name: str, service_name: str, actor: str) -> dict:
+def pair_refresh(*, corpus_name: str, service_name: str, actor: str) -> dict[str, str | int]:
     """The scope refresh: clear this pair's grains at once (no job)."""
     pair = pair_resolve(corpus_name, service_name)
     cleared = grains_clear([(pair.corpus_id, pair.service_id)])

@@ -125,25 +125,27 @@ def experiment_run(*, experiment_id: int, progress: Progress, log: Log) -> dict[
     create each variant's TODO tasks on it and open its run; progress counts the carve and each variant.
     A variant already activated (an earlier attempt) is left as it is."""
     experiment = Experiment.objects.filter(pk=experiment_id).select_related("sandbox").first()
-    if experiment is None or experiment.sandbox is None:
+    sandbox = experiment.sandbox if experiment is not None else None
+    if experiment is None or sandbox is None:
         raise JobFailed("The experiment or its sandbox was deleted before its job ran.")
     variants = list(ExperimentVariant.objects.filter(experiment=experiment, service__isnull=False))
     steps = 1 + len(variants)
     progress(0, steps, "carving the sandbox")
-    if experiment.sandbox.state == CorpusState.IMPORTING:
-        carved = corpus_sandbox_run(corpus_id=experiment.sandbox_id, progress=_quiet, log=log)
+    if sandbox.state == CorpusState.IMPORTING:
+        carved = corpus_sandbox_run(corpus_id=sandbox.pk, progress=_quiet, log=log)
         log(f"carved {carved['documents']} papers of {experiment.corpus_name}/{experiment.service_name}")
     tasks = 0
     for step, variant in enumerate(variants, start=1):
         progress(step - 1, steps, f"activating {variant.name}")
+        assert variant.service_id is not None  # the variants above are those with a service
         activation, created = Activation.objects.get_or_create(
-            corpus_id=experiment.sandbox_id, service_id=variant.service_id, defaults={"actor": experiment.actor}
+            corpus_id=sandbox.pk, service_id=variant.service_id, defaults={"actor": experiment.actor}
         )
         if created:
             activated = service_activate_run(activation_id=activation.pk, progress=_quiet, log=log)
             tasks += activated["tasks"]
     progress(steps, steps, f"{len(variants)} variants converting")
-    documents = Corpus.objects.get(pk=experiment.sandbox_id).documents.count()
+    documents = Corpus.objects.get(pk=sandbox.pk).documents.count()
     return {"documents": documents, "variants": len(variants), "tasks": tasks}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 from django.db import connection
 from django.urls import reverse
@@ -107,7 +108,9 @@ def experiment_records() -> list[ExperimentRecord]:
     names: dict[int, list[str]] = {}
     for experiment_id, name in ExperimentVariant.objects.order_by("id").values_list("experiment_id", "name"):
         names.setdefault(experiment_id, []).append(name)
-    jobs = {job.uuid: job for job in Job.objects.filter(uuid__in=[e.job_uuid for e in experiments if e.job_uuid])}
+    jobs: dict[UUID | None, Job] = {
+        job.uuid: job for job in Job.objects.filter(uuid__in=[e.job_uuid for e in experiments if e.job_uuid])
+    }
     return [_record(e, names.get(e.pk, []), jobs.get(e.job_uuid)) for e in experiments]
 
 
@@ -155,9 +158,10 @@ def experiment_detail(name: str, *, papers_shown: int = PAPERS_SHOWN) -> Experim
 
 def _variant_tallies(
     experiment: Experiment, variants: list[ExperimentVariant], papers_shown: int
-) -> dict[int, tuple[int, int, int, int, list[str], list[str]]]:
-    """Per variant service: its tasks on the sandbox, those done (a completed status), fixed and broken, and
-    the first `papers_shown` names of the papers fixed and broken, in one grouped statement."""
+) -> dict[int | None, tuple[int, int, int, int, list[str], list[str]]]:
+    """Per variant service (keyed as the variants' nullable service_id, for their look-ups): its tasks on the
+    sandbox, those done (a completed status), fixed and broken, and the first `papers_shown` names of the papers
+    fixed and broken, in one grouped statement."""
     services = [v.service_id for v in variants if v.service_id is not None]
     if experiment.sandbox_id is None or not services:
         return {}

@@ -27,7 +27,7 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -71,11 +71,21 @@ def _month_sql(column: str) -> str:
 
 MONTH_SQL = f"COALESCE({_month_sql('d.name')}, {_month_sql('d.entry')}, '{UNKNOWN_MONTH}')"
 _STATUS_NAME_SQL = "CASE t.status " + " ".join(f"WHEN {v} THEN '{k}'" for k, v in EXPORT_SEVERITIES.items()) + " END"
-_GROUP_SQL = {
+_GROUP_SQL: dict[str, str] = {
     ExportGrouping.SEVERITY: _STATUS_NAME_SQL,
     ExportGrouping.MONTH: MONTH_SQL,
     ExportGrouping.NONE: f"'{ALL_ARCHIVE}'",
 }
+
+
+class _ListedArchive(TypedDict):
+    """An archive as manifest.json lists it."""
+
+    name: str
+    group: str
+    documents: int
+    missing: int
+    bytes: int
 
 
 @dataclass
@@ -246,7 +256,7 @@ class _ArchiveWriter:
 
 def _manifest_write(directory: Path, request: dict[str, Any], archives: list[_Archive]) -> dict[str, Any]:
     """manifest.json, streamed from the sidecars (its document list can be long), then renamed into place."""
-    listed = [
+    listed: list[_ListedArchive] = [
         {"name": f"{a.name}.zip", "group": a.name, "documents": a.documents, "missing": a.missing,
          "bytes": (directory / f"{a.name}.zip").stat().st_size}
         for a in archives

@@ -50,9 +50,10 @@ def export_dir_check(out: str) -> Path:
 
 def plan_read(directory: Path) -> dict[str, Any] | None:
     try:
-        return json.loads((directory / PLAN).read_text())
+        plan: dict[str, Any] = json.loads((directory / PLAN).read_text())
     except (OSError, ValueError):
         return None
+    return plan
 
 
 def export_summaries() -> list[dict[str, Any]]:
@@ -74,7 +75,7 @@ def _summary_read(manifest: Path) -> dict[str, Any] | None:
     """The manifest without its document list (read whole: the summary comes first, but JSON has no
     partial parse in the standard library, and the screens list few exports)."""
     try:
-        data = json.loads(manifest.read_text())
+        data: dict[str, Any] = json.loads(manifest.read_text())
     except (OSError, ValueError):
         return None
     data.pop("document_list", None)

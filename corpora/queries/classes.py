@@ -41,7 +41,7 @@ SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
 STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
 TASK_CLASS_TABLE = TaskClass._meta.db_table
 # What each kind is, on the two snapshots' task counts p (previous) and c (current).
-_KIND_SQL = {
+_KIND_SQL: dict[str, str] = {
     ClassChange.APPEARED: "p = 0 AND c > 0",
     ClassChange.VANISHED: "p > 0 AND c = 0",
     ClassChange.GREW: "p > 0 AND c > p",
@@ -158,7 +158,7 @@ def class_diff_count(
         return 0
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {_PAIRED} WHERE {where}", [*ids, *params])
-        return cursor.fetchone()[0]
+        return int(cursor.fetchone()[0])
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ def pair_resolve(corpus_name: str, service_name: str) -> Pair:
 
 def status_counts(rows: list[tuple[int, int]]) -> dict[str, Any]:
     """Per-status counts from (bucket, count) rows, with the total and the in-progress count."""
-    by_bucket = defaultdict(int)
+    by_bucket: defaultdict[int, int] = defaultdict(int)
     for bucket, count in rows:
         by_bucket[bucket] += count
     counts: dict[str, Any] = {key: by_bucket.get(bucket, 0) for key, bucket in STATUS_KEYS.items()}
@@ -188,7 +188,7 @@ def corpus_record(corpus: Corpus, *, documents: int, services: list[Any]) -> dic
         "name": corpus.name,
         "description": corpus.description,
         "state": corpus.state,
-        "parent": corpus.parent.name if corpus.parent_id else None,
+        "parent": corpus.parent.name if corpus.parent is not None else None,
         "documents": documents,
         "services": services,
         "created_at": corpus.created_at,
@@ -234,7 +234,7 @@ def retired_messages_exist(corpus_id: int, service_id: int) -> bool:
             f"SELECT EXISTS (SELECT FROM {STALE_MESSAGES_TABLE} WHERE corpus_id = %s AND service_id = %s)",
             [corpus_id, service_id],
         )
-        return cursor.fetchone()[0]
+        return bool(cursor.fetchone()[0])
 
 
 def package_tallies_sql(corpus_id: int, service_id: int) -> tuple[str, list[Any]]:

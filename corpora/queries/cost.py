@@ -7,8 +7,10 @@ so its percentiles are within ±9%, as the stage times' are."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db.models import Sum
 
@@ -118,7 +120,9 @@ def peak_memory(bins: list[tuple[int, int]]) -> PeakMemory:
     return PeakMemory(count=sum(c for _, c in rows), **percentiles, max=top, histogram=histogram)
 
 
-def run_cost(run: dict, *, minutes: dict, bins: list[tuple[int, int]], corpus_papers: int) -> RunCost:
+def run_cost(
+    run: Mapping[str, Any], *, minutes: Mapping[str, Any], bins: list[tuple[int, int]], corpus_papers: int
+) -> RunCost:
     """One run's DTO from its minutes' sums (results, cpu_ms, cpu_results) and its peak-memory bins."""
     results, cpu_ms, measured = (minutes.get(key) or 0 for key in ("results", "cpu_ms", "cpu_results"))
     per_paper = cpu_ms / 1000 / measured if measured else None
@@ -162,7 +166,7 @@ def pair_cost(pair: Pair) -> Cost:
     papers = TaskCount.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id).aggregate(n=Sum("count"))
     corpus_papers = papers["n"] or 0
 
-    def record(run: dict | None) -> RunCost | None:
+    def record(run: Mapping[str, Any] | None) -> RunCost | None:
         if run is None:
             return None
         return run_cost(run, minutes=minutes.get(run["id"], {}), bins=bins[run["id"]], corpus_papers=corpus_papers)

@@ -64,7 +64,7 @@ def diff_scope(pair: Pair, previous: datetime | None = None, current: datetime |
 
     cur = pick(current, "current") if current is not None else (refs[0] if refs else None)
     if previous is not None:
-        prev = pick(previous, "previous")
+        prev: SnapshotRef | None = pick(previous, "previous")
     else:
         older = [ref for ref in refs if cur is not None and ref.taken_at < cur.taken_at]
         prev = older[0] if older else None

@@ -803,7 +803,7 @@ def report_path_split(pair: Pair, severity: str, rest: str) -> tuple[str, str | 
                 " WHERE c.level = %s AND c.severity = %s AND c.category = %s AND c.what = %s AND t.tasks > 0)",
                 [pair.corpus_id, pair.service_id, list(statuses), level, message_severity, category, what],
             )
-            return cursor.fetchone()[0]
+            return bool(cursor.fetchone()[0])
 
     if "/" not in rest or exists(ClassLevel.CATEGORY, rest):
         return rest, None
@@ -850,7 +850,7 @@ def retired_messages_left() -> int:
     """How many tasks' retired messages the purge has yet to delete (all pairs)."""
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*) FROM {STALE_MESSAGES_TABLE}")
-        return cursor.fetchone()[0]
+        return int(cursor.fetchone()[0])
 
 
 def runtime_p99s(service_ids: list[int]) -> dict[int, int]:

@@ -7,6 +7,7 @@ from typing import Any
 from celery import shared_task
 
 from corpora.actions import reports as actions
+from corpora.grains import grain_slice_rebuild
 from corpora.queries import reports as queries
 from jobs.actions import job_enqueue
 from jobs.choices import JobKinds, JobLanes
@@ -25,7 +26,7 @@ def reports_refresh(ctx: JobContext) -> dict[str, Any]:
 def report_slice_build(ctx: JobContext, *, corpus_id: int, service_id: int, severity: str) -> dict[str, Any]:
     """Build one (corpus, service, severity) slice that did not fit a page's time budget."""
     ctx.progress(0, 1, f"building the {severity} slice")
-    rows = actions.grain_slice_rebuild(corpus_id, service_id, severity)
+    rows = grain_slice_rebuild(corpus_id, service_id, severity)
     return {"rows": rows}
 
 

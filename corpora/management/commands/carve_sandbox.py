@@ -26,7 +26,7 @@ class Command(ServiceCommand):
         parser.add_argument("--seed", type=int, default=0, help="the same seed takes the same sample")
 
     def handle(self, *args: object, parent: str, name: str, **options: Any) -> None:
-        fields = SandboxRequestSerializer().fields
+        fields = SandboxRequestSerializer().get_fields()
         request = {"name": name, **{key: options[key] for key in fields if options.get(key) is not None}}
 
         job = self.write_action(
