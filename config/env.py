@@ -36,8 +36,8 @@ def env_bool(name: str, default: bool) -> bool:
     return lowered == "true"
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    """Read a whole number, refusing anything else and anything below the minimum."""
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Read a whole number, refusing anything else and anything outside the bounds."""
     value = env_str(name)
     if value is None:
         return default
@@ -47,6 +47,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ConfigError(f"{name} must be a whole number, not {value!r}") from exc
     if minimum is not None and number < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, not {number}")
+    if maximum is not None and number > maximum:
+        raise ConfigError(f"{name} must be at most {maximum}, not {number}")
     return number
 
 
