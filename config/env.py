@@ -6,6 +6,7 @@ import ipaddress
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 
@@ -96,14 +97,14 @@ def env_roots(name: str) -> list[Path]:
     return roots
 
 
-def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_timeout: int) -> dict:
+def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_timeout: int) -> dict[str, Any]:
     """Turn a postgres:// URL (host may be a socket directory given as ?host=) into Django's form."""
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql"):
         raise ConfigError(f"DATABASE_URL must start with postgresql://, not {parts.scheme or url!r}")
     query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     host = query.pop("host", None) or unquote(parts.hostname or "")
-    options: dict = dict(query)
+    options: dict[str, Any] = dict(query)
     if pool:
         options["pool"] = {"min_size": pool_min, "max_size": pool_max, "timeout": pool_timeout}
     return {

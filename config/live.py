@@ -74,9 +74,9 @@ def config_prime(stored: dict[str, Any]) -> None:
 
 def _build() -> LiveConfig:
     values: dict[str, Any] = {}
-    for key in KEYS.values():
+    for name, key in KEYS.items():
         if key.live:
-            stored = _State.overrides.get(key.name)
+            stored = _State.overrides.get(name)
             values[key.setting] = getattr(settings, key.setting) if stored is None else setting_value(key, stored)
     return LiveConfig(**values)
 

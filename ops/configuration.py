@@ -70,15 +70,16 @@ def effective_config() -> dict[str, Any]:
     stored = dict(ConfigOverride.objects.values_list("key", "value"))
     live = get_config()
     entries = []
-    for key in KEYS.values():
-        if key.name in stored:
-            value, source = stored[key.name], ConfigSource.API
+    for name, key in KEYS.items():
+        source: str
+        if name in stored:
+            value, source = stored[name], ConfigSource.API
             wanted = plain(setting_value(key, value))
         else:
-            value, source = environment_value(key.name), _env_source(key.env)
+            value, source = environment_value(name), _env_source(key.env)
             wanted = value
         running = plain(getattr(live if key.live else settings, key.setting))
-        entries.append(_entry(key.name, value, source, live=key.live, running=running, pending=running != wanted))
+        entries.append(_entry(name, value, source, live=key.live, running=running, pending=running != wanted))
     url = database_url_masked(settings.DATABASE_URL)
     entries.append(_entry("database.url", url, _env_source(DECLARED["DATABASE_URL"].env), live=False))
     tokens = ApiToken.objects.filter(revoked_at__isnull=True).count()
