@@ -93,8 +93,7 @@ DECLARED: dict[str, Key] = {
     key.env: key
     for key in [
         Key("VAR_DIR", "path", Derived("`./var`", lambda v: BASE_DIR / "var"), _PROCESS,
-            "Embedded data, the generated secret key, sockets (`var/run/`, or `/tmp/ccs-<hash>/` when too"
-            " long)."),
+            "Embedded data, the generated secret key, sockets (`var/run/`)."),
         Key("SECRET_KEY", "str", Derived("generated once into `var/secret_key`", _secret_key), _PROCESS,
             "Django's signing key."),
         Key("DEBUG", "bool", False, _PROCESS, "Django's debug mode."),
@@ -297,10 +296,9 @@ naming it), stores and journals it, and lists the keys that need a restart. The 
 resets one key at a time the same way. Each process reads the stored values once, as its apps become ready
 (`ops/apps.py`); loading the settings opens no connection. The database URL is set in the environment alone.
 
-`manage.py worker` (as `up`'s workers) reads the `conversion.*` limits at its start; `POST /convert` reads
-them at each request, from its web process's start. `python -m conversion.worker` takes its limits as
-options. On the lease order see [cost-and-schedule](decisions/cost-and-schedule.md), on the sandbox's
-`/proc` [container-sandbox](decisions/container-sandbox.md).
+`manage.py worker` reads the `conversion.*` limits at its start (`python -m conversion.worker` takes them as
+options). See also [cost-and-schedule](decisions/cost-and-schedule.md) and
+[container-sandbox](decisions/container-sandbox.md).
 
 ```sh
 .venv/bin/python manage.py config get [dispatcher.max_in_flight]
