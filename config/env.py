@@ -6,6 +6,7 @@ import ipaddress
 import os
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 
@@ -36,8 +37,8 @@ def env_bool(name: str, default: bool) -> bool:
     return lowered == "true"
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
-    """Read a whole number, refusing anything else and anything below the minimum."""
+def env_int(name: str, default: int, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Read a whole number, refusing anything else and anything outside the bounds."""
     value = env_str(name)
     if value is None:
         return default
@@ -47,6 +48,8 @@ def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
         raise ConfigError(f"{name} must be a whole number, not {value!r}") from exc
     if minimum is not None and number < minimum:
         raise ConfigError(f"{name} must be at least {minimum}, not {number}")
+    if maximum is not None and number > maximum:
+        raise ConfigError(f"{name} must be at most {maximum}, not {number}")
     return number
 
 
@@ -94,14 +97,14 @@ def env_roots(name: str) -> list[Path]:
     return roots
 
 
-def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_timeout: int) -> dict:
+def database_config(url: str, *, pool: bool, pool_min: int, pool_max: int, pool_timeout: int) -> dict[str, Any]:
     """Turn a postgres:// URL (host may be a socket directory given as ?host=) into Django's form."""
     parts = urlsplit(url)
     if parts.scheme not in ("postgres", "postgresql"):
         raise ConfigError(f"DATABASE_URL must start with postgresql://, not {parts.scheme or url!r}")
     query = {key: values[-1] for key, values in parse_qs(parts.query).items()}
     host = query.pop("host", None) or unquote(parts.hostname or "")
-    options: dict = dict(query)
+    options: dict[str, Any] = dict(query)
     if pool:
         options["pool"] = {"min_size": pool_min, "max_size": pool_max, "timeout": pool_timeout}
     return {

@@ -3,23 +3,25 @@
 overrides of the live keys (PUT /api/config, `manage.py config set`). Every read of a live value goes
 through it; `django.conf.settings` is never changed while a process runs.
 
-A process starts on the overrides its settings read as they loaded (`CONFIG_STORED_AT_START`, no query).
+A process starts on the overrides read once as its apps became ready (`config.overrides.apply_stored`, which
+calls `config_prime`).
 The web middleware, the job worker and the dispatcher's loop call `config_refresh`, which reads the overrides'
 version (one query at most every SYNC_SECONDS) and, when it moved, reads the overrides again and builds a
 new `LiveConfig`; a reader holds whichever object was current, so its values never change under it.
 
 The overrides' tables (of the ops models `ConfigVersion` and `ConfigOverride`) are found through the app
 registry rather than an import, so that the low layers that read the configuration (jobs, services, the
-dispatcher) import nothing of the ops app; `config.overrides.stored` reads them at start, before Django is
-set up, by their names."""
+dispatcher) import nothing of the ops app; `config.overrides.stored` reads them at start by their names.
+
+`LiveConfig` is built from the declaration (config/keys.py, the keys with live=True): a frozen dataclass with one
+field per live key, named as its setting, so `get_config().DISPATCHER_MAX_IN_FLIGHT` reads one."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import time
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.apps import apps
 from django.conf import settings
@@ -32,24 +34,25 @@ from config.overrides import KEYS, problem, setting_value
 SYNC_SECONDS = 2.0
 
 
-@dataclass(frozen=True)
-class LiveConfig:
-    """The values of the live keys (`config.overrides.KEYS` with live=True), named as their settings."""
+if TYPE_CHECKING:
 
-    DISPATCHER_MAX_IN_FLIGHT: int
-    DISPATCHER_MAX_ATTEMPTS: int
-    DISPATCHER_LEASE_SECONDS: int
-    DISPATCHER_LEASE_BATCH: int
-    DISPATCHER_REAP_SECONDS: int
-    DISPATCHER_WORKER_SILENCE_SECONDS: int
-    DISPATCHER_LONGEST_FIRST: bool
-    RESULTS_MIN_FREE_MB: int
-    MAX_REPORT_PAGE_SIZE: int
-    MAX_REPORT_OFFSET: int
-    JOB_STALL_SECONDS: int
+    class LiveConfig:
+        """The values of the live keys, named as their settings (built from config/keys.py below)."""
+
+        def __init__(self, **values: Any) -> None: ...
+        def __getattr__(self, setting: str) -> Any: ...
+
+else:
+    LiveConfig = dataclasses.make_dataclass(
+        "LiveConfig",
+        [(key.setting, key.kind) for key in KEYS.values() if key.live],  # the type by name: "int", "bool"
+        frozen=True,
+        namespace={"__doc__": "The values of the live keys (config/keys.py, live=True), named as their settings."},
+    )
+    LiveConfig.__module__ = __name__
 
 
-LIVE_SETTINGS: frozenset[str] = frozenset(field.name for field in dataclasses.fields(LiveConfig))
+LIVE_SETTINGS: frozenset[str] = frozenset(key.setting for key in KEYS.values() if key.live)
 
 
 class _State:
@@ -63,14 +66,17 @@ def _live_overrides(values: dict[str, Any]) -> dict[str, Any]:
     return {name: value for name, value in values.items() if name in KEYS and KEYS[name].live}
 
 
-_State.overrides = _live_overrides(settings.CONFIG_STORED_AT_START)
+def config_prime(stored: dict[str, Any]) -> None:
+    """Start on the overrides read as the apps became ready (config.overrides.apply_stored), with no query."""
+    _State.overrides = _live_overrides(stored)
+    _State.current = None
 
 
 def _build() -> LiveConfig:
-    values = {}
-    for key in KEYS.values():
+    values: dict[str, Any] = {}
+    for name, key in KEYS.items():
         if key.live:
-            stored = _State.overrides.get(key.name)
+            stored = _State.overrides.get(name)
             values[key.setting] = getattr(settings, key.setting) if stored is None else setting_value(key, stored)
     return LiveConfig(**values)
 

@@ -1,101 +1,34 @@
-"""The configuration keys an operator may set at run time (PUT /api/config, `manage.py config set`), their
-checks, and the stored values every process reads when its settings load.
+"""The configuration keys an operator may set at run time (PUT /api/config, `manage.py config set`, the /config
+screen), their checks, and the stored values every process applies once, as its apps become ready.
 
-A key is dotted (`group.name`) and names one Django setting, whose environment variable gives the default.
-Stored values (table `ops_configoverride`) win over the environment. The settings read them once, as the
-process starts, so keys that only a start can apply (ports, the database pool, beat intervals) follow
-them after a restart; live keys are read through `config.live.get_config()`, which follows every change.
+A key is dotted (`group.name`) and names one Django setting; both, its bounds, whether it is live and its
+description are declared in config/keys.py, whose environment variable gives the default. Stored values (table
+`ops_configoverride`) win over the environment. `apply_stored` reads them once per process, when the apps are
+ready (ops/apps.py), so keys that only a start can apply (ports, the database pool, beat intervals) follow them
+after a restart; live keys are read through `config.live.get_config()`, which follows every change.
 
-No Django import here: the settings module loads this before Django is configured."""
+No Django import at module level: the settings module loads this before Django is configured."""
 
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from config.env import ConfigError, database_config
+from config.keys import DECLARED, Key
 
-@dataclass(frozen=True)
-class Key:
-    name: str  # dotted
-    setting: str  # the Django setting it sets; its environment variable has the same name
-    kind: str  # int, bool, path, paths
-    live: bool  # applied by running processes within seconds; else at their next start
-    description: str  # what the value governs, in a sentence for the configuration screen and GET /api/config
-    minimum: int | None = None
-    maximum: int | None = None
+if TYPE_CHECKING:
+    from django.conf import LazySettings
 
+__all__ = ["KEYS", "Key", "apply_stored", "beat_schedule", "pair_problem", "plain", "problem", "setting_value",
+           "stored"]  # fmt: skip
 
-def _int(name: str, setting: str, live: bool, minimum: int, maximum: int, description: str) -> Key:
-    return Key(name, setting, "int", live, description, minimum, maximum)
-
-
-KEYS = {
-    key.name: key
-    for key in [
-        _int("dispatcher.ventilator_port", "DISPATCHER_VENTILATOR_PORT", False, 1, 65535,
-             "TCP port where workers ask the dispatcher for tasks."),
-        _int("dispatcher.sink_port", "DISPATCHER_SINK_PORT", False, 1, 65535,
-             "TCP port where workers send their results to the dispatcher's sink."),
-        _int("dispatcher.message_size", "DISPATCHER_MESSAGE_SIZE", False, 1024, 2**31 - 1,
-             "Frame size, in bytes, of the payloads and results sent over the dispatcher's sockets."),
-        _int("dispatcher.max_in_flight", "DISPATCHER_MAX_IN_FLIGHT", True, 1, 10_000_000,
-             "Tasks leased to workers at once; past it, workers are told to wait."),
-        _int("dispatcher.max_attempts", "DISPATCHER_MAX_ATTEMPTS", True, 1, 1000,
-             "Leases a task gets before it is marked fatal (never completed)."),
-        _int("dispatcher.lease_seconds", "DISPATCHER_LEASE_SECONDS", True, 1, 7 * 86400,
-             "How long a leased task may take before it is handed out again, unless its service overrides it."),
-        _int("dispatcher.lease_batch", "DISPATCHER_LEASE_BATCH", True, 1, 100_000,
-             "Tasks the dispatcher leases from the database in one statement."),
-        _int("dispatcher.result_batch", "DISPATCHER_RESULT_BATCH", False, 1, 100_000,
-             "Results the sink ingests in one transaction."),
-        _int("dispatcher.reap_seconds", "DISPATCHER_REAP_SECONDS", True, 1, 3600,
-             "How often the dispatcher looks for expired leases to hand out again."),
-        _int("dispatcher.worker_silence_seconds", "DISPATCHER_WORKER_SILENCE_SECONDS", True, 5, 86400,
-             "A worker that sent heartbeats and falls silent this long has its leases given back."),
-        Key("dispatcher.longest_first", "DISPATCHER_LONGEST_FIRST", "bool", True,
-            "Leases go out longest expected runtime first; off: first in, first out."),
-        # The per-conversion limits: read by a worker as it starts (manage.py worker, up's workers) and by
-        # POST /convert at each request, from the values its web process started with.
-        _int("conversion.timeout_seconds", "CONVERSION_TIMEOUT_SECONDS", False, 1, 86400,
-             "Wall-clock time one conversion of a worker may run before it is killed."),
-        _int("conversion.memory_mb", "CONVERSION_MEMORY_MB", False, 64, 1024 * 1024,
-             "Address space, in MB, one conversion may use (workers and POST /convert)."),
-        _int("conversion.disk_mb", "CONVERSION_DISK_MB", False, 16, 1024 * 1024,
-             "Disk space, in MB, one conversion may hold (its working directory and /tmp together)."),
-        _int("conversion.max_processes", "CONVERSION_MAX_PROCESSES", False, 4, 100_000,
-             "Processes one conversion may have at once."),
-        _int("conversion.memory_floor_mb", "CONVERSION_MEMORY_FLOOR_MB", False, 0, 1024 * 1024,
-             "Below this much available memory, in MB, a worker stops its largest conversion; 0 turns this off."),
-        _int("results.max_bytes", "RESULT_MAX_BYTES", False, 1024, 2**40,
-             "Largest result ZIP kept, in bytes; a bigger result makes the task invalid."),
-        _int("results.min_free_mb", "RESULTS_MIN_FREE_MB", True, 0, 2**30,
-             "Free space, in MB, the results volume keeps: below it the sink takes no result and no work goes out."),
-        _int("reports.page_size_max", "MAX_REPORT_PAGE_SIZE", True, 1, 100_000,
-             "Most rows a report page may ask for."),
-        _int("reports.offset_max", "MAX_REPORT_OFFSET", True, 0, 100_000_000,
-             "Deepest row offset a report page may ask for."),
-        _int("jobs.stall_seconds", "JOB_STALL_SECONDS", True, 1, 7 * 86400,
-             "An active job with no sign of life for longer is shown as stalled."),
-        Key("directories.corpus_roots", "CORPUS_ROOTS", "paths", False,
-            "Directories corpora may be imported from."),
-        Key("directories.export_root", "EXPORT_ROOT", "path", False,
-            "Directory where dataset exports are written."),
-        Key("directories.results_dir", "RESULTS_DIR", "path", False,
-            "Directory where result ZIPs are kept."),
-        # Read when the database connections are set up, and by beat when it writes its schedule.
-        Key("pool.enabled", "DB_POOL", "bool", False, "Each process uses a pool of database connections."),
-        _int("pool.min", "DB_POOL_MIN", False, 0, 1000, "Database connections each process's pool keeps open."),
-        _int("pool.max", "DB_POOL_MAX", False, 1, 1000, "Most database connections each process's pool opens."),
-        _int("pool.timeout", "DB_POOL_TIMEOUT", False, 1, 3600,
-             "How long, in seconds, a request waits for a pooled connection before a 503."),
-        _int("beat.job_sweep_seconds", "JOB_SWEEP_SECONDS", False, 5, 86400,
-             "How often beat looks for jobs of dead workers and resends lost ones."),
-        _int("beat.report_refresh_seconds", "REPORT_REFRESH_SECONDS", False, 10, 7 * 86400,
-             "How often beat rebuilds every report rollup slice."),
-    ]
-}  # fmt: skip
+# The keys settable at run time, by dotted name (in the order config/keys.py declares them).
+KEYS: dict[str, Key] = {key.name: key for key in DECLARED.values() if key.name is not None and key.settable}
+for _key in KEYS.values():  # a run-time key is one `problem` can check: an int has both bounds
+    if _key.kind not in ("int", "bool", "path", "paths") or (_key.kind == "int" and _key.maximum is None):
+        raise ConfigError(f"config/keys.py: {_key.env} cannot be set at run time as declared")
 
 
 def problem(key: Key, value: Any) -> str | None:
@@ -105,7 +38,7 @@ def problem(key: Key, value: Any) -> str | None:
     if key.kind == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             return "must be a whole number"
-        if not key.minimum <= value <= key.maximum:
+        if key.minimum is None or key.maximum is None or not key.minimum <= value <= key.maximum:
             return f"must be between {key.minimum} and {key.maximum}"
     elif key.kind == "bool":
         if not isinstance(value, bool):
@@ -154,7 +87,7 @@ def stored(database_url: str) -> dict[str, Any]:
             rows = conn.execute("SELECT key, value FROM ops_configoverride").fetchall()
     except psycopg.Error:
         return {}
-    values = {}
+    values: dict[str, Any] = {}
     for name, value in rows:
         key = KEYS.get(name)
         why = "is not a key" if key is None else problem(key, value)
@@ -162,4 +95,43 @@ def stored(database_url: str) -> dict[str, Any]:
             print(f"configuration: the stored value of {name} is ignored: it {why}", file=sys.stderr)
             continue
         values[name] = value
+    return values
+
+
+def beat_schedule(job_sweep_seconds: int, report_refresh_seconds: int) -> dict[str, dict[str, Any]]:
+    """CELERY_BEAT_SCHEDULE from the beat keys' values."""
+    sweep, refresh = float(job_sweep_seconds), float(report_refresh_seconds)
+    return {
+        "jobs-sweep-interrupted": {"task": "jobs.tasks.jobs_sweep", "schedule": sweep},
+        "reports-refresh": {"task": "reports.tasks.reports_refresh_scheduled", "schedule": refresh},
+        "messages-purge": {"task": "reports.tasks.messages_purge_scheduled", "schedule": sweep},
+    }
+
+
+def apply_stored(settings: LazySettings) -> dict[str, Any]:
+    """Read the stored values once (as `stored`) and apply them: each key read only at start takes its stored
+    value as its setting, the settings built from those while the settings loaded (the database pool's OPTIONS,
+    the beat schedule) are built again in place, and the live ones prime `config.live`. Called as the apps become
+    ready (ops/apps.py), before any request, task or database connection of the process; returns what was read.
+
+    The settings stay as they are when nothing is stored or the database does not answer (the embedded PostgreSQL
+    `up` is starting, or a fresh database before `migrate` made the table)."""
+    from config import live
+
+    values = stored(settings.DATABASE_URL)
+    for name, value in values.items():
+        key = KEYS[name]
+        if not key.live:
+            setattr(settings, key.setting, setting_value(key, value))
+    if any(name.startswith("pool.") and not KEYS[name].live for name in values):
+        options = database_config(
+            settings.DATABASE_URL, pool=settings.DB_POOL, pool_min=settings.DB_POOL_MIN,
+            pool_max=settings.DB_POOL_MAX, pool_timeout=settings.DB_POOL_TIMEOUT,
+        )["OPTIONS"]  # fmt: skip
+        for database in settings.DATABASES.values():  # `progress` shares the default's OPTIONS
+            database["OPTIONS"].clear()
+            database["OPTIONS"].update(options)
+    if any(name.startswith("beat.") for name in values):
+        settings.CELERY_BEAT_SCHEDULE.update(beat_schedule(settings.JOB_SWEEP_SECONDS, settings.REPORT_REFRESH_SECONDS))
+    live.config_prime(values)
     return values

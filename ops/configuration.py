@@ -1,9 +1,9 @@
 """The effective configuration: environment values (the defaults) with the overrides set through the API.
 
-The keys and their checks are in `config.overrides`, which the settings use to read the stored values as a
-process starts. Live keys are read through `config.live.get_config()`, which every process brings up to date
-within a few seconds of a change (the web middleware, the job worker and the dispatcher's loop); the others
-take a change at the next start."""
+The keys are declared in config/keys.py and checked by `config.overrides`, which applies the stored values once
+as a process's apps become ready. Live keys are read through `config.live.get_config()`, which every process
+brings up to date within a few seconds of a change (the web middleware, the job worker and the dispatcher's
+loop); the others take a change at the next start."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from urllib.parse import urlsplit, urlunsplit
 from django.conf import settings
 
 from config.errors import BadRequest
+from config.keys import DECLARED
 from config.live import get_config
 from config.overrides import KEYS, plain, setting_value
 from ops.choices import ConfigSource
@@ -25,9 +26,9 @@ NOT_SETTABLE = {
     "database.url": "is set in the environment only: the overrides are stored in the database it names",
     "tokens.count": "is a count of the active tokens: create or revoke tokens instead",
 }
-# What the keys outside config.overrides.KEYS govern.
+# What the keys outside config.overrides.KEYS govern: the declared ones (config/keys.py) and the token count.
 DESCRIPTIONS = {
-    "database.url": "The PostgreSQL database of every process; the values set here are stored in it.",
+    **{key.name: key.description for key in DECLARED.values() if key.name is not None and not key.settable},
     "tokens.count": "Active API tokens (manage.py create_token, revoke_token).",
 }
 
@@ -69,17 +70,18 @@ def effective_config() -> dict[str, Any]:
     stored = dict(ConfigOverride.objects.values_list("key", "value"))
     live = get_config()
     entries = []
-    for key in KEYS.values():
-        if key.name in stored:
-            value, source = stored[key.name], ConfigSource.API
+    for name, key in KEYS.items():
+        source: str
+        if name in stored:
+            value, source = stored[name], ConfigSource.API
             wanted = plain(setting_value(key, value))
         else:
-            value, source = environment_value(key.name), _env_source(key.setting)
+            value, source = environment_value(name), _env_source(key.env)
             wanted = value
         running = plain(getattr(live if key.live else settings, key.setting))
-        entries.append(_entry(key.name, value, source, live=key.live, running=running, pending=running != wanted))
+        entries.append(_entry(name, value, source, live=key.live, running=running, pending=running != wanted))
     url = database_url_masked(settings.DATABASE_URL)
-    entries.append(_entry("database.url", url, _env_source("DATABASE_URL"), live=False))
+    entries.append(_entry("database.url", url, _env_source(DECLARED["DATABASE_URL"].env), live=False))
     tokens = ApiToken.objects.filter(revoked_at__isnull=True).count()
     entries.append(_entry("tokens.count", tokens, ConfigSource.DATABASE, live=True))
     entries.sort(key=lambda e: e["key"])

@@ -51,7 +51,7 @@ def child_env() -> dict[str, str]:
     """The environment of every child: the resolved database and broker, so all share the same ones.
 
     The dispatcher ports are passed as the environment gave them: each child applies the values stored
-    through PUT /api/config itself when its settings load, from the same database as `up` (whose
+    through PUT /api/config itself as its apps become ready, from the same database as `up` (whose
     `ports_check` checked the ports so resolved), and a reset of a stored port goes back to the
     environment's."""
     env = dict(os.environ)

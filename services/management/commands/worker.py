@@ -1,4 +1,5 @@
-"""manage.py worker: the bundled worker, with its endpoints and limits taken from the settings."""
+"""manage.py worker: the bundled worker, with its endpoints and limits taken from the settings (each declared, with
+its default, in config/keys.py; stored run-time values applied as the apps became ready)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ class Command(BaseCommand):
         if all_services and service:
             raise CommandError("give --service or --all-services, not both")
         services = converter_names() if all_services else service or ["tex_to_html"]
-        memory_mb = getattr(settings, "CONVERSION_MEMORY_MB", 4096)
+        memory_mb = settings.CONVERSION_MEMORY_MB
         if concurrency == "auto":
             concurrency = concurrency_auto(memory_mb)
         sandbox = conversion_sandbox()
@@ -56,9 +57,9 @@ class Command(BaseCommand):
             sandbox_check(sandbox)
         except EngineMissing as exc:
             raise CommandError(str(exc)) from exc
-        host = getattr(settings, "DISPATCHER_HOST", "127.0.0.1")
-        ventilator = f"tcp://{host}:{getattr(settings, 'DISPATCHER_VENTILATOR_PORT', 51695)}"
-        sink = f"tcp://{host}:{getattr(settings, 'DISPATCHER_SINK_PORT', 51696)}"
+        host = settings.DISPATCHER_HOST
+        ventilator = f"tcp://{host}:{settings.DISPATCHER_VENTILATOR_PORT}"
+        sink = f"tcp://{host}:{settings.DISPATCHER_SINK_PORT}"
         stop = threading.Event()
         # Without this a SIGTERM would end the process and leave running latexmlc groups behind.
         stop_on_signals(stop)
@@ -76,9 +77,9 @@ class Command(BaseCommand):
                 service=services,
                 concurrency=concurrency,
                 identity=identity,
-                timeout=getattr(settings, "CONVERSION_TIMEOUT_SECONDS", 300),
+                timeout=settings.CONVERSION_TIMEOUT_SECONDS,
                 memory_mb=memory_mb,
-                message_size=getattr(settings, "DISPATCHER_MESSAGE_SIZE", 100_000),
+                message_size=settings.DISPATCHER_MESSAGE_SIZE,
                 stop=stop,
                 result_max_bytes=settings.RESULT_MAX_BYTES,
                 disk_mb=settings.CONVERSION_DISK_MB,
