@@ -39,7 +39,7 @@ RETRY_AFTER_SECONDS = 2
 WARM_ANSWER_MARGIN_SECONDS = 10
 
 
-class ConvertRequestSerializer(serializers.Serializer):
+class ConvertRequestSerializer(serializers.Serializer[object]):
     tex = StrictCharField(allow_blank=True, trim_whitespace=False, required=False, default="",
                           help_text="the TeX source, a whole document unless whatsin says otherwise (a formula needs"
                           " whatsin=math); a 'literal:' prefix is accepted and dropped")  # fmt: skip
@@ -52,7 +52,7 @@ class ConvertRequestSerializer(serializers.Serializer):
     cmml = serializers.BooleanField(required=False, default=False)
 
 
-class ConversionSerializer(serializers.Serializer):
+class ConversionSerializer(serializers.Serializer[object]):
     result = serializers.CharField(allow_blank=True)
     log = serializers.CharField(allow_blank=True)
     status = serializers.ChoiceField(choices=list(LATEXML_NAMES.values()))

@@ -45,14 +45,14 @@ def endpoint_index() -> list[dict[str, Any]]:
     return rows
 
 
-class EndpointSerializer(serializers.Serializer):
+class EndpointSerializer(serializers.Serializer[object]):
     method = serializers.CharField()
     path = serializers.CharField()
     public = serializers.BooleanField()
     summary = serializers.CharField()
 
 
-class DiscoverySerializer(serializers.Serializer):
+class DiscoverySerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     version = serializers.CharField()
     openapi = serializers.CharField()
