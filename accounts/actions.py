@@ -227,7 +227,9 @@ class JournaledAction(Generic[P, R]):
     as the function it wraps; called with `submitted=`, the input's fields stand for the arguments it
     leaves out. `journal_name` lets the tests find every journaled action."""
 
-    def __init__(self, function: Callable[P, R], name: Action, *, target: Target, actor: str, secret_input: bool):
+    def __init__(
+        self, function: Callable[P, R], name: Action, *, target: Target, actor: str, secret_input: bool
+    ) -> None:
         functools.update_wrapper(self, function)
         self.function = function
         self.signature = inspect.signature(function)
