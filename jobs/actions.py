@@ -55,7 +55,7 @@ def job_send(job_id: Any) -> bool:
     from jobs.tasks import run_job
 
     try:
-        run_job.apply_async(args=[str(job_id)], retry=False)
+        run_job.apply_async(args=(str(job_id),), retry=False)
     except Exception as exc:
         logger.warning("could not send job %s to the broker (%s); the sweep will resend it", job_id, exc)
         return False
