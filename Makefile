@@ -31,6 +31,7 @@ test: $(VENV)/.installed-dev
 	$(PY) -m ruff check --no-cache .
 	$(PY) -m ruff format --no-cache --check .
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) -m mypy
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The image built, the compose stack run on real papers and compared with the same conversions here, then

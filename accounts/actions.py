@@ -18,7 +18,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import date, timedelta
 from http import HTTPStatus
-from typing import Any, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -27,7 +27,7 @@ from django.db import transaction
 from django.http import QueryDict
 from django.utils import timezone
 from rest_framework.exceptions import APIException
-from rest_framework.serializers import BaseSerializer
+from rest_framework.serializers import Serializer
 from webauthn.helpers import base64url_to_bytes, bytes_to_base64url
 
 from accounts.choices import Action, ChallengePurpose
@@ -99,8 +99,11 @@ def _clean(value: Any, limit: int = _PARAM_VALUE_LIMIT) -> Any:
 
 
 # --- journaled actions ---
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 Target = str | Callable[[dict[str, Any]], str]
+# A caller's unchecked input: a serializer, or a function returning one when a lookup must answer first.
+Submitted = Serializer[Any] | Callable[[], Serializer[Any]]
 
 # How a caller runs the job an action starts (now, or by a message), not what it asked for.
 _NOT_RECORDED = {"send"}
@@ -150,6 +153,7 @@ class _Call:
     notes: dict[str, Any] = field(default_factory=dict)
 
     def record(self, exc: Exception | None = None) -> AuditEntry:
+        status_code: int | None
         if isinstance(exc, ServiceError):
             status_code, title = exc.status, exc.title
         elif isinstance(exc, APIException):  # a body the API could not parse, read inside the attempt
@@ -184,7 +188,7 @@ class _Call:
         return {**{k: v for k, v in self.arguments.items() if k not in named}, **self.notes}
 
 
-class _Known(dict):
+class _Known(dict[str, object]):
     """Template values: an argument not (yet) known is empty."""
 
     def __missing__(self, key: str) -> str:
@@ -196,7 +200,7 @@ _current: ContextVar[_Call | None] = ContextVar("journal_call", default=None)
 
 def journaled(
     name: Action, *, target: Target = "", actor: str = "actor", secret_input: bool = False
-) -> Callable[[F], F]:
+) -> Callable[[Callable[P, R]], JournaledAction[P, R]]:
     """Journal every call of a write action under `name`, whoever calls it. The action runs in one
     transaction that also writes its entry (outcome "ok"); a refusal (a ServiceError) rolls the write back
     and is journaled after the rollback with its status and title, a crash as 500.
@@ -212,35 +216,58 @@ def journaled(
     refused input is journaled like a refused action. A journaled action called by another one is part
     of that one's entry."""
 
-    def decorate(function: F) -> F:
-        signature = inspect.signature(function)
-
-        @functools.wraps(function)
-        def wrapper(*args: Any, submitted: Any = None, **kwargs: Any) -> Any:
-            if _current.get() is not None:
-                return function(*args, **kwargs, **(_checked(submitted, {}) if submitted is not None else {}))
-            call = _Call(name, target, actor, secret_input, _arguments(signature, args, kwargs))
-            token = _current.set(call)
-            try:
-                with transaction.atomic():
-                    if submitted is not None:
-                        kwargs = {**kwargs, **_checked(submitted, call.arguments)}
-                    result = function(*args, **kwargs)
-                    entry = call.record()
-            except Exception as exc:
-                _refusal_record(call, exc)
-                raise
-            finally:
-                _current.reset(token)
-            request = _request.get()
-            if request is not None:
-                request.entry = entry
-            return result
-
-        wrapper.journal_name = name  # type: ignore[attr-defined]  (tests find every journaled action by it)
-        return wrapper  # type: ignore[return-value]
+    def decorate(function: Callable[P, R]) -> JournaledAction[P, R]:
+        return JournaledAction(function, name, target=target, actor=actor, secret_input=secret_input)
 
     return decorate
+
+
+class JournaledAction(Generic[P, R]):
+    """A write action that journals every call (journaled). Called with its own arguments, it is checked
+    as the function it wraps; called with `submitted=`, the input's fields stand for the arguments it
+    leaves out. `journal_name` lets the tests find every journaled action."""
+
+    def __init__(
+        self, function: Callable[P, R], name: Action, *, target: Target, actor: str, secret_input: bool
+    ) -> None:
+        functools.update_wrapper(self, function)
+        self.function = function
+        self.signature = inspect.signature(function)
+        self.journal_name = name
+        self.target = target
+        self.actor = actor
+        self.secret_input = secret_input
+
+    @overload
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R: ...
+
+    @overload
+    def __call__(self, *args: Any, submitted: Submitted, **kwargs: Any) -> R: ...
+
+    def __call__(self, *args: Any, **kwargs: Any) -> R:
+        submitted: Submitted | None = kwargs.pop("submitted", None)
+        function: Callable[..., R] = self.function
+        if _current.get() is not None:
+            return function(*args, **kwargs, **(_checked(submitted, {}) if submitted is not None else {}))
+        call = _Call(
+            self.journal_name, self.target, self.actor, self.secret_input, _arguments(self.signature, args, kwargs)
+        )
+        token = _current.set(call)
+        try:
+            with transaction.atomic():
+                if submitted is not None:
+                    kwargs = {**kwargs, **_checked(submitted, call.arguments)}
+                result = function(*args, **kwargs)
+                entry = call.record()
+        except Exception as exc:
+            _refusal_record(call, exc)
+            raise
+        finally:
+            _current.reset(token)
+        request = _request.get()
+        if request is not None:
+            request.entry = entry
+        return result
 
 
 def journal_note(**values: Any) -> None:
@@ -250,7 +277,7 @@ def journal_note(**values: Any) -> None:
         call.notes.update(values)
 
 
-def _arguments(signature: inspect.Signature, args: tuple, kwargs: dict[str, Any]) -> dict[str, Any]:
+def _arguments(signature: inspect.Signature, args: tuple[object, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
     """The arguments as the caller passed them, keyword arguments (**fields) flattened in."""
     bound = signature.bind_partial(*args, **kwargs)
     arguments: dict[str, Any] = {}
@@ -262,17 +289,19 @@ def _arguments(signature: inspect.Signature, args: tuple, kwargs: dict[str, Any]
     return arguments
 
 
-def _checked(submitted: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+def _checked(submitted: Submitted, arguments: dict[str, Any]) -> dict[str, Any]:
     """The submitted input's fields, checked; `arguments` hold its fields as sent until the check passes."""
-    serializer = submitted if isinstance(submitted, BaseSerializer) else submitted()
+    serializer = submitted if isinstance(submitted, Serializer) else submitted()
     raw = getattr(serializer, "initial_data", None)
     sent: dict[str, Any] = {}
     if isinstance(raw, QueryDict):  # a form: a field given twice is a list
         sent = {
-            key: raw.getlist(key) if len(raw.getlist(key)) > 1 else raw[key] for key in serializer.fields if key in raw
+            key: raw.getlist(key) if len(raw.getlist(key)) > 1 else raw[key]
+            for key in serializer.fields.keys()  # noqa: SIM118 (the stubs iterate a BindingDict as its fields)
+            if key in raw
         }
     elif isinstance(raw, Mapping):
-        sent = {key: raw[key] for key in serializer.fields if key in raw}
+        sent = {key: raw[key] for key in serializer.fields.keys() if key in raw}  # noqa: SIM118 (as above)
     arguments.update(sent)
     values = dict(validated(serializer))
     for key in sent:
@@ -315,10 +344,10 @@ def token_revoke(*, revoked_by: str, actor: str | None = None, prefix: str | Non
     if bool(actor) == bool(prefix):
         raise BadRequest("Name either an actor or a token prefix to revoke.")
     tokens = ApiToken.objects.filter(revoked_at__isnull=True)
-    tokens = tokens.filter(actor=actor) if actor else tokens.filter(prefix=prefix[:12])
+    tokens = tokens.filter(actor=actor) if actor else tokens.filter(prefix=(prefix or "")[:12])
     count = tokens.update(revoked_at=timezone.now())
     if count == 0:
-        raise NotFound(f"No active token for {'actor ' + actor if actor else 'prefix ' + prefix}.")
+        raise NotFound(f"No active token for {f'actor {actor}' if actor else f'prefix {prefix}'}.")
     journal_note(count=count)
     return count
 

@@ -4,24 +4,26 @@ status it answered (journal_request)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.http import HttpRequest
-from rest_framework.exceptions import APIException
-from rest_framework.permissions import SAFE_METHODS, AllowAny
+from django.http.response import HttpResponseBase
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import APIException, NotAuthenticated
+from rest_framework.permissions import SAFE_METHODS, AllowAny, BasePermission
 from rest_framework.request import Request
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from accounts.actions import journal_request
-from accounts.auth import HasServiceToken
+from accounts.auth import HasServiceToken, TokenActor
 from config.api.requests import TOKEN_QUERY
 
 
 class PublicApiView(APIView):
     """An endpoint anyone may read; no token is looked at."""
 
-    authentication_classes: list = []
+    authentication_classes: Sequence[type[BaseAuthentication]] = []
     permission_classes = [AllowAny]
 
 
@@ -32,9 +34,12 @@ class TokenApiView(APIView):
     permission_classes = [HasServiceToken]
 
     def actor_name(self) -> str:
-        return self.request.user.name
+        user = self.request.user
+        if not isinstance(user, TokenActor):  # HasServiceToken let in only a token's actor
+            raise NotAuthenticated()
+        return user.name
 
-    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> Response:
+    def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         if request.method in SAFE_METHODS:
             return super().dispatch(request, *args, **kwargs)
         with journal_request(lambda: self.audit_params(self.request)) as journal:
@@ -56,13 +61,13 @@ class TokenApiView(APIView):
 class PublicReadApiView(TokenApiView):
     """Reads are public, writes need a token (and are journaled)."""
 
-    def get_authenticators(self) -> list:
+    def get_authenticators(self) -> list[BaseAuthentication]:
         # A read looks at no token, so a wrong one sent along neither fails nor counts towards the limit.
         if self.request is not None and self.request.method in SAFE_METHODS:
             return []
         return super().get_authenticators()
 
-    def get_permissions(self) -> list:
+    def get_permissions(self) -> list[BasePermission]:
         if self.request is not None and self.request.method in SAFE_METHODS:
             return [AllowAny()]
         return [HasServiceToken()]

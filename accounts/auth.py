@@ -63,11 +63,11 @@ class ServiceTokenScheme(OpenApiAuthenticationExtension):
     target_class = "accounts.auth.ServiceTokenAuthentication"
     name = ["ServiceToken", "ServiceTokenQuery"]
 
-    def get_security_requirement(self, auto_schema: object) -> list[dict]:
+    def get_security_requirement(self, auto_schema: object) -> list[dict[str, list[str]]]:
         # The header and the query form are alternatives, not both required.
         return [{"ServiceToken": []}, {"ServiceTokenQuery": []}]
 
-    def get_security_definition(self, auto_schema: object) -> list[dict]:
+    def get_security_definition(self, auto_schema: object) -> list[dict[str, str]]:
         return [
             {
                 "type": "apiKey",

@@ -34,7 +34,9 @@ def lockout_remaining(address: str) -> int:
     """Seconds until `address` may try again; 0 when it is not locked out (or Redis cannot say)."""
     try:
         with redis_for(settings.REDIS_URL).pipeline(transaction=False) as pipe:
-            count, ttl = pipe.get(_key(address)).ttl(_key(address)).execute()
+            pipe.get(_key(address))
+            pipe.ttl(_key(address))
+            count, ttl = pipe.execute()
     except redis.RedisError as exc:  # fail open: the tokens still guard everything, only the limit lapses
         logger.warning("auth failure limit unavailable: %s", exc)
         return 0
@@ -49,7 +51,9 @@ def failure_record(address: str) -> None:
     try:
         with redis_for(settings.REDIS_URL).pipeline(transaction=True) as pipe:
             # SET NX EX then INCR in one MULTI: the key can never exist without its expiry.
-            pipe.set(key, 0, ex=settings.AUTH_FAILURE_WINDOW_SECONDS, nx=True).incr(key).execute()
+            pipe.set(key, 0, ex=settings.AUTH_FAILURE_WINDOW_SECONDS, nx=True)
+            pipe.incr(key)
+            pipe.execute()
     except redis.RedisError as exc:
         logger.warning("auth failure limit unavailable: %s", exc)
 

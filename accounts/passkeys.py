@@ -13,6 +13,7 @@ import hashlib
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from webauthn import (
     generate_authentication_options,
     generate_registration_options,
@@ -52,6 +53,18 @@ def user_handle(actor: str) -> bytes:
     return hashlib.sha256(b"ccs passkey user\x00" + actor.encode()).digest()
 
 
+def _named(name: str, value: str | None) -> str:
+    """A relying party setting, which config/settings.py always gives a value (its default)."""
+    if not value:
+        raise ImproperlyConfigured(f"{name} is empty")
+    return value
+
+
+def relying_party_id() -> str:
+    """PASSKEY_RP_ID: the host the passkeys are registered for."""
+    return _named("PASSKEY_RP_ID", settings.PASSKEY_RP_ID)
+
+
 def _timeout_ms() -> int:
     return settings.PASSKEY_CHALLENGE_SECONDS * 1000
 
@@ -60,8 +73,8 @@ def registration_options(*, actor: str, challenge: bytes, registered: list[str])
     """The JSON options of navigator.credentials.create() for `actor`; `registered` are the credential ids
     of the actor's active passkeys, which the browser will not register twice on one authenticator."""
     options = generate_registration_options(
-        rp_id=settings.PASSKEY_RP_ID,
-        rp_name=settings.PASSKEY_RP_NAME,
+        rp_id=relying_party_id(),
+        rp_name=_named("PASSKEY_RP_NAME", settings.PASSKEY_RP_NAME),
         user_name=actor,
         user_id=user_handle(actor),
         user_display_name=actor,
@@ -80,7 +93,7 @@ def authentication_options(*, challenge: bytes) -> str:
     """The JSON options of navigator.credentials.get(): no credential named, the authenticator offers the
     passkeys it holds for this relying party."""
     options = generate_authentication_options(
-        rp_id=settings.PASSKEY_RP_ID,
+        rp_id=relying_party_id(),
         challenge=challenge,
         timeout=_timeout_ms(),
         user_verification=UserVerificationRequirement.REQUIRED,
@@ -135,7 +148,7 @@ def registration_verified(credential: RegistrationCredential, challenge: bytes) 
         return verify_registration_response(
             credential=credential,
             expected_challenge=challenge,
-            expected_rp_id=settings.PASSKEY_RP_ID,
+            expected_rp_id=relying_party_id(),
             expected_origin=settings.PASSKEY_ORIGINS,
             require_user_verification=True,
         )
@@ -165,7 +178,7 @@ def authentication_verified(
         return verify_authentication_response(
             credential=credential,
             expected_challenge=challenge,
-            expected_rp_id=settings.PASSKEY_RP_ID,
+            expected_rp_id=relying_party_id(),
             expected_origin=settings.PASSKEY_ORIGINS,
             credential_public_key=public_key,
             credential_current_sign_count=sign_count,

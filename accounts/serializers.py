@@ -9,7 +9,7 @@ from accounts.models import AuditEntry, Passkey, ScreenSession
 from config.api.fields import StrictCharField
 
 
-class AuditEntrySerializer(serializers.ModelSerializer):
+class AuditEntrySerializer(serializers.ModelSerializer[AuditEntry]):
     class Meta:
         model = AuditEntry
         fields = [
@@ -26,7 +26,7 @@ class AuditEntrySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class AuditListParamsSerializer(serializers.Serializer):
+class AuditListParamsSerializer(serializers.Serializer[object]):
     """Filters of the journal; a limit above the maximum is reduced to it. An empty filter (the screen's
     form sends one) means no filter, as the OpenAPI document says (no minLength)."""
 
@@ -37,15 +37,15 @@ class AuditListParamsSerializer(serializers.Serializer):
     def validate_limit(self, value: int) -> int:
         return min(value, settings.AUDIT_PAGE_MAX)
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, object]) -> dict[str, object]:
         return {key: value for key, value in attrs.items() if value != ""}
 
 
-class TokenLoginSerializer(serializers.Serializer):
+class TokenLoginSerializer(serializers.Serializer[object]):
     token = StrictCharField(max_length=200, trim_whitespace=True)
 
 
-class ScreenSessionSerializer(serializers.ModelSerializer):
+class ScreenSessionSerializer(serializers.ModelSerializer[ScreenSession]):
     """A signed-in screen session; its session key is never part of it."""
 
     expires_at = serializers.DateTimeField(read_only=True)
@@ -57,7 +57,7 @@ class ScreenSessionSerializer(serializers.ModelSerializer):
 
 
 # --- passkeys ---
-class PasskeySerializer(serializers.ModelSerializer):
+class PasskeySerializer(serializers.ModelSerializer[Passkey]):
     """A registered passkey as its owner sees it: never its credential id or key."""
 
     class Meta:
@@ -66,7 +66,7 @@ class PasskeySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class PasskeyNameSerializer(serializers.Serializer):
+class PasskeyNameSerializer(serializers.Serializer[object]):
     """The name a user gives a passkey (at registration, and to rename it)."""
 
     name = StrictCharField(max_length=100, trim_whitespace=True)

@@ -28,7 +28,7 @@ from accounts.actions import (
 from accounts.choices import ChallengePurpose
 from accounts.lockout import token_check
 from accounts.middleware import SESSION_PASSKEY_KEY, SESSION_TOKEN_KEY
-from accounts.passkeys import authentication_options, registration_options
+from accounts.passkeys import authentication_options, registration_options, relying_party_id
 from accounts.queries import audit_list, passkey_list, screen_session_list
 from accounts.serializers import (
     AuditEntrySerializer,
@@ -42,7 +42,7 @@ from config.api.errors import problem_json_response
 from config.api.requests import client_address
 from config.errors import ServiceError, TooManyRequests
 from config.middleware import url_without_token
-from config.screens import error_page, given, screen_write, validated
+from config.screens import error_page, given, screen_write, session_key, validated
 
 
 def _next_url(request: HttpRequest, asked: Any) -> str:
@@ -62,13 +62,13 @@ def _session_start(request: HttpRequest, actor: str, *, key: str, value: int) ->
     for other in (SESSION_TOKEN_KEY, SESSION_PASSKEY_KEY):
         request.session.pop(other, None)
     request.session[key] = value
-    screen_session_start(session_key=request.session.session_key, actor=actor, client_address=client_address(request))
+    screen_session_start(session_key=session_key(request), actor=actor, client_address=client_address(request))
 
 
 def _relying_party() -> dict[str, str]:
     """The passkeys' relying party for the pages that use them: their script checks that the page is at one of
     the origins, and says where passkeys work when it is not (at 127.0.0.1, say, while they work at localhost)."""
-    return {"passkey_rp_id": settings.PASSKEY_RP_ID, "passkey_origins": " ".join(settings.PASSKEY_ORIGINS)}
+    return {"passkey_rp_id": relying_party_id(), "passkey_origins": " ".join(settings.PASSKEY_ORIGINS)}
 
 
 @require_http_methods(["GET", "POST"])
@@ -118,7 +118,7 @@ def audit_view(request: HttpRequest) -> HttpResponse:
 def session_list_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/sessions, with a revoke button per session."""
     sessions = ScreenSessionSerializer(screen_session_list(), many=True).data
-    own = screen_session_list().filter(session_key=request.session.session_key).values_list("pk", flat=True).first()
+    own = screen_session_list().filter(session_key=session_key(request)).values_list("pk", flat=True).first()
     return render(request, "accounts/sessions.html", {"sessions": sessions, "own": own})
 
 
@@ -129,6 +129,7 @@ def session_revoke_view(request: HttpRequest, session_id: int) -> HttpResponse:
     session, refused = screen_write(request, lambda: screen_session_revoke(session_id, actor=request.user.username))
     if refused:
         return refused
+    assert session is not None  # screen_write gives the result when it gives no refusal
     messages.success(request, f"Session {session.pk} of {session.actor} revoked.")
     return redirect("sessions")
 
@@ -151,9 +152,7 @@ def _refusal_json(exc: ServiceError) -> JsonResponse:
 def passkey_sign_in_options_view(request: HttpRequest) -> HttpResponse:
     """The options of navigator.credentials.get() for a sign-in, with a challenge for this browser's session
     (one is made for a browser that has none yet)."""
-    if request.session.session_key is None:
-        request.session.create()
-    challenge = passkey_challenge_issue(purpose=ChallengePurpose.SIGN_IN, session_key=request.session.session_key)
+    challenge = passkey_challenge_issue(purpose=ChallengePurpose.SIGN_IN, session_key=session_key(request))
     return HttpResponse(authentication_options(challenge=challenge), content_type="application/json")
 
 
@@ -185,7 +184,7 @@ def passkey_register_options_view(request: HttpRequest) -> HttpResponse:
     """The options of navigator.credentials.create() for a new passkey of the signed-in actor."""
     actor = request.user.username
     challenge = passkey_challenge_issue(
-        purpose=ChallengePurpose.REGISTER, session_key=request.session.session_key, actor=actor
+        purpose=ChallengePurpose.REGISTER, session_key=session_key(request), actor=actor
     )
     registered = list(passkey_list(actor).values_list("credential_id", flat=True))
     options = registration_options(actor=actor, challenge=challenge, registered=registered)
@@ -221,6 +220,7 @@ def passkey_rename_view(request: HttpRequest, passkey_id: int) -> HttpResponse:
     )
     if refused:
         return refused
+    assert passkey is not None  # as above
     messages.success(request, f"Passkey {passkey.pk} renamed {passkey.name!r}.")
     return redirect("passkeys")
 
@@ -233,5 +233,6 @@ def passkey_revoke_view(request: HttpRequest, passkey_id: int) -> HttpResponse:
     passkey, refused = screen_write(request, lambda: passkey_revoke(passkey_id, actor=request.user.username))
     if refused:
         return refused
+    assert passkey is not None  # as above
     messages.success(request, f"Passkey {passkey.name!r} revoked: it signs no one in again.")
     return redirect("passkeys")

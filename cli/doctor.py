@@ -46,13 +46,13 @@ def on_this_machine(url: str) -> bool:
     if host in ("localhost", socket.gethostname(), socket.getfqdn()):
         return True
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(host, None)}
+        addresses = {str(info[4][0]) for info in socket.getaddrinfo(host, None)}
     except OSError:
         return False
     own: set[str] = set()
     for name in (socket.gethostname(), socket.getfqdn()):
         with contextlib.suppress(OSError):
-            own |= {info[4][0] for info in socket.getaddrinfo(name, None)}
+            own |= {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
     return any(ipaddress.ip_address(address.split("%")[0]).is_loopback or address in own for address in addresses)
 
 
@@ -171,7 +171,7 @@ def ports_check(health: dict[str, Any]) -> Check:
     closed = []
     for name, port in ports.items():
         try:
-            with socket.create_connection((host, int(port)), timeout=2):
+            with socket.create_connection((host, int(str(port))), timeout=2):
                 pass
         except OSError:
             closed.append(f"{name} {host}:{port}")

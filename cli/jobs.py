@@ -39,9 +39,12 @@ def job_follow(client: Client, uuid: str) -> tuple[dict[str, Any], httpx.Respons
 def job_uuid(kind: str | None, body: Any, headers: httpx.Headers) -> str | None:
     """The job a write's answer names (cli/spec.py's JOB_BODY, JOB_ACK, JOB_HEADER), if any."""
     if kind == "body" and isinstance(body, dict):
-        return body.get("uuid")
+        uuid = body.get("uuid")
+        return uuid if isinstance(uuid, str) else None
     if kind == "ack" and isinstance(body, dict) and isinstance(body.get("job"), dict):
-        return body["job"].get("uuid")
+        uuid = body["job"].get("uuid")
+        return uuid if isinstance(uuid, str) else None
     if kind == "header":
-        return headers.get("X-Result-Files-Job")
+        job: str | None = headers.get("X-Result-Files-Job")
+        return job
     return None

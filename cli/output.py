@@ -317,7 +317,12 @@ def _shape_columns(rows: list[dict[str, Any]]) -> tuple[Col, ...]:
     seen: dict[str, None] = {}
     for row in rows:
         seen.update(dict.fromkeys(row))
-    return tuple(Col(key, lambda row, key=key: _nested(row.get(key)), _kind(key)) for key in seen)
+    return tuple(Col(key, _field_of(key), _kind(key)) for key in seen)
+
+
+def _field_of(key: str) -> Callable[[dict[str, Any]], Any]:
+    """What a shaped column shows of a row: its field `key`, nested values in one line."""
+    return lambda row: _nested(row.get(key))
 
 
 def _nested(value: Any) -> Any:

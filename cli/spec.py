@@ -207,8 +207,9 @@ def _config_body(values: dict[str, Any]) -> dict[str, Any]:
     parts = values["key"].split(".")
     if not all(parts):
         raise UsageProblem(f"not a configuration key: {values['key']!r}")
-    body: Any = config_value(values["value"])
-    for part in reversed(parts):
+    value: Any = config_value(values["value"])
+    body: dict[str, Any] = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
         body = {part: body}
     return body
 
@@ -228,6 +229,7 @@ def _experiment_body(values: dict[str, Any]) -> dict[str, Any]:
                 text = file.read()
         except OSError as exc:
             raise UsageProblem(f"cannot read {path}: {exc.strerror}") from None
+    assert text is not None  # given inline, or read from the file above
     try:
         variants = json.loads(text)
     except ValueError as exc:

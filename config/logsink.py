@@ -12,6 +12,7 @@ import threading
 from datetime import UTC, datetime
 
 import redis
+from redis.typing import EncodableT, FieldT
 
 from config.logs import mask_tokens, routine
 from config.redis_client import redis_client
@@ -88,7 +89,7 @@ class RedisLogHandler(logging.Handler):
             if record.exc_info:
                 message += "\n" + self._formatter.formatException(record.exc_info)
             levelno, levelname = stream_level(record.levelno, record.levelname, record.name, message)
-            fields = {
+            fields: dict[FieldT, EncodableT] = {
                 "time": datetime.fromtimestamp(record.created, UTC).isoformat(),
                 "level": levelname,
                 "levelno": str(levelno),

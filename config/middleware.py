@@ -27,7 +27,6 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         incoming = request.headers.get("X-Request-ID", "")
         request_id = incoming if _SAFE_ID.match(incoming) else uuid.uuid4().hex
-        request.request_id = request_id
         token = request_id_var.set(request_id)
         try:
             response = self.get_response(request)

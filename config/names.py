@@ -19,7 +19,7 @@ def name_is_valid(value: object) -> bool:
 
 def name_check(value: object, *, field: str = "name") -> str:
     """Return the name if it is acceptable, else raise BadRequest naming the rule."""
-    if not name_is_valid(value):
+    if not isinstance(value, str) or not name_is_valid(value):
         shown = repr(value)[:60]
         raise BadRequest(f"{field} {shown} is not a valid name: {NAME_RULE}.", errors={field: [NAME_RULE]})
     return value

@@ -28,16 +28,26 @@ HTMX_STOP_POLLING = 286
 T = TypeVar("T")
 
 
-def validated(serializer: Serializer) -> dict[str, Any]:
+def validated(serializer: Serializer[Any]) -> dict[str, Any]:
     """The serializer's data, or BadRequest with its field errors: the words the API twin answers with."""
     if not serializer.is_valid():
         raise BadRequest("The request has invalid fields.", errors=serializer.errors)
-    return serializer.validated_data
+    data: dict[str, Any] = serializer.validated_data
+    return data
 
 
 def form_params(post: QueryDict) -> dict[str, str]:
     """The posted fields, without the CSRF token: what a form shows back to the operator."""
-    return {key: value for key, value in post.items() if key != "csrfmiddlewaretoken"}
+    return {key: post.get(key, "") for key in post if key != "csrfmiddlewaretoken"}
+
+
+def session_key(request: HttpRequest) -> str:
+    """The key of the browser's Django session; one is made for a browser that has none yet."""
+    if request.session.session_key is None:
+        request.session.create()
+    key = request.session.session_key
+    assert key is not None  # create() gave the session its key
+    return key
 
 
 def error_page(request: HttpRequest, exc: ServiceError) -> HttpResponse:
@@ -86,6 +96,7 @@ def deletion_write(
     )
     if refused:
         return refused
+    assert counts is not None  # screen_write gives the result when it gives no refusal
     messages.success(request, f"{done} {result_files_sentence(counts)}")
     return redirect(then)
 
@@ -184,14 +195,14 @@ def scalar_text(value: Any, key: str = "") -> str:
 
 
 @register.filter
-def duration(seconds: float | None) -> str:
+def duration(seconds: float | str | None) -> str:
     """`{{ job.duration_seconds|duration }}`: a duration in seconds as people read it (duration_text); a dash
     for none."""
     return "—" if seconds is None or seconds == "" else duration_text(float(seconds))
 
 
 @register.filter
-def duration_ms(ms: float | None) -> str:
+def duration_ms(ms: float | str | None) -> str:
     """`{{ row.runtime_ms|duration_ms }}`: a duration in milliseconds as people read it; a dash for none."""
     return "—" if ms is None or ms == "" else duration_ms_text(float(ms))
 

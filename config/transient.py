@@ -141,8 +141,9 @@ def transient_retry(
 
     def stop(state: RetryCallState) -> bool:
         exc = state.outcome.exception() if state.outcome else None
-        if lost_for is not None and exc is not None and connection_lost(exc):
-            return state.seconds_since_start >= lost_for
+        since = state.seconds_since_start
+        if lost_for is not None and exc is not None and connection_lost(exc) and since is not None:
+            return since >= lost_for
         return state.attempt_number >= attempts
 
     def before_sleep(state: RetryCallState) -> None:

@@ -21,13 +21,16 @@ class JobKind:
 
 
 JOB_KINDS: dict[str, JobKind] = {}
+JobFunction = Callable[..., dict[str, Any] | None]
 
 
-def job_kind(name: str, *, debounced: bool = False, rerun: bool = False, lane: str | None = None) -> Callable:
+def job_kind(
+    name: str, *, debounced: bool = False, rerun: bool = False, lane: str | None = None
+) -> Callable[[JobFunction], JobFunction]:
     """Register `function(ctx, **params) -> result dict` as the job kind `name`; `rerun` says that it may
     be run again whole after a transient database error, `lane` names the kinds it must not run beside."""
 
-    def register(function: Callable[..., dict[str, Any] | None]) -> Callable[..., dict[str, Any] | None]:
+    def register(function: JobFunction) -> JobFunction:
         if name in JOB_KINDS and JOB_KINDS[name].function is not function:
             raise RuntimeError(f"job kind {name!r} is registered twice")
         summary = (function.__doc__ or name).strip().splitlines()[0]

@@ -12,13 +12,13 @@ from jobs.choices import ACTIVE_STATES, FAILED_STATES, JobHealth
 from jobs.models import Job
 
 
-class JobProgressSerializer(serializers.Serializer):
+class JobProgressSerializer(serializers.Serializer[object]):
     current = serializers.IntegerField()
     total = serializers.IntegerField(allow_null=True)
     percent = serializers.FloatField(allow_null=True)
 
 
-class JobSerializer(serializers.ModelSerializer):
+class JobSerializer(serializers.ModelSerializer[Job]):
     """A job record with its derived health and duration."""
 
     progress = serializers.SerializerMethodField()
@@ -35,7 +35,7 @@ class JobSerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     @extend_schema_field(JobProgressSerializer)
-    def get_progress(self, job: Job) -> dict:
+    def get_progress(self, job: Job) -> dict[str, int | float | None]:
         total = job.progress_total
         percent = round(100.0 * job.progress_current / total, 1) if total else None
         return {"current": job.progress_current, "total": total, "percent": percent}
@@ -63,7 +63,7 @@ class JobSerializer(serializers.ModelSerializer):
         return f"/api/jobs/{job.uuid}"
 
 
-class JobListParamsSerializer(serializers.Serializer):
+class JobListParamsSerializer(serializers.Serializer[object]):
     """Query parameters of the jobs list; a limit above the maximum is reduced to it."""
 
     active = serializers.BooleanField(required=False, default=False)
@@ -73,7 +73,7 @@ class JobListParamsSerializer(serializers.Serializer):
         return min(value, settings.JOBS_PAGE_MAX)
 
 
-class JobAckSerializer(serializers.Serializer):
+class JobAckSerializer(serializers.Serializer[object]):
     """The answer to a request that starts a debounced job: the job, and whether it is a new one."""
 
     job = JobSerializer()

@@ -61,6 +61,7 @@ def maintenance_view(request: HttpRequest) -> HttpResponse:
         started, refused = screen_write(request, lambda: start(actor=request.user.username))
         if refused:
             return refused
+        assert started is not None  # screen_write gives the result when it gives no refusal
         job, created = started
         if not created:
             messages.info(request, "A job of this kind is already running; showing it.")

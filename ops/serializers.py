@@ -12,11 +12,11 @@ from runs.serializers import CurrentRunSerializer, RunSerializer, TalliesField
 from services.serializers import ServiceInFlightSerializer
 
 
-class DatabaseReachSerializer(serializers.Serializer):
+class DatabaseReachSerializer(serializers.Serializer[object]):
     reachable = serializers.BooleanField()
 
 
-class LivenessSerializer(serializers.Serializer):
+class LivenessSerializer(serializers.Serializer[object]):
     status = serializers.ChoiceField(choices=Readiness.values)
     database = DatabaseReachSerializer()
 
@@ -24,19 +24,19 @@ class LivenessSerializer(serializers.Serializer):
 # --- status and statistics ---
 
 
-class FleetSerializer(serializers.Serializer):
+class FleetSerializer(serializers.Serializer[object]):
     service = serializers.CharField()
     workers = serializers.IntegerField(help_text="worker identities that asked for work within active_worker_seconds")
     last_seen = serializers.DateTimeField()
 
 
-class BacklogSerializer(serializers.Serializer):
+class BacklogSerializer(serializers.Serializer[object]):
     todo = serializers.IntegerField()
     queued = serializers.IntegerField(help_text="leased to a worker, result not yet ingested")
     total = serializers.IntegerField()
 
 
-class StatusSerializer(serializers.Serializer):
+class StatusSerializer(serializers.Serializer[object]):
     corpora = serializers.IntegerField()
     workers = FleetSerializer(many=True, help_text="the active worker fleet, per service")
     active_worker_seconds = serializers.IntegerField(help_text="a worker seen within this many seconds is active")
@@ -48,7 +48,7 @@ class ServiceBacklogSerializer(BacklogSerializer):
     service = serializers.CharField()
 
 
-class DashboardJobSerializer(serializers.Serializer):
+class DashboardJobSerializer(serializers.Serializer[object]):
     """A job in trouble as the public dashboard shows it: its message and result stay behind GET /api/jobs."""
 
     uuid = serializers.UUIDField()
@@ -65,12 +65,12 @@ class DashboardJobSerializer(serializers.Serializer):
         return JobHealth.FAILED if job.state in FAILED_STATES else JobHealth.STALLED
 
 
-class HealthProblemSerializer(serializers.Serializer):
+class HealthProblemSerializer(serializers.Serializer[object]):
     name = serializers.ChoiceField(choices=CHECK_NAMES)
     status = serializers.ChoiceField(choices=[HealthStatus.WARNING, HealthStatus.PROBLEM])
 
 
-class DashboardHealthSerializer(serializers.Serializer):
+class DashboardHealthSerializer(serializers.Serializer[object]):
     status = serializers.ChoiceField(choices=HealthStatus.values, help_text="the worst check's status")
     problems = HealthProblemSerializer(many=True, help_text="the checks that are not ok; details: GET /api/health")
 
@@ -88,7 +88,7 @@ class DashboardSerializer(StatusSerializer):
     )
 
 
-class TrendPointSerializer(serializers.Serializer):
+class TrendPointSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     started_at = serializers.DateTimeField()
     duration_seconds = serializers.FloatField()
@@ -96,7 +96,7 @@ class TrendPointSerializer(serializers.Serializer):
     tallies = TalliesField()
 
 
-class PairStatisticsSerializer(serializers.Serializer):
+class PairStatisticsSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     runs = serializers.IntegerField(help_text="closed runs")
@@ -108,7 +108,7 @@ class PairStatisticsSerializer(serializers.Serializer):
     trend = TrendPointSerializer(many=True, help_text="the latest closed runs (at most 20), oldest first")
 
 
-class StatisticsParamsSerializer(serializers.Serializer):
+class StatisticsParamsSerializer(serializers.Serializer[object]):
     corpus = StrictCharField(required=False, max_length=100)
     service = StrictCharField(required=False, max_length=100)
 
@@ -116,7 +116,7 @@ class StatisticsParamsSerializer(serializers.Serializer):
 # --- detailed health ---
 
 
-class HealthCheckSerializer(serializers.Serializer):
+class HealthCheckSerializer(serializers.Serializer[object]):
     name = serializers.ChoiceField(choices=CHECK_NAMES)
     status = serializers.ChoiceField(choices=HealthStatus.values)
     summary = serializers.CharField()
@@ -124,14 +124,14 @@ class HealthCheckSerializer(serializers.Serializer):
     details = serializers.DictField(help_text="The check's figures (counts, paths, ports, free bytes, versions)")
 
 
-class HealthSerializer(serializers.Serializer):
+class HealthSerializer(serializers.Serializer[object]):
     status = serializers.ChoiceField(choices=HealthStatus.values, help_text="The worst check's status")
     checked_at = serializers.DateTimeField()
     checks = HealthCheckSerializer(many=True)
 
 
 # --- logs ---
-class LogsParamsSerializer(serializers.Serializer):
+class LogsParamsSerializer(serializers.Serializer[object]):
     level = serializers.ChoiceField(
         choices=LogLevel.values, default=LogLevel.INFO,
         help_text="minimum level; DEBUG adds Celery's routine lines (beat's due tasks, tasks received or succeeded)",
@@ -147,7 +147,7 @@ class LogsParamsSerializer(serializers.Serializer):
     limit = serializers.IntegerField(required=False, default=100, min_value=1, max_value=500)
 
 
-class LogRecordSerializer(serializers.Serializer):
+class LogRecordSerializer(serializers.Serializer[object]):
     id = serializers.CharField(help_text="stream id (the page cursor)")
     time = serializers.DateTimeField()
     level = serializers.CharField()
@@ -158,18 +158,18 @@ class LogRecordSerializer(serializers.Serializer):
     message = serializers.CharField(help_text="tokens masked")
 
 
-class LogSourcesSerializer(serializers.Serializer):
+class LogSourcesSerializer(serializers.Serializer[object]):
     processes = serializers.ListField(child=serializers.CharField())
     loggers = serializers.ListField(child=serializers.CharField())
 
 
-class LogsSerializer(serializers.Serializer):
+class LogsSerializer(serializers.Serializer[object]):
     records = LogRecordSerializer(many=True, help_text="newest first")
     next_before = serializers.CharField(allow_null=True, help_text="cursor of the next (older) page; null at the end")
 
 
 # --- configuration ---
-class ConfigEntrySerializer(serializers.Serializer):
+class ConfigEntrySerializer(serializers.Serializer[object]):
     key = serializers.CharField(help_text="Dotted name, e.g. dispatcher.max_in_flight")
     value = serializers.JSONField(help_text="The effective value; secrets masked, tokens only as a count")
     source = serializers.ChoiceField(choices=ConfigSource.values)
@@ -182,11 +182,11 @@ class ConfigEntrySerializer(serializers.Serializer):
     description = serializers.CharField(read_only=True, help_text="What the key governs, in a sentence")
 
 
-class ConfigSerializer(serializers.Serializer):
+class ConfigSerializer(serializers.Serializer[object]):
     entries = ConfigEntrySerializer(many=True)
 
 
-class ConfigChangeSerializer(serializers.Serializer):
+class ConfigChangeSerializer(serializers.Serializer[object]):
     before = serializers.DictField(child=serializers.JSONField())
     after = serializers.DictField(child=serializers.JSONField())
     restart_required = serializers.ListField(child=serializers.CharField())

@@ -111,7 +111,7 @@ def service_profile_set(*, name: str, actor: str, **profile: Any) -> Service:
     return service_get(name)
 
 
-def in_flight_replace(rows: list[tuple]) -> None:
+def in_flight_replace(rows: list[tuple[object, ...]]) -> None:
     """Make the in-flight table what the dispatcher holds now (`rows`: task id, service id, corpus, document,
     worker, thread, since, heartbeat time, timeout seconds, p99 ms), in two statements: the rows of tasks no
     longer held go, the others are written."""

@@ -10,6 +10,8 @@ once across all web processes, and a request over that limit is refused at once.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -39,7 +41,7 @@ RETRY_AFTER_SECONDS = 2
 WARM_ANSWER_MARGIN_SECONDS = 10
 
 
-class ConvertRequestSerializer(serializers.Serializer):
+class ConvertRequestSerializer(serializers.Serializer[object]):
     tex = StrictCharField(allow_blank=True, trim_whitespace=False, required=False, default="",
                           help_text="the TeX source, a whole document unless whatsin says otherwise (a formula needs"
                           " whatsin=math); a 'literal:' prefix is accepted and dropped")  # fmt: skip
@@ -52,7 +54,7 @@ class ConvertRequestSerializer(serializers.Serializer):
     cmml = serializers.BooleanField(required=False, default=False)
 
 
-class ConversionSerializer(serializers.Serializer):
+class ConversionSerializer(serializers.Serializer[object]):
     result = serializers.CharField(allow_blank=True)
     log = serializers.CharField(allow_blank=True)
     status = serializers.ChoiceField(choices=list(LATEXML_NAMES.values()))
@@ -83,7 +85,7 @@ def _busy() -> Response:
     return busy
 
 
-def _warm(tex: str, options: dict, limits: dict) -> dict:
+def _warm(tex: str, options: dict[str, Any], limits: dict[str, int]) -> dict[str, Any]:
     """The warm engine's answer for `tex` with the request's options; WarmUnavailable when it cannot serve it
     (also when its servers run under other limits than `limits`)."""
     profile = {name: options[name] for name in ("format", "whatsin", "whatsout", "includestyles", "pmml", "cmml")}
@@ -156,7 +158,10 @@ class ConvertApi(PublicApiView):
             if slot is None:
                 return _busy()
             try:
-                converted = convert_text(tex, sandbox=conversion_sandbox(), **limits, **options)
+                converted = convert_text(
+                    tex, sandbox=conversion_sandbox(), memory_mb=limits["memory_mb"], disk_mb=limits["disk_mb"],
+                    max_processes=limits["max_processes"], **options,
+                )  # fmt: skip
             except EngineMissing as exc:
                 return _refusal(503, str(exc), "engine_missing")
             finally:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.db import models
 
 from conversion.profiles import DEFAULT as DEFAULT_PROFILE
 from services.choices import ProtectedService
 
 
-def default_profile() -> dict:
+def default_profile() -> dict[str, Any]:
     """The default converter profile (conversion.profiles): today's latexmlc command line."""
     return DEFAULT_PROFILE.as_json()
 
@@ -44,6 +46,8 @@ class Worker(models.Model):
 
     identity = models.CharField(max_length=200)
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="workers")
+    # Not a column: its conversions in flight, as services.queries.worker_list reads them.
+    converting: list[dict[str, Any]]
     dispatched = models.BigIntegerField(default=0)
     returned = models.BigIntegerField(default=0)
     first_seen = models.DateTimeField()

@@ -52,11 +52,12 @@ def convert_engine_socket() -> Path:
     return Path(settings.CONVERT_ENGINE_SOCKET)
 
 
-def convert_engine_status(*, timeout: float = 2.0) -> list[dict] | None:
+def convert_engine_status(*, timeout: float = 2.0) -> list[dict[str, Any]] | None:
     """The warm engine's pools as it reports them (conversion.warm.WarmPool.status), or None when it does not
     answer."""
     try:
-        return warm.request(convert_engine_socket(), {"op": "status"}, timeout=timeout)["pools"]
+        pools: list[dict[str, Any]] = warm.request(convert_engine_socket(), {"op": "status"}, timeout=timeout)["pools"]
+        return pools
     except (warm.WarmUnavailable, ValueError, KeyError):
         return None
 
@@ -69,7 +70,7 @@ def conversion_sandbox() -> Sandbox:
     )
 
 
-def worker_list(service_name: str) -> list:
+def worker_list(service_name: str) -> list[Worker]:
     """The workers that have asked for work of a service, most recently seen first, with their service in the
     same query (what the records show of it), each with `converting`: its conversions in flight
     (`in_flight_record`s), in one more read."""

@@ -22,7 +22,7 @@ from services.models import Service, Worker
 from services.queries import effective_lease_seconds, kills_by_reason, service_get
 
 
-class ProfileSerializer(serializers.Serializer):
+class ProfileSerializer(serializers.Serializer[object]):
     """A converter profile (conversion.profiles). As a request, every option is optional: those given
     replace the `preset`'s (the default preset's without one); an option the profile does not have is
     refused. Paths lie inside PROFILE_ROOTS (links resolved)."""
@@ -76,7 +76,8 @@ class ProfileSerializer(serializers.Serializer):
                     {str(key)[:100]: [f"not an option of a profile; the options: {', '.join(profiles.OPTIONS)}"]
                      for key in unknown}
                 )  # fmt: skip
-        return super().to_internal_value(data)
+        validated: dict[str, Any] = super().to_internal_value(data)
+        return validated
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         # The same checks as the worker's (conversion.profiles), against the server's roots.
@@ -93,7 +94,7 @@ class ProfileSerializer(serializers.Serializer):
         "description": "a preset's name, or an object of options (ProfileRequest); absent: the default preset",
     }
 )
-class ProfileField(serializers.Field):
+class ProfileField(serializers.Field[str | dict[str, Any], str | dict[str, Any], object, object]):
     """A profile in a request body: a preset's name, or an object of options (ProfileSerializer)."""
 
     def to_internal_value(self, data: Any) -> str | dict[str, Any]:
@@ -114,7 +115,7 @@ class ProfileField(serializers.Field):
         return value
 
 
-class PresetSerializer(serializers.Serializer):
+class PresetSerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     description = serializers.CharField()
     profile = ProfileSerializer()
@@ -130,7 +131,7 @@ def preset_records() -> list[dict[str, Any]]:
     ]  # fmt: skip
 
 
-class ServiceSerializer(serializers.ModelSerializer):
+class ServiceSerializer(serializers.ModelSerializer[Service]):
     protected = serializers.BooleanField(source="is_protected")
     effective_lease_seconds = serializers.SerializerMethodField()
     corpora = serializers.IntegerField(source="corpus_count", help_text="corpora it is activated on")
@@ -163,7 +164,7 @@ class ServiceSerializer(serializers.ModelSerializer):
         return f"/api/services/{service.name}"
 
 
-class ServiceRegisterRequestSerializer(serializers.Serializer):
+class ServiceRegisterRequestSerializer(serializers.Serializer[object]):
     name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
     version = StrictCharField(max_length=50, required=False)
     inputformat = serializers.ChoiceField(choices=["tex"], required=False)
@@ -174,17 +175,18 @@ class ServiceRegisterRequestSerializer(serializers.Serializer):
     profile = ProfileField(required=False)
 
 
-class LeaseUpdateRequestSerializer(serializers.Serializer):
+class LeaseUpdateRequestSerializer(serializers.Serializer[object]):
     seconds = serializers.IntegerField(
         min_value=1, max_value=2_000_000_000, allow_null=True, help_text="positive seconds, or null to clear"
     )
 
-    def to_internal_value(self, data: object) -> dict:
+    def to_internal_value(self, data: object) -> dict[str, int | None]:
         # "5" or 5.0 are not whole seconds given as a number: the body must carry a JSON integer or null.
         value = data.get("seconds") if isinstance(data, dict) else None
         if isinstance(value, bool) or (value is not None and not isinstance(value, int)):
             raise serializers.ValidationError({"seconds": ["must be a positive whole number, or null"]})
-        return super().to_internal_value(data)
+        validated: dict[str, int | None] = super().to_internal_value(data)
+        return validated
 
 
 def lease_request(service: str, data: Any) -> LeaseUpdateRequestSerializer:
@@ -194,7 +196,7 @@ def lease_request(service: str, data: Any) -> LeaseUpdateRequestSerializer:
     return LeaseUpdateRequestSerializer(data=data)
 
 
-class WorkerKillsSerializer(serializers.Serializer):
+class WorkerKillsSerializer(serializers.Serializer[object]):
     """A worker's killed conversions by reason (conversion.choices.KillReason), every reason present."""
 
     timeout = serializers.IntegerField(help_text="past the conversion timeout")
@@ -205,7 +207,7 @@ class WorkerKillsSerializer(serializers.Serializer):
     host_oom = serializers.IntegerField(help_text="ended by the kernel's OOM killer for the host's memory, not its own")
 
 
-class InFlightSerializer(serializers.Serializer):
+class InFlightSerializer(serializers.Serializer[object]):
     """A conversion in flight (services.queries.in_flight_record), as the dispatcher last heard of it."""
 
     task = serializers.IntegerField()
@@ -225,7 +227,7 @@ class ServiceInFlightSerializer(InFlightSerializer):
     service = serializers.CharField()
 
 
-class WorkerSerializer(serializers.Serializer):
+class WorkerSerializer(serializers.Serializer[object]):
     identity = serializers.CharField()
     service = serializers.CharField(source="service.name")
     dispatched = serializers.IntegerField()

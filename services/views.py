@@ -47,8 +47,9 @@ def profile_body(post: QueryDict) -> dict[str, Any]:
     (the options form, marked by its `options` field): lists one item a line, a switch on when checked,
     empty limits null, whole numbers integers. Anything else stays text for the shared serializer to refuse."""
     body: dict[str, Any] = {}
-    if post.get("preset", "").strip():
-        body["preset"] = post["preset"].strip()
+    preset = post.get("preset", "").strip()
+    if preset:
+        body["preset"] = preset
     if "options" not in post:
         return body
     body["engine"] = post.get("engine", "").strip()
@@ -78,6 +79,7 @@ def service_list_view(request: HttpRequest) -> HttpResponse:
     )
     if refused:
         return refused
+    assert service is not None  # screen_write gives the result when it gives no refusal
     messages.success(request, f"The service {service.name} is registered; activate it on a corpus to create tasks.")
     return redirect("service", service=service.name)
 
@@ -102,19 +104,20 @@ def _detail_page(
         service = ServiceSerializer(service_get(name)).data
     except ServiceError as exc:
         return error_page(request, exc)
-    refused = error is not None
-    profile = profile_body(request.POST) if refused and form == "profile" and "options" in request.POST else None
+    lease_refused = error if error is not None and form == "lease" else None
+    profile_refused = error if error is not None and form == "profile" else None
+    profile = profile_body(request.POST) if profile_refused and "options" in request.POST else None
     context = {
         "service": service,
-        "seconds": request.POST.get("seconds", "") if refused and form == "lease" else "",
-        "error": error.detail if refused and form == "lease" else "",
-        "errors": (error.errors or {}) if refused and form == "lease" else {},
+        "seconds": request.POST.get("seconds", "") if lease_refused else "",
+        "error": lease_refused.detail if lease_refused else "",
+        "errors": (lease_refused.errors or {}) if lease_refused else {},
         "presets": preset_records(),
         "switches": SWITCHES,
         # The options form shows what was sent after a refusal, else the service's profile.
         "profile_form": _profile_form(profile if profile is not None else service["profile"]),
-        "profile_error": error.detail if refused and form == "profile" else "",
-        "profile_errors": (error.errors or {}) if refused and form == "profile" else {},
+        "profile_error": profile_refused.detail if profile_refused else "",
+        "profile_errors": (profile_refused.errors or {}) if profile_refused else {},
     }
     return render(request, "services/detail.html", context, status=error.status if error else 200)
 
@@ -141,6 +144,7 @@ def service_lease_view(request: HttpRequest, service: str) -> HttpResponse:
     )
     if refused:
         return refused
+    assert updated is not None  # as above
     seconds = updated.lease_seconds
     messages.success(request, f"Lease of {service}: {'cleared' if seconds is None else f'{seconds} s'}.")
     return redirect("service", service=service)

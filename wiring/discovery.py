@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -10,6 +11,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
 from rest_framework import serializers
+from rest_framework.authentication import BaseAuthentication
 from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -23,7 +25,8 @@ _METHODS = ("get", "post", "put", "patch", "delete")
 @lru_cache(maxsize=1)
 def openapi_document() -> dict[str, Any]:
     """The whole OpenAPI document; it only changes with the code, so it is built once a process."""
-    return SchemaGenerator().get_schema(request=None, public=True)
+    document: dict[str, Any] = SchemaGenerator().get_schema(request=None, public=True)
+    return document
 
 
 def endpoint_index() -> list[dict[str, Any]]:
@@ -45,14 +48,14 @@ def endpoint_index() -> list[dict[str, Any]]:
     return rows
 
 
-class EndpointSerializer(serializers.Serializer):
+class EndpointSerializer(serializers.Serializer[object]):
     method = serializers.CharField()
     path = serializers.CharField()
     public = serializers.BooleanField()
     summary = serializers.CharField()
 
 
-class DiscoverySerializer(serializers.Serializer):
+class DiscoverySerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     version = serializers.CharField()
     openapi = serializers.CharField()
@@ -80,7 +83,7 @@ class DiscoveryApi(PublicApiView):
 
 
 class OpenApiJsonView(SpectacularJSONAPIView):
-    authentication_classes: list = []
+    authentication_classes: Sequence[type[BaseAuthentication]] = []
 
     @extend_schema(
         operation_id="openapi_document",
@@ -93,7 +96,7 @@ class OpenApiJsonView(SpectacularJSONAPIView):
 
 
 class ApiDocsView(SpectacularSwaggerView):
-    authentication_classes: list = []
+    authentication_classes: Sequence[type[BaseAuthentication]] = []
     http_method_names = ["get", "head"]
     url_name = "api-openapi"
 

@@ -13,10 +13,10 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField
 
 
-class ConfirmSerializer(serializers.Serializer):
+class ConfirmSerializer(serializers.Serializer[object]):
     confirm = StrictCharField(required=False, help_text="must equal the name of what is deleted")
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, object]) -> dict[str, object]:
         return {"confirm": attrs.get("confirm")}  # left out: None, which the deletion refuses with its words
 
 

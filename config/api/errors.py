@@ -88,7 +88,7 @@ def _database_problem(exc: OperationalError) -> tuple[str, str]:
 def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Response:
     """DRF exception handler: every exception, expected or not, becomes a problem body."""
     headers: dict[str, str] = {}
-    errors = None
+    errors: object = None
     slug = None
     title = None
     if isinstance(exc, ServiceError):
@@ -102,8 +102,10 @@ def problem_exception_handler(exc: Exception, context: dict[str, Any]) -> Respon
         if isinstance(exc, exceptions.NotAuthenticated | exceptions.AuthenticationFailed):
             headers["WWW-Authenticate"] = 'ServiceToken realm="api"'
             code = status.HTTP_401_UNAUTHORIZED
-        if isinstance(exc, exceptions.Throttled) and exc.wait is not None:
-            headers["Retry-After"] = str(math.ceil(exc.wait))
+        # Throttled sets `wait` in its __init__, which djangorestframework-stubs 3.18.1 does not declare.
+        wait: float | None = exc.wait if isinstance(exc, exceptions.Throttled) else None  # type: ignore[attr-defined]
+        if wait is not None:
+            headers["Retry-After"] = str(math.ceil(wait))
     elif isinstance(exc, RequestDataTooBig):  # a body Django refused to read while the view parsed it
         code, detail = 413, too_large_detail()
     elif isinstance(exc, SuspiciousOperation):  # e.g. too many form fields: the caller's fault, not ours
@@ -130,7 +132,7 @@ def api_not_found(request: HttpRequest, unmatched: str = "") -> JsonResponse:
     return problem_json_response(404, f"No endpoint at {request.path}; GET /api lists them all.")
 
 
-def handler400(request: HttpRequest, exception: Exception | None = None):  # noqa: ANN201
+def handler400(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     """A request Django refused before any view (a Host not allowed, a body too big): problem+json on
     machine paths, Django's short page on screens."""
     if isinstance(exception, RequestDataTooBig):
@@ -143,7 +145,7 @@ def handler400(request: HttpRequest, exception: Exception | None = None):  # noq
         else:
             detail = str(exception) or "The request was refused."
         return problem_json_response(400, detail)
-    return bad_request(request, exception)
+    return bad_request(request, exception or SuspiciousOperation())  # Django's page shows no exception
 
 
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
@@ -153,13 +155,13 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
     return django_csrf_failure(request, reason)
 
 
-def handler404(request: HttpRequest, exception: Exception | None = None):  # noqa: ANN201
+def handler404(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
     if speaks_problem(request.path):
         return problem_json_response(404, f"Nothing at {request.path}.")
     return page_not_found(request, exception)
 
 
-def handler500(request: HttpRequest):  # noqa: ANN201
+def handler500(request: HttpRequest) -> HttpResponse:
     if speaks_problem(request.path):
         return problem_json_response(
             500, f"An internal error occurred; quote request id {request_id_var.get()} when reporting it."

@@ -31,11 +31,10 @@ class StrictIntegerField(serializers.IntegerField):
         return super().to_internal_value(data)
 
 
-def validate_plain_name(value: str) -> str:
+def validate_plain_name(value: str) -> None:
     """The validator of a field that names a corpus or a service (config.names)."""
     if not name_is_valid(value):
         raise serializers.ValidationError(f"Not a valid name: {NAME_RULE}.")
-    return value
 
 
 class StrictBooleanField(serializers.BooleanField):

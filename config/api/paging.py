@@ -37,7 +37,7 @@ def page_check(offset: Any, page_size: Any) -> Page:
     return Page(offset=offset, page_size=min(size, get_config().MAX_REPORT_PAGE_SIZE))
 
 
-class PageParamsSerializer(serializers.Serializer):
+class PageParamsSerializer(serializers.Serializer[object]):
     """A report page. The offset limit is checked by page_check (it follows MAX_REPORT_OFFSET at run
     time); a page size above MAX_REPORT_PAGE_SIZE is reduced to it."""
 

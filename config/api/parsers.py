@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rest_framework.exceptions import ParseError
@@ -13,9 +14,10 @@ JSON_MAX_DEPTH = 32
 
 def json_depth_exceeds(data: Any, limit: int) -> bool:
     """Whether containers in `data` nest deeper than `limit` (walked with a stack, not recursion)."""
-    stack = [(data, 1)]
+    stack: list[tuple[object, int]] = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        children: Iterable[object]
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list):
@@ -32,7 +34,7 @@ class BoundedJSONParser(JSONParser):
     """DRF's JSONParser, with nesting bounded: Python's decoder raises RecursionError near 1,000 levels,
     which DRF does not catch, and deep structures are costly everywhere they travel after parsing."""
 
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: dict | None = None) -> Any:
+    def parse(self, stream: Any, media_type: str | None = None, parser_context: Mapping[str, Any] | None = None) -> Any:
         try:
             data = super().parse(stream, media_type, parser_context)
         except RecursionError as exc:

@@ -39,7 +39,7 @@ def problems(*codes: int) -> dict[int, OpenApiResponse]:
     return {code: OpenApiResponse(description=_DESCRIPTIONS.get(code, "Error")) for code in codes}
 
 
-def problem_responses_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict:
+def problem_responses_hook(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """Give every 4xx/5xx response the Problem schema under application/problem+json, add 401 and 429 to
     gated operations, and 400 (a NUL in the request, a Host not allowed), 413 (a body over the limit) and
     503 (a database outage) to all, since the request guard and the database stand before every one."""

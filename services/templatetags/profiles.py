@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from django import template
 
@@ -10,6 +11,6 @@ register = template.Library()
 
 
 @register.filter
-def profile_json(profile: dict | None) -> str:
+def profile_json(profile: dict[str, Any] | None) -> str:
     """The profile as indented JSON with sorted keys (the canonical order); empty for none."""
     return "" if profile is None else json.dumps(profile, indent=2, sort_keys=True)

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.actions import screen_session_revoke
@@ -16,7 +18,7 @@ class Command(BaseCommand):
         group.add_argument("id", nargs="?", type=int, help="the session's id (as GET /api/sessions lists it)")
         group.add_argument("--list", action="store_true", help="list active sessions (id, actor, address, times)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         if options["list"]:
             for session in screen_session_list():
                 self.stdout.write(

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.actions import token_revoke
@@ -17,7 +19,7 @@ class Command(BaseCommand):
         group.add_argument("--prefix", help="revoke the token starting with this prefix (first 12 characters)")
         group.add_argument("--list", action="store_true", help="list active tokens (actor, prefix, last use)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         if options["list"]:
             for token in token_list():
                 used = token.last_used_at.isoformat() if token.last_used_at else "never"

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError
 
 from dispatcher.server import SinkFailed, dispatcher_serve
@@ -8,7 +10,7 @@ from dispatcher.server import SinkFailed, dispatcher_serve
 class Command(BaseCommand):
     help = "Run the ZeroMQ dispatcher (ventilator and sink ports from the settings) until SIGTERM."
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         import zmq
 
         try:

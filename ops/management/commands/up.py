@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 from django.core.management import call_command
@@ -42,7 +43,7 @@ class Command(BaseCommand):
             "--access-log", action="store_true", help="print the web server's access log (a line a request) here too"
         )
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         self.first_token: str | None = None  # made on a first start, shown at the end of start-up
         supervisor = Supervisor()
         supervisor.install_signal_handlers()
@@ -64,7 +65,7 @@ class Command(BaseCommand):
         if supervisor.failure:
             raise CommandError(supervisor.failure)
 
-    def _start(self, supervisor: Supervisor, options: dict) -> None:
+    def _start(self, supervisor: Supervisor, options: dict[str, Any]) -> None:
         stack.check_database()
         redis = stack.redis_child()
         if redis is not None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
@@ -20,7 +21,7 @@ logger = logging.getLogger(__name__)
 class Command(BaseCommand):
     help = "Run the warm engine of /convert: LaTeXML prepared once per server, one fork per conversion."
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: object, **options: Any) -> None:
         try:
             pools = warm.parse_pools(settings.CONVERT_WARM_POOLS)
         except ValueError as exc:

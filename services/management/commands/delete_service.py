@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import CommandParser
 
 from jobs.cli import ServiceCommand
@@ -13,6 +15,6 @@ class Command(ServiceCommand):
         parser.add_argument("name")
         parser.add_argument("--confirm", help="must equal the service name")
 
-    def handle(self, *args: object, name: str, confirm: str | None, **options: object) -> None:
+    def handle(self, *args: object, name: str, confirm: str | None, **options: Any) -> None:
         counts = self.write_action(lambda: service_delete(name=name, confirm=confirm, actor=self.actor))
         self.stdout.write(f"deleted service {name}: {counts}")

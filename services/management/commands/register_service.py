@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import CommandParser
 
 from jobs.cli import ServiceCommand
@@ -17,7 +19,7 @@ class Command(ServiceCommand):
         parser.add_argument("--lease-seconds", type=int)
         parser.add_argument("--profile", help="its converter profile: a preset (default, arxiv)")
 
-    def handle(self, *args: object, name: str, **options: object) -> None:
+    def handle(self, *args: object, name: str, **options: Any) -> None:
         fields = {
             "version": options["service_version"],
             "command": options["service_command"],

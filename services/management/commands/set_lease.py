@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import CommandError, CommandParser
 
 from jobs.cli import ServiceCommand
@@ -13,7 +15,7 @@ class Command(ServiceCommand):
         parser.add_argument("service")
         parser.add_argument("seconds", help="positive whole seconds, or none")
 
-    def handle(self, *args: object, service: str, seconds: str, **options: object) -> None:
+    def handle(self, *args: object, service: str, seconds: str, **options: Any) -> None:
         if seconds.lower() == "none":
             value = None
         elif seconds.isdigit():
