@@ -11,13 +11,13 @@ from conversion.logparse import CATEGORY_MAX, WHAT_MAX
 from corpora.statuses import STATUS_FILTERS
 
 
-class ImportRequestSerializer(serializers.Serializer):
+class ImportRequestSerializer(serializers.Serializer[object]):
     name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
     path = StrictCharField(max_length=4096, help_text="a readable directory inside the corpus roots")
     description = StrictCharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
-class StatusCountsSerializer(serializers.Serializer):
+class StatusCountsSerializer(serializers.Serializer[object]):
     total = serializers.IntegerField()
     in_progress = serializers.IntegerField(help_text="todo + queued")
     todo = serializers.IntegerField()
@@ -30,7 +30,7 @@ class StatusCountsSerializer(serializers.Serializer):
     blocked = serializers.IntegerField()
 
 
-class CorpusServiceSerializer(serializers.Serializer):
+class CorpusServiceSerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     protected = serializers.BooleanField()
     activated_at = serializers.DateTimeField(allow_null=True)
@@ -40,18 +40,21 @@ class CorpusServiceSerializer(serializers.Serializer):
     )
 
 
-class ServiceCountsSerializer(serializers.Serializer):
+class ServiceCountsSerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     counts = StatusCountsSerializer()
 
 
-class CorpusSerializer(serializers.Serializer):
+class CorpusSerializer(serializers.Serializer[object]):
     """A corpus record as listed: its activated services by name, and each with its per-status counts."""
 
     name = serializers.CharField()
     description = serializers.CharField()
     state = serializers.CharField()
-    parent = serializers.CharField(allow_null=True, help_text="the parent corpus of a sandbox")
+    # The stubs read a declared field as a class attribute, here one over Field.parent; DRF's metaclass pops it.
+    parent = serializers.CharField(  # type: ignore[assignment]
+        allow_null=True, help_text="the parent corpus of a sandbox"
+    )
     documents = serializers.IntegerField()
     services = serializers.ListField(child=serializers.CharField(), help_text="activated services")
     service_counts = ServiceCountsSerializer(
@@ -62,7 +65,7 @@ class CorpusSerializer(serializers.Serializer):
     url = serializers.CharField()
 
 
-class SandboxConditionSerializer(serializers.Serializer):
+class SandboxConditionSerializer(serializers.Serializer[object]):
     """What a sandbox was carved with (its SandboxRequest less the name), and where it came from."""
 
     service = serializers.CharField()
@@ -79,8 +82,9 @@ class SandboxConditionSerializer(serializers.Serializer):
 class CorpusDetailSerializer(CorpusSerializer):
     """A corpus with every service on it (import first) and its per-status counts."""
 
-    services = CorpusServiceSerializer(many=True)
-    service_counts = None  # the services carry their counts
+    # DRF lets a subclass replace a declared field, or drop it with None; the stubs take them for attributes.
+    services = CorpusServiceSerializer(many=True)  # type: ignore[assignment]
+    service_counts = None  # type: ignore[assignment]  # the services carry their counts
     condition = SandboxConditionSerializer(allow_null=True, help_text="what a sandbox was carved with; null otherwise")
 
 
@@ -98,13 +102,13 @@ class DocumentListParamsSerializer(PageParamsSerializer):
     )
 
 
-class MessageClassSerializer(serializers.Serializer):
+class MessageClassSerializer(serializers.Serializer[object]):
     severity = serializers.CharField()
     category = serializers.CharField()
     what = serializers.CharField()
 
 
-class DocumentRowSerializer(serializers.Serializer):
+class DocumentRowSerializer(serializers.Serializer[object]):
     document = serializers.CharField(help_text="the document's name")
     entry = serializers.CharField(help_text="its entry in the corpus directory")
     status = serializers.CharField(help_text="its task's status for the service")
@@ -119,7 +123,7 @@ class DocumentRowSerializer(serializers.Serializer):
     html = serializers.CharField(allow_null=True, help_text="its converted HTML in the API; null without HTML")
 
 
-class DocumentListSerializer(serializers.Serializer):
+class DocumentListSerializer(serializers.Serializer[object]):
     """A page of a pair's documents, in the order of their names (case folded)."""
 
     corpus = serializers.CharField()
@@ -137,7 +141,7 @@ class DocumentListSerializer(serializers.Serializer):
 # --- dataset export -------------------------------------------------------------------------------
 
 
-class ExportRequestSerializer(serializers.Serializer):
+class ExportRequestSerializer(serializers.Serializer[object]):
     """ExportRequest. A field of the wrong type is a 400 like everywhere; the values
     of group_by, severities and out are checked by the action (422), for the screen and the API alike."""
 
@@ -151,7 +155,7 @@ class ExportRequestSerializer(serializers.Serializer):
     )  # fmt: skip
 
 
-class ExportArchiveSerializer(serializers.Serializer):
+class ExportArchiveSerializer(serializers.Serializer[object]):
     name = serializers.CharField()
     group = serializers.CharField(help_text="the severity, the month (yyyy-mm or unknown), or all")
     documents = serializers.IntegerField()
@@ -160,7 +164,7 @@ class ExportArchiveSerializer(serializers.Serializer):
     url = serializers.CharField(help_text="token-gated download")
 
 
-class ExportSerializer(serializers.Serializer):
+class ExportSerializer(serializers.Serializer[object]):
     """A finished export as listed: its manifest without the document list."""
 
     out = serializers.CharField()
@@ -179,7 +183,7 @@ class ExportSerializer(serializers.Serializer):
 # --- sandbox corpora ------------------------------------------------------------------------------
 
 
-class SandboxRequestSerializer(serializers.Serializer):
+class SandboxRequestSerializer(serializers.Serializer[object]):
     """SandboxRequest: which of the parent's documents the sandbox takes."""
 
     name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)

@@ -78,6 +78,7 @@ def corpus_new_view(request: HttpRequest) -> HttpResponse:
     )
     if refused:
         return refused
+    assert job is not None  # screen_write gives the result when it gives no refusal
     return redirect("job", uuid=job.uuid)
 
 
@@ -123,6 +124,7 @@ def corpus_extend_view(request: HttpRequest, name: str) -> HttpResponse:
     )
     if refused:
         return refused
+    assert job is not None  # screen_write gives the result when it gives no refusal
     return redirect("job", uuid=job.uuid)
 
 
@@ -138,6 +140,7 @@ def activation_create_view(request: HttpRequest, name: str) -> HttpResponse:
     )
     if refused:
         return refused
+    assert job is not None  # screen_write gives the result when it gives no refusal
     return redirect("job", uuid=job.uuid)
 
 
@@ -241,6 +244,7 @@ def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpR
     )
     if refused:
         return refused
+    assert job is not None  # screen_write gives the result when it gives no refusal
     return redirect("job", uuid=job.uuid)
 
 
@@ -265,7 +269,7 @@ def export_list_view(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_GET
-def export_file_view(request: HttpRequest, out: str, name: str) -> HttpResponse:
+def export_file_view(request: HttpRequest, out: str, name: str) -> HttpResponse | FileResponse:
     """Screen twin of GET /api/exports/<out>/<name>: an archive or the manifest, to a signed-in operator."""
     try:
         path = export_file(out, name)
@@ -316,6 +320,7 @@ def corpus_sandbox_view(request: HttpRequest, parent: str) -> HttpResponse:
     )
     if refused:
         return refused
+    assert job is not None  # screen_write gives the result when it gives no refusal
     messages.success(request, f"Carving the sandbox {job.params['name']} from {parent}.")
     return redirect("job", uuid=job.uuid)
 
@@ -363,6 +368,7 @@ def experiment_new_view(request: HttpRequest) -> HttpResponse:
     )  # fmt: skip
     if refused:
         return refused
+    assert job is not None  # screen_write gives the result when it gives no refusal
     messages.success(request, f"Starting the experiment {job.params['name']}.")
     return redirect("experiment", name=job.params["name"])
 

@@ -143,16 +143,9 @@ class CategoryReportApi(PublicApiView):
         return Response(GrainReportSerializer(report).data)
 
 
-class WhatOrEntriesApi(PublicApiView):
+class WhatOrEntriesView(PublicApiView):
     """/{severity}/{category} is the what report, /{severity}/{category}/{what} the entry list; both may
     contain '/', so one view splits the rest of the path (see report_path_split)."""
-
-    @extend_schema(
-        operation_id="reports_whats", summary="What report of a category, by task count, paginated",
-        parameters=PAGE, responses={200: GrainReportSerializer, **problems(400, 404)}, tags=["reports"],
-    )  # fmt: skip
-    def get(self, request: Request, corpus: str, service: str, severity: str, category: str) -> Response:
-        return self._answer(request, corpus, service, severity, category)
 
     def _answer(self, request: Request, corpus: str, service: str, severity: str, rest: str) -> Response:
         pair = pair_resolve(corpus, service)
@@ -163,7 +156,16 @@ class WhatOrEntriesApi(PublicApiView):
         return Response(EntryListSerializer(entry_list(pair, severity, category, what, page)).data)
 
 
-class EntryListApi(WhatOrEntriesApi):
+class WhatOrEntriesApi(WhatOrEntriesView):
+    @extend_schema(
+        operation_id="reports_whats", summary="What report of a category, by task count, paginated",
+        parameters=PAGE, responses={200: GrainReportSerializer, **problems(400, 404)}, tags=["reports"],
+    )  # fmt: skip
+    def get(self, request: Request, corpus: str, service: str, severity: str, category: str) -> Response:
+        return self._answer(request, corpus, service, severity, category)
+
+
+class EntryListApi(WhatOrEntriesView):
     @extend_schema(
         operation_id="reports_entries", summary="Entry list: the documents with one (severity, category, what)",
         parameters=PAGE, responses={200: EntryListSerializer, **problems(400, 404)}, tags=["reports"],

@@ -21,7 +21,7 @@ from corpora.queries.reports import CONTEXTS_MAX, EXPORT_CLASS_CACHE, EXPORT_COL
 from corpora.serializers import StatusCountsSerializer
 
 
-class RunControlSerializer(serializers.Serializer):
+class RunControlSerializer(serializers.Serializer[object]):
     """The answer to pause or resume: which scope, and how many tasks were blocked or resumed."""
 
     corpus = serializers.CharField(allow_null=True)
@@ -31,7 +31,7 @@ class RunControlSerializer(serializers.Serializer):
     resumed = serializers.IntegerField(required=False)
 
 
-class PercentagesSerializer(serializers.Serializer):
+class PercentagesSerializer(serializers.Serializer[object]):
     todo = serializers.FloatField()
     queued = serializers.FloatField()
     no_problem = serializers.FloatField()
@@ -41,7 +41,7 @@ class PercentagesSerializer(serializers.Serializer):
     blocked = serializers.FloatField()
 
 
-class ServiceOverviewSerializer(serializers.Serializer):
+class ServiceOverviewSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     total = serializers.IntegerField()
@@ -54,7 +54,7 @@ class ServiceOverviewSerializer(serializers.Serializer):
     )
 
 
-class MeaningFieldsMixin(serializers.Serializer):
+class MeaningFieldsMixin(serializers.Serializer[object]):
     """A message category's meaning at the report's severity (the specification's message taxonomy)."""
 
     meaning = serializers.CharField(
@@ -100,13 +100,13 @@ class GrainReportSerializer(MeaningFieldsMixin):
         return data
 
 
-class EntrySerializer(serializers.Serializer):
+class EntrySerializer(serializers.Serializer[object]):
     document = serializers.CharField()
     status = serializers.CharField()
     details = serializers.CharField(allow_blank=True)
 
 
-class EntryListSerializer(serializers.Serializer):
+class EntryListSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     severity = serializers.CharField()
@@ -117,14 +117,14 @@ class EntryListSerializer(serializers.Serializer):
     entries = EntrySerializer(many=True)
 
 
-class MessageSerializer(serializers.Serializer):
+class MessageSerializer(serializers.Serializer[object]):
     severity = serializers.CharField()
     category = serializers.CharField()
     what = serializers.CharField()
     details = serializers.CharField(allow_blank=True)
 
 
-class SourceLineSerializer(serializers.Serializer):
+class SourceLineSerializer(serializers.Serializer[object]):
     """A line of the document's source (conversion.source_context.SourceLine), as plain text."""
 
     number = serializers.IntegerField(help_text="the line's number in its file, from 1")
@@ -134,7 +134,7 @@ class SourceLineSerializer(serializers.Serializer):
     marked = serializers.BooleanField(help_text="whether the line is one of the message's")
 
 
-class SourceContextSerializer(serializers.Serializer):
+class SourceContextSerializer(serializers.Serializer[object]):
     """The document's own source around a message's location (conversion.source_context.SourceContext)."""
 
     file = serializers.CharField(help_text="the file's path inside the document's entry")
@@ -146,7 +146,8 @@ class SourceContextSerializer(serializers.Serializer):
 
 
 class LoggedMessageSerializer(MessageSerializer):
-    context = SourceContextSerializer(
+    # The stubs read a declared field as a class attribute, here one over Field.context; DRF's metaclass pops it.
+    context = SourceContextSerializer(  # type: ignore[assignment]
         allow_null=True,
         help_text=f"the source lines around the message's location (at most {CONTEXTS_MAX} messages of a document"
         " have them, the worst first);"
@@ -158,7 +159,7 @@ class ExplainedMessageSerializer(MessageSerializer, MeaningFieldsMixin):
     pass
 
 
-class ExplanationSerializer(serializers.Serializer):
+class ExplanationSerializer(serializers.Serializer[object]):
     """A document's conversion in words (corpora.queries.reports.document_explanation)."""
 
     summary = serializers.CharField()
@@ -168,7 +169,7 @@ class ExplanationSerializer(serializers.Serializer):
     )
 
 
-class DocumentReportSerializer(serializers.Serializer):
+class DocumentReportSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     document = serializers.CharField()
@@ -183,18 +184,18 @@ class DocumentReportSerializer(serializers.Serializer):
     html_url = serializers.CharField(allow_null=True, help_text="the converted HTML; null when there is none")
 
 
-class HistogramBucketSerializer(serializers.Serializer):
+class HistogramBucketSerializer(serializers.Serializer[object]):
     lt_ms = serializers.IntegerField(allow_null=True, help_text="upper bound (exclusive); null for the last")
     count = serializers.IntegerField()
 
 
-class SlowConversionSerializer(serializers.Serializer):
+class SlowConversionSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     document = serializers.CharField()
     runtime_ms = serializers.IntegerField()
 
 
-class RuntimeReportSerializer(serializers.Serializer):
+class RuntimeReportSerializer(serializers.Serializer[object]):
     service = serializers.CharField()
     count = serializers.IntegerField()
     mean_ms = serializers.FloatField(allow_null=True)
@@ -208,7 +209,7 @@ class RuntimeReportSerializer(serializers.Serializer):
     slowest = SlowConversionSerializer(many=True)
 
 
-class RerunAckSerializer(serializers.Serializer):
+class RerunAckSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     severity = serializers.CharField(allow_null=True)
@@ -218,13 +219,13 @@ class RerunAckSerializer(serializers.Serializer):
     run_id = serializers.IntegerField()
 
 
-class ScopeRefreshSerializer(serializers.Serializer):
+class ScopeRefreshSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     cleared_slices = serializers.IntegerField()
 
 
-class RerunParamsSerializer(serializers.Serializer):
+class RerunParamsSerializer(serializers.Serializer[object]):
     """The slice to rerun; an empty severity, category or what means not narrowed by it."""
 
     severity = StrictCharField(required=False, allow_blank=True, help_text="a severity key; empty or left out: all")
@@ -232,7 +233,7 @@ class RerunParamsSerializer(serializers.Serializer):
     what = StrictCharField(required=False, allow_blank=True, max_length=200)
     description = StrictCharField(required=False, allow_blank=True, max_length=2000, default="")
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         return {key: value for key, value in attrs.items() if value != "" or key == "description"}
 
 
@@ -249,7 +250,7 @@ EXPORT_FORMATS: dict[str, tuple[str, str]] = {
 PARQUET_ROW_GROUP = 100_000
 
 
-class MessagesExportParamsSerializer(serializers.Serializer):
+class MessagesExportParamsSerializer(serializers.Serializer[object]):
     """The slice and format of a messages export; an empty severity, category or what means not narrowed."""
 
     severity = StrictCharField(
@@ -259,7 +260,7 @@ class MessagesExportParamsSerializer(serializers.Serializer):
     what = StrictCharField(required=False, allow_blank=True, max_length=200, help_text="needs category")
     format = StrictCharField(required=False, default="csv", help_text=f"one of {', '.join(EXPORT_FORMATS)}")
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         if attrs["format"] not in EXPORT_FORMATS:
             raise BadRequest(
                 f"Unknown format {attrs['format']!r}; use one of {', '.join(EXPORT_FORMATS)}.",

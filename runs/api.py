@@ -21,7 +21,7 @@ from corpora.queries.corpora import pair_resolve
 from corpora.queries.history import run_current
 from corpora.queries.packages import EXPORT_HEADER, package_export, package_source
 from runs import reads
-from runs.serializers import CurrentRunSerializer, SnapshotAckSerializer, package_export_chunks
+from runs.serializers import CurrentRunSerializer, PackageParamsSerializer, SnapshotAckSerializer, package_export_chunks
 
 # The CurrentRun component (a Run with its ETA) or null.
 NULLABLE_RUN = {"allOf": [{"$ref": "#/components/schemas/CurrentRun"}], "nullable": True}
@@ -59,7 +59,7 @@ class PackageExportApi(PublicApiView):
         description="Columns: kind, package, document, status, only_missing, clears, clears_weak, evidence "
         "(space-separated, strongest first). `run` reads a closed run as its snapshot froze it: the papers "
         "that showed trouble with each package.",
-        parameters=[reads.packages.params], tags=["runs"],
+        parameters=[PackageParamsSerializer], tags=["runs"],
         responses={(200, "text/csv"): OpenApiResponse(OpenApiTypes.BINARY, description="CSV file"),
                    **problems(400, 404)},
     )  # fmt: skip

@@ -8,9 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict
+from datetime import datetime
 from typing import Any
-
-from django.utils.dateparse import parse_datetime
 
 from config import charts
 from config.charts import HEAT_LEVELS as HEAT_LEVELS
@@ -47,7 +46,7 @@ def throughput_chart(minutes: list[dict[str, Any]]) -> dict[str, Any]:
     size = THROUGHPUT_CHART
     if not minutes:
         return {"size": size, "bars": [], "peak": 0}
-    stamps = [parse_datetime(point["minute"]) for point in minutes]
+    stamps = [datetime.fromisoformat(point["minute"]) for point in minutes]
     slots = [round((stamp - stamps[0]).total_seconds() / 60) for stamp in stamps]
     counts = [Count(slot, point["completed"]) for slot, point in zip(slots, minutes, strict=True)]
     chart = bar_chart(counts, slots[-1] + 1, Frame.of(size), THROUGHPUT_SPACING)

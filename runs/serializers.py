@@ -42,7 +42,7 @@ PROFILE_HASHES_HELP = "every profile hash the service had while the run was open
 ENGINE_VERSIONS_HELP = "the versions of the engine the fleet's workers reported while the run was open"
 
 
-class RunProfileSerializer(serializers.Serializer):
+class RunProfileSerializer(serializers.Serializer[object]):
     """How a run's tasks were converted: the engine, the versions the fleet reported, the profile."""
 
     id = serializers.IntegerField()
@@ -56,7 +56,7 @@ class RunProfileSerializer(serializers.Serializer):
     profile_changed = serializers.BooleanField(help_text="the service's profile changed while the run was open")
 
 
-class RunSerializer(serializers.Serializer):
+class RunSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     corpus = serializers.CharField()
     service = serializers.CharField()
@@ -76,7 +76,7 @@ class RunSerializer(serializers.Serializer):
     profile_changed = serializers.BooleanField(help_text="the service's profile changed while the run was open")
 
 
-class EtaSerializer(serializers.Serializer):
+class EtaSerializer(serializers.Serializer[object]):
     """An open run's ETA (corpora.queries.eta): remaining / recent rate."""
 
     remaining = serializers.IntegerField(help_text="tasks TODO or leased")
@@ -94,19 +94,19 @@ class CurrentRunSerializer(RunSerializer):
     eta = EtaSerializer()
 
 
-class PercentileSerializer(serializers.Serializer):
+class PercentileSerializer(serializers.Serializer[object]):
     ms = serializers.FloatField(help_text="the geometric middle of the bin holding the percentile")
     from_ms = serializers.FloatField()
     to_ms = serializers.FloatField()
 
 
-class HistogramBinSerializer(serializers.Serializer):
+class HistogramBinSerializer(serializers.Serializer[object]):
     from_ms = serializers.FloatField()
     to_ms = serializers.FloatField(help_text="exclusive")
     count = serializers.IntegerField()
 
 
-class StageSerializer(serializers.Serializer):
+class StageSerializer(serializers.Serializer[object]):
     stage = serializers.ChoiceField(choices=[stage.label for stage in TIMED_STAGES])
     count = serializers.IntegerField()
     p50 = PercentileSerializer(allow_null=True)
@@ -115,19 +115,19 @@ class StageSerializer(serializers.Serializer):
     histogram = HistogramBinSerializer(many=True, help_text="non-empty log-scale bins, shortest first")
 
 
-class TelemetryRunSerializer(serializers.Serializer):
+class TelemetryRunSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     started_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
     stages = StageSerializer(many=True)
 
 
-class ThroughputMinuteSerializer(serializers.Serializer):
+class ThroughputMinuteSerializer(serializers.Serializer[object]):
     minute = serializers.DateTimeField()
     completed = serializers.IntegerField(help_text="results applied in that minute")
 
 
-class TelemetrySerializer(serializers.Serializer):
+class TelemetrySerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     precision = serializers.CharField()
@@ -138,19 +138,19 @@ class TelemetrySerializer(serializers.Serializer):
     rate_window = serializers.CharField()
 
 
-class MemoryPercentileSerializer(serializers.Serializer):
+class MemoryPercentileSerializer(serializers.Serializer[object]):
     mib = serializers.FloatField(help_text="the geometric middle of the bin holding the percentile, MiB")
     from_mib = serializers.FloatField()
     to_mib = serializers.FloatField()
 
 
-class MemoryBinSerializer(serializers.Serializer):
+class MemoryBinSerializer(serializers.Serializer[object]):
     from_mib = serializers.FloatField()
     to_mib = serializers.FloatField(help_text="exclusive")
     count = serializers.IntegerField()
 
 
-class PeakMemorySerializer(serializers.Serializer):
+class PeakMemorySerializer(serializers.Serializer[object]):
     count = serializers.IntegerField(help_text="conversions whose peak memory was measured")
     p50 = MemoryPercentileSerializer(allow_null=True)
     p90 = MemoryPercentileSerializer(allow_null=True)
@@ -159,17 +159,17 @@ class PeakMemorySerializer(serializers.Serializer):
     histogram = MemoryBinSerializer(many=True, help_text="non-empty log-scale bins, smallest first")
 
 
-class ProjectionSerializer(serializers.Serializer):
+class ProjectionSerializer(serializers.Serializer[object]):
     papers = serializers.IntegerField()
     core_hours = serializers.FloatField(allow_null=True, help_text="null while no CPU time was measured")
 
 
-class ProjectionsSerializer(serializers.Serializer):
+class ProjectionsSerializer(serializers.Serializer[object]):
     corpus = ProjectionSerializer(help_text="the pair's corpus: its tasks")
     arxiv = ProjectionSerializer(help_text="arXiv's papers")
 
 
-class RunCostSerializer(serializers.Serializer):
+class RunCostSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     started_at = serializers.DateTimeField()
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -182,7 +182,7 @@ class RunCostSerializer(serializers.Serializer):
     projections = ProjectionsSerializer(help_text="core-hours for the corpus and for arXiv at this rate")
 
 
-class CostSerializer(serializers.Serializer):
+class CostSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     precision = serializers.CharField()
@@ -190,7 +190,7 @@ class CostSerializer(serializers.Serializer):
     last_closed_run = RunCostSerializer(allow_null=True)
 
 
-class RunListParamsSerializer(serializers.Serializer):
+class RunListParamsSerializer(serializers.Serializer[object]):
     corpus = StrictCharField(required=False, max_length=100)
     service = StrictCharField(required=False, max_length=100)
     owner = StrictCharField(required=False, max_length=100)
@@ -202,18 +202,18 @@ class RunListParamsSerializer(serializers.Serializer):
         return value
 
 
-class PairRunsParamsSerializer(serializers.Serializer):
+class PairRunsParamsSerializer(serializers.Serializer[object]):
     limit = serializers.IntegerField(required=False, min_value=1, help_text="default 100, at most 500")
 
 
-class SnapshotAckSerializer(serializers.Serializer):
+class SnapshotAckSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     taken_at = serializers.DateTimeField(help_text="the snapshot's date, as available_dates of the diff lists it")
     rows = serializers.IntegerField(help_text="rows appended: one per task of the pair")
 
 
-class DiffParamsSerializer(serializers.Serializer):
+class DiffParamsSerializer(serializers.Serializer[object]):
     previous = serializers.DateTimeField(required=False, help_text="a snapshot date from available_dates")
     current = serializers.DateTimeField(required=False, help_text="a snapshot date from available_dates")
 
@@ -234,14 +234,14 @@ class TaskDiffParamsSerializer(RunDiffParamsSerializer, PageParamsSerializer):
     change = serializers.ChoiceField(choices=["regressed"], required=False, help_text=CHANGE_HELP)
 
 
-class DiffCellSerializer(serializers.Serializer):
+class DiffCellSerializer(serializers.Serializer[object]):
     previous = serializers.CharField()
     current = serializers.CharField()
     count = serializers.IntegerField()
     regression = serializers.BooleanField()
 
 
-class RunDiffSerializer(serializers.Serializer):
+class RunDiffSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     available_dates = serializers.ListField(child=serializers.DateTimeField(), help_text="newest first")
@@ -264,7 +264,7 @@ class RunDiffSerializer(serializers.Serializer):
     current_run = RunProfileSerializer(allow_null=True, help_text="the run open when the current snapshot was taken")
 
 
-class TaskDiffSerializer(serializers.Serializer):
+class TaskDiffSerializer(serializers.Serializer[object]):
     document = serializers.CharField()
     previous_status = serializers.CharField()
     current_status = serializers.CharField()
@@ -278,21 +278,21 @@ class CompareParamsSerializer(PageParamsSerializer):
     change = serializers.ChoiceField(choices=["regressed"], required=False, help_text=CHANGE_HELP)
 
 
-class ComparePickSerializer(serializers.Serializer):
+class ComparePickSerializer(serializers.Serializer[object]):
     """The corpus screen's comparison form: two services of the corpus (a screen of its own, no API twin)."""
 
     service_a = StrictCharField(max_length=100)
     service_b = StrictCharField(max_length=100)
 
 
-class CompareCellSerializer(serializers.Serializer):
+class CompareCellSerializer(serializers.Serializer[object]):
     status_a = serializers.CharField()
     status_b = serializers.CharField()
     count = serializers.IntegerField()
     regression = serializers.BooleanField(help_text="B's status is worse than A's")
 
 
-class CompareSideSerializer(serializers.Serializer):
+class CompareSideSerializer(serializers.Serializer[object]):
     """How one of the two services converts: its profile now, and the profile, engine and versions of its
     latest run on the corpus (which made the statuses compared)."""
 
@@ -304,7 +304,7 @@ class CompareSideSerializer(serializers.Serializer):
     run = RunProfileSerializer(allow_null=True, help_text="its latest run on the corpus, open or closed")
 
 
-class CompareSerializer(serializers.Serializer):
+class CompareSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service_a = serializers.CharField()
     service_b = serializers.CharField()
@@ -316,7 +316,7 @@ class CompareSerializer(serializers.Serializer):
     profile_b = CompareSideSerializer(help_text="how B converts")
 
 
-class CompareTaskSerializer(serializers.Serializer):
+class CompareTaskSerializer(serializers.Serializer[object]):
     document = serializers.CharField()
     status_a = serializers.CharField()
     status_b = serializers.CharField()
@@ -344,7 +344,7 @@ class ClassDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
     )
 
 
-class ClassChangeSerializer(serializers.Serializer):
+class ClassChangeSerializer(serializers.Serializer[object]):
     severity = serializers.CharField()
     category = serializers.CharField()
     what = serializers.CharField()
@@ -364,7 +364,7 @@ class ClassTasksParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
     change = StrictCharField(max_length=10, help_text="gained (only in current) or lost (only in previous)")
 
 
-class ClassTaskSerializer(serializers.Serializer):
+class ClassTaskSerializer(serializers.Serializer[object]):
     document = serializers.CharField()
     change = serializers.CharField()
     report_url = serializers.CharField(help_text="the document's screen")
@@ -372,14 +372,14 @@ class ClassTaskSerializer(serializers.Serializer):
     history_url = serializers.CharField(help_text="the document's history screen")
 
 
-class HistoryClassSerializer(serializers.Serializer):
+class HistoryClassSerializer(serializers.Serializer[object]):
     severity = serializers.CharField()
     category = serializers.CharField()
     what = serializers.CharField()
     meaning = serializers.CharField(allow_null=True)
 
 
-class HistoryRunSerializer(serializers.Serializer):
+class HistoryRunSerializer(serializers.Serializer[object]):
     id = serializers.IntegerField()
     owner = serializers.CharField()
     started_at = serializers.DateTimeField()
@@ -387,7 +387,7 @@ class HistoryRunSerializer(serializers.Serializer):
     open = serializers.BooleanField()
 
 
-class HistoryEntrySerializer(serializers.Serializer):
+class HistoryEntrySerializer(serializers.Serializer[object]):
     taken_at = serializers.DateTimeField(allow_null=True, help_text="the snapshot's date; null for the live state")
     live = serializers.BooleanField(help_text="the document now, while a run of its pair is open")
     run = HistoryRunSerializer(allow_null=True, help_text="the run the snapshot closed, or the run open then")
@@ -400,7 +400,7 @@ class HistoryEntrySerializer(serializers.Serializer):
     )
 
 
-class DocumentHistorySerializer(serializers.Serializer):
+class DocumentHistorySerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     document = serializers.CharField()
@@ -412,7 +412,7 @@ class DocumentHistorySerializer(serializers.Serializer):
 # --- pruning (a human action: the command and the retention screen, never the API) ---------------
 
 
-class PruneParamsSerializer(serializers.Serializer):
+class PruneParamsSerializer(serializers.Serializer[object]):
     before = StrictCharField(max_length=40, help_text=CUTOFF_HELP)
     corpus = StrictCharField(required=False, allow_blank=True, max_length=100)
     service = StrictCharField(required=False, allow_blank=True, max_length=100)
@@ -423,11 +423,11 @@ class PruneParamsSerializer(serializers.Serializer):
         except BadRequest as exc:
             raise serializers.ValidationError(exc.detail) from exc
 
-    def validate(self, attrs: dict) -> dict:
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
         return {**attrs, "corpus": attrs.get("corpus") or None, "service": attrs.get("service") or None}
 
 
-class PruneCountsSerializer(serializers.Serializer):
+class PruneCountsSerializer(serializers.Serializer[object]):
     runs = serializers.IntegerField()
     snapshots = serializers.IntegerField()
     diffs = serializers.IntegerField()
@@ -440,7 +440,7 @@ class PrunePairSerializer(PruneCountsSerializer):
     service = serializers.CharField()
 
 
-class PruneSummarySerializer(serializers.Serializer):
+class PruneSummarySerializer(serializers.Serializer[object]):
     before = serializers.DateTimeField()
     corpus = serializers.CharField(allow_null=True)
     service = serializers.CharField(allow_null=True)
@@ -456,7 +456,7 @@ class PackageParamsSerializer(PageParamsSerializer):
     kind = StrictCharField(required=False, max_length=10, help_text="package or class")
 
 
-class PackageRowSerializer(serializers.Serializer):
+class PackageRowSerializer(serializers.Serializer[object]):
     kind = serializers.CharField(help_text="package (.sty) or class (.cls)")
     package = serializers.CharField()
     papers = serializers.IntegerField(help_text="papers whose log names it (loaded, missing or erring in it)")
@@ -471,7 +471,7 @@ class PackageRowSerializer(serializers.Serializer):
     )
 
 
-class PackageRankingSerializer(serializers.Serializer):
+class PackageRankingSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     run = serializers.IntegerField(allow_null=True, help_text="the run read, or null for the tasks now")
@@ -480,7 +480,7 @@ class PackageRankingSerializer(serializers.Serializer):
     rows = PackageRowSerializer(many=True)
 
 
-class PackagePaperSerializer(serializers.Serializer):
+class PackagePaperSerializer(serializers.Serializer[object]):
     document = serializers.CharField()
     status = serializers.CharField()
     only_missing = serializers.BooleanField()
@@ -495,7 +495,7 @@ class PackageDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
     pass
 
 
-class PackageChangeSerializer(serializers.Serializer):
+class PackageChangeSerializer(serializers.Serializer[object]):
     kind = serializers.CharField()
     package = serializers.CharField()
     previous_papers = serializers.IntegerField()
@@ -508,7 +508,7 @@ class PackageChangeSerializer(serializers.Serializer):
     current_clears = serializers.IntegerField()
 
 
-class PackageDiffSerializer(serializers.Serializer):
+class PackageDiffSerializer(serializers.Serializer[object]):
     corpus = serializers.CharField()
     service = serializers.CharField()
     available_dates = serializers.ListField(child=serializers.DateTimeField())

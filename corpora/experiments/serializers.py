@@ -10,7 +10,7 @@ from corpora.experiments.actions import VARIANTS_MAX
 from services.serializers import ProfileSerializer
 
 
-class VariantRequestSerializer(serializers.Serializer):
+class VariantRequestSerializer(serializers.Serializer[object]):
     """A variant: its name and the options it changes over the pair's service profile."""
 
     name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
@@ -21,7 +21,7 @@ class VariantRequestSerializer(serializers.Serializer):
     )  # fmt: skip
 
 
-class ExperimentRequestSerializer(serializers.Serializer):
+class ExperimentRequestSerializer(serializers.Serializer[object]):
     """ExperimentRequest: a pair and the variants to try on its papers that are not error-free."""
 
     corpus = StrictCharField(max_length=NAME_MAX, help_text="the pair's corpus")
@@ -30,10 +30,12 @@ class ExperimentRequestSerializer(serializers.Serializer):
         max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False,
         help_text="the experiment's name, which its sandbox corpus takes; each variant's service is <name>.<variant>",
     )  # fmt: skip
-    variants = VariantRequestSerializer(many=True, min_length=1, max_length=VARIANTS_MAX)
+    variants: serializers.ListSerializer[object] = serializers.ListSerializer(
+        child=VariantRequestSerializer(), min_length=1, max_length=VARIANTS_MAX
+    )
 
 
-class ExperimentSerializer(serializers.Serializer):
+class ExperimentSerializer(serializers.Serializer[object]):
     """An experiment as listed."""
 
     name = serializers.CharField()
@@ -48,12 +50,12 @@ class ExperimentSerializer(serializers.Serializer):
     url = serializers.CharField()
 
 
-class ExperimentPaperSerializer(serializers.Serializer):
+class ExperimentPaperSerializer(serializers.Serializer[object]):
     name = serializers.CharField(help_text="the document's name")
     report = serializers.CharField(help_text="its document report under the variant, on the sandbox")
 
 
-class VariantResultSerializer(serializers.Serializer):
+class VariantResultSerializer(serializers.Serializer[object]):
     rank = serializers.IntegerField(help_text="1 for the variant that fixed most papers (then broke fewest)")
     name = serializers.CharField()
     service = serializers.CharField(help_text="the variant's service, activated on the sandbox")
@@ -66,7 +68,7 @@ class VariantResultSerializer(serializers.Serializer):
     broken_papers = ExperimentPaperSerializer(many=True, help_text="the papers broken, first by name")
 
 
-class ExperimentDetailSerializer(serializers.Serializer):
+class ExperimentDetailSerializer(serializers.Serializer[object]):
     """One experiment with its variants ranked."""
 
     experiment = ExperimentSerializer()

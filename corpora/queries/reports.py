@@ -14,7 +14,7 @@ import logging
 import math
 import queue
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -553,7 +553,7 @@ class MessagesExport:
             and (self.what is None or what == self.what)
         )
 
-    def batches(self, tasks: int = EXPORT_BATCH_TASKS) -> Iterator[list[ExportTask]]:
+    def batches(self, tasks: int = EXPORT_BATCH_TASKS) -> Generator[list[ExportTask]]:
         """The slice's messages, up to `tasks` tasks at a time (export_rows unfolds them into rows of
         EXPORT_COLUMNS), in task order and each task's log order. One statement behind a server-side cursor
         in a transaction of its own: PostgreSQL reads the next task rows only when they are fetched, so

@@ -7,7 +7,7 @@ frames and new tabs, where the application's own page would stand in the paper's
 
 from __future__ import annotations
 
-from django.http import FileResponse, HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
@@ -42,7 +42,7 @@ def document_reader_view(request: HttpRequest, corpus: str, service: str, name: 
 
 
 @require_GET
-def document_result_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
+def document_result_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse | FileResponse:
     """The stored result archive of a document, as a download."""
     try:
         archive = document_result_archive(pair_resolve(corpus, service), name)
@@ -63,7 +63,9 @@ def document_html_view(request: HttpRequest, corpus: str, service: str, name: st
 
 
 @require_GET
-def document_file_view(request: HttpRequest, corpus: str, service: str, name: str, member: str) -> HttpResponse:
+def document_file_view(
+    request: HttpRequest, corpus: str, service: str, name: str, member: str
+) -> HttpResponse | StreamingHttpResponse:
     """One member of the result archive, under the paper policy."""
     try:
         chunks = result_member(document_result_archive(pair_resolve(corpus, service), name), member)

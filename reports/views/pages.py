@@ -41,14 +41,13 @@ from corpora.links import (
 from corpora.queries.compare import comparable_services
 from corpora.queries.corpora import pair_resolve
 from corpora.queries.reports import (
-    SEVERITIES,
     document_report,
     entry_list,
     report_path_split,
     runtime_report,
     service_overview,
 )
-from corpora.statuses import OVERVIEW_ORDER
+from corpora.statuses import OVERVIEW_ORDER, SEVERITIES
 from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
 from reports.serializers import (
     EXPORT_FORMATS,
@@ -342,6 +341,7 @@ def _pair_write(
     ack, refused = screen_write(request, call, form=lambda exc: _overview_page(request, corpus, service, error=exc))
     if refused:
         return refused
+    assert ack is not None  # screen_write gives the result when it gives no refusal
     messages.success(request, done.format(**ack))
     return redirect(report_url(corpus, service))
 
