@@ -5,6 +5,7 @@ Reads are public like their API twin; every write needs a signed-in operator."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -53,8 +54,21 @@ from corpora.serializers import (
 )
 from corpora.statuses import STATUS_FILTERS
 from jobs.choices import ACTIVE_STATES
+from jobs.models import Job
 from services.queries import service_list
 from services.serializers import ServiceSerializer
+
+
+def _job_write(
+    request: HttpRequest, start: Callable[[], Job], *, form: Callable[[ServiceError], HttpResponse] | None = None
+) -> HttpResponse:
+    """A write that starts a job, for a screen (config.screens.screen_write): the job's screen, or the answer
+    to its refusal."""
+    job, refused = screen_write(request, start, form=form)
+    if refused:
+        return refused
+    assert job is not None  # screen_write gives the result when it gives no refusal
+    return redirect("job", uuid=job.uuid)
 
 
 @require_GET
@@ -69,17 +83,13 @@ def corpus_new_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of POST /api/corpora: the import form, answered with the job screen."""
     if request.method == "GET":
         return render(request, "corpora/new.html", {"form": {}})
-    job, refused = screen_write(
+    return _job_write(
         request,
         lambda: actions.corpus_import(
             actor=request.user.username, submitted=ImportRequestSerializer(data=request.POST)
         ),
         form=form_again(request, "corpora/new.html", {"form": form_params(request.POST)}),
     )
-    if refused:
-        return refused
-    assert job is not None  # screen_write gives the result when it gives no refusal
-    return redirect("job", uuid=job.uuid)
 
 
 def _corpus_page(request: HttpRequest, name: str, *, error: ServiceError | None = None) -> HttpResponse:
@@ -117,15 +127,11 @@ def corpus_detail_view(request: HttpRequest, name: str) -> HttpResponse:
 @require_POST
 def corpus_extend_view(request: HttpRequest, name: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<name>/extend."""
-    job, refused = screen_write(
+    return _job_write(
         request,
         lambda: actions.corpus_extend(name=name, actor=request.user.username),
         form=lambda exc: _corpus_page(request, name, error=exc),
     )
-    if refused:
-        return refused
-    assert job is not None  # screen_write gives the result when it gives no refusal
-    return redirect("job", uuid=job.uuid)
 
 
 @login_required
@@ -133,15 +139,11 @@ def corpus_extend_view(request: HttpRequest, name: str) -> HttpResponse:
 def activation_create_view(request: HttpRequest, name: str) -> HttpResponse:
     """Screen twin of POST /api/corpora/<corpus>/services/<service>: the service comes from a select."""
     service = request.POST.get("service", "")
-    job, refused = screen_write(
+    return _job_write(
         request,
         lambda: actions.service_activate(corpus_name=name, service_name=service, actor=request.user.username),
         form=lambda exc: _corpus_page(request, name, error=exc),
     )
-    if refused:
-        return refused
-    assert job is not None  # screen_write gives the result when it gives no refusal
-    return redirect("job", uuid=job.uuid)
 
 
 @login_required
@@ -236,16 +238,12 @@ def export_create_view(request: HttpRequest, corpus: str, service: str) -> HttpR
     params = form_params(request.POST)
     data = {"group_by": params.get("group_by", ""), "severities": request.POST.getlist("severities"),
             "out": params.get("out") or None}  # fmt: skip
-    job, refused = screen_write(
+    return _job_write(
         request,
         lambda: dataset_export(
             corpus=corpus, service=service, actor=request.user.username, submitted=ExportRequestSerializer(data=data)
         ),
     )
-    if refused:
-        return refused
-    assert job is not None  # screen_write gives the result when it gives no refusal
-    return redirect("job", uuid=job.uuid)
 
 
 @login_required
