@@ -11,6 +11,13 @@ from conversion.logparse import CATEGORY_MAX, WHAT_MAX
 from corpora.statuses import STATUS_FILTERS
 
 
+# The pair an answer is about, its first two fields: a subclass's own fields follow them. A comment, not a
+# docstring: the OpenAPI document would take a docstring for the description of every subclass.
+class PairSerializer(serializers.Serializer[object]):
+    corpus = serializers.CharField()
+    service = serializers.CharField()
+
+
 class ImportRequestSerializer(serializers.Serializer[object]):
     name = StrictCharField(max_length=NAME_MAX, validators=[validate_plain_name], trim_whitespace=False)
     path = StrictCharField(max_length=4096, help_text="a readable directory inside the corpus roots")
@@ -123,11 +130,9 @@ class DocumentRowSerializer(serializers.Serializer[object]):
     html = serializers.CharField(allow_null=True, help_text="its converted HTML in the API; null without HTML")
 
 
-class DocumentListSerializer(serializers.Serializer[object]):
+class DocumentListSerializer(PairSerializer):
     """A page of a pair's documents, in the order of their names (case folded)."""
 
-    corpus = serializers.CharField()
-    service = serializers.CharField()
     status = serializers.CharField(allow_null=True)
     name_prefix = serializers.CharField(allow_null=True)
     offset = serializers.IntegerField()

@@ -18,7 +18,7 @@ from config.api.fields import StrictCharField
 from config.errors import BadRequest
 from corpora.choices import RunControlAction
 from corpora.queries.reports import CONTEXTS_MAX, EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
-from corpora.serializers import StatusCountsSerializer
+from corpora.serializers import PairSerializer, StatusCountsSerializer
 
 
 class RunControlSerializer(serializers.Serializer[object]):
@@ -41,9 +41,7 @@ class PercentagesSerializer(serializers.Serializer[object]):
     blocked = serializers.FloatField()
 
 
-class ServiceOverviewSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class ServiceOverviewSerializer(PairSerializer):
     total = serializers.IntegerField()
     counts = StatusCountsSerializer()
     percentages = PercentagesSerializer(help_text="of all tasks but the invalid ones")
@@ -106,9 +104,7 @@ class EntrySerializer(serializers.Serializer[object]):
     details = serializers.CharField(allow_blank=True)
 
 
-class EntryListSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class EntryListSerializer(PairSerializer):
     severity = serializers.CharField()
     category = serializers.CharField()
     what = serializers.CharField()
@@ -169,9 +165,7 @@ class ExplanationSerializer(serializers.Serializer[object]):
     )
 
 
-class DocumentReportSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class DocumentReportSerializer(PairSerializer):
     document = serializers.CharField()
     entry = serializers.CharField()
     explanation = ExplanationSerializer()
@@ -209,9 +203,7 @@ class RuntimeReportSerializer(serializers.Serializer[object]):
     slowest = SlowConversionSerializer(many=True)
 
 
-class RerunAckSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class RerunAckSerializer(PairSerializer):
     severity = serializers.CharField(allow_null=True)
     category = serializers.CharField(allow_null=True)
     what = serializers.CharField(allow_null=True)
@@ -219,9 +211,7 @@ class RerunAckSerializer(serializers.Serializer[object]):
     run_id = serializers.IntegerField()
 
 
-class ScopeRefreshSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class ScopeRefreshSerializer(PairSerializer):
     cleared_slices = serializers.IntegerField()
 
 

@@ -17,7 +17,7 @@ from config.errors import BadRequest
 from corpora.choices import TIMED_STAGES
 from corpora.queries.eta import RATE_WINDOW
 from corpora.queries.prune import CUTOFF_HELP, prune_cutoff
-from corpora.serializers import StatusCountsSerializer
+from corpora.serializers import PairSerializer, StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
 from services.serializers import ProfileSerializer
 
@@ -127,9 +127,7 @@ class ThroughputMinuteSerializer(serializers.Serializer[object]):
     completed = serializers.IntegerField(help_text="results applied in that minute")
 
 
-class TelemetrySerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class TelemetrySerializer(PairSerializer):
     precision = serializers.CharField()
     open_run = TelemetryRunSerializer(allow_null=True)
     last_closed_run = TelemetryRunSerializer(allow_null=True)
@@ -182,9 +180,7 @@ class RunCostSerializer(serializers.Serializer[object]):
     projections = ProjectionsSerializer(help_text="core-hours for the corpus and for arXiv at this rate")
 
 
-class CostSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class CostSerializer(PairSerializer):
     precision = serializers.CharField()
     open_run = RunCostSerializer(allow_null=True)
     last_closed_run = RunCostSerializer(allow_null=True)
@@ -206,9 +202,7 @@ class PairRunsParamsSerializer(serializers.Serializer[object]):
     limit = serializers.IntegerField(required=False, min_value=1, help_text="default 100, at most 500")
 
 
-class SnapshotAckSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class SnapshotAckSerializer(PairSerializer):
     taken_at = serializers.DateTimeField(help_text="the snapshot's date, as available_dates of the diff lists it")
     rows = serializers.IntegerField(help_text="rows appended: one per task of the pair")
 
@@ -241,9 +235,7 @@ class DiffCellSerializer(serializers.Serializer[object]):
     regression = serializers.BooleanField()
 
 
-class RunDiffSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class RunDiffSerializer(PairSerializer):
     available_dates = serializers.ListField(child=serializers.DateTimeField(), help_text="newest first")
     previous = serializers.DateTimeField(allow_null=True)
     current = serializers.DateTimeField(allow_null=True)
@@ -400,9 +392,7 @@ class HistoryEntrySerializer(serializers.Serializer[object]):
     )
 
 
-class DocumentHistorySerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class DocumentHistorySerializer(PairSerializer):
     document = serializers.CharField()
     report_url = serializers.CharField()
     classes = HistoryClassSerializer(many=True, help_text="every warning, error or fatal class it had, worst first")
@@ -471,9 +461,7 @@ class PackageRowSerializer(serializers.Serializer[object]):
     )
 
 
-class PackageRankingSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class PackageRankingSerializer(PairSerializer):
     run = serializers.IntegerField(allow_null=True, help_text="the run read, or null for the tasks now")
     taken_at = serializers.DateTimeField(allow_null=True, help_text="the run's snapshot, or null when read live")
     count = serializers.IntegerField(help_text="packages in all")
@@ -508,9 +496,7 @@ class PackageChangeSerializer(serializers.Serializer[object]):
     current_clears = serializers.IntegerField()
 
 
-class PackageDiffSerializer(serializers.Serializer[object]):
-    corpus = serializers.CharField()
-    service = serializers.CharField()
+class PackageDiffSerializer(PairSerializer):
     available_dates = serializers.ListField(child=serializers.DateTimeField())
     previous = serializers.DateTimeField(allow_null=True)
     current = serializers.DateTimeField(allow_null=True)
