@@ -13,14 +13,11 @@ from django.db import connection, transaction
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from corpora.links import document_api_url
-from corpora.models import Document, Snapshot, SnapshotDiff, TaskDiff
+from corpora.models import Snapshot, SnapshotDiff
 from corpora.queries.corpora import Pair
 from corpora.queries.history import RunProfile, pair_known, run_at
 from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
-
-DOCUMENT_TABLE = Document._meta.db_table
-SNAPSHOT_TABLE = Snapshot._meta.db_table
-TASK_DIFF_TABLE = TaskDiff._meta.db_table
+from corpora.tables import DOCUMENT_TABLE, SNAPSHOT_TABLE, TASK_DIFF_TABLE
 
 
 @dataclass(frozen=True)
