@@ -13,13 +13,8 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from corpora.choices import ClassLevel
-from corpora.models import GrainSlice, MessageClass, MessageTally, ReportGrain
 from corpora.statuses import SEVERITIES
-
-GRAIN_SLICE_TABLE = GrainSlice._meta.db_table
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
-REPORT_GRAIN_TABLE = ReportGrain._meta.db_table
+from corpora.tables import GRAIN_SLICE_TABLE, MESSAGE_CLASS_TABLE, MESSAGE_TALLY_TABLE, REPORT_GRAIN_TABLE
 
 
 def grain_slice_rebuild(corpus_id: int, service_id: int, severity: str, *, timeout_ms: int | None = None) -> int:

@@ -26,27 +26,17 @@ from django.db.backends.utils import CursorWrapper
 
 from conversion.attribution import attribute
 from corpora.choices import ClassLevel
-from corpora.models import (
-    MessageClass,
-    MessageTally,
-    PackageTally,
-    PackageUsage,
-    StaleMessages,
-    Task,
-    TaskClass,
-    TaskMessages,
-    TaskPackage,
+from corpora.tables import (
+    MESSAGE_CLASS_TABLE,
+    MESSAGE_TALLY_TABLE,
+    PACKAGE_TALLY_TABLE,
+    PACKAGE_USAGE_TABLE,
+    STALE_MESSAGES_TABLE,
+    TASK_CLASS_TABLE,
+    TASK_MESSAGES_TABLE,
+    TASK_PACKAGE_TABLE,
+    TASK_TABLE,
 )
-
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
-PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
-PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
-STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
-TASK_TABLE = Task._meta.db_table
-TASK_CLASS_TABLE = TaskClass._meta.db_table
-TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
-TASK_PACKAGE_TABLE = TaskPackage._meta.db_table
 
 logger = logging.getLogger(__name__)
 

@@ -27,58 +27,36 @@ from config.planner import BULK_SETTINGS
 from conversion.choices import COMPLETED, TROUBLE_FROM, Severity
 from conversion.profiles import profile_load
 from corpora.choices import ClassLevel
-from corpora.models import (
-    MEMBERS_CHUNK,
-    Activation,
-    Corpus,
-    Document,
-    Experiment,
-    ExperimentVariant,
-    MessageClass,
-    MessageTally,
-    Run,
-    Snapshot,
-    SnapshotClass,
-    SnapshotDiff,
-    SnapshotMembers,
-    SnapshotPackage,
-    StaleMessages,
-    Task,
-    TaskClass,
-    TaskCount,
-    TaskDiff,
-    TaskPackage,
-    TelemetryBin,
-    TelemetryMinute,
-)
+from corpora.models import MEMBERS_CHUNK, Run
 from corpora.queries.corpora import package_tallies_sql, pair_counts, retired_messages_exist, taskdiff_share
 from corpora.results import results_discard
 from corpora.statuses import BUSY_BUCKETS, infrastructure_class_sql
+from corpora.tables import (
+    ACTIVATION_TABLE,
+    CORPUS_TABLE,
+    DOCUMENT_TABLE,
+    EXPERIMENT_TABLE,
+    EXPERIMENT_VARIANT_TABLE,
+    MESSAGE_CLASS_TABLE,
+    MESSAGE_TALLY_TABLE,
+    RUN_TABLE,
+    SNAPSHOT_CLASS_TABLE,
+    SNAPSHOT_DIFF_TABLE,
+    SNAPSHOT_MEMBERS_TABLE,
+    SNAPSHOT_PACKAGE_TABLE,
+    SNAPSHOT_TABLE,
+    STALE_MESSAGES_TABLE,
+    TASK_CLASS_TABLE,
+    TASK_COUNT_TABLE,
+    TASK_DIFF_TABLE,
+    TASK_PACKAGE_TABLE,
+    TASK_TABLE,
+    TELEMETRY_BIN_TABLE,
+    TELEMETRY_MINUTE_TABLE,
+)
 from corpora.task_changes import tasks_purge
 from corpora.telemetry import telemetry_delete, telemetry_trim
 from services.models import Service
-
-ACTIVATION_TABLE = Activation._meta.db_table
-CORPUS_TABLE = Corpus._meta.db_table
-DOCUMENT_TABLE = Document._meta.db_table
-EXPERIMENT_TABLE = Experiment._meta.db_table
-EXPERIMENT_VARIANT_TABLE = ExperimentVariant._meta.db_table
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
-RUN_TABLE = Run._meta.db_table
-SNAPSHOT_TABLE = Snapshot._meta.db_table
-SNAPSHOT_CLASS_TABLE = SnapshotClass._meta.db_table
-SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
-SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
-SNAPSHOT_PACKAGE_TABLE = SnapshotPackage._meta.db_table
-STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
-TASK_TABLE = Task._meta.db_table
-TASK_CLASS_TABLE = TaskClass._meta.db_table
-TASK_COUNT_TABLE = TaskCount._meta.db_table
-TASK_DIFF_TABLE = TaskDiff._meta.db_table
-TASK_PACKAGE_TABLE = TaskPackage._meta.db_table
-TELEMETRY_BIN_TABLE = TelemetryBin._meta.db_table
-TELEMETRY_MINUTE_TABLE = TelemetryMinute._meta.db_table
 
 # --- runs and snapshots --------------------------------------------------------------------------
 

@@ -35,34 +35,22 @@ from corpora.message_store import (
     messages_write,
     wal_compress,
 )
-from corpora.models import (
-    RUNTIME_BIN_MS,
-    Activation,
-    Corpus,
-    Document,
-    MessageClass,
-    Run,
-    RuntimeBin,
-    RuntimeCount,
-    Task,
-    TaskClass,
-    TaskCount,
-    TaskRuntime,
-)
+from corpora.models import RUNTIME_BIN_MS
 from corpora.statuses import BLOCKED_SQL, IN_PROGRESS_SQL, LEASED_SQL
+from corpora.tables import (
+    ACTIVATION_TABLE,
+    CORPUS_TABLE,
+    DOCUMENT_TABLE,
+    MESSAGE_CLASS_TABLE,
+    RUN_TABLE,
+    RUNTIME_BIN_TABLE,
+    RUNTIME_COUNT_TABLE,
+    TASK_CLASS_TABLE,
+    TASK_COUNT_TABLE,
+    TASK_RUNTIME_TABLE,
+    TASK_TABLE,
+)
 from corpora.telemetry import LEASE_WAITS_CTE
-
-ACTIVATION_TABLE = Activation._meta.db_table
-CORPUS_TABLE = Corpus._meta.db_table
-DOCUMENT_TABLE = Document._meta.db_table
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-RUN_TABLE = Run._meta.db_table
-RUNTIME_BIN_TABLE = RuntimeBin._meta.db_table
-RUNTIME_COUNT_TABLE = RuntimeCount._meta.db_table
-TASK_TABLE = Task._meta.db_table
-TASK_CLASS_TABLE = TaskClass._meta.db_table
-TASK_COUNT_TABLE = TaskCount._meta.db_table
-TASK_RUNTIME_TABLE = TaskRuntime._meta.db_table
 
 logger = logging.getLogger(__name__)
 

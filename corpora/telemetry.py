@@ -28,11 +28,7 @@ from typing import Any
 from django.db.backends.utils import CursorWrapper
 
 from corpora.choices import Stage
-from corpora.models import Run, TelemetryBin, TelemetryMinute
-
-RUN_TABLE = Run._meta.db_table
-TELEMETRY_BIN_TABLE = TelemetryBin._meta.db_table
-TELEMETRY_MINUTE_TABLE = TelemetryMinute._meta.db_table
+from corpora.tables import RUN_TABLE, TELEMETRY_BIN_TABLE, TELEMETRY_MINUTE_TABLE
 
 BINS_PER_OCTAVE = 4
 

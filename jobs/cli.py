@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.cli import cli_actor
 from config.errors import ServiceError
@@ -37,3 +37,21 @@ class ServiceCommand(BaseCommand):
     @property
     def actor(self) -> str:
         return cli_actor()
+
+
+class DeleteCommand(ServiceCommand):
+    """A command that deletes one named thing with all it holds, confirmed by --confirm NAME, and prints the
+    counts of what went: a subclass names the thing (`noun`) and calls its delete action (`delete`)."""
+
+    noun: str
+
+    def delete(self, name: str, confirm: str | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("name")
+        parser.add_argument("--confirm", help=f"must equal the {self.noun} name")
+
+    def handle(self, *args: object, name: str, confirm: str | None, **options: Any) -> None:
+        counts = self.write_action(lambda: self.delete(name, confirm))
+        self.stdout.write(f"deleted {self.noun} {name}: {counts}")

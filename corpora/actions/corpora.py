@@ -22,10 +22,18 @@ from config.transient import transient_note, transient_retry
 from conversion.archive import Entry
 from corpora import scan
 from corpora.choices import ClassLevel, CorpusState
-from corpora.models import Activation, Corpus, Document, MessageClass, MessageTally, Run, StaleMessages, Task, TaskClass
+from corpora.models import Activation, Corpus, Run
 from corpora.pairs import data_purge, run_open, runs_close_drained
 from corpora.queries.corpora import corpus_get, pair_get, retired_messages_exist
 from corpora.statuses import SEVERITIES, severity_check
+from corpora.tables import (
+    DOCUMENT_TABLE,
+    MESSAGE_CLASS_TABLE,
+    MESSAGE_TALLY_TABLE,
+    STALE_MESSAGES_TABLE,
+    TASK_CLASS_TABLE,
+    TASK_TABLE,
+)
 from corpora.task_changes import activation_tasks_create, extend_tasks_create, import_tasks_create, sandbox_tasks_create
 from jobs.actions import job_enqueue
 from jobs.choices import JobKinds
@@ -34,13 +42,6 @@ from jobs.runner import JobFailed
 from services.actions import protected_service
 from services.choices import ProtectedService
 from services.queries import service_get
-
-DOCUMENT_TABLE = Document._meta.db_table
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
-STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
-TASK_TABLE = Task._meta.db_table
-TASK_CLASS_TABLE = TaskClass._meta.db_table
 
 logger = logging.getLogger(__name__)
 

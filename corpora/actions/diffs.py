@@ -14,12 +14,8 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 
 from config.planner import BULK_SETTINGS
-from corpora.models import Snapshot, SnapshotDiff, TaskDiff
 from corpora.statuses import ABSENT_BUCKET
-
-SNAPSHOT_TABLE = Snapshot._meta.db_table
-SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
-TASK_DIFF_TABLE = TaskDiff._meta.db_table
+from corpora.tables import SNAPSHOT_DIFF_TABLE, SNAPSHOT_TABLE, TASK_DIFF_TABLE
 
 
 def _pairs_statement(same_documents: bool) -> str:

@@ -9,7 +9,7 @@ computed once; only the deletion of a corpus or service (corpora.pairs.data_purg
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Unpack
 
 from accounts.actions import journal_note, journaled
 from accounts.choices import Action
@@ -19,7 +19,7 @@ from corpora.actions.diffs import diff_ensure, diff_rows_ensure
 from corpora.models import Activation
 from corpora.pairs import history_remove, snapshot_take
 from corpora.queries.corpora import pair_resolve
-from corpora.queries.diffs import DiffScope, RunDiff, TaskDiffRow, run_diff, task_diffs
+from corpora.queries.diffs import DiffScope, RunDiff, TaskDiffFilters, TaskDiffRow, run_diff, task_diffs
 from corpora.queries.prune import PruneScope, prune_runs_sql, prune_scope, prune_snapshots_sql, prune_summary
 
 
@@ -51,29 +51,13 @@ def diff_read(scope: DiffScope, *, exclude_infrastructure: bool = False) -> tupl
     return diff_id, run_diff(scope, diff_id, exclude_infrastructure=exclude_infrastructure)
 
 
-def task_diffs_read(
-    scope: DiffScope,
-    page: Page,
-    *,
-    previous_status: str | None = None,
-    current_status: str | None = None,
-    change: str | None = None,
-    exclude_infrastructure: bool = False,
-) -> list[TaskDiffRow]:
+def task_diffs_read(scope: DiffScope, page: Page, **filters: Unpack[TaskDiffFilters]) -> list[TaskDiffRow]:
     """GET .../tasks and the screens that list changed documents: a page of them
     (corpora.queries.diffs.task_diffs), the diff and its changed documents' rows made first if needed."""
     diff_id = diff_ready(
         scope.previous.id if scope.previous else None, scope.current.id if scope.current else None, rows=True
     )
-    return task_diffs(
-        scope,
-        diff_id,
-        page,
-        previous_status=previous_status,
-        current_status=current_status,
-        change=change,
-        exclude_infrastructure=exclude_infrastructure,
-    )
+    return task_diffs(scope, diff_id, page, **filters)
 
 
 @journaled(Action.RUNS_PRUNE, target=lambda a: f"{a.get('corpus') or '*'}/{a.get('service') or '*'}")

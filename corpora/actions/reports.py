@@ -21,17 +21,16 @@ from conversion.choices import COMPLETED
 from corpora.choices import RunControlAction
 from corpora.grains import grain_slice_rebuild, grains_clear
 from corpora.message_store import messages_purge_retired, messages_vacuum
-from corpora.models import GrainSlice, TaskCount
+from corpora.models import GrainSlice
 from corpora.pairs import run_open, runs_close_drained
 from corpora.queries.corpora import Pair, pair_resolve
 from corpora.queries.reports import GrainReport, category_report, retired_messages_left, what_report
 from corpora.statuses import SEVERITIES, severity_check
+from corpora.tables import TASK_COUNT_TABLE
 from corpora.task_changes import tasks_pause, tasks_rerun, tasks_resume
 from jobs.actions import job_enqueue
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.models import Job
-
-TASK_COUNT_TABLE = TaskCount._meta.db_table
 
 
 def _scope(arguments: dict[str, Any]) -> str:

@@ -18,12 +18,10 @@ from django.urls import reverse
 from config.errors import NotFound
 from conversion.choices import COMPLETED, TaskStatus
 from corpora.links import document_api_url
-from corpora.models import Document, Experiment, ExperimentVariant, Task
+from corpora.models import Document, Experiment, ExperimentVariant
 from corpora.statuses import status_rank_sql
+from corpora.tables import DOCUMENT_TABLE, TASK_TABLE
 from jobs.models import Job
-
-DOCUMENT_TABLE = Document._meta.db_table
-TASK_TABLE = Task._meta.db_table
 
 # The papers behind each number a detail lists, first by name; the numbers count them all.
 PAPERS_SHOWN = 200

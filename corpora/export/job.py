@@ -37,12 +37,10 @@ from conversion.choices import COMPLETED_NAMES
 from conversion.zips import ZipOut
 from corpora.choices import ExportGrouping
 from corpora.export.queries import EXPORT_SEVERITIES, MANIFEST, PLAN, export_dir_check, plan_read
-from corpora.models import Activation, Document, Task
+from corpora.models import Activation
 from corpora.results import result_copy, result_file
+from corpora.tables import DOCUMENT_TABLE, TASK_TABLE
 from jobs.runner import JobFailed
-
-DOCUMENT_TABLE = Document._meta.db_table
-TASK_TABLE = Task._meta.db_table
 
 Progress = Callable[..., None]
 Log = Callable[[str], None]

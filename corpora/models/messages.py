@@ -8,7 +8,7 @@ from django.db import models
 from conversion.logparse import CATEGORY_MAX, DETAILS_MAX, WHAT_MAX
 from corpora.choices import MessageSeverity
 from corpora.models.corpora import Corpus
-from corpora.models.tasks import Task
+from corpora.models.tasks import PairStatusTally, PerTaskRow, Task
 
 
 class MessageClass(models.Model):
@@ -62,7 +62,7 @@ class TaskMessages(models.Model):
         return f"messages of task {self.task_id}"
 
 
-class TaskClass(models.Model):
+class TaskClass(PerTaskRow):
     """That a task has messages of a class (level 0): one row per (task, class). The key is the report
     index: the tasks of one status with one class are one range of it, in task order (entry lists, rerun
     and sandbox scopes). The task's document is in the row and, included, in the key's index: a snapshot
@@ -70,12 +70,7 @@ class TaskClass(models.Model):
     cannot state). The task index finds a task's rows when its messages are deleted."""
 
     pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id", "task_id")
-    task_id = models.BigIntegerField()
-    document_id = models.BigIntegerField()
-    corpus_id = models.IntegerField()
-    service_id = models.IntegerField()
     message_class_id = models.IntegerField()
-    task_status = models.SmallIntegerField()
 
     class Meta:
         indexes = [models.Index(fields=["task_id"], name="taskclass_task")]
@@ -101,21 +96,16 @@ class StaleMessages(models.Model):
         return f"task {self.task_id}'s messages are retired"
 
 
-class MessageTally(models.Model):
+class MessageTally(PairStatusTally):
     """Per (corpus, service, task status, class or rollup): how many tasks have such messages and how many
     messages they are. Kept exact by the message writer and deleter (corpora.message_store), so report slices
     are built from these rows, never from the messages. Rows that fall to zero stay and are skipped."""
 
     pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "message_class_id")
-    corpus_id = models.IntegerField()
-    service_id = models.IntegerField()
-    task_status = models.SmallIntegerField()
     message_class_id = models.IntegerField()
-    tasks = models.BigIntegerField()
     messages = models.BigIntegerField()
 
-    def __str__(self) -> str:
-        return f"{self.corpus_id}/{self.service_id}/{self.task_status}/{self.message_class_id}: {self.tasks}"
+    tally_key = "message_class_id"
 
 
 class LogMessage(models.Model):

@@ -9,9 +9,10 @@ from django.db.models import Q
 from conversion.attribution import NAME_MAX as PACKAGE_NAME_MAX
 from conversion.choices import TROUBLE_FROM
 from corpora.choices import PACKAGE_KINDS
+from corpora.models.tasks import PairStatusTally, PerTaskRow
 
 
-class TaskPackage(models.Model):
+class TaskPackage(PerTaskRow):
     """What one task's log says about one package or class it used (conversion/attribution.py): its
     evidence and verdicts as PackageFlag bits, and the task's error and fatal messages located in it.
     Written by corpora.message_store's message writer with the task's messages, in the same transaction,
@@ -19,11 +20,6 @@ class TaskPackage(models.Model):
     pair is one index range (docs/decisions/package-attribution.md)."""
 
     pk = models.CompositePrimaryKey("corpus_id", "service_id", "kind", "package", "task_id")
-    task_id = models.BigIntegerField()
-    document_id = models.BigIntegerField()
-    corpus_id = models.IntegerField()
-    service_id = models.IntegerField()
-    task_status = models.SmallIntegerField()
     kind = models.CharField(max_length=10, choices=PACKAGE_KINDS.choices)
     package = models.CharField(max_length=PACKAGE_NAME_MAX)
     flags = models.SmallIntegerField()
@@ -62,21 +58,16 @@ class PackageUsage(models.Model):
         return f"{self.kind} {self.package} ({self.flags})"
 
 
-class PackageTally(models.Model):
+class PackageTally(PairStatusTally):
     """Per (corpus, service, task status, package usage): how many tasks have that usage. Kept exact by the
     message writer and deleter with TaskPackage, so a pair's ranking sums these rows, a few per package,
     never the tasks' rows (docs/decisions/package-attribution.md). Rows that fall to zero stay and are
     skipped."""
 
     pk = models.CompositePrimaryKey("corpus_id", "service_id", "task_status", "package_usage_id")
-    corpus_id = models.IntegerField()
-    service_id = models.IntegerField()
-    task_status = models.SmallIntegerField()
     package_usage_id = models.IntegerField()
-    tasks = models.BigIntegerField()
 
-    def __str__(self) -> str:
-        return f"{self.corpus_id}/{self.service_id}/{self.task_status}/{self.package_usage_id}: {self.tasks}"
+    tally_key = "package_usage_id"
 
 
 class SnapshotPackage(models.Model):

@@ -81,6 +81,40 @@ class TaskCount(models.Model):
         return f"{self.corpus_id}/{self.service_id}/{self.bucket}: {self.count}"
 
 
+class PerTaskRow(models.Model):
+    """The shape of the rows of one task that carry its document, pair and status (written with the task's
+    messages, in the same transaction, and deleted before its status changes), so that a pair's rows of one
+    status are one index range and no read joins the tasks: TaskClass and TaskPackage are such rows."""
+
+    task_id = models.BigIntegerField()
+    document_id = models.BigIntegerField()
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+
+    class Meta:
+        abstract = True
+
+
+class PairStatusTally(models.Model):
+    """The shape of a pair's tallies of its tasks per status and one more key (`tally_key`, the subclass's
+    field): per (corpus, service, task status, key) how many tasks. Kept exact by the message writer and
+    deleter (corpora.message_store); MessageTally and PackageTally are such tallies."""
+
+    corpus_id = models.IntegerField()
+    service_id = models.IntegerField()
+    task_status = models.SmallIntegerField()
+    tasks = models.BigIntegerField()
+
+    tally_key: str
+
+    class Meta:
+        abstract = True
+
+    def __str__(self) -> str:
+        return f"{self.corpus_id}/{self.service_id}/{self.task_status}/{getattr(self, self.tally_key)}: {self.tasks}"
+
+
 class TaskRuntime(models.Model):
     """The conversion runtime of a task (from its Info:runtime_ms line), narrow for the runtime report, with
     its CPU time and peak resident memory (Info:cpu_ms, Info:peak_rss_kb) where the worker measured them."""

@@ -17,29 +17,21 @@ from conversion.choices import SEVERITIES_WORST_FIRST, Severity
 from conversion.taxonomy import meaning_of
 from corpora.choices import ClassChange, ClassLevel, MemberChange
 from corpora.links import document_api_url, document_history_url, document_url
-from corpora.models import (
-    Document,
-    MessageClass,
-    Run,
-    Snapshot,
-    SnapshotClass,
-    SnapshotMembers,
-    StaleMessages,
-    Task,
-    TaskClass,
-)
+from corpora.models import Document, Run, Snapshot, Task
 from corpora.pairs import MEMBER_SEVERITIES
 from corpora.queries.corpora import Pair
 from corpora.queries.diffs import DiffScope
 from corpora.queries.history import pair_known
 from corpora.statuses import DIFF_BUCKET_NAMES, infrastructure_class_sql, status_name
+from corpora.tables import (
+    MESSAGE_CLASS_TABLE,
+    SNAPSHOT_CLASS_TABLE,
+    SNAPSHOT_MEMBERS_TABLE,
+    SNAPSHOT_TABLE,
+    STALE_MESSAGES_TABLE,
+    TASK_CLASS_TABLE,
+)
 
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-SNAPSHOT_TABLE = Snapshot._meta.db_table
-SNAPSHOT_CLASS_TABLE = SnapshotClass._meta.db_table
-SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
-STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
-TASK_CLASS_TABLE = TaskClass._meta.db_table
 # What each kind is, on the two snapshots' task counts p (previous) and c (current).
 _KIND_SQL: dict[str, str] = {
     ClassChange.APPEARED: "p = 0 AND c > 0",

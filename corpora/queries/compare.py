@@ -14,17 +14,15 @@ from config.errors import BadRequest, NotFound
 from config.planner import BULK_SETTINGS
 from conversion.profiles import preset_of, profile_load
 from corpora.links import document_api_url
-from corpora.models import Corpus, Document, Task, TaskCount
+from corpora.models import Corpus, TaskCount
 from corpora.queries.corpora import Pair, corpus_get
 from corpora.queries.diffs import status_filter
 from corpora.queries.history import RunProfile, run_latest
 from corpora.statuses import ABSENT_BUCKET, DIFF_BUCKET_NAMES, regressed
+from corpora.tables import DOCUMENT_TABLE, TASK_TABLE
 from services.choices import ProtectedService
 from services.models import Service
 from services.queries import service_get
-
-DOCUMENT_TABLE = Document._meta.db_table
-TASK_TABLE = Task._meta.db_table
 
 
 @dataclass(frozen=True)

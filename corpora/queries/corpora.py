@@ -16,40 +16,25 @@ from config.api.paging import Page
 from config.errors import NotFound
 from conversion.choices import Severity, TaskStatus
 from corpora.links import document_api_url, document_html_api_url
-from corpora.models import (
-    Activation,
-    Corpus,
-    Document,
-    MessageClass,
-    PackageTally,
-    PackageUsage,
-    Run,
-    Snapshot,
-    SnapshotDiff,
-    StaleMessages,
-    Task,
-    TaskCount,
-    TaskDiff,
-    TaskMessages,
-    TaskRuntime,
-)
+from corpora.models import Activation, Corpus, Run, Snapshot, TaskCount
 from corpora.results import result_has_html
 from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
+from corpora.tables import (
+    CORPUS_TABLE,
+    DOCUMENT_TABLE,
+    MESSAGE_CLASS_TABLE,
+    PACKAGE_TALLY_TABLE,
+    PACKAGE_USAGE_TABLE,
+    SNAPSHOT_DIFF_TABLE,
+    STALE_MESSAGES_TABLE,
+    TASK_DIFF_TABLE,
+    TASK_MESSAGES_TABLE,
+    TASK_RUNTIME_TABLE,
+    TASK_TABLE,
+)
 from services.choices import ProtectedService
 from services.models import Service
 from services.queries import served_service_ids, service_get
-
-CORPUS_TABLE = Corpus._meta.db_table
-DOCUMENT_TABLE = Document._meta.db_table
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
-STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
-PACKAGE_TALLY_TABLE = PackageTally._meta.db_table
-PACKAGE_USAGE_TABLE = PackageUsage._meta.db_table
-TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
-TASK_TABLE = Task._meta.db_table
-TASK_DIFF_TABLE = TaskDiff._meta.db_table
-TASK_RUNTIME_TABLE = TaskRuntime._meta.db_table
 
 
 def corpus_list() -> QuerySet[Corpus]:

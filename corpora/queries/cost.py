@@ -18,8 +18,8 @@ from corpora.choices import Stage
 from corpora.models import Run, TaskCount, TelemetryBin, TelemetryMinute
 from corpora.queries.corpora import Pair
 from corpora.queries.history import pair_known
-from corpora.queries.telemetry import PERCENTILES, percentile_bin
-from corpora.telemetry import BINS_PER_OCTAVE, bin_bounds, bin_middle
+from corpora.queries.telemetry import PERCENTILES, bin_point, percentile_bin
+from corpora.telemetry import BINS_PER_OCTAVE
 
 # arXiv's size, in papers, for the projection beside the corpus's own: the corpus a full run of the
 # service is meant for (the real set in ../shared is a sample of it).
@@ -105,17 +105,14 @@ class Cost:
 
 
 def _memory_percentile(bin_: int | None) -> MemoryPercentile | None:
-    if bin_ is None:
-        return None
-    low, high = bin_bounds(bin_)
-    return MemoryPercentile(round(bin_middle(bin_) / _MIB, 3), round(low / _MIB, 3), round(high / _MIB, 3))
+    return None if bin_ is None else MemoryPercentile(*bin_point(bin_, _MIB))
 
 
 def peak_memory(bins: list[tuple[int, int]]) -> PeakMemory:
     """The peak-memory DTO of (bin, count) rows."""
     rows = sorted((b, c) for b, c in bins if c > 0)
     percentiles = {name: _memory_percentile(percentile_bin(rows, fraction)) for name, fraction in PERCENTILES}
-    histogram = [MemoryBin(round(bin_bounds(b)[0] / _MIB, 3), round(bin_bounds(b)[1] / _MIB, 3), c) for b, c in rows]
+    histogram = [MemoryBin(*bin_point(b, _MIB)[1:], c) for b, c in rows]
     top = _memory_percentile(rows[-1][0]) if rows else None
     return PeakMemory(count=sum(c for _, c in rows), **percentiles, max=top, histogram=histogram)
 

@@ -7,20 +7,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypedDict, Unpack
 
 from django.db import connection, transaction
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from corpora.links import document_api_url
-from corpora.models import Document, Snapshot, SnapshotDiff, TaskDiff
+from corpora.models import Snapshot, SnapshotDiff
 from corpora.queries.corpora import Pair
 from corpora.queries.history import RunProfile, pair_known, run_at
 from corpora.statuses import DIFF_BUCKET_NAMES, DIFF_BUCKETS, regressed
-
-DOCUMENT_TABLE = Document._meta.db_table
-SNAPSHOT_TABLE = Snapshot._meta.db_table
-TASK_DIFF_TABLE = TaskDiff._meta.db_table
+from corpora.tables import DOCUMENT_TABLE, SNAPSHOT_TABLE, TASK_DIFF_TABLE
 
 
 @dataclass(frozen=True)
@@ -170,6 +168,25 @@ def status_filter(name: str | None, which: str) -> int | None:
     return DIFF_BUCKETS[name]
 
 
+class TaskDiffFilters(TypedDict, total=False):
+    """The filters of a diff's changed documents, as task_diffs, task_diff_count and
+    corpora.actions.history.task_diffs_read take them: one transition's previous and current status (names,
+    either absent for any), only the regressions (change "regressed"), and whether the infrastructure
+    failures' documents are left out."""
+
+    previous_status: str | None
+    current_status: str | None
+    change: str | None
+    exclude_infrastructure: bool
+
+
+def _filters(filters: TaskDiffFilters) -> tuple[int | None, int | None, str | None, bool]:
+    """The filters as buckets (400 on an unknown status name), the change, and exclude_infrastructure."""
+    previous = status_filter(filters.get("previous_status"), "previous_status")
+    current = status_filter(filters.get("current_status"), "current_status")
+    return previous, current, filters.get("change"), filters.get("exclude_infrastructure", False)
+
+
 @dataclass(frozen=True)
 class _Segment:
     """A page's rows of one transition: `limit` documents from `offset` on, in document order."""
@@ -212,21 +229,13 @@ _TASK_PAGE_SETTINGS = ("SET LOCAL enable_bitmapscan = off", "SET LOCAL enable_so
 
 
 def task_diffs(
-    scope: DiffScope,
-    diff_id: int | None,
-    page: Page,
-    *,
-    previous_status: str | None = None,
-    current_status: str | None = None,
-    change: str | None = None,
-    exclude_infrastructure: bool = False,
+    scope: DiffScope, diff_id: int | None, page: Page, **filters: Unpack[TaskDiffFilters]
 ) -> list[TaskDiffRow]:
     """GET /api/runs/{corpus}/{service}/tasks: the documents whose status changed, by transition and
     document, optionally of one transition (or only regressions), and without the infrastructure failures'
     documents. The diff's matrix says which transitions the page covers and where in each it starts, so each
     is one index range (less the few infrastructure failures' documents when they are left out)."""
-    previous = status_filter(previous_status, "previous_status")
-    current = status_filter(current_status, "current_status")
+    previous, current, change, exclude_infrastructure = _filters(filters)
     matrix = _diff_matrix(diff_id, exclude_infrastructure)
     if not matrix or scope.previous is None or scope.current is None:
         return []
@@ -260,18 +269,10 @@ def task_diffs(
     return [_task_diff(corpus, service, name, p, c) for name, p, c in rows]
 
 
-def task_diff_count(
-    diff_id: int | None,
-    *,
-    previous_status: str | None = None,
-    current_status: str | None = None,
-    change: str | None = None,
-    exclude_infrastructure: bool = False,
-) -> int:
+def task_diff_count(diff_id: int | None, **filters: Unpack[TaskDiffFilters]) -> int:
     """How many documents task_diffs lists under the same filters, from the diff's stored matrix (for
     the screen's pager)."""
-    previous = status_filter(previous_status, "previous_status")
-    current = status_filter(current_status, "current_status")
+    previous, current, change, exclude_infrastructure = _filters(filters)
     matrix = _diff_matrix(diff_id, exclude_infrastructure)
     if matrix is None:
         return 0

@@ -42,26 +42,18 @@ class RunProfile:
 
 
 @dataclass(frozen=True)
-class RunRecord:
-    """A run of a pair, its tallies live while it is open (RunSerializer)."""
+class RunRecord(RunProfile):
+    """A run of a pair: its profile (RunProfile) with its pair, owner and tallies, these live while it is open
+    (RunSerializer)."""
 
-    id: int
     corpus: str
     service: str
     owner: str
     description: str
-    started_at: datetime
-    finished_at: datetime | None
     duration_seconds: float | None
     open: bool
     tallies: dict[str, int] | None
     snapshot_at: datetime | None
-    engine: str
-    engine_versions: list[str]
-    profile: dict[str, Any]
-    profile_hash: str
-    profile_hashes: list[str]
-    profile_changed: bool
 
 
 @dataclass(frozen=True)

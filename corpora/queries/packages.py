@@ -20,16 +20,13 @@ from config.errors import BadRequest, NotFound
 from conversion.attribution import evidence_names
 from conversion.choices import COMPLETED, PackageFlag, PackageKind
 from corpora.links import document_api_url, document_url
-from corpora.models import Document, Run, SnapshotPackage, StaleMessages, TaskPackage
+from corpora.models import Run
 from corpora.queries.corpora import Pair, package_tallies_sql, retired_messages_exist
 from corpora.queries.diffs import DiffScope
 from corpora.queries.history import pair_known
 from corpora.statuses import status_name
+from corpora.tables import DOCUMENT_TABLE, SNAPSHOT_PACKAGE_TABLE, STALE_MESSAGES_TABLE, TASK_PACKAGE_TABLE
 
-DOCUMENT_TABLE = Document._meta.db_table
-SNAPSHOT_PACKAGE_TABLE = SnapshotPackage._meta.db_table
-STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
-TASK_PACKAGE_TABLE = TaskPackage._meta.db_table
 # How a ranking is ordered: the papers a package alone keeps from being error-free first.
 ORDER = "clears DESC, clears_weak DESC, only_missing DESC, papers DESC, kind, package"
 DIFF_NAMES_MAX = 20  # documents named per gained or lost list of a diff row

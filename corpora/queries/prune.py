@@ -13,9 +13,10 @@ from django.db import connection
 from django.utils import dateparse, timezone
 
 from config.errors import BadRequest
-from corpora.models import Corpus, Run, Snapshot, SnapshotDiff, SnapshotMembers
+from corpora.models import Corpus
 from corpora.pairs import history_tally
 from corpora.queries.corpora import corpus_get, taskdiff_share
+from corpora.tables import RUN_TABLE, SNAPSHOT_DIFF_TABLE, SNAPSHOT_MEMBERS_TABLE, SNAPSHOT_TABLE
 from services.models import Service
 from services.queries import service_get
 
@@ -36,12 +37,6 @@ def prune_cutoff(text: str) -> datetime:
     if moment is None:
         raise BadRequest(f"{text!r} is not a date: use {CUTOFF_HELP}.", errors={"before": ["not a date"]})
     return timezone.make_aware(moment) if timezone.is_naive(moment) else moment
-
-
-RUN_TABLE = Run._meta.db_table
-SNAPSHOT_TABLE = Snapshot._meta.db_table
-SNAPSHOT_DIFF_TABLE = SnapshotDiff._meta.db_table
-SNAPSHOT_MEMBERS_TABLE = SnapshotMembers._meta.db_table
 
 
 @dataclass(frozen=True)

@@ -30,39 +30,24 @@ from conversion.source_context import SourceContext, location_of, source_context
 from conversion.taxonomy import meaning_of
 from corpora.choices import ClassLevel
 from corpora.links import document_html_url, document_result_url
-from corpora.models import (
-    RUNTIME_BIN_MS,
-    Corpus,
-    Document,
-    LogMessage,
-    MessageClass,
-    MessageTally,
-    ReportGrain,
-    Run,
-    RuntimeBin,
-    RuntimeCount,
-    StaleMessages,
-    Task,
-    TaskClass,
-    TaskMessages,
-    TaskRuntime,
-)
+from corpora.models import RUNTIME_BIN_MS, Document, LogMessage, MessageClass, ReportGrain, Run, Task, TaskRuntime
 from corpora.queries.corpora import Pair, pair_counts, retired_messages_exist
 from corpora.results import result_html, result_stored
 from corpora.statuses import SEVERITIES, STATUS_KEYS, infrastructure_class_sql, severity_check, status_name
+from corpora.tables import (
+    CORPUS_TABLE,
+    DOCUMENT_TABLE,
+    MESSAGE_CLASS_TABLE,
+    MESSAGE_TALLY_TABLE,
+    RUNTIME_BIN_TABLE,
+    RUNTIME_COUNT_TABLE,
+    STALE_MESSAGES_TABLE,
+    TASK_CLASS_TABLE,
+    TASK_MESSAGES_TABLE,
+    TASK_RUNTIME_TABLE,
+    TASK_TABLE,
+)
 from services.queries import service_get
-
-CORPUS_TABLE = Corpus._meta.db_table
-DOCUMENT_TABLE = Document._meta.db_table
-MESSAGE_CLASS_TABLE = MessageClass._meta.db_table
-MESSAGE_TALLY_TABLE = MessageTally._meta.db_table
-RUNTIME_BIN_TABLE = RuntimeBin._meta.db_table
-RUNTIME_COUNT_TABLE = RuntimeCount._meta.db_table
-STALE_MESSAGES_TABLE = StaleMessages._meta.db_table
-TASK_TABLE = Task._meta.db_table
-TASK_CLASS_TABLE = TaskClass._meta.db_table
-TASK_MESSAGES_TABLE = TaskMessages._meta.db_table
-TASK_RUNTIME_TABLE = TaskRuntime._meta.db_table
 
 logger = logging.getLogger(__name__)
 

@@ -76,19 +76,22 @@ class ThroughputMinute:
     completed: int
 
 
+def bin_point(bin_: int, unit: float = 1.0) -> tuple[float, float, float]:
+    """A bin as its geometric middle and its bounds, in `unit`s of what it counts, to 3 decimals."""
+    low, high = bin_bounds(bin_)
+    return round(bin_middle(bin_) / unit, 3), round(low / unit, 3), round(high / unit, 3)
+
+
 def _percentile(bins: list[tuple[int, int]], fraction: float) -> Percentile | None:
     found = percentile_bin(bins, fraction)
-    if found is None:
-        return None
-    low, high = bin_bounds(found)
-    return Percentile(round(bin_middle(found), 3), round(low, 3), round(high, 3))
+    return None if found is None else Percentile(*bin_point(found))
 
 
 def stage_summary(stage: str, bins: list[tuple[int, int]]) -> StageSummary:
     """One stage's DTO: its count, percentiles and histogram (non-empty bins, shortest first)."""
     rows = sorted((b, c) for b, c in bins if c > 0)
     percentiles = {name: _percentile(rows, fraction) for name, fraction in PERCENTILES}
-    histogram = [HistogramBin(round(bin_bounds(b)[0], 3), round(bin_bounds(b)[1], 3), c) for b, c in rows]
+    histogram = [HistogramBin(*bin_point(b)[1:], c) for b, c in rows]
     return StageSummary(stage=stage, count=sum(c for _, c in rows), **percentiles, histogram=histogram)
 
 

@@ -1,18 +1,14 @@
 from __future__ import annotations
 
-from django.core.management.base import CommandParser
+from typing import Any
 
 from corpora.actions.corpora import corpus_delete
-from jobs.cli import ServiceCommand
+from jobs.cli import DeleteCommand
 
 
-class Command(ServiceCommand):
+class Command(DeleteCommand):
     help = "Delete a corpus with all its documents, tasks and log messages (--confirm NAME)."
+    noun = "corpus"
 
-    def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("name")
-        parser.add_argument("--confirm", help="must equal the corpus name")
-
-    def handle(self, *args: object, name: str, confirm: str | None, **options: object) -> None:
-        counts = self.write_action(lambda: corpus_delete(name=name, confirm=confirm, actor=self.actor))
-        self.stdout.write(f"deleted corpus {name}: {counts}")
+    def delete(self, name: str, confirm: str | None) -> dict[str, Any]:
+        return corpus_delete(name=name, confirm=confirm, actor=self.actor)
