@@ -3,8 +3,8 @@
 overrides of the live keys (PUT /api/config, `manage.py config set`). Every read of a live value goes
 through it; `django.conf.settings` is never changed while a process runs.
 
-A process starts on the overrides read once as its apps became ready (`config.overrides.apply_stored`, which
-calls `config_prime`).
+A process starts on the overrides read once as its apps became ready (`config.overrides.apply_stored`, handed
+to `config_prime` by ops/apps.py).
 The web middleware, the job worker and the dispatcher's loop call `config_refresh`, which reads the overrides'
 version (one query at most every SYNC_SECONDS) and, when it moved, reads the overrides again and builds a
 new `LiveConfig`; a reader holds whichever object was current, so its values never change under it.

@@ -111,13 +111,11 @@ def beat_schedule(job_sweep_seconds: int, report_refresh_seconds: int) -> dict[s
 def apply_stored(settings: LazySettings) -> dict[str, Any]:
     """Read the stored values once (as `stored`) and apply them: each key read only at start takes its stored
     value as its setting, the settings built from those while the settings loaded (the database pool's OPTIONS,
-    the beat schedule) are built again in place, and the live ones prime `config.live`. Called as the apps become
-    ready (ops/apps.py), before any request, task or database connection of the process; returns what was read.
+    the beat schedule) are built again in place; returns what was read, with which the caller primes `config.live`.
+    Called as the apps become ready (ops/apps.py), before any request, task or database connection of the process.
 
     The settings stay as they are when nothing is stored or the database does not answer (the embedded PostgreSQL
     `up` is starting, or a fresh database before `migrate` made the table)."""
-    from config import live
-
     values = stored(settings.DATABASE_URL)
     for name, value in values.items():
         key = KEYS[name]
@@ -133,5 +131,4 @@ def apply_stored(settings: LazySettings) -> dict[str, Any]:
             database["OPTIONS"].update(options)
     if any(name.startswith("beat.") for name in values):
         settings.CELERY_BEAT_SCHEDULE.update(beat_schedule(settings.JOB_SWEEP_SECONDS, settings.REPORT_REFRESH_SECONDS))
-    live.config_prime(values)
     return values

@@ -12,6 +12,7 @@ class OpsConfig(AppConfig):
         # migration made the table, the process runs on the environment's values.
         from django.conf import settings
 
+        from config.live import config_prime
         from config.overrides import apply_stored
 
-        apply_stored(settings)
+        config_prime(apply_stored(settings))
