@@ -6,12 +6,20 @@ import ipaddress
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 from urllib.parse import parse_qs, unquote, urlsplit
 
 
 class ConfigError(Exception):
     """A setting in the environment has a value the service cannot use."""
+
+
+@overload
+def env_str(name: str) -> str | None: ...
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: None) -> str | None: ...
 
 
 def env_str(name: str, default: str | None = None) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from typing import TypedDict
 
 import redis
 
@@ -25,6 +26,15 @@ _INF = "+Inf"
 # lapses on its own when the sink is gone.
 HELD_KEY = "ccs:sink:results_held"
 HELD_TTL_SECONDS = 10
+
+
+class HeldRecord(TypedDict):
+    """The sink's record while it holds results back, as JSON under HELD_KEY (results_held_record)."""
+
+    since: float
+    reason: str
+    free_bytes: int | None
+
 
 _client: redis.Redis | None = None
 _client_lock = threading.Lock()
@@ -74,7 +84,8 @@ def ingest_read() -> tuple[int, list[tuple[str, int]], float]:
 def results_held_record(*, since: float, reason: str, free_bytes: int | None) -> None:
     """In the sink, every second while it takes no result: since when (Unix time) and why. A Redis that does
     not answer costs the record, never the sink (logged)."""
-    record = json.dumps({"since": since, "reason": reason, "free_bytes": free_bytes})
+    held: HeldRecord = {"since": since, "reason": reason, "free_bytes": free_bytes}
+    record = json.dumps(held)
     try:
         _redis().set(HELD_KEY, record, ex=HELD_TTL_SECONDS)
     except redis.RedisError as exc:
@@ -89,8 +100,10 @@ def results_held_clear() -> None:
         logger.warning("the sink's hold not cleared: %s", exc)
 
 
-def results_held_read() -> dict | None:
-    """The sink's record while it holds results back ({"since", "reason", "free_bytes"}), else None; raises
-    RedisError when Redis does not answer."""
+def results_held_read() -> HeldRecord | None:
+    """The sink's record while it holds results back, else None; raises RedisError when Redis does not answer."""
     raw = _redis().get(HELD_KEY)
-    return json.loads(raw) if raw else None
+    if not raw:
+        return None
+    record: HeldRecord = json.loads(raw)
+    return record

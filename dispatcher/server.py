@@ -35,12 +35,13 @@ import time
 from collections import defaultdict, deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import zmq
 from django.conf import settings
 from django.db import connections, transaction
+from django.db.backends.postgresql.base import DatabaseWrapper as PostgreSQLWrapper
 from django.utils import timezone
 
 from config.live import config_refresh, get_config
@@ -184,10 +185,10 @@ class Flying:
 
 @dataclass
 class Tally:
+    first_seen: datetime
+    last_seen: datetime
     dispatched: int = 0
     returned: int = 0
-    first_seen: object = None
-    last_seen: object = None
 
 
 @dataclass
@@ -249,7 +250,7 @@ class Dispatcher:
 
     def __post_init__(self) -> None:
         self.queues: dict[str, deque[LeasedTask]] = defaultdict(deque)
-        self.tallies: dict[tuple[str, int], Tally] = defaultdict(Tally)
+        self.tallies: dict[tuple[str, int], Tally] = {}
         self.services: dict[str, ServiceEntry] = {}  # by name, refreshed each second
         # name -> monotonic time until which the service is taken to have no TODO task: a lease that came
         # back short means the service ran dry, and idle workers asking again at once need no SQL to hear
@@ -266,7 +267,7 @@ class Dispatcher:
         self.pack_threads = ThreadPoolExecutor(max_workers=PACK_THREADS, thread_name_prefix="dispatcher-pack")
         # (identity, service name, task, the payload or what packing raised, the profile to send with it or
         # None for a CorTeX request)
-        self.packed: deque[tuple[bytes, str, LeasedTask, bytes | Exception, bytes | None]] = deque()
+        self.packed: deque[tuple[bytes, str, LeasedTask, bytes | BaseException, bytes | None]] = deque()
         self.packed_wake, self.packed_signal = os.pipe()
         os.set_blocking(self.packed_wake, False)
         os.set_blocking(self.packed_signal, False)
@@ -396,7 +397,9 @@ class Dispatcher:
                 self._take_packed()
             now = time.monotonic()
             # While the database is away, the timers wait for it and workers are answered "no work" (`_next_task`).
-            database = self.outage_since is None or (now >= self.outage_retry_at and self._database_back())
+            database = self.outage_since is None or (
+                now >= self.outage_retry_at and self._database_back(self.outage_since)
+            )
             try:
                 if database and now >= next_reap:
                     self._reap()
@@ -415,10 +418,11 @@ class Dispatcher:
                     raise
                 self._database_lost(exc)
             # Told to stop (a group's SIGTERM reaches the sink too), its exit is part of the stop.
-            if not self.stopping and not self.sink_process.is_alive():
+            sink = self.sink_process
+            if not self.stopping and (sink is None or not sink.is_alive()):
                 self._take_sink_reports()
                 why = f"; {self.sink_stopped}" if self.sink_stopped else ""
-                raise SinkFailed(f"the sink process died (exit code {self.sink_process.exitcode}{why})")
+                raise SinkFailed(f"the sink process died (exit code {sink.exitcode if sink else None}{why})")
 
     def _database_lost(self, exc: Exception) -> None:
         """A transient database error (the server went away, a connection was ended): drop this thread's and
@@ -433,18 +437,18 @@ class Dispatcher:
         connections_reset()
         self.lease_thread.submit(connections_reset)  # connections are per thread: the leasing thread's own
 
-    def _database_back(self) -> bool:
-        """Whether the database answers again (a probe of its own, which does not wait for a pool); if not, the
-        wait before the next question grows."""
+    def _database_back(self, since: float) -> bool:
+        """Whether the database, away since `since` (monotonic), answers again (a probe of its own, which does not
+        wait for a pool); if not, the wait before the next question grows."""
         if database_down() is not None:
             self.outage_wait = min(self.outage_wait * 2, OUTAGE_MAX_WAIT_SECONDS)
             self.outage_retry_at = time.monotonic() + self.outage_wait
             return False
         for conn in connections.all(initialized_only=True):
-            if getattr(conn, "pool", None) is not None:
+            if isinstance(conn, PostgreSQLWrapper) and conn.pool is not None:
                 # A pool that failed to reconnect for a while waits long between its tries: start a new one.
                 conn.close_pool()
-        logger.warning("the database answers again after %.1f s", time.monotonic() - self.outage_since)
+        logger.warning("the database answers again after %.1f s", time.monotonic() - since)
         self.outage_since = None
         return True
 
@@ -464,14 +468,14 @@ class Dispatcher:
         self.counters.discarded += report.discarded
         self.counters.retried += report.retried
         self.counters.garbage += report.garbage
-        for (identity, service_name), (count, first_seen, last_seen) in report.returned.items():
+        for (identity, service_name), returned in report.returned.items():
             service = self.services.get(service_name)
             if service is None:
                 continue
-            tally = self.tallies[(identity, service.id)]
-            tally.returned += count
-            tally.first_seen = min(tally.first_seen or first_seen, first_seen)
-            tally.last_seen = max(tally.last_seen or last_seen, last_seen)
+            tally = self._tally_of((identity, service.id), returned.first_seen, returned.last_seen)
+            tally.returned += returned.count
+            tally.first_seen = min(tally.first_seen, returned.first_seen)
+            tally.last_seen = max(tally.last_seen, returned.last_seen)
 
     # --- ventilator: hand out work ---------------------------------------------------------------
 
@@ -833,10 +837,12 @@ class Dispatcher:
                 row.service_id, row.corpus, row.document = names[task]
         if now - self.p99s_read >= P99_EVERY_SECONDS:
             self.p99s_read = now
-            self.p99s = runtime_p99s(sorted({row.service_id for row in self.flying.values()}))
+            self.p99s = runtime_p99s(
+                sorted({row.service_id for row in self.flying.values() if row.service_id is not None})
+            )
         in_flight_replace([
             (task, row.service_id, row.corpus, row.document, row.worker, row.thread, row.since, row.heartbeat_at,
-             row.timeout, self.p99s.get(row.service_id))
+             row.timeout, None if row.service_id is None else self.p99s.get(row.service_id))
             for task, row in self.flying.items()
         ])  # fmt: skip
 
@@ -876,16 +882,21 @@ class Dispatcher:
         self.services = entries
 
     def _tally(self, identity: bytes, service_id: int) -> Tally:
-        key = (identity.decode(errors="replace")[:200], service_id)
-        tally = self.tallies[key]
         now = timezone.now()
-        tally.first_seen = tally.first_seen or now
+        tally = self._tally_of((identity.decode(errors="replace")[:200], service_id), now, now)
         tally.last_seen = now
+        return tally
+
+    def _tally_of(self, key: tuple[str, int], first_seen: datetime, last_seen: datetime) -> Tally:
+        """The worker's tally since the last flush; a new one seen first and last at the times given."""
+        tally = self.tallies.get(key)
+        if tally is None:
+            tally = self.tallies[key] = Tally(first_seen=first_seen, last_seen=last_seen)
         return tally
 
     def _flush(self) -> None:
         """Write worker tallies (one upsert) and the counters/heartbeat row."""
-        tallies, self.tallies = self.tallies, defaultdict(Tally)
+        tallies, self.tallies = self.tallies, {}
         if tallies:
             keys = list(tallies)
             workers_tally_add(

@@ -82,6 +82,15 @@ class WriterFailed(RuntimeError):
 
 
 @dataclass
+class Returned:
+    """A worker's results returned to the sink since its last report, and when it was first and last seen."""
+
+    count: int
+    first_seen: datetime
+    last_seen: datetime
+
+
+@dataclass
 class SinkReport:
     """What the sink did since its last report (pickled through the pipe)."""
 
@@ -90,8 +99,8 @@ class SinkReport:
     discarded: int = 0
     retried: int = 0
     garbage: int = 0
-    # (identity, service name) -> (results returned, first seen, last seen)
-    returned: dict[tuple[str, str], list] = field(default_factory=dict)
+    # (identity, service name) -> its results returned, first and last seen
+    returned: dict[tuple[str, str], Returned] = field(default_factory=dict)
     ready: bool = False
     error: str | None = None
     stopped: str | None = None  # in the last report: why the sink stopped
@@ -215,18 +224,21 @@ class Sink:
         else:
             self._resume(space.describe())
             return
-        self._hold(reason)
+        since = self._hold(reason)
         held = leases_hold(seconds=LEASE_HOLD_SECONDS)
         if held:
             logger.info("%d lease(s) kept for another %d s while results are held back", held, LEASE_HOLD_SECONDS)
-        results_held_record(since=self.held_since, reason=reason, free_bytes=space.free_bytes)
+        results_held_record(since=since, reason=reason, free_bytes=space.free_bytes)
 
-    def _hold(self, reason: str) -> None:
-        if self.held_since is None:
-            self.held_since = time.time()
+    def _hold(self, reason: str) -> float:
+        """Hold results back (said once a hold); returns since when they are held (Unix time)."""
+        since = self.held_since
+        if since is None:
+            since = self.held_since = time.time()
             self.report.held = True
             logger.warning("the sink stops taking results: %s", reason)
         self.held_reason = reason
+        return since
 
     def _resume(self, space: str) -> None:
         if self.held_since is None:
@@ -262,9 +274,9 @@ class Sink:
             )
             self.report.received += 1
             now = now or timezone.now()
-            tally = self.report.returned.setdefault((identity[:200], service), [0, now, now])
-            tally[0] += 1
-            tally[2] = now
+            tally = self.report.returned.setdefault((identity[:200], service), Returned(0, now, now))
+            tally.count += 1
+            tally.last_seen = now
 
     def _ingest(self) -> None:
         """Prepare the results held (decode them) and hand the batch to the writer thread; waits

@@ -3,6 +3,7 @@ set`), journaled with the values before and after, never the input (a refused va
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -15,6 +16,17 @@ from config.live import config_refresh
 from config.overrides import KEYS, pair_problem, problem
 from ops.configuration import NOT_SETTABLE, environment_value
 from ops.models import ConfigOverride, ConfigVersion
+
+
+@dataclass(frozen=True)
+class ConfigChange:
+    """A stored change (ConfigChangeSerializer): each key's value before and after, and the keys that need a
+    restart; the API adds the configuration after it."""
+
+    before: dict[str, Any]
+    after: dict[str, Any]
+    restart_required: list[str]
+    configuration: dict[str, Any] | None = None
 
 
 def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
@@ -35,16 +47,16 @@ def _check(name: str, value: Any) -> Any:
     if key is None:
         why = NOT_SETTABLE.get(name, "is not a key")
         raise BadRequest(f"{name} {why}", errors={name: [why]})
-    why = problem(key, value)
-    if why is not None:
+    wrong = problem(key, value)
+    if wrong is not None:
         # Only a number is echoed: a text put in the wrong field could be a secret.
         shown = f", not {value}" if isinstance(value, int | float) and not isinstance(value, bool) else ""
-        raise BadRequest(f"{name} {why}{shown}", errors={name: [why]})
+        raise BadRequest(f"{name} {wrong}{shown}", errors={name: [wrong]})
     return value
 
 
 @journaled(Action.CONFIG_SET, target="config", secret_input=True)
-def config_update(data: Any, *, actor: str) -> dict[str, Any]:
+def config_update(data: Any, *, actor: str) -> ConfigChange:
     """Validate a partial (nested) change whole, then store it; returns before, after and the keys that need a
     restart. A value of null removes the override. Nothing is stored when any key is refused."""
     flat = _flatten(data)
@@ -70,4 +82,4 @@ def config_update(data: Any, *, actor: str) -> dict[str, Any]:
     restart = sorted(name for name in checked if not KEYS[name].live)
     journal_note(before=before, after=after)
     config_refresh(force=True)
-    return {"before": before, "after": after, "restart_required": restart}
+    return ConfigChange(before=before, after=after, restart_required=restart)

@@ -4,6 +4,7 @@ endpoints (health, status, statistics, logs, configuration)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 
 from django.http import HttpRequest, HttpResponse
 from django_prometheus.exports import ExportToDjangoView
@@ -67,7 +68,8 @@ def metrics_view(request: HttpRequest) -> HttpResponse:
         response["WWW-Authenticate"] = 'ServiceToken realm="api"'
         return response
     collector_register()
-    return ExportToDjangoView(request)
+    exposition: HttpResponse = ExportToDjangoView(request)  # django_prometheus has no types
+    return exposition
 
 
 # --- status and statistics ---
@@ -157,4 +159,4 @@ class ConfigApi(TokenApiView):
     )
     def put(self, request: Request) -> Response:
         change = config_update(request.data, actor=self.actor_name())
-        return Response(ConfigChangeSerializer({**change, "configuration": effective_config()}).data)
+        return Response(ConfigChangeSerializer(replace(change, configuration=effective_config())).data)

@@ -8,9 +8,11 @@ import os
 import shutil
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import redis
 from django.conf import settings
@@ -40,7 +42,7 @@ from services.queries import (
     in_flight_list,
 )
 
-RANK = {HealthStatus.OK: 0, HealthStatus.WARNING: 1, HealthStatus.PROBLEM: 2}
+RANK: dict[str, int] = {HealthStatus.OK: 0, HealthStatus.WARNING: 1, HealthStatus.PROBLEM: 2}
 
 # The dispatcher writes its heartbeat once a second; a few missed rounds mean it is gone or hung.
 DISPATCHER_STALE_SECONDS = 15
@@ -52,17 +54,33 @@ CONVERT_ENGINE_TIMEOUT_SECONDS = 1.0
 LOW_FREE_BYTES = 1 << 30
 
 
-def _check(name: str, status: str, summary: str, remediation: str | None = None, **details: object) -> dict:
-    return {
-        "name": name,
-        "status": status,
-        "summary": summary,
-        "remediation": remediation if status != HealthStatus.OK else None,
-        "details": details,
-    }
+@dataclass(frozen=True)
+class Check:
+    """One check's record: ok, warning or problem, what to do when it is not ok, and its figures."""
+
+    name: str
+    status: str
+    summary: str
+    remediation: str | None
+    details: Mapping[str, object]
 
 
-def database_pool_check() -> dict:
+@dataclass(frozen=True)
+class Health:
+    """GET /api/health: the worst check's status and every check."""
+
+    status: str
+    checked_at: datetime
+    checks: list[Check]
+
+
+def _check(name: str, status: str, summary: str, remediation: str | None = None, /, **details: object) -> Check:
+    """A check's record; the remediation is kept only when the check is not ok. Its first four parameters are
+    positional only, so a check's figures (`details`) can never take their place."""
+    return Check(name, status, summary, remediation if status != HealthStatus.OK else None, details)
+
+
+def database_pool_check() -> Check:
     pool = getattr(connection, "pool", None)
     if pool is None:
         return _check("database_pool", HealthStatus.OK, "no pool: each request opens its own connection", pool=False)
@@ -83,7 +101,7 @@ def database_pool_check() -> dict:
     return _check("database_pool", HealthStatus.OK, f"{details['in_use']} in use, {idle} idle", **details)
 
 
-def postgresql_check() -> dict:
+def postgresql_check() -> Check:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SHOW server_version")
@@ -100,7 +118,7 @@ def postgresql_check() -> dict:
     return _check("postgresql", HealthStatus.OK, f"reachable, server {version}", reachable=True, version=version)
 
 
-def redis_check() -> dict:
+def redis_check() -> Check:
     client = redis_client(socket_timeout=REDIS_TIMEOUT_SECONDS, socket_connect_timeout=REDIS_TIMEOUT_SECONDS)
     try:
         version = client.info("server").get("redis_version")
@@ -127,7 +145,7 @@ def _port_open(host: str, port: int) -> bool:
         return False
 
 
-def dispatcher_check() -> dict:
+def dispatcher_check() -> Check:
     host = settings.DISPATCHER_HOST
     ports = {"ventilator": settings.DISPATCHER_VENTILATOR_PORT, "sink": settings.DISPATCHER_SINK_PORT}
     reachable = {name: _port_open(host, port) for name, port in ports.items()}
@@ -143,7 +161,7 @@ def dispatcher_check() -> dict:
         "heartbeat_age_seconds": round(age, 1) if age is not None else None,
     }
     start = "Start the dispatcher (`manage.py up` runs it, or `manage.py dispatcher`)"
-    if state is None:
+    if state is None or age is None:
         return _check("dispatcher", HealthStatus.PROBLEM, "no dispatcher has run", f"{start}.", **details)
     if age > DISPATCHER_STALE_SECONDS:
         return _check(
@@ -166,7 +184,7 @@ def dispatcher_check() -> dict:
     return _check("dispatcher", HealthStatus.OK, f"alive (process {state.pid}), ports reachable", **details)
 
 
-def workers_check() -> dict:
+def workers_check() -> Check:
     since = timezone.now() - timedelta(minutes=WORKER_SEEN_MINUTES)
     seen = list(
         Worker.objects.filter(last_seen__gte=since).order_by("service__name").values_list("service__name", flat=True)
@@ -189,7 +207,7 @@ def workers_check() -> dict:
     )
 
 
-def served_check() -> dict:
+def served_check() -> Check:
     """Every converting service with waiting tasks has a live worker (services.queries.worker_live_since)."""
     stranded = services_stranded()
     details = {"stranded": stranded}
@@ -212,13 +230,14 @@ def served_check() -> dict:
 IN_FLIGHT_LISTED = 20
 
 
-def in_flight_check() -> dict:
+def in_flight_check() -> Check:
     """The conversions in flight now; a warning for those running past their service's 99th percentile."""
     flying = in_flight_list()
-    past = [row for row in flying if row["past_p99"]]
+    past = [row for row in flying if row.past_p99]
     listed = [
-        {key: row[key] for key in ("service", "corpus", "document", "worker", "elapsed_seconds", "timeout_share",
-                                   "p99_ms", "past_p99")}
+        {"service": row.service, "corpus": row.corpus, "document": row.document, "worker": row.worker,
+         "elapsed_seconds": row.elapsed_seconds, "timeout_share": row.timeout_share, "p99_ms": row.p99_ms,
+         "past_p99": row.past_p99}
         for row in (past or flying)[:IN_FLIGHT_LISTED]
     ]  # fmt: skip
     details = {"in_flight": len(flying), "past_p99": len(past), "conversions": listed}
@@ -228,7 +247,7 @@ def in_flight_check() -> dict:
             "in_flight",
             HealthStatus.WARNING,
             f"{len(past)} of {len(flying)} conversion(s) in flight run past their service's 99th percentile; the "
-            f"longest: {row['document']} of {row['corpus']} on {row['worker']}, {row['elapsed_seconds']:.0f} s",
+            f"longest: {row.document} of {row.corpus} on {row.worker}, {row.elapsed_seconds:.0f} s",
             "A conversion past its service's usual runtime may be stuck: its worker ends it at the timeout. Look at "
             "the document (the workers screen of its service lists it) and at the worker's machine.",
             **details,
@@ -245,7 +264,7 @@ def _free_bytes(path: Path) -> int | None:
         return None
 
 
-def corpus_roots_check() -> dict:
+def corpus_roots_check() -> Check:
     roots = []
     unreadable = []
     low = []
@@ -299,7 +318,7 @@ def _writable(directory: Path) -> bool:
         return False
 
 
-def _directory_check(name: str, setting: str, path: Path) -> dict:
+def _directory_check(name: str, setting: str, path: Path) -> Check:
     exists = path.is_dir()
     probe = path if exists else _existing_ancestor(path)
     writable = _writable(probe)
@@ -327,11 +346,11 @@ def _directory_check(name: str, setting: str, path: Path) -> dict:
     return _check(name, HealthStatus.OK, f"{path} writable", **details)
 
 
-def results_dir_check() -> dict:
+def results_dir_check() -> Check:
     """The directory check, and the disk: below RESULTS_MIN_FREE_MB free, or while the sink says it holds
     results back (a write failed for want of space), a problem; below twice that, a warning."""
     check = _directory_check("results_dir", "RESULTS_DIR", settings.RESULTS_DIR)
-    if check["status"] == HealthStatus.PROBLEM:
+    if check.status == HealthStatus.PROBLEM:
         return check
     space = results_space()
     try:
@@ -339,9 +358,9 @@ def results_dir_check() -> dict:
     except redis.RedisError:  # the redis check says so
         held = None
     since = None if held is None else datetime.fromtimestamp(held["since"], UTC).isoformat()
-    details = {**check["details"], "min_free_bytes": space.min_free_bytes, "held_since": since}
+    details = {**check.details, "min_free_bytes": space.min_free_bytes, "held_since": since}
     if space.short or held is not None:
-        why = f"results disk full: {space.describe()}" if space.short else held["reason"]
+        why = held["reason"] if held is not None and not space.short else f"results disk full: {space.describe()}"
         sink = "the sink has stopped taking results" if held is not None else "the sink takes no result meanwhile"
         return _check(
             "results_dir",
@@ -360,14 +379,14 @@ def results_dir_check() -> dict:
             f"Free space under {space.directory} or grow its volume before it runs full.",
             **details,
         )
-    return {**check, "details": details}
+    return replace(check, details=details)
 
 
-def export_root_check() -> dict:
+def export_root_check() -> Check:
     return _directory_check("export_root", "EXPORT_ROOT", settings.EXPORT_ROOT)
 
 
-def jobs_check() -> dict:
+def jobs_check() -> Check:
     stall_before = timezone.now() - timedelta(seconds=get_config().JOB_STALL_SECONDS)
     active = Job.objects.filter(state__in=ACTIVE_STATES)
     counts = active.aggregate(
@@ -393,7 +412,7 @@ def jobs_check() -> dict:
     return _check("jobs", HealthStatus.OK, f"{counts['queued']} queued, {counts['running']} running", **details)
 
 
-def expired_leases_check() -> dict:
+def expired_leases_check() -> Check:
     # Matches the partial index task_leased_until (status > TODO): an index range scan, not a table scan.
     expired = Task.objects.filter(status__gt=TaskStatus.TODO, leased_until__lt=Now()).count()
     details = {"expired": expired, "reap_seconds": get_config().DISPATCHER_REAP_SECONDS}
@@ -409,7 +428,7 @@ def expired_leases_check() -> dict:
     return _check("expired_leases", HealthStatus.OK, "no expired lease waiting", **details)
 
 
-def conversion_sandbox_check() -> dict:
+def conversion_sandbox_check() -> Check:
     """Whether conversions can run, and run confined: bwrap usable is ok; turned off is a warning (documents
     run their Perl unconfined); bwrap unusable is a problem (workers refuse to start, /convert answers 503)."""
     sandbox = conversion_sandbox()
@@ -449,7 +468,7 @@ WARM_POOL_FIELDS = ("profile", "servers", "ready", "busy", "starting", "served",
                     "p95_ms", "last_error")  # fmt: skip
 
 
-def _pool_trouble(pool: dict) -> str | None:
+def _pool_trouble(pool: Mapping[str, Any]) -> str | None:
     """What is wrong with a warm pool in words, or None when all its servers are ready. Its last error is told
     with a shortage: a server started again after a conversion that left a process behind is ready again,
     and a pool whose servers are all ready serves."""
@@ -463,7 +482,7 @@ def _pool_trouble(pool: dict) -> str | None:
     return f"{pool['profile']}: {', '.join(troubles)}" if troubles else None
 
 
-def convert_engine_check() -> dict:
+def convert_engine_check() -> Check:
     """The warm engine of POST /convert (`manage.py convert_engine`) and each of its pools: ok when every server
     of every pool is ready; a warning when a pool is short of servers, starting or has failed, or when the
     engine does not answer (/convert then runs a cold latexmlc, slower); ok when CONVERT_WARM is off."""
@@ -489,12 +508,9 @@ def convert_engine_check() -> dict:
             answering=False,
             pools=[],
         )
-    details = {
-        "warm": True,
-        "answering": True,
-        "pools": [{field: pool.get(field) for field in WARM_POOL_FIELDS} for pool in pools],
-    }
-    troubles = [trouble for trouble in map(_pool_trouble, details["pools"]) if trouble]
+    shown = [{field: pool.get(field) for field in WARM_POOL_FIELDS} for pool in pools]
+    details = {"warm": True, "answering": True, "pools": shown}
+    troubles = [trouble for trouble in map(_pool_trouble, shown) if trouble]
     if troubles:
         return _check(
             "convert_engine",
@@ -517,7 +533,7 @@ def convert_engine_check() -> dict:
     return _check("convert_engine", HealthStatus.OK, f"every warm server ready: {ready}", **details)
 
 
-CHECKS: tuple[Callable[[], dict], ...] = (
+CHECKS: tuple[Callable[[], Check], ...] = (
     database_pool_check,
     postgresql_check,
     redis_check,
@@ -551,7 +567,7 @@ CHECK_NAMES = [
 ]
 
 
-def _guarded(check: Callable[[], dict], name: str) -> dict:
+def _guarded(check: Callable[[], Check], name: str) -> Check:
     """A check that raises (the database gone mid-way) is itself a problem, not a 500."""
     try:
         return check()
@@ -564,7 +580,7 @@ def _guarded(check: Callable[[], dict], name: str) -> dict:
         )
 
 
-def health() -> dict:
+def health() -> Health:
     checks = [_guarded(check, name) for check, name in zip(CHECKS, CHECK_NAMES, strict=True)]
-    overall = max((c["status"] for c in checks), key=RANK.__getitem__)
-    return {"status": overall, "checked_at": timezone.now(), "checks": checks}
+    overall = max((c.status for c in checks), key=RANK.__getitem__)
+    return Health(status=overall, checked_at=timezone.now(), checks=checks)

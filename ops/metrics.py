@@ -35,7 +35,7 @@ from django.db import connection
 from django.db.models import Count, Q, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
-from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.core import REGISTRY, CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from config.live import get_config
@@ -144,7 +144,10 @@ def dispatcher_counters() -> dict[str, int] | None:
     """The counters of the latest dispatcher's row, counted since its process started; None before any ran."""
     from services.models import DispatcherState
 
-    return DispatcherState.objects.order_by("-heartbeat_at").values(*DISPATCHER_COUNTERS).first()
+    counters: dict[str, int] | None = (
+        DispatcherState.objects.order_by("-heartbeat_at").values(*DISPATCHER_COUNTERS).first()
+    )
+    return counters
 
 
 def convert_warm_families() -> list[GaugeMetricFamily | CounterMetricFamily]:
@@ -162,8 +165,9 @@ def convert_warm_families() -> list[GaugeMetricFamily | CounterMetricFamily]:
         name: CounterMetricFamily(f"ccs_convert_warm_{name}", documentation, labels=["profile"])
         for name, documentation in WARM_COUNTERS.items()
     }
+    families: dict[str, GaugeMetricFamily | CounterMetricFamily] = {**gauges, **counters}
     for pool in pools or []:
-        for name, family in (*gauges.items(), *counters.items()):
+        for name, family in families.items():
             family.add_metric([pool["profile"]], pool[name])
     return [up, *gauges.values(), *counters.values()]
 
@@ -178,7 +182,7 @@ def pool_stats() -> tuple[int, int] | None:
 
 
 class DomainCollector(Collector):
-    def describe(self) -> list:
+    def describe(self) -> list[Metric]:
         return []  # registering must not query: collect() runs at scrape time only
 
     def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | HistogramMetricFamily]:
@@ -223,9 +227,9 @@ class DomainCollector(Collector):
         )
         per_service: dict[str, list[int]] = {}
         for row in in_flight_list():
-            counts = per_service.setdefault(row["service"], [0, 0])
+            counts = per_service.setdefault(row.service, [0, 0])
             counts[0] += 1
-            counts[1] += row["past_p99"]
+            counts[1] += row.past_p99
         for service, (count, past_count) in sorted(per_service.items()):
             flying.add_metric([service], count)
             past.add_metric([service], past_count)

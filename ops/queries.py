@@ -5,7 +5,10 @@
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
 
 import redis
 from django.db import connection
@@ -18,14 +21,16 @@ from config.redis_client import redis_client
 from conversion.choices import COMPLETED, COMPLETED_NAMES, TaskStatus
 from corpora.models import Corpus, Run, TaskCount
 from corpora.queries.corpora import corpus_get
-from corpora.queries.history import open_runs, run_history
+from corpora.queries.history import CurrentRun, RunRecord, open_runs, run_history
 from corpora.statuses import QUEUED_BUCKET
+from jobs.models import Job
 from jobs.queries import jobs_in_trouble
 from ops.choices import HealthStatus, Readiness
 from ops.health import health
 from services.choices import ProtectedService
 from services.models import Service, Worker
 from services.queries import in_flight_list, service_get
+from services.records import InFlightRecord
 
 CORPUS_TABLE = Corpus._meta.db_table
 RUN_TABLE = Run._meta.db_table
@@ -39,16 +44,30 @@ def database_reachable() -> bool:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
-            return cursor.fetchone() == (1,)
+            answer: tuple[int] | None = cursor.fetchone()
+            return answer == (1,)
     except Exception as exc:
         logger.warning("database not reachable: %s", exc)
         return False
 
 
-def liveness() -> dict:
+@dataclass(frozen=True)
+class DatabaseReach:
+    reachable: bool
+
+
+@dataclass(frozen=True)
+class Liveness:
+    """GET /healthz (LivenessSerializer)."""
+
+    status: str
+    database: DatabaseReach
+
+
+def liveness() -> Liveness:
     """GET /healthz, the specification's liveness record: the status and whether the database answers."""
     reachable = database_reachable()
-    return {"status": Readiness.OK if reachable else Readiness.UNAVAILABLE, "database": {"reachable": reachable}}
+    return Liveness(Readiness.OK if reachable else Readiness.UNAVAILABLE, DatabaseReach(reachable))
 
 
 # --- status and statistics ---
@@ -59,7 +78,41 @@ ACTIVE_WORKER_SECONDS = 300
 TREND_RUNS = 20
 
 
-def system_status() -> dict:
+@dataclass(frozen=True)
+class Fleet:
+    """The active workers of a service (FleetSerializer)."""
+
+    service: str
+    workers: int
+    last_seen: datetime
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """Pending conversions: TODO and queued (BacklogSerializer)."""
+
+    todo: int
+    queued: int
+    total: int
+
+
+@dataclass(frozen=True)
+class ServiceBacklog(Backlog):
+    service: str
+
+
+@dataclass(frozen=True)
+class Status:
+    """GET /api/status (StatusSerializer)."""
+
+    corpora: int
+    workers: list[Fleet]
+    active_worker_seconds: int
+    backlog: Backlog
+    latest_run: RunRecord | None
+
+
+def system_status() -> Status:
     """GET /api/status and the home screen: corpora, the active worker fleet per service, the pending
     conversion backlog (TODO and queued, from the trigger-kept counts) and the latest run."""
     since = timezone.now() - timedelta(seconds=ACTIVE_WORKER_SECONDS)
@@ -78,15 +131,13 @@ def system_status() -> dict:
     )
     todo, queued = pending.get(TaskStatus.TODO, 0), pending.get(QUEUED_BUCKET, 0)
     latest = run_history(limit=1)
-    return {
-        "corpora": Corpus.objects.count(),
-        "workers": [
-            {"service": row["service__name"], "workers": row["workers"], "last_seen": row["last_seen"]} for row in fleet
-        ],
-        "active_worker_seconds": ACTIVE_WORKER_SECONDS,
-        "backlog": {"todo": todo, "queued": queued, "total": todo + queued},
-        "latest_run": latest[0] if latest else None,
-    }
+    return Status(
+        corpora=Corpus.objects.count(),
+        workers=[Fleet(row["service__name"], row["workers"], row["last_seen"]) for row in fleet],
+        active_worker_seconds=ACTIVE_WORKER_SECONDS,
+        backlog=Backlog(todo=todo, queued=queued, total=todo + queued),
+        latest_run=latest[0] if latest else None,
+    )
 
 
 # The dashboard lists this many conversions in flight, the longest running first.
@@ -95,7 +146,35 @@ DASHBOARD_IN_FLIGHT = 10
 FAILED_JOBS_WINDOW = timedelta(hours=24)
 
 
-def dashboard() -> dict:
+@dataclass(frozen=True)
+class HealthProblem:
+    name: str
+    status: str
+
+
+@dataclass(frozen=True)
+class HealthSummary:
+    """The worst check's status and the checks that are not ok (DashboardHealthSerializer)."""
+
+    status: str
+    problems: list[HealthProblem]
+
+
+@dataclass(frozen=True)
+class Dashboard(Status):
+    """GET /api/dashboard: the status record and more (DashboardSerializer)."""
+
+    open_runs: list[CurrentRun]
+    backlog_per_service: list[ServiceBacklog]
+    jobs: list[Job]
+    failed_jobs_hours: int
+    health: HealthSummary
+    in_flight: int
+    in_flight_past_p99: int
+    in_flight_longest: list[InFlightRecord]
+
+
+def dashboard() -> Dashboard:
     """GET /api/dashboard and the home screen: the status record, every open run with its progress, rate
     and ETA, the backlog per service, the jobs that stalled or failed lately and the health checks that
     are not ok (name and status; the details are on the signed-in health screen and GET /api/health)."""
@@ -111,42 +190,72 @@ def dashboard() -> dict:
     )
     checks = health()
     flying = in_flight_list()
-    return {
-        **system_status(),
-        "open_runs": open_runs(),
-        "backlog_per_service": [
-            {"service": row["service__name"], "todo": row["todo"], "queued": row["queued"],
-             "total": row["todo"] + row["queued"]}
+    status = system_status()
+    return Dashboard(
+        corpora=status.corpora,
+        workers=status.workers,
+        active_worker_seconds=status.active_worker_seconds,
+        backlog=status.backlog,
+        latest_run=status.latest_run,
+        open_runs=open_runs(),
+        backlog_per_service=[
+            ServiceBacklog(service=row["service__name"], todo=row["todo"], queued=row["queued"],
+                           total=row["todo"] + row["queued"])
             for row in backlog
             if row["todo"] + row["queued"]
         ],
-        "jobs": list(jobs_in_trouble(failed_within=FAILED_JOBS_WINDOW)),
-        "failed_jobs_hours": int(FAILED_JOBS_WINDOW.total_seconds() // 3600),
-        "health": {
-            "status": checks["status"],
-            "problems": [
-                {"name": c["name"], "status": c["status"]} for c in checks["checks"] if c["status"] != HealthStatus.OK
-            ],
-        },
-        "in_flight": len(flying),
-        "in_flight_past_p99": sum(row["past_p99"] for row in flying),
-        "in_flight_longest": flying[:DASHBOARD_IN_FLIGHT],
-    }  # fmt: skip
+        jobs=list(jobs_in_trouble(failed_within=FAILED_JOBS_WINDOW)),
+        failed_jobs_hours=int(FAILED_JOBS_WINDOW.total_seconds() // 3600),
+        health=HealthSummary(
+            status=checks.status,
+            problems=[HealthProblem(c.name, c.status) for c in checks.checks if c.status != HealthStatus.OK],
+        ),
+        in_flight=len(flying),
+        in_flight_past_p99=sum(row.past_p99 for row in flying),
+        in_flight_longest=flying[:DASHBOARD_IN_FLIGHT],
+    )  # fmt: skip
 
 
 # Tasks a closed run's frozen tallies count as completed (sums of its completed statuses' keys).
 _COMPLETED_SQL = " + ".join(f"coalesce((tallies->>'{COMPLETED_NAMES[s]}')::bigint, 0)" for s in COMPLETED)
 
 
-def _trend_point(point: dict) -> dict:
-    return {
-        **point,
-        "duration_seconds": round(point["duration_seconds"], 3),
-        "started_at": parse_datetime(point["started_at"]),
-    }
+@dataclass(frozen=True)
+class TrendPoint:
+    """A closed run of a pair's trend (TrendPointSerializer)."""
+
+    id: int
+    started_at: datetime | None
+    duration_seconds: float
+    completed: int
+    tallies: dict[str, int]
 
 
-def run_statistics(*, corpus: str | None = None, service: str | None = None) -> list[dict]:
+@dataclass(frozen=True)
+class PairStatistics:
+    """A (corpus, service) pair's closed runs in figures (PairStatisticsSerializer)."""
+
+    corpus: str
+    service: str
+    runs: int
+    mean_duration_seconds: float
+    last_duration_seconds: float
+    tasks_per_hour: float | None
+    trend: list[TrendPoint]
+
+
+def _trend_point(point: Mapping[str, Any]) -> TrendPoint:
+    """A point of the trend as json_agg builds it (a JSON object, its time in text)."""
+    return TrendPoint(
+        id=point["id"],
+        started_at=parse_datetime(point["started_at"]),
+        duration_seconds=round(point["duration_seconds"], 3),
+        completed=point["completed"],
+        tallies=point["tallies"],
+    )
+
+
+def run_statistics(*, corpus: str | None = None, service: str | None = None) -> list[PairStatistics]:
     """GET /api/statistics: per (corpus, service), over its closed runs: their number, mean and last
     duration, throughput (completed tasks of the frozen tallies per hour of run) and the tallies of the
     latest TREND_RUNS runs, oldest first. One grouped read of corpora_run."""
@@ -174,20 +283,66 @@ def run_statistics(*, corpus: str | None = None, service: str | None = None) -> 
         cursor.execute(sql, [*params, TREND_RUNS])
         rows = cursor.fetchall()
     return [
-        {
-            "corpus": corpus_name,
-            "service": service_name,
-            "runs": runs,
-            "mean_duration_seconds": round(mean, 3),
-            "last_duration_seconds": round(last, 3),
-            "tasks_per_hour": round(done * 3600 / secs, 1) if secs else None,
-            "trend": [_trend_point(point) for point in trend],
-        }
+        PairStatistics(
+            corpus=corpus_name,
+            service=service_name,
+            runs=runs,
+            mean_duration_seconds=round(mean, 3),
+            last_duration_seconds=round(last, 3),
+            tasks_per_hour=round(done * 3600 / secs, 1) if secs else None,
+            trend=[_trend_point(point) for point in trend],
+        )
         for corpus_name, service_name, runs, mean, last, done, secs, trend in rows
     ]
 
 
 # --- logs ---
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    """A kept log record (LogRecordSerializer), at the level it counts at."""
+
+    id: str
+    time: str
+    level: str
+    levelno: int
+    logger: str
+    process: str
+    pid: int
+    request_id: str
+    message: str
+
+
+@dataclass(frozen=True)
+class LogPage:
+    """GET /api/logs: records newest first, and the cursor of the next page (LogsSerializer)."""
+
+    records: list[LogRecord]
+    next_before: str | None
+
+
+@dataclass(frozen=True)
+class LogSources:
+    """The processes and loggers the log screen's filters offer (LogSourcesSerializer)."""
+
+    processes: list[str]
+    loggers: list[str]
+
+
+# A stream entry as redis-py types it: its id and fields (text, with decode_responses).
+StreamEntry = tuple[bytes | str | None, Mapping[bytes | str, bytes | str] | None]
+
+
+def _text(value: bytes | str | None) -> str:
+    return value.decode() if isinstance(value, bytes) else value or ""
+
+
+def _entries(batch: Iterable[StreamEntry] | None) -> list[tuple[str, dict[str, str]]]:
+    """A batch of stream entries as text: each id and its fields."""
+    return [
+        (_text(entry_id), {_text(k): _text(v) for k, v in (fields or {}).items()}) for entry_id, fields in batch or []
+    ]
 
 
 class LogsUnavailable(ServiceError):
@@ -212,7 +367,7 @@ def log_records(
     request_id: str | None = None,
     before: str | None = None,
     limit: int = 100,
-) -> dict:
+) -> LogPage:
     """GET /api/logs and /logs: the kept log records of every process, newest first, filtered (minimum
     level, process, logger with its children, request id), `limit` per page; `next_before` is the cursor of
     the next page (None at the end). Reads the stream in batches from `before` (exclusive) until the page is
@@ -228,36 +383,46 @@ def log_records(
         raise LogsUnavailable(f"The log store (Redis) does not answer: {exc}") from exc
 
 
-def _log_record(entry_id: str, fields: dict) -> dict:
+def _log_record(entry_id: str, fields: Mapping[str, str]) -> LogRecord:
     """A stream entry as the API gives it, at the level it counts at."""
     from config.logsink import stream_level
 
-    levelno, level = stream_level(
-        int(fields.get("levelno", 0)), fields.get("level", ""), fields.get("logger", ""), fields.get("message", "")
+    logger, message = fields.get("logger", ""), fields.get("message", "")
+    levelno, level = stream_level(int(fields.get("levelno", 0)), fields.get("level", ""), logger, message)
+    return LogRecord(
+        id=entry_id,
+        time=fields.get("time", ""),
+        level=level,
+        levelno=levelno,
+        logger=logger,
+        process=fields.get("process", ""),
+        pid=int(fields.get("pid", 0)),
+        request_id=fields.get("request_id", ""),
+        message=message,
     )
-    return {"id": entry_id, **fields, "level": level, "levelno": levelno, "pid": int(fields.get("pid", 0))}
 
 
-def _log_matches(record: dict, minimum: int, wanted: dict[str, str | None]) -> bool:
-    if record["levelno"] < minimum:
+def _log_matches(record: LogRecord, minimum: int, wanted: dict[str, str | None]) -> bool:
+    if record.levelno < minimum:
         return False
-    if wanted["process"] and record.get("process") != wanted["process"]:
+    if wanted["process"] and record.process != wanted["process"]:
         return False
-    name = record.get("logger", "")
-    if wanted["logger"] and name != wanted["logger"] and not name.startswith(wanted["logger"] + "."):
+    name, parent = record.logger, wanted["logger"]
+    if parent and name != parent and not name.startswith(parent + "."):
         return False
-    return not (wanted["request_id"] and record.get("request_id") != wanted["request_id"])
+    return not (wanted["request_id"] and record.request_id != wanted["request_id"])
 
 
 def _log_page(
     client: redis.Redis, stream: str, keep: int, level: str | None, wanted: dict[str, str | None],
     before: str | None, limit: int,
-) -> dict:  # fmt: skip
-    minimum = logging.getLevelName(level) if level else 0
-    records: list[dict] = []
-    cursor, scanned, last_seen = _older_than(before) if before else "+", 0, None
+) -> LogPage:  # fmt: skip
+    minimum: int = logging.getLevelName(level) if level else 0
+    records: list[LogRecord] = []
+    cursor, scanned = _older_than(before) if before else "+", 0
+    last_seen: str | None = None
     while cursor is not None and len(records) < limit and scanned < keep * 2:
-        batch = client.xrevrange(stream, max=cursor, min="-", count=max(limit, 500))
+        batch = _entries(client.xrevrange(stream, max=cursor, min="-", count=max(limit, 500)))
         if not batch:
             last_seen = None
             break
@@ -270,26 +435,26 @@ def _log_page(
             records.append(record)
             if len(records) == limit:
                 break
-        cursor = _older_than(last_seen)
+        cursor = _older_than(last_seen) if last_seen else None
     older = _older_than(last_seen) if last_seen else None
     more = older is not None and bool(client.xrevrange(stream, max=older, min="-", count=1))
-    return {"records": records, "next_before": last_seen if more else None}
+    return LogPage(records=records, next_before=last_seen if more else None)
 
 
 # The log screen offers the processes and loggers of this many newest records as its source filters.
 LOG_SOURCES_SCANNED = 2000
 
 
-def log_sources() -> dict:
+def log_sources() -> LogSources:
     """The processes and loggers present among the newest LOG_SOURCES_SCANNED records, each sorted: what the
     log screen's source filters offer."""
     from config.logsink import STREAM
 
     client = redis_client(socket_timeout=2, socket_connect_timeout=2, decode_responses=True)
     try:
-        batch = client.xrevrange(STREAM, max="+", min="-", count=LOG_SOURCES_SCANNED)
+        batch = _entries(client.xrevrange(STREAM, max="+", min="-", count=LOG_SOURCES_SCANNED))
     except redis.RedisError as exc:
         raise LogsUnavailable(f"The log store (Redis) does not answer: {exc}") from exc
     processes = {fields.get("process", "") for _, fields in batch} - {""}
     loggers = {fields.get("logger", "") for _, fields in batch} - {""}
-    return {"processes": sorted(processes), "loggers": sorted(loggers)}
+    return LogSources(processes=sorted(processes), loggers=sorted(loggers))

@@ -172,7 +172,9 @@ class LogsSerializer(serializers.Serializer[object]):
 class ConfigEntrySerializer(serializers.Serializer[object]):
     key = serializers.CharField(help_text="Dotted name, e.g. dispatcher.max_in_flight")
     value = serializers.JSONField(help_text="The effective value; secrets masked, tokens only as a count")
-    source = serializers.ChoiceField(choices=ConfigSource.values)
+    # The serializer's metaclass takes its fields out of the class, so this one does not shadow Field.source as
+    # the stubs (which cannot see that) say.
+    source = serializers.ChoiceField(choices=ConfigSource.values)  # type: ignore[assignment]
     live = serializers.BooleanField(help_text="A change takes effect in running processes within seconds")
     settable = serializers.BooleanField(help_text="Settable through PUT /api/config (else environment only)")
     running = serializers.JSONField(help_text="The value the answering web process runs with")

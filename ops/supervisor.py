@@ -29,7 +29,7 @@ class Child:
     restart: bool = True
     # Needs the database and Redis: one that exits while either does not answer is restarted once both do.
     needs_servers: bool = True
-    process: subprocess.Popen | None = None
+    process: subprocess.Popen[bytes] | None = None
     restarts: list[float] = field(default_factory=list)
 
     @property

@@ -179,12 +179,12 @@ def config_view(request: HttpRequest) -> HttpResponse:
             lambda: config_update(assignments([pair]), actor=request.user.username),
             form=lambda exc: _not_changed(request, exc),
         )
-        if refused:
-            return refused
-        for key, value in result["after"].items():
+        if result is None:  # refused: the answer says why
+            return refused or redirect("config")
+        for key, value in result.after.items():
             messages.success(request, f"{key} = {json.dumps(value)}")
-        if result["restart_required"]:
-            messages.warning(request, f"Restart needed for: {', '.join(result['restart_required'])}")
+        if result.restart_required:
+            messages.warning(request, f"Restart needed for: {', '.join(result.restart_required)}")
         return redirect("config")
     entries = ConfigSerializer(effective_config()).data["entries"]
     rows = [{"entry": entry, "text": json.dumps(entry["value"])} for entry in entries]  # text: what the form sends

@@ -6,7 +6,7 @@ converter profile."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
@@ -65,8 +65,10 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
     with transaction.atomic():
         counts: dict[str, Any] = {}
+        # django-stubs types a receiver's answer as str | None; corpora.receivers.service_data_purge answers its
+        # counts.
         for _receiver, answer in service_deleting.send(sender=Service, service_id=service.pk, actor=actor):
-            counts.update(answer)
+            counts.update(cast("dict[str, Any]", answer))
         # The service's own rows go last, once nothing of corpora points at it.
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {WORKER_TABLE} WHERE service_id = %s", [service.pk])
@@ -106,7 +108,8 @@ def service_profile_set(*, name: str, actor: str, **profile: Any) -> Service:
     checked = profile_checked(profile)
     Service.objects.filter(pk=service.pk).update(profile=checked.as_json())
     answers = service_profile_changed.send(sender=Service, service_id=service.pk, profile_hash=checked.digest)
-    runs = sum(answer for _receiver, answer in answers)
+    # corpora.receivers.service_profile_note answers the open runs it noted (django-stubs says str | None).
+    runs = sum(cast("int", answer) for _receiver, answer in answers)
     journal_note(profile_hash=checked.digest, open_runs_noted=runs)
     return service_get(name)
 

@@ -8,6 +8,7 @@ from django.db import models
 
 from conversion.profiles import DEFAULT as DEFAULT_PROFILE
 from services.choices import ProtectedService
+from services.records import InFlightRecord
 
 
 def default_profile() -> dict[str, Any]:
@@ -47,7 +48,7 @@ class Worker(models.Model):
     identity = models.CharField(max_length=200)
     service = models.ForeignKey(Service, on_delete=models.CASCADE, related_name="workers")
     # Not a column: its conversions in flight, as services.queries.worker_list reads them.
-    converting: list[dict[str, Any]]
+    converting: list[InFlightRecord]
     dispatched = models.BigIntegerField(default=0)
     returned = models.BigIntegerField(default=0)
     first_seen = models.DateTimeField()

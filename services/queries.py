@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from conversion.choices import KillReason
 from conversion.sandbox import Sandbox
 from services.choices import ProtectedService
 from services.models import InFlight, Service, Worker
+from services.records import InFlightRecord
 
 # A worker that sends no heartbeat counts as live this long after it was last handed a task or returned one.
 WORKER_SEEN_MINUTES = 5
@@ -76,7 +78,7 @@ def worker_list(service_name: str) -> list[Worker]:
     (`in_flight_record`s), in one more read."""
     service = service_get(service_name)
     workers = list(Worker.objects.filter(service=service).select_related("service").order_by("-last_seen", "identity"))
-    flying: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    flying: dict[str, list[InFlightRecord]] = defaultdict(list)
     now = timezone.now()
     for row in InFlight.objects.filter(service=service).order_by("since", "task_id"):
         flying[row.thread].append(in_flight_record(row, now))
@@ -119,31 +121,31 @@ def in_flight_held() -> list[InFlight]:
     return list(InFlight.objects.all())
 
 
-def in_flight_record(row: InFlight, now: datetime) -> dict[str, Any]:
-    """One conversion in flight as the screens and the API show it: its document, worker, how long it has
-    run, the share of its timeout that is, and whether it runs past its service's 99th percentile."""
+def in_flight_record(row: InFlight, now: datetime) -> InFlightRecord:
+    """One conversion in flight: its document, worker, how long it has run, the share of its timeout that is,
+    and whether it runs past its service's 99th percentile."""
     elapsed = max((now - row.since).total_seconds(), 0.0)
-    return {
-        "task": row.task_id,
-        "corpus": row.corpus,
-        "document": row.document,
-        "service_id": row.service_id,
-        "worker": row.thread,
-        "since": row.since,
-        "heartbeat_at": row.heartbeat_at,
-        "elapsed_seconds": round(elapsed, 1),
-        "timeout_seconds": row.timeout_seconds,
-        "timeout_share": round(elapsed / row.timeout_seconds, 3) if row.timeout_seconds else None,
-        "p99_ms": row.p99_ms,
-        "past_p99": row.p99_ms is not None and elapsed * 1000 > row.p99_ms,
-    }
+    return InFlightRecord(
+        task=row.task_id,
+        corpus=row.corpus,
+        document=row.document,
+        service_id=row.service_id,
+        worker=row.thread,
+        since=row.since,
+        heartbeat_at=row.heartbeat_at,
+        elapsed_seconds=round(elapsed, 1),
+        timeout_seconds=row.timeout_seconds,
+        timeout_share=round(elapsed / row.timeout_seconds, 3) if row.timeout_seconds else None,
+        p99_ms=row.p99_ms,
+        past_p99=row.p99_ms is not None and elapsed * 1000 > row.p99_ms,
+    )
 
 
-def in_flight_list(service_name: str | None = None) -> list[dict[str, Any]]:
+def in_flight_list(service_name: str | None = None) -> list[InFlightRecord]:
     """The conversions in flight (of one service, or all), longest running first, with their service's name."""
     rows = InFlight.objects.order_by("since", "task_id")
     if service_name is not None:
         rows = rows.filter(service=service_get(service_name))
     names = dict(Service.objects.values_list("id", "name"))
     now = timezone.now()
-    return [{**in_flight_record(row, now), "service": names.get(row.service_id, "")} for row in rows]
+    return [replace(in_flight_record(row, now), service=names.get(row.service_id, "")) for row in rows]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -107,7 +107,9 @@ class ApiDocsView(SpectacularSwaggerView):
         tags=["management"],
     )
     def get(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        return super().get(request, *args, **kwargs)
+        # drf-spectacular's view method carries no annotations; it renders the page as a Response.
+        page: Callable[..., Response] = super().get
+        return page(request, *args, **kwargs)
 
     def finalize_response(self, request: Request, response: Response, *args: Any, **kwargs: Any) -> Response:
         # The page renders through an HTML template; its errors are problem bodies like every other.

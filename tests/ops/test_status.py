@@ -129,10 +129,8 @@ def test_the_dashboard_says_what_the_data_says(api, busy, settings):
         (str(failed.pk), "failed"), (str(stalled.pk), "stalled")
     ]  # fmt: skip
     assert all("message" not in job for job in body["jobs"])
-    checks = health()["checks"]
-    assert body["health"]["problems"] == [
-        {"name": c["name"], "status": c["status"]} for c in checks if c["status"] != "ok"
-    ]
+    checks = health().checks
+    assert body["health"]["problems"] == [{"name": c.name, "status": c.status} for c in checks if c.status != "ok"]
 
 
 # --- statistics --------------------------------------------------------------------------------------

@@ -52,7 +52,7 @@ class Command(BaseCommand):
             result = config_update(assignments(pairs), actor=options["actor"])
         except ServiceError as exc:
             raise CommandError(exc.detail) from exc
-        for key, value in result["after"].items():
+        for key, value in result.after.items():
             self.stdout.write(f"{key} = {json.dumps(value)}")
-        if result["restart_required"]:
-            self.stdout.write(f"restart needed for: {', '.join(result['restart_required'])}")
+        if result.restart_required:
+            self.stdout.write(f"restart needed for: {', '.join(result.restart_required)}")

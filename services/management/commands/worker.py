@@ -48,7 +48,7 @@ class Command(BaseCommand):
             raise CommandError("give --service or --all-services, not both")
         services = converter_names() if all_services else service or ["tex_to_html"]
         memory_mb = settings.CONVERSION_MEMORY_MB
-        if concurrency == "auto":
+        if not isinstance(concurrency, int):  # concurrency_arg gives a number or "auto"
             concurrency = concurrency_auto(memory_mb)
         sandbox = conversion_sandbox()
         try:
