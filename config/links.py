@@ -42,6 +42,15 @@ def route(route_name: str, /, **parts: str | list[str]) -> str:
     return _MARKER.sub(escaped, marked)
 
 
+def document_link(route_name: str) -> Callable[[str, str, str], str]:
+    """The URL builder of a route whose path holds a document's corpus, service and name."""
+
+    def url(corpus: str, service: str, name: str) -> str:
+        return route(route_name, corpus=corpus, service=service, name=name)
+
+    return url
+
+
 class LinkField(serializers.CharField):
     """A URL of an answer, built by `link(answer)` from the keys it carries (None: null). In the OpenAPI
     document it is the CharField it extends, with the same help text and nullability."""

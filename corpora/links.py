@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from django.urls import reverse
 
-from config.links import route
+from config.links import document_link, route
+
+# A document's screen and reader screen, its report and its converted HTML in the API (reports/urls.py).
+document_url = document_link("corpus-document")
+document_reader_url = document_link("corpus-document-reader")
+document_api_url = document_link("api-document-report")
+document_html_api_url = document_link("api-document-html")
 
 
 def document_list_url(corpus: str, service: str) -> str:
@@ -33,23 +39,3 @@ def report_url(corpus: str, service: str, *levels: str) -> str:
     if not rest:
         return route("corpus-report-severity", corpus=corpus, service=service, severity=severity)
     return route("corpus-report-drill", corpus=corpus, service=service, severity=severity, rest=rest)
-
-
-def document_url(corpus: str, service: str, name: str) -> str:
-    """The document screen of a (corpus, service, document)."""
-    return route("corpus-document", corpus=corpus, service=service, name=name)
-
-
-def document_reader_url(corpus: str, service: str, name: str) -> str:
-    """The reader screen of a document: its converted paper, whole, in a sandboxed frame."""
-    return route("corpus-document-reader", corpus=corpus, service=service, name=name)
-
-
-def document_api_url(corpus: str, service: str, name: str) -> str:
-    """The document report of a (corpus, service, document) in the API."""
-    return route("api-document-report", corpus=corpus, service=service, name=name)
-
-
-def document_html_api_url(corpus: str, service: str, name: str) -> str:
-    """The converted HTML of a document in the API (a redirect to its member)."""
-    return route("api-document-html", corpus=corpus, service=service, name=name)

@@ -8,7 +8,16 @@ from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from config.links import route
+from config.links import document_link, route
+
+# A document's screen, the download of its stored result archive, its converted HTML (a redirect to its
+# first HTML member) and its reader screen (its converted paper, whole, in a sandboxed frame).
+document_url = document_link("corpus-document")
+document_result_url = document_link("corpus-document-result")
+document_html_url = document_link("corpus-document-html")
+document_reader_url = document_link("corpus-document-reader")
+# Its history screen (runs/urls.py): its status and classes in every snapshot.
+document_history_url = document_link("runs-document-history")
 
 
 def report_url(
@@ -38,40 +47,14 @@ def messages_export_url(
     return f"{route('api-report-messages', corpus=corpus, service=service)}?{query}"
 
 
-def document_url(corpus: str, service: str, name: str) -> str:
-    """The document screen of a (corpus, service, document)."""
-    return route("corpus-document", corpus=corpus, service=service, name=name)
-
-
-def document_result_url(corpus: str, service: str, name: str) -> str:
-    """The download of a document's stored result archive."""
-    return route("corpus-document-result", corpus=corpus, service=service, name=name)
-
-
-def document_html_url(corpus: str, service: str, name: str) -> str:
-    """The converted HTML of a document (a redirect to its first HTML member)."""
-    return route("corpus-document-html", corpus=corpus, service=service, name=name)
-
-
 def document_file_url(corpus: str, service: str, name: str, member: str) -> str:
     """One member of a document's result archive; the member's own '/' stay path separators."""
     return route("corpus-document-file", corpus=corpus, service=service, name=name, member=member.split("/"))
 
 
-def document_reader_url(corpus: str, service: str, name: str) -> str:
-    """The reader screen of a document: its converted paper, whole, in a sandboxed frame."""
-    return route("corpus-document-reader", corpus=corpus, service=service, name=name)
-
-
 def document_file_api_url(corpus: str, service: str, name: str, member: str) -> str:
     """One member of a document's result archive in the API."""
     return route("api-document-file", corpus=corpus, service=service, name=name, member=member.split("/"))
-
-
-def document_history_url(corpus: str, service: str, name: str) -> str:
-    """The history screen of a (corpus, service, document) (runs/urls.py): its status and classes in every
-    snapshot."""
-    return route("runs-document-history", corpus=corpus, service=service, name=name)
 
 
 def run_url(corpus: str, service: str, run_id: int) -> str:

@@ -4,12 +4,13 @@ is one escaped path segment (config.links.route)."""
 
 from __future__ import annotations
 
-from config.links import route
+from config.links import document_link, route
 
-
-def document_history_url(corpus: str, service: str, name: str) -> str:
-    """The history screen of a (corpus, service, document): its status and classes in every snapshot."""
-    return route("runs-document-history", corpus=corpus, service=service, name=name)
+# A document's history screen: its status and classes in every snapshot.
+document_history_url = document_link("runs-document-history")
+# Its screen and its report in the API (reports/urls.py).
+document_url = document_link("corpus-document")
+document_api_url = document_link("api-document-report")
 
 
 def run_url(corpus: str, service: str, run_id: int) -> str:
@@ -25,13 +26,3 @@ def class_tasks_url(corpus: str, service: str, severity: str, category: str, wha
 def report_url(corpus: str, service: str) -> str:
     """The report overview of a pair (reports/urls.py)."""
     return route("corpus-report", corpus=corpus, service=service)
-
-
-def document_url(corpus: str, service: str, name: str) -> str:
-    """The document screen of a (corpus, service, document) (reports/urls.py)."""
-    return route("corpus-document", corpus=corpus, service=service, name=name)
-
-
-def document_api_url(corpus: str, service: str, name: str) -> str:
-    """The document report of a (corpus, service, document) in the API (reports/urls.py)."""
-    return route("api-document-report", corpus=corpus, service=service, name=name)
