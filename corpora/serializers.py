@@ -6,8 +6,11 @@ from rest_framework import serializers
 
 from config.api.fields import StrictCharField, StrictIntegerField, validate_plain_name
 from config.api.paging import PageParamsSerializer
+from config.links import LinkField
 from config.names import NAME_MAX
 from conversion.logparse import CATEGORY_MAX, WHAT_MAX
+from corpora.export.queries import MANIFEST
+from corpora.links import document_api_url, document_html_api_url, export_file_api_url
 from corpora.statuses import STATUS_FILTERS
 
 
@@ -126,8 +129,14 @@ class DocumentRowSerializer(serializers.Serializer[object]):
         allow_null=True, help_text="the class of its first error or fatal message, in log order; null without one"
     )
     has_html = serializers.BooleanField(help_text="whether its stored result holds HTML")
-    report = serializers.CharField(help_text="the document report in the API")
-    html = serializers.CharField(allow_null=True, help_text="its converted HTML in the API; null without HTML")
+    report = LinkField(
+        lambda row: document_api_url(row.corpus, row.service, row.document), help_text="the document report in the API"
+    )
+    html = LinkField(
+        lambda row: document_html_api_url(row.corpus, row.service, row.document) if row.has_html else None,
+        allow_null=True,
+        help_text="its converted HTML in the API; null without HTML",
+    )
 
 
 class DocumentListSerializer(PairSerializer):
@@ -166,7 +175,9 @@ class ExportArchiveSerializer(serializers.Serializer[object]):
     documents = serializers.IntegerField()
     missing = serializers.IntegerField(help_text="documents of this group whose result file was missing")
     bytes = serializers.IntegerField()
-    url = serializers.CharField(help_text="token-gated download")
+    url = LinkField(
+        lambda archive: export_file_api_url(archive["out"], archive["name"]), help_text="token-gated download"
+    )
 
 
 class ExportSerializer(serializers.Serializer[object]):
@@ -182,7 +193,10 @@ class ExportSerializer(serializers.Serializer[object]):
     missing = serializers.IntegerField()
     bytes = serializers.IntegerField()
     archives = ExportArchiveSerializer(many=True)
-    manifest_url = serializers.CharField(help_text="token-gated download of manifest.json with the document list")
+    manifest_url = LinkField(
+        lambda export: export_file_api_url(export["out"], MANIFEST),
+        help_text="token-gated download of manifest.json with the document list",
+    )
 
 
 # --- sandbox corpora ------------------------------------------------------------------------------

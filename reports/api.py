@@ -25,7 +25,6 @@ from corpora.actions.reports import (
     what_report_read,
 )
 from corpora.choices import RunControlAction
-from corpora.links import document_file_api_url
 from corpora.queries.corpora import pair_resolve
 from corpora.queries.reports import (
     document_paper,
@@ -39,6 +38,7 @@ from corpora.queries.reports import (
 )
 from corpora.results import result_member
 from jobs.serializers import JobAckSerializer
+from reports.links import document_file_api_url
 from reports.serializers import (
     EXPORT_FORMATS,
     DocumentReportSerializer,

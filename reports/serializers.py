@@ -16,9 +16,11 @@ from rest_framework import serializers
 
 from config.api.fields import StrictCharField
 from config.errors import BadRequest
+from config.links import LinkField
 from corpora.choices import RunControlAction
 from corpora.queries.reports import CONTEXTS_MAX, EXPORT_CLASS_CACHE, EXPORT_COLUMNS, ExportTask, export_rows
 from corpora.serializers import PairSerializer, StatusCountsSerializer
+from reports.links import document_html_url, document_result_url
 
 
 class RunControlSerializer(serializers.Serializer[object]):
@@ -173,9 +175,19 @@ class DocumentReportSerializer(PairSerializer):
     attempts = serializers.IntegerField()
     runtime_ms = serializers.IntegerField(allow_null=True)
     messages = LoggedMessageSerializer(many=True)
-    result_url = serializers.CharField(allow_null=True, help_text="the stored result archive; null without one")
+    result_url = LinkField(
+        lambda report: (
+            document_result_url(report.corpus, report.service, report.document) if report.has_result else None
+        ),
+        allow_null=True,
+        help_text="the stored result archive; null without one",
+    )
     has_html = serializers.BooleanField(help_text="whether the stored result holds the converted paper's HTML")
-    html_url = serializers.CharField(allow_null=True, help_text="the converted HTML; null when there is none")
+    html_url = LinkField(
+        lambda report: document_html_url(report.corpus, report.service, report.document) if report.has_html else None,
+        allow_null=True,
+        help_text="the converted HTML; null when there is none",
+    )
 
 
 class HistogramBucketSerializer(serializers.Serializer[object]):

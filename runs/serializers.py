@@ -14,11 +14,13 @@ from rest_framework import serializers
 from config.api.fields import StrictCharField
 from config.api.paging import PageParamsSerializer
 from config.errors import BadRequest
+from config.links import LinkField
 from corpora.choices import TIMED_STAGES
 from corpora.queries.eta import RATE_WINDOW
 from corpora.queries.prune import CUTOFF_HELP, prune_cutoff
 from corpora.serializers import PairSerializer, StatusCountsSerializer
 from corpora.statuses import DIFF_BUCKETS
+from runs.links import document_api_url, document_history_url, document_url
 from services.serializers import ProfileSerializer
 
 STATUS_HELP = f"one of {', '.join(DIFF_BUCKETS)}"
@@ -261,7 +263,9 @@ class TaskDiffSerializer(serializers.Serializer[object]):
     previous_status = serializers.CharField()
     current_status = serializers.CharField()
     regression = serializers.BooleanField()
-    report = serializers.CharField(help_text="the document report in the API")
+    report = LinkField(
+        lambda row: document_api_url(row.corpus, row.service, row.document), help_text="the document report in the API"
+    )
 
 
 class CompareParamsSerializer(PageParamsSerializer):
@@ -313,8 +317,8 @@ class CompareTaskSerializer(serializers.Serializer[object]):
     status_a = serializers.CharField()
     status_b = serializers.CharField()
     regression = serializers.BooleanField()
-    report_a = serializers.CharField()
-    report_b = serializers.CharField()
+    report_a = LinkField(lambda task: document_api_url(task.corpus, task.service_a, task.document))
+    report_b = LinkField(lambda task: document_api_url(task.corpus, task.service_b, task.document))
 
 
 # --- message classes between two snapshots, and a document's history --------------------------------
@@ -359,9 +363,17 @@ class ClassTasksParamsSerializer(DiffParamsSerializer, PageParamsSerializer):
 class ClassTaskSerializer(serializers.Serializer[object]):
     document = serializers.CharField()
     change = serializers.CharField()
-    report_url = serializers.CharField(help_text="the document's screen")
-    document_api_url = serializers.CharField(help_text="the document report in the API")
-    history_url = serializers.CharField(help_text="the document's history screen")
+    report_url = LinkField(
+        lambda task: document_url(task.corpus, task.service, task.document), help_text="the document's screen"
+    )
+    document_api_url = LinkField(
+        lambda task: document_api_url(task.corpus, task.service, task.document),
+        help_text="the document report in the API",
+    )
+    history_url = LinkField(
+        lambda task: document_history_url(task.corpus, task.service, task.document),
+        help_text="the document's history screen",
+    )
 
 
 class HistoryClassSerializer(serializers.Serializer[object]):
@@ -394,7 +406,7 @@ class HistoryEntrySerializer(serializers.Serializer[object]):
 
 class DocumentHistorySerializer(PairSerializer):
     document = serializers.CharField()
-    report_url = serializers.CharField()
+    report_url = LinkField(lambda history: document_url(history.corpus, history.service, history.document))
     classes = HistoryClassSerializer(many=True, help_text="every warning, error or fatal class it had, worst first")
     entries = HistoryEntrySerializer(many=True, help_text="newest first")
 
@@ -475,8 +487,8 @@ class PackagePaperSerializer(serializers.Serializer[object]):
     clears = serializers.BooleanField()
     clears_weak = serializers.BooleanField()
     evidence = serializers.ListField(child=serializers.CharField())
-    url = serializers.CharField()
-    api_url = serializers.CharField()
+    url = LinkField(lambda paper: document_url(paper.corpus, paper.service, paper.document))
+    api_url = LinkField(lambda paper: document_api_url(paper.corpus, paper.service, paper.document))
 
 
 class PackageDiffParamsSerializer(DiffParamsSerializer, PageParamsSerializer):

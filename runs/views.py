@@ -27,7 +27,6 @@ from config.screens import duration_text, error_page, pager, screen_write, valid
 from conversion.choices import PackageKind
 from corpora.actions.history import diff_read, history_prune, snapshot_append, task_diffs_read
 from corpora.choices import ClassChange, MemberChange
-from corpora.links import class_tasks_url, document_url, report_url, run_url
 from corpora.queries.classes import class_diff, class_diff_count, class_known, class_split, class_tasks
 from corpora.queries.compare import compare_scope, compare_tasks
 from corpora.queries.corpora import pair_resolve
@@ -39,6 +38,7 @@ from corpora.queries.prune import CUTOFF_HELP, prune_preview
 from corpora.queries.telemetry import pair_telemetry
 from runs import reads
 from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
+from runs.links import class_tasks_url, document_url, report_url, run_url
 from runs.serializers import (
     ComparePickSerializer,
     CurrentRunSerializer,

@@ -144,3 +144,40 @@ def test_no_two_modules_import_each_other():
     modules = {module for module in graph.modules if module.split(".")[0] in packages and ".migrations" not in module}
     imports = {module: graph.find_modules_directly_imported_by(module) & modules for module in modules}
     assert _import_cycles(imports) == []
+
+
+# corpora's presenting modules: its screens, API views, serializers, route tables, template tags and links.
+PRESENTING = {"views", "api", "serializers", "urls", "templatetags", "links"}
+
+
+def _domain_modules_of_corpora() -> list[Path]:
+    return sorted(
+        path
+        for path in (ROOT / "corpora").rglob("*.py")
+        if "migrations" not in path.parts and not PRESENTING & {part.removesuffix(".py") for part in path.parts}
+    )
+
+
+def test_corpora_domain_names_no_screen():
+    """corpora's domain (its models, queries, actions, tasks, ...) returns names and keys; the app that shows
+    them builds their URLs (reports/links.py, runs/links.py, corpora/links.py): no domain module imports
+    django.urls or a links module, at the top or inside a function."""
+    assert _domain_modules_of_corpora()
+    offenders = []
+    for path in _domain_modules_of_corpora():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = (
+                [alias.name for alias in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
+            if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module is not None:
+                names += [f"{node.module}.{alias.name}" for alias in node.names]
+            offenders += [
+                f"{path.relative_to(ROOT)}: {name}"
+                for name in names
+                if name == "django.urls" or name.startswith("django.urls.") or name.split(".")[-1] == "links"
+            ]
+    assert offenders == []

@@ -13,11 +13,9 @@ from typing import Any
 from uuid import UUID
 
 from django.db import connection
-from django.urls import reverse
 
 from config.errors import NotFound
 from conversion.choices import COMPLETED, TaskStatus
-from corpora.links import document_api_url
 from corpora.models import Document, Experiment, ExperimentVariant
 from corpora.statuses import status_rank_sql
 from corpora.tables import DOCUMENT_TABLE, TASK_TABLE
@@ -42,15 +40,16 @@ class ExperimentRecord:
     variants: list[str]
     job: str | None
     state: str | None
-    url: str
 
 
 @dataclass(frozen=True)
 class ExperimentPaper:
-    """A paper behind a number: its name and its document report under the variant (on the sandbox)."""
+    """A paper behind a number: its name, and the sandbox (None once deleted) and the variant's service
+    under which it has its document report (ExperimentPaperSerializer, which links it)."""
 
     name: str
-    report: str
+    sandbox: str | None
+    service: str
 
 
 @dataclass(frozen=True)
@@ -96,7 +95,6 @@ def _record(experiment: Experiment, variants: list[str], job: Job | None) -> Exp
         variants=variants,
         job=str(experiment.job_uuid) if experiment.job_uuid else None,
         state=job.state if job is not None else None,
-        url=reverse("api-experiment", kwargs={"name": experiment.name}),
     )
 
 
@@ -133,7 +131,7 @@ def experiment_detail(name: str, *, papers_shown: int = PAPERS_SHOWN) -> Experim
         service = variant.service_name
 
         def papers(names: list[str], service: str = service) -> list[ExperimentPaper]:
-            return [ExperimentPaper(n, document_api_url(sandbox, service, n) if sandbox else "") for n in names]
+            return [ExperimentPaper(n, sandbox, service) for n in names]
 
         result = VariantResult(
             rank=0, name=variant.name, service=service, changes=variant.changes, done=done, total=total,

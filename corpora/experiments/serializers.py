@@ -5,8 +5,10 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from config.api.fields import StrictCharField, validate_plain_name
+from config.links import LinkField
 from config.names import NAME_MAX
 from corpora.experiments.actions import VARIANTS_MAX
+from corpora.links import document_api_url, experiment_api_url
 from services.serializers import ProfileSerializer
 
 
@@ -47,12 +49,15 @@ class ExperimentSerializer(serializers.Serializer[object]):
     variants = serializers.ListField(child=serializers.CharField(), help_text="the variants' names")
     job = serializers.CharField(allow_null=True, help_text="the uuid of the job that carves and activates")
     state = serializers.CharField(allow_null=True, help_text="that job's state")
-    url = serializers.CharField()
+    url = LinkField(lambda record: experiment_api_url(record.name))
 
 
 class ExperimentPaperSerializer(serializers.Serializer[object]):
     name = serializers.CharField(help_text="the document's name")
-    report = serializers.CharField(help_text="its document report under the variant, on the sandbox")
+    report = LinkField(
+        lambda paper: document_api_url(paper.sandbox, paper.service, paper.name) if paper.sandbox else "",
+        help_text="its document report under the variant, on the sandbox",
+    )
 
 
 class VariantResultSerializer(serializers.Serializer[object]):

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.urls import reverse
 
 from config.errors import NotFound, Unprocessable
 from conversion.choices import COMPLETED_NAMES
@@ -57,7 +56,8 @@ def plan_read(directory: Path) -> dict[str, Any] | None:
 
 
 def export_summaries() -> list[dict[str, Any]]:
-    """Every finished export (a directory with its manifest.json), newest first, without document lists."""
+    """Every finished export (a directory with its manifest.json), newest first, without document lists;
+    each archive with the `out` it lies in (ExportSerializer links them)."""
     root = export_root()
     found = []
     for manifest in root.glob(f"*/{MANIFEST}") if root.is_dir() else []:
@@ -65,9 +65,8 @@ def export_summaries() -> list[dict[str, Any]]:
         if summary is not None:
             out = manifest.parent.name
             for archive in summary["archives"]:
-                archive["url"] = reverse("api-export-file", kwargs={"out": out, "name": archive["name"]})
-            manifest_url = reverse("api-export-file", kwargs={"out": out, "name": MANIFEST})
-            found.append({"out": out, **summary, "manifest_url": manifest_url})
+                archive["out"] = out
+            found.append({"out": out, **summary})
     return sorted(found, key=lambda s: s["created_at"], reverse=True)
 
 

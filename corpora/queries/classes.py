@@ -16,7 +16,6 @@ from config.errors import BadRequest, NotFound
 from conversion.choices import SEVERITIES_WORST_FIRST, Severity
 from conversion.taxonomy import meaning_of
 from corpora.choices import ClassChange, ClassLevel, MemberChange
-from corpora.links import document_api_url, document_history_url, document_url
 from corpora.models import Document, Run, Snapshot, Task
 from corpora.pairs import MEMBER_SEVERITIES
 from corpora.queries.corpora import Pair
@@ -241,13 +240,13 @@ _CHUNK_PAGE_SETTINGS = ("SET LOCAL enable_sort = off", "SET LOCAL jit = off")
 
 @dataclass(frozen=True)
 class ClassTask:
-    """A document that gained or lost a class between two snapshots, with its links (ClassTaskSerializer)."""
+    """A document of a pair that gained or lost a class between two snapshots (ClassTaskSerializer, which
+    links it)."""
 
+    corpus: str
+    service: str
     document: str
     change: str
-    report_url: str
-    document_api_url: str
-    history_url: str
 
 
 def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> list[ClassTask]:
@@ -285,13 +284,7 @@ def class_tasks(scope: DiffScope, cls: ClassRef, change: str, page: Page) -> lis
     names = dict(Document.objects.filter(pk__in=document_ids).values_list("pk", "name"))
     corpus, service = scope.pair.corpus_name, scope.pair.service_name
     return [
-        ClassTask(
-            document=names[document_id],
-            change=change,
-            report_url=document_url(corpus, service, names[document_id]),
-            document_api_url=document_api_url(corpus, service, names[document_id]),
-            history_url=document_history_url(corpus, service, names[document_id]),
-        )
+        ClassTask(corpus=corpus, service=service, document=names[document_id], change=change)
         for document_id in document_ids
     ]
 
@@ -339,7 +332,6 @@ class DocumentHistory:
     corpus: str
     service: str
     document: str
-    report_url: str
     classes: list[HistoryClass]
     entries: list[HistoryEntry]
 
@@ -401,7 +393,6 @@ def document_history(pair: Pair, document_name: str) -> DocumentHistory:
         corpus=pair.corpus_name,
         service=pair.service_name,
         document=document.name,
-        report_url=document_url(pair.corpus_name, pair.service_name, document.name),
         classes=[HistoryClass(c["severity"], c["category"], c["what"], c["meaning"]) for c in classes],
         entries=[
             HistoryEntry(

@@ -13,7 +13,6 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from config.planner import BULK_SETTINGS
 from conversion.profiles import preset_of, profile_load
-from corpora.links import document_api_url
 from corpora.models import Corpus, TaskCount
 from corpora.queries.corpora import Pair, corpus_get
 from corpora.queries.diffs import status_filter
@@ -111,14 +110,15 @@ class CompareMatrix:
 
 @dataclass(frozen=True)
 class CompareTask:
-    """A document on which A and B differ, with both its reports (CompareTaskSerializer)."""
+    """A document of a corpus on which A and B differ (CompareTaskSerializer, which links both its reports)."""
 
+    corpus: str
+    service_a: str
+    service_b: str
     document: str
     status_a: str
     status_b: str
     regression: bool
-    report_a: str
-    report_b: str
 
 
 def compare_matrix(scope: ComparePair) -> CompareMatrix:
@@ -202,15 +202,16 @@ def compare_tasks(
             [*_compare_params(scope), *params, page.offset, page.page_size],
         )
         rows = cursor.fetchall()
-    corpus = scope.corpus.name
+    corpus, service_a, service_b = scope.corpus.name, scope.service_a.name, scope.service_b.name
     return [
         CompareTask(
+            corpus=corpus,
+            service_a=service_a,
+            service_b=service_b,
             document=name,
             status_a=DIFF_BUCKET_NAMES[sa],
             status_b=DIFF_BUCKET_NAMES[sb],
             regression=regressed(DIFF_BUCKET_NAMES[sa], DIFF_BUCKET_NAMES[sb]),
-            report_a=document_api_url(corpus, scope.service_a.name, name),
-            report_b=document_api_url(corpus, scope.service_b.name, name),
         )
         for name, sa, sb in rows
     ]

@@ -15,7 +15,6 @@ from django.db.models import QuerySet, Sum
 from config.api.paging import Page
 from config.errors import NotFound
 from conversion.choices import Severity, TaskStatus
-from corpora.links import document_api_url, document_html_api_url
 from corpora.models import Activation, Corpus, Run, Snapshot, TaskCount
 from corpora.results import result_has_html
 from corpora.statuses import IN_PROGRESS, STATUS_FILTERS, STATUS_KEYS, status_name
@@ -266,8 +265,10 @@ class MessageClassName:
 
 @dataclass(frozen=True)
 class DocumentRow:
-    """A document of a pair's list (DocumentRowSerializer)."""
+    """A document of a pair's list (DocumentRowSerializer, which links it)."""
 
+    corpus: str
+    service: str
     document: str
     entry: str
     status: str
@@ -275,8 +276,6 @@ class DocumentRow:
     # The class of its first error or fatal message, in log order; None without one.
     problem: MessageClassName | None
     has_html: bool
-    report: str
-    html: str | None
 
 
 @dataclass(frozen=True)
@@ -341,14 +340,14 @@ def document_list(pair: Pair, *, status: str | None, name_prefix: str | None, pa
         has_html = result_has_html(pair.corpus_id, pair.service_id, task_id)
         documents.append(
             DocumentRow(
+                corpus=corpus,
+                service=service,
                 document=name,
                 entry=entry,
                 status=status_name(task_status),
                 runtime_ms=runtime_ms,
                 problem=MessageClassName(severity, category, what) if severity is not None else None,
                 has_html=has_html,
-                report=document_api_url(corpus, service, name),
-                html=document_html_api_url(corpus, service, name) if has_html else None,
             )
         )
     count = None if name_prefix else pair_counts(pair.corpus_id, pair.service_id)[status or "total"]

@@ -13,7 +13,6 @@ from django.db import connection, transaction
 
 from config.api.paging import Page
 from config.errors import BadRequest, NotFound
-from corpora.links import document_api_url
 from corpora.models import Snapshot, SnapshotDiff
 from corpora.queries.corpora import Pair
 from corpora.queries.history import RunProfile, pair_known, run_at
@@ -288,21 +287,23 @@ def task_diff_count(diff_id: int | None, **filters: Unpack[TaskDiffFilters]) -> 
 
 @dataclass(frozen=True)
 class TaskDiffRow:
-    """A document whose status changed between two snapshots (TaskDiffSerializer)."""
+    """A document of a pair whose status changed between two snapshots (TaskDiffSerializer, which links it)."""
 
+    corpus: str
+    service: str
     document: str
     previous_status: str
     current_status: str
     regression: bool
-    report: str
 
 
 def _task_diff(corpus: str, service: str, name: str, previous: int, current: int) -> TaskDiffRow:
     previous_name, current_name = DIFF_BUCKET_NAMES[previous], DIFF_BUCKET_NAMES[current]
     return TaskDiffRow(
+        corpus=corpus,
+        service=service,
         document=name,
         previous_status=previous_name,
         current_status=current_name,
         regression=regressed(previous_name, current_name),
-        report=document_api_url(corpus, service, name),
     )

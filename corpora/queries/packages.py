@@ -19,7 +19,6 @@ from config.api.paging import Page
 from config.errors import BadRequest, NotFound
 from conversion.attribution import evidence_names
 from conversion.choices import COMPLETED, PackageFlag, PackageKind
-from corpora.links import document_api_url, document_url
 from corpora.models import Run
 from corpora.queries.corpora import Pair, package_tallies_sql, retired_messages_exist
 from corpora.queries.diffs import DiffScope
@@ -161,16 +160,16 @@ def package_ranking(source: Source, page: Page, kind: str | None = None) -> Pack
 
 @dataclass(frozen=True)
 class PackagePaper:
-    """A paper behind a ranking row (PackagePaperSerializer)."""
+    """A paper of a pair behind a ranking row (PackagePaperSerializer, which links it)."""
 
+    corpus: str
+    service: str
     document: str
     status: str
     only_missing: bool
     clears: bool
     clears_weak: bool
     evidence: list[str]
-    url: str
-    api_url: str
 
 
 def package_papers(source: Source, kind: str, package: str, page: Page) -> list[PackagePaper]:
@@ -195,9 +194,8 @@ def package_papers(source: Source, kind: str, package: str, page: Page) -> list[
     corpus, service = source.pair.corpus_name, source.pair.service_name
     return [
         PackagePaper(
-            name, status_name(status), bool(flags & PackageFlag.ONLY), bool(flags & PackageFlag.CLEARS),
-            bool(flags & PackageFlag.CLEARS_WEAK), evidence_names(flags), document_url(corpus, service, name),
-            document_api_url(corpus, service, name),
+            corpus, service, name, status_name(status), bool(flags & PackageFlag.ONLY),
+            bool(flags & PackageFlag.CLEARS), bool(flags & PackageFlag.CLEARS_WEAK), evidence_names(flags),
         )
         for name, status, flags in fetched
     ]  # fmt: skip

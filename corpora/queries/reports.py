@@ -29,7 +29,6 @@ from conversion.choices import COMPLETED_NAMES, SEVERITIES_WORST_FIRST, Category
 from conversion.source_context import SourceContext, location_of, source_contexts
 from conversion.taxonomy import meaning_of
 from corpora.choices import ClassLevel
-from corpora.links import document_html_url, document_result_url
 from corpora.models import RUNTIME_BIN_MS, Document, LogMessage, MessageClass, ReportGrain, Run, Task, TaskRuntime
 from corpora.queries.corpora import Pair, pair_counts, retired_messages_exist
 from corpora.results import result_html, result_stored
@@ -324,7 +323,8 @@ class LoggedMessage:
 
 @dataclass(frozen=True)
 class DocumentReport:
-    """One document's status for a service, its messages and its result links (DocumentReportSerializer)."""
+    """One document's status for a service, its messages and whether it has a stored result and HTML in it
+    (DocumentReportSerializer, which links them)."""
 
     corpus: str
     service: str
@@ -335,9 +335,8 @@ class DocumentReport:
     attempts: int
     runtime_ms: int | None
     messages: list[LoggedMessage]
-    result_url: str | None
+    has_result: bool
     has_html: bool
-    html_url: str | None
 
 
 def _document_task(pair: Pair, document_name: str) -> QuerySet[Task]:
@@ -353,8 +352,8 @@ def _document_task(pair: Pair, document_name: str) -> QuerySet[Task]:
 
 
 def document_report(pair: Pair, document_name: str, *, contexts: bool = True) -> DocumentReport:
-    """One document's status for a service and every log message behind it, with its result links: the
-    converted HTML only when the stored result holds some (a fatal conversion may leave only its log).
+    """One document's status for a service and every log message behind it, and whether it has a stored
+    result and converted HTML in it (a fatal conversion may leave only its log).
     With `contexts`, the messages that carry a location get the source lines around it (source_context)."""
     found = _document_task(pair, document_name).select_related("document__corpus").first()
     if found is None:
@@ -371,7 +370,6 @@ def document_report(pair: Pair, document_name: str, *, contexts: bool = True) ->
     runtime = TaskRuntime.objects.filter(task=task).values_list("runtime_ms", flat=True).first()
     archive = result_stored(pair.corpus_id, pair.service_id, task.pk)
     has_html = archive is not None and result_html(archive) is not None
-    names = (pair.corpus_name, pair.service_name, document.name)
     return DocumentReport(
         corpus=pair.corpus_name,
         service=pair.service_name,
@@ -382,9 +380,8 @@ def document_report(pair: Pair, document_name: str, *, contexts: bool = True) ->
         attempts=task.attempts,
         runtime_ms=runtime,
         messages=messages,
-        result_url=document_result_url(*names) if archive else None,
+        has_result=archive is not None,
         has_html=has_html,
-        html_url=document_html_url(*names) if has_html else None,
     )
 
 

@@ -12,10 +12,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from config.errors import NotFound, ServiceError
-from corpora.links import document_file_url, document_url
 from corpora.queries.corpora import pair_resolve
 from corpora.queries.reports import document_paper, document_report, document_result_archive
 from corpora.results import result_member
+from reports.links import document_file_url, document_url
 from reports.serializers import DocumentReportSerializer, paper_file_response
 
 

@@ -1,7 +1,7 @@
 """Report screens: the same queries, DTOs and input serializers as /api/reports, the same actions.
 
 Reads are public like their API twins, except the runtime screen (its API needs a token); every write
-needs a signed-in operator. Every link is built by corpora.links.
+needs a signed-in operator. Every link is built by reports.links.
 """
 
 from __future__ import annotations
@@ -29,15 +29,6 @@ from conversion.choices import SEVERITIES_WORST_FIRST, Category, Severity
 from corpora.actions.reports import category_report_read, pair_refresh, rerun, run_control, what_report_read
 from corpora.choices import ExportGrouping, RunControlAction
 from corpora.export.queries import EXPORT_SEVERITIES
-from corpora.links import (
-    document_history_url,
-    document_reader_url,
-    document_url,
-    is_report_url,
-    messages_export_url,
-    report_url,
-    run_url,
-)
 from corpora.queries.compare import comparable_services
 from corpora.queries.corpora import pair_resolve
 from corpora.queries.reports import (
@@ -49,6 +40,15 @@ from corpora.queries.reports import (
 )
 from corpora.statuses import OVERVIEW_ORDER, SEVERITIES
 from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
+from reports.links import (
+    document_history_url,
+    document_reader_url,
+    document_url,
+    is_report_url,
+    messages_export_url,
+    report_url,
+    run_url,
+)
 from reports.serializers import (
     EXPORT_FORMATS,
     DocumentReportSerializer,

@@ -12,6 +12,7 @@ from conversion.choices import TaskStatus
 from conversion.profiles import profile_load
 from corpora.experiments.actions import experiment_start
 from corpora.experiments.queries import experiment_detail, experiment_records
+from corpora.experiments.serializers import ExperimentPaperSerializer
 from corpora.models import Document, Experiment, ExperimentVariant, Task
 from jobs.models import Job
 from jobs.runner import job_run
@@ -81,7 +82,11 @@ def test_variants_rank_by_papers_fixed_then_by_papers_broken_with_the_papers_beh
     styles = detail.variants[1]
     assert [p.name for p in styles.fixed_papers] == ["doc1", "doc2"]
     assert [p.name for p in styles.broken_papers] == ["doc3"]
-    assert styles.broken_papers[0].report == "/api/corpus/exp/exp.styles/document/doc3"
+    # The query names the paper's sandbox and service; its serializer links the document report there.
+    assert (styles.broken_papers[0].sandbox, styles.broken_papers[0].service) == ("exp", "exp.styles")
+    assert (
+        ExperimentPaperSerializer(styles.broken_papers[0]).data["report"] == "/api/corpus/exp/exp.styles/document/doc3"
+    )
     assert detail.papers == 3 and detail.experiment.state == "succeeded"
     assert experiment_detail("exp", papers_shown=1).variants[1].fixed_papers[0].name == "doc1"
 

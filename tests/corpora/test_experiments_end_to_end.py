@@ -86,4 +86,5 @@ def test_an_experiment_ranks_a_variant_that_fixes_above_one_that_breaks(authed, 
     assert ranked == [(1, "styles", 1, 1, 1, 0), (2, "hurried", 1, 1, 0, 1)], answer
     assert [p["name"] for p in answer["variants"][0]["fixed_papers"]] == ["styled"]
     assert [p["name"] for p in answer["variants"][1]["broken_papers"]] == ["styled"]
-    assert experiment_detail("exp").variants[0].fixed_papers[0].report == "/api/corpus/exp/exp.styles/document/styled"
+    assert answer["variants"][0]["fixed_papers"][0]["report"] == "/api/corpus/exp/exp.styles/document/styled"
+    assert experiment_detail("exp").variants[0].fixed_papers[0].service == "exp.styles"

@@ -16,12 +16,12 @@ from django.db import connection
 from rest_framework.test import APIClient, APIRequestFactory
 
 from corpora.actions.reports import rerun
-from corpora.links import messages_export_url
 from corpora.models import Task
 from corpora.queries.corpora import pair_resolve
 from corpora.queries.reports import EXPORT_COLUMNS, _read_ahead, export_rows, messages_export, retired_messages_left
 from corpora.statuses import SEVERITIES
 from reports.api import MessagesExportApi
+from reports.links import messages_export_url
 from reports.serializers import CsvLines, export_chunks
 from tests.corpora.helpers import activated, imported
 from tests.reports.messages import messages_add

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from corpora.links import messages_export_url
+from reports.links import messages_export_url
 from tests.reports.test_messages_export import rows_of
 from tests.screens.test_csp_screens import _violations
 from tests.screens.test_report_screens import converted  # noqa: F401  (the fixture: corpus c, converted)

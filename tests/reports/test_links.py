@@ -1,4 +1,5 @@
-"""Report URLs have one owner, corpora.links: every path is the named route's, names escaped whole."""
+"""Report URLs are built where the report screens are, reports.links: every path is the named route's, names
+escaped whole (config.links.route)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 
 from django.urls import resolve
 
-from corpora.links import document_file_url, document_result_url, document_url, is_report_url, report_url
+from reports.links import document_file_url, document_result_url, document_url, is_report_url, report_url
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -26,7 +27,7 @@ def test_report_urls_escape_every_name_as_one_segment_and_resolve_to_their_scree
 
 
 def test_no_product_module_builds_a_report_or_document_path_by_hand():
-    """Outside corpora/links.py (and the route tables), no string literal spells a report path. `cli` is the
+    """Outside the links modules (and the route tables), no string literal spells a report path. `cli` is the
     exception: ccs is a client of the API without Django, so it cannot reverse a route; the paths it sends
     are checked against the route table instead (tests/cli: every write's URL resolves to one of its
     operations, every read and download answers what the API answers at its path)."""
