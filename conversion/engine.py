@@ -43,6 +43,8 @@ from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import Launch, Sandbox
 
 LOG_NAME = "cortex.log"
+# The answer of a conversion of TeX given as text (text_answer): {"result", "log", "status", "status_code"}.
+TextAnswer = dict[str, str | int]
 # The file that holds TeX given as text, in its working directory.
 TEXT_INPUT_NAME = "input.tex"
 DEFAULT_TIMEOUT_SECONDS = 300
@@ -320,7 +322,7 @@ def convert_text(
     disk_mb: int = DEFAULT_DISK_MB,
     max_processes: int = DEFAULT_MAX_PROCESSES,
     sandbox: Sandbox = sandboxes.DEFAULT,
-) -> dict:
+) -> TextAnswer:
     """Convert TeX given as text (a `literal:` prefix is accepted and dropped) in a temporary directory.
 
     Returns {"result", "log", "status", "status_code"}; raises ValueError for an unknown switch value,
@@ -358,7 +360,7 @@ def convert_text(
     return text_answer(result, log, status_code)
 
 
-def text_answer(result: bytes, log: bytes, status_code: int | None) -> dict:
+def text_answer(result: bytes, log: bytes, status_code: int | None) -> TextAnswer:
     """The answer of a conversion of TeX given as text: {"result", "log", "status", "status_code"}."""
     code = _FATAL if status_code is None else status_code
     return {
@@ -476,7 +478,7 @@ def _run_latexmlc(
                 else:
                     count, rss, cpu = _process_tree(root, stop_above=max_processes, rss=measure)
                     capped = KillReason.PROCESSES if count > max_processes else None
-                if measure:
+                if measure and watch is not None:
                     watch.measured(rss)
                     cpu_sampled = max(cpu_sampled, cpu)
                 if watch is not None and watch.stop_reason is not None:
@@ -541,7 +543,7 @@ def _host_oom(returncode: int, passed: list[str], timed_out: bool, oom_kills_bef
     return after is not None and after > oom_kills_before
 
 
-def _reap(process: subprocess.Popen) -> resource.struct_rusage | None:
+def _reap(process: subprocess.Popen[bytes]) -> resource.struct_rusage | None:
     """Wait for the run's first process and return the resources it and every descendant it waited for
     used (wait4); None when Popen had reaped it already."""
     if process.returncode is not None:
