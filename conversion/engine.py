@@ -705,53 +705,45 @@ def finish_log(log: bytes, run: Run, limits: Limits) -> tuple[bytes, int | None,
         # latexmlc died before it opened its log: its stderr is the only record.
         log = run.stderr
     status_code = status_code_of(log)
-    lines: list[str] = []
+    fatal: str | None = None  # the line that says why the conversion ended, where latexmlc could not say it
     killed: str | None = None
     if run.limit == KillReason.GOVERNOR:
-        lines += [
+        fatal = (
             f"Fatal:{Category.INFRASTRUCTURE}:{InfrastructureReason.GOVERNOR} the worker's memory governor stopped"
-            f" the conversion: {run.governor}",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.GOVERNOR
+            f" the conversion: {run.governor}"
+        )
+        killed = KillReason.GOVERNOR
     elif run.limit == KillReason.MEMORY:
-        lines += [
-            f"{_OUT_OF_MEMORY} the conversion's processes together passed its memory limit of {limits.memory_mb} MB",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.MEMORY
+        fatal = f"{_OUT_OF_MEMORY} the conversion's processes together passed its memory limit of {limits.memory_mb} MB"
+        killed = KillReason.MEMORY
     elif run.limit == KillReason.DISK or run.returncode == -signal.SIGXFSZ:
-        lines += [
+        fatal = (
             f"Fatal:{Category.LIMIT}:{KillReason.DISK} the conversion wrote more than its disk limit of"
-            f" {limits.disk_mb} MB (its working directory and /tmp together)",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.DISK
+            f" {limits.disk_mb} MB (its working directory and /tmp together)"
+        )
+        killed = KillReason.DISK
     elif run.limit == KillReason.PROCESSES:
-        lines += [
+        fatal = (
             f"Fatal:{Category.LIMIT}:{KillReason.PROCESSES} the conversion tried to run more than its limit of"
-            f" {limits.max_processes} processes at once",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.PROCESSES
+            f" {limits.max_processes} processes at once"
+        )
+        killed = KillReason.PROCESSES
     elif run.timed_out:
-        lines += [
-            f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.TIMEOUT
+        fatal = f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds"
+        killed = KillReason.TIMEOUT
     elif status_code is None and run.host_oom:
-        lines += [
+        fatal = (
             f"Fatal:{Category.INFRASTRUCTURE}:{InfrastructureReason.HOST_OOM} the kernel's OOM killer ended the"
-            " conversion for the host's memory (its own memory limit was not reached)",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.HOST_OOM
+            " conversion for the host's memory (its own memory limit was not reached)"
+        )
+        killed = KillReason.HOST_OOM
     elif status_code is None:
-        death = _death_message(run, log, limits.memory_mb)
-        lines += [death, f"Status:conversion:{_FATAL}"]
+        fatal = _death_message(run, log, limits.memory_mb)
+        killed = KillReason.MEMORY if fatal.startswith(_OUT_OF_MEMORY) else None
+    lines: list[str] = []
+    if fatal is not None:
+        lines += [fatal, f"Status:conversion:{_FATAL}"]
         status_code = _FATAL
-        killed = KillReason.MEMORY if death.startswith(_OUT_OF_MEMORY) else None
     lines.append(f"Info:runtime_ms:{run.runtime_ms}")
     if run.cpu_ms is not None:
         lines.append(f"Info:cpu_ms:{run.cpu_ms}")

@@ -762,32 +762,24 @@ def argument_parser() -> argparse.ArgumentParser:
         help="conversions at once, or auto: one per core, as many as the available memory holds at --memory-mb",
     )  # fmt: skip
     parser.add_argument("--identity", default=None, help="default hostname:pid")
-    parser.add_argument(
-        "--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS,
-        help="seconds one conversion may run; past it Fatal:timeout:timedout"
-        f" (default {engine.DEFAULT_TIMEOUT_SECONDS})",
+    limits: tuple[tuple[str, type[float] | type[int], float, str], ...] = (
+        ("--timeout", float, engine.DEFAULT_TIMEOUT_SECONDS,
+         "seconds one conversion may run; past it Fatal:timeout:timedout"),
+        ("--memory-mb", int, engine.DEFAULT_MEMORY_MB,
+         "the address space one conversion may use, /tmp included (it is on disk); past it Fatal:perl:out_of_memory"),
+        ("--disk-mb", int, engine.DEFAULT_DISK_MB,
+         "what one conversion may hold on disk, its working directory and /tmp together; past it the conversion"
+         " ends with Fatal:limit:disk"),
+        ("--max-processes", int, engine.DEFAULT_MAX_PROCESSES,
+         "how many processes one conversion may have at once; past it the conversion ends with"
+         " Fatal:limit:processes"),
+        ("--memory-floor-mb", int, DEFAULT_MEMORY_FLOOR_MB,
+         "when the machine has less memory available than this (its cgroup's room counted), the worker stops its"
+         " largest conversion, which the dispatcher tries again, and takes no task until memory recovers; 0 turns"
+         " this off"),
     )  # fmt: skip
-    parser.add_argument(
-        "--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB,
-        help="the address space one conversion may use, /tmp included (it is on disk); past it"
-        f" Fatal:perl:out_of_memory (default {engine.DEFAULT_MEMORY_MB})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--disk-mb", type=int, default=engine.DEFAULT_DISK_MB,
-        help="what one conversion may hold on disk, its working directory and /tmp together; past it the"
-        f" conversion ends with Fatal:limit:disk (default {engine.DEFAULT_DISK_MB})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--max-processes", type=int, default=engine.DEFAULT_MAX_PROCESSES,
-        help="how many processes one conversion may have at once; past it the conversion ends with"
-        f" Fatal:limit:processes (default {engine.DEFAULT_MAX_PROCESSES})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--memory-floor-mb", type=int, default=DEFAULT_MEMORY_FLOOR_MB,
-        help="when the machine has less memory available than this (its cgroup's room counted), the worker"
-        " stops its largest conversion, which the dispatcher tries again, and takes no task until memory"
-        f" recovers; 0 turns this off (default {DEFAULT_MEMORY_FLOOR_MB})",
-    )  # fmt: skip
+    for flag, kind, default, meaning in limits:
+        parser.add_argument(flag, type=kind, default=default, help=f"{meaning} (default {default})")
     parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
     parser.add_argument(
         "--result-max-bytes", type=int, default=RESULT_MAX_BYTES,
