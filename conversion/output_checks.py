@@ -28,6 +28,7 @@ import stat
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import TypeVar
 from urllib.parse import unquote
 
 from conversion.choices import Category, LatexmlStatus, Severity
@@ -391,18 +392,22 @@ def check_conversion(
     return log_lines(check(output, source, status_code=status_code, present=present))
 
 
-def checked_text(converted: Mapping[str, object], tex: str) -> dict[str, object]:
+# An answer of engine.convert_text or of the warm engine (conversion.warm), as checked_text takes it.
+_Answer = TypeVar("_Answer", bound=Mapping[str, object])
+
+
+def checked_text(converted: _Answer, tex: str) -> _Answer | dict[str, object]:
     """engine.convert_text's answer for a whole document (`tex`, as given) with the output checks' lines appended
     to its log and its status made no better than theirs; a fatal answer is returned as it is. The images of
     such a conversion are not kept, so whether the files an image points at exist is not asked."""
     code = converted.get("status_code")
     if not isinstance(code, int) or code >= LatexmlStatus.FATAL:
-        return dict(converted)
+        return converted
     html = str(converted.get("result") or "")
     output = analyse_output(html[:HTML_MAX_BYTES], complete=len(html) <= HTML_MAX_BYTES) if html.strip() else None
     lines = log_lines(check(output, analyse_tex(tex), status_code=code, present=None))
     if not lines:
-        return dict(converted)
+        return converted
     log = str(converted.get("log") or "")
     code = max(code, int(lines[-1].rsplit(":", 1)[1]))
     return {**converted, "log": log + ("" if not log or log.endswith("\n") else "\n") + "\n".join(lines) + "\n",
