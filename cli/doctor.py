@@ -113,15 +113,15 @@ def _details(health: dict[str, Any], name: str) -> dict[str, Any]:
     return next((check.get("details") or {} for check in health["checks"] if check["name"] == name), {})
 
 
+def _not_on_path(name: str, program: str, remedy: str) -> Check:
+    return Check(name, PROBLEM, f"{program} is not on PATH", remedy)
+
+
 def latexml_check() -> Check:
     executable = shutil.which("latexmlc")
     if executable is None:
-        return Check(
-            "latexml",
-            PROBLEM,
-            "latexmlc is not on PATH",
-            "Install LaTeXML (apt install latexml, or `scripts/system-packages`).",
-        )
+        remedy = "Install LaTeXML (apt install latexml, or `scripts/system-packages`)."
+        return _not_on_path("latexml", "latexmlc", remedy)
     try:
         result = subprocess.run([executable, "--VERSION"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.SubprocessError) as exc:
@@ -136,12 +136,8 @@ def sandbox_check() -> Check:
     """bubblewrap runs a command in namespaces of its own, as the conversion sandbox does."""
     executable = shutil.which("bwrap")
     if executable is None:
-        return Check(
-            "sandbox",
-            PROBLEM,
-            "bwrap is not on PATH",
-            "Install bubblewrap (apt install bubblewrap), or turn the sandbox off (CONVERSION_SANDBOX=none).",
-        )
+        remedy = "Install bubblewrap (apt install bubblewrap), or turn the sandbox off (CONVERSION_SANDBOX=none)."
+        return _not_on_path("sandbox", "bwrap", remedy)
     argv = [executable, "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all",
             "--die-with-parent", "true"]  # fmt: skip
     try:

@@ -273,18 +273,22 @@ def _stream(path: str, query: dict[str, Any], output: Path | None) -> None:
 
 Opt = typer.Option
 Arg = typer.Argument
+# The arguments and the option the streaming commands share.
+CorpusArg = Annotated[str, Arg(help="the corpus's name", show_default=False)]
+ServiceArg = Annotated[str, Arg(help="the service's name", show_default=False)]
+OutputOpt = Annotated[Optional[Path], Opt("--output", "-o", help="write to this file, not stdout")]  # noqa: UP045
 
 
 @app.command(help="Every message of a pair or of a slice of it, as csv, jsonl or parquet (streamed).")
 @handled
 def messages(
-    corpus: Annotated[str, Arg(help="the corpus's name", show_default=False)],
-    service: Annotated[str, Arg(help="the service's name", show_default=False)],
+    corpus: CorpusArg,
+    service: ServiceArg,
     severity: Annotated[Optional[str], Opt(help="a severity: its report page's tasks")] = None,  # noqa: UP045
     category: Annotated[Optional[str], Opt(help="a category (needs --severity)")] = None,  # noqa: UP045
     what: Annotated[Optional[str], Opt(help="a what (needs --category)")] = None,  # noqa: UP045
     format: Annotated[str, Opt("--format", help="csv, jsonl or parquet")] = "csv",
-    output: Annotated[Optional[Path], Opt("--output", "-o", help="write to this file, not stdout")] = None,  # noqa: UP045
+    output: OutputOpt = None,
 ) -> None:
     query = {"severity": severity, "category": category, "what": what, "format": format}
     _stream(f"/api/reports/{segment(corpus)}/{segment(service)}/messages", query, output)
@@ -295,10 +299,10 @@ def messages(
 )
 @handled
 def package_export(
-    corpus: Annotated[str, Arg(help="the corpus's name", show_default=False)],
-    service: Annotated[str, Arg(help="the service's name", show_default=False)],
+    corpus: CorpusArg,
+    service: ServiceArg,
     run: Annotated[Optional[int], Opt(help="a run's id (default: the tasks now)")] = None,  # noqa: UP045
-    output: Annotated[Optional[Path], Opt("--output", "-o", help="write to this file, not stdout")] = None,  # noqa: UP045
+    output: OutputOpt = None,
 ) -> None:
     _stream(f"/api/runs/{segment(corpus)}/{segment(service)}/packages/export", {"run": run}, output)
 
@@ -319,11 +323,11 @@ def download(
 )
 @handled
 def paper(
-    corpus: Annotated[str, Arg(help="the corpus's name", show_default=False)],
-    service: Annotated[str, Arg(help="the service's name", show_default=False)],
+    corpus: CorpusArg,
+    service: ServiceArg,
     name: Annotated[str, Arg(help="the document's name", show_default=False)],
     member: Annotated[Optional[str], Arg(help="a file of the result (default: its HTML)", show_default=False)] = None,  # noqa: UP045
-    output: Annotated[Optional[Path], Opt("--output", "-o", help="write to this file, not stdout")] = None,  # noqa: UP045
+    output: OutputOpt = None,
 ) -> None:
     document = f"/api/corpus/{segment(corpus)}/{segment(service)}/document/{segment(name)}"
     if member is None:

@@ -63,21 +63,22 @@ def _read_file(path: Path) -> dict[str, str]:
 def settings_load() -> Settings:
     """The environment wins over the file, each of URL and token on its own."""
     stored = _read_file(config_path())
-    url = os.environ.get(URL_ENV) or stored.get("url") or DEFAULT_URL
-    if os.environ.get(URL_ENV):
-        url_source = f"${URL_ENV}"
-    elif stored.get("url"):
-        url_source = str(config_path())
-    else:
-        url_source = URL_DEFAULT_SOURCE
-    token = os.environ.get(TOKEN_ENV) or stored.get("token") or None
-    if os.environ.get(TOKEN_ENV):
-        source = f"${TOKEN_ENV}"
-    elif stored.get("token"):
-        source = str(config_path())
-    else:
-        source = "none"
-    return Settings(url=url.rstrip("/"), token=token, source=source, url_source=url_source)
+    url, url_source = _setting(stored, URL_ENV, "url")
+    token, source = _setting(stored, TOKEN_ENV, "token")
+    return Settings(
+        url=(url or DEFAULT_URL).rstrip("/"), token=token, source=source or "none",
+        url_source=url_source or URL_DEFAULT_SOURCE,
+    )  # fmt: skip
+
+
+def _setting(stored: dict[str, str], variable: str, key: str) -> tuple[str | None, str | None]:
+    """One setting and where it came from: the environment variable, else the file's `key` (each only when
+    it is not empty), else (None, None)."""
+    if os.environ.get(variable):
+        return os.environ[variable], f"${variable}"
+    if stored.get(key):
+        return stored[key], str(config_path())
+    return None, None
 
 
 def settings_save(url: str, token: str) -> Path:

@@ -23,7 +23,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, Literal, Protocol
 
 from conversion.zips import ZipTooLarge, member_name_safe, zip_stream
 
@@ -293,7 +293,7 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:500]
 
 
-def _tar_open(handle: BinaryIO, mode: str = "r:gz") -> tarfile.TarFile | None:
+def _tar_open(handle: BinaryIO, mode: Literal["r:gz", "r:"] = "r:gz") -> tarfile.TarFile | None:
     """The (by default gzipped) tar in `handle`, or None when it does not start as one (a single gzipped
     file, or not gzip at all): tarfile reads the first header when it opens."""
     try:
@@ -357,7 +357,7 @@ def inspect_tar(handle: BinaryIO, entry: str, kind: str, *, inflated: bytes | No
         return None
     try:
         with archive:
-            members = []
+            members: list[tarfile.TarInfo] = []
             for member in archive:
                 if len(members) >= _MAX_MEMBERS:
                     return Entry(name, entry, kind, problem="archive", detail=f"more than {_MAX_MEMBERS} members")
@@ -495,7 +495,13 @@ def _zip_limited(members: Iterable[tuple[str, Iterable[bytes], float]], limit: i
         raise SourceRefused("too_large", f"the document is larger than {limit} bytes unpacked ({exc})") from exc
 
 
-def _chunks(handle: BinaryIO, size: int = _CHUNK) -> Iterator[bytes]:
+class Readable(Protocol):
+    """What _chunks reads from: a file, a gzip stream or an archive's member."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
+def _chunks(handle: Readable, size: int = _CHUNK) -> Iterator[bytes]:
     while chunk := handle.read(size):
         yield chunk
 

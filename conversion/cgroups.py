@@ -150,7 +150,10 @@ def _sweep() -> None:
     found = _hierarchy()
     if found is None:
         return
-    for parent in {found[1], found[2], *([_cpuacct_parent()] if found[0] == 1 else [])} - {None}:
+    parents = {found[1], found[2]}
+    if found[0] == 1 and (cpuacct := _cpuacct_parent()) is not None:
+        parents.add(cpuacct)
+    for parent in parents:
         for group in parent.glob(f"{GROUP_PREFIX}*"):
             pid = group.name.removeprefix(GROUP_PREFIX).split("-", 1)[0]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():

@@ -12,9 +12,17 @@ from __future__ import annotations
 from enum import IntEnum, StrEnum
 
 
-class TaskStatus(IntEnum):
+class _Keyed(IntEnum):
+    """Numbers whose members' names in lower case are their keys in counts, filters and the API."""
+
+    @property
+    def key(self) -> str:
+        return self.name.lower()
+
+
+class TaskStatus(_Keyed):
     """A task's status: 0 TODO, > 0 a lease mark (the dispatcher's random positive number, no member),
-    -1..-5 completed, <= -6 blocked (pause writes BLOCKED)."""
+    -1..-5 completed, <= -6 blocked (pause writes BLOCKED). Its key: no_problem, warning, ..., todo, blocked."""
 
     TODO = 0
     NO_PROBLEM = -1
@@ -24,11 +32,6 @@ class TaskStatus(IntEnum):
     INVALID = -5
     BLOCKED = -6
 
-    @property
-    def key(self) -> str:
-        """The status's name in counts, filters and the API: no_problem, warning, ..., todo, blocked."""
-        return self.name.lower()
-
 
 # The completed statuses, best first; a document's result is one of these.
 COMPLETED: tuple[TaskStatus, ...] = (
@@ -37,17 +40,13 @@ COMPLETED: tuple[TaskStatus, ...] = (
 COMPLETED_NAMES: dict[int, str] = {status.value: status.key for status in COMPLETED}
 
 
-class LatexmlStatus(IntEnum):
+class LatexmlStatus(_Keyed):
     """LaTeXML's own status codes (`Status:conversion:N`); code c is task status -(c + 1)."""
 
     NO_PROBLEM = 0
     WARNING = 1
     ERROR = 2
     FATAL = 3
-
-    @property
-    def key(self) -> str:
-        return self.name.lower()
 
 
 LATEXML_NAMES: dict[int, str] = {code.value: code.key for code in LatexmlStatus}
@@ -104,7 +103,7 @@ class PackageKind(StrEnum):
     CLASS = "class"
 
 
-class PackageFlag(IntEnum):
+class PackageFlag(_Keyed):
     """What a task's log says about one package (conversion/attribution.py), as bits of one number (each
     member one bit; a combination is a plain int).
 
@@ -123,10 +122,6 @@ class PackageFlag(IntEnum):
     ONLY = 32
     CLEARS = 64
     CLEARS_WEAK = 128
-
-    @property
-    def key(self) -> str:
-        return self.name.lower()
 
 
 # The flags that show trouble with a package: every bit from MISSING up (LOADED and RAW alone show none), so

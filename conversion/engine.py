@@ -43,6 +43,8 @@ from conversion.processes import die_with_parent, scratch_prefix, scratch_sweep
 from conversion.sandbox import Launch, Sandbox
 
 LOG_NAME = "cortex.log"
+# The answer of a conversion of TeX given as text (text_answer): {"result", "log", "status", "status_code"}.
+TextAnswer = dict[str, str | int]
 # The file that holds TeX given as text, in its working directory.
 TEXT_INPUT_NAME = "input.tex"
 DEFAULT_TIMEOUT_SECONDS = 300
@@ -320,7 +322,7 @@ def convert_text(
     disk_mb: int = DEFAULT_DISK_MB,
     max_processes: int = DEFAULT_MAX_PROCESSES,
     sandbox: Sandbox = sandboxes.DEFAULT,
-) -> dict:
+) -> TextAnswer:
     """Convert TeX given as text (a `literal:` prefix is accepted and dropped) in a temporary directory.
 
     Returns {"result", "log", "status", "status_code"}; raises ValueError for an unknown switch value,
@@ -358,7 +360,7 @@ def convert_text(
     return text_answer(result, log, status_code)
 
 
-def text_answer(result: bytes, log: bytes, status_code: int | None) -> dict:
+def text_answer(result: bytes, log: bytes, status_code: int | None) -> TextAnswer:
     """The answer of a conversion of TeX given as text: {"result", "log", "status", "status_code"}."""
     code = _FATAL if status_code is None else status_code
     return {
@@ -476,7 +478,7 @@ def _run_latexmlc(
                 else:
                     count, rss, cpu = _process_tree(root, stop_above=max_processes, rss=measure)
                     capped = KillReason.PROCESSES if count > max_processes else None
-                if measure:
+                if measure and watch is not None:
                     watch.measured(rss)
                     cpu_sampled = max(cpu_sampled, cpu)
                 if watch is not None and watch.stop_reason is not None:
@@ -541,7 +543,7 @@ def _host_oom(returncode: int, passed: list[str], timed_out: bool, oom_kills_bef
     return after is not None and after > oom_kills_before
 
 
-def _reap(process: subprocess.Popen) -> resource.struct_rusage | None:
+def _reap(process: subprocess.Popen[bytes]) -> resource.struct_rusage | None:
     """Wait for the run's first process and return the resources it and every descendant it waited for
     used (wait4); None when Popen had reaped it already."""
     if process.returncode is not None:
@@ -703,53 +705,45 @@ def finish_log(log: bytes, run: Run, limits: Limits) -> tuple[bytes, int | None,
         # latexmlc died before it opened its log: its stderr is the only record.
         log = run.stderr
     status_code = status_code_of(log)
-    lines: list[str] = []
+    fatal: str | None = None  # the line that says why the conversion ended, where latexmlc could not say it
     killed: str | None = None
     if run.limit == KillReason.GOVERNOR:
-        lines += [
+        fatal = (
             f"Fatal:{Category.INFRASTRUCTURE}:{InfrastructureReason.GOVERNOR} the worker's memory governor stopped"
-            f" the conversion: {run.governor}",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.GOVERNOR
+            f" the conversion: {run.governor}"
+        )
+        killed = KillReason.GOVERNOR
     elif run.limit == KillReason.MEMORY:
-        lines += [
-            f"{_OUT_OF_MEMORY} the conversion's processes together passed its memory limit of {limits.memory_mb} MB",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.MEMORY
+        fatal = f"{_OUT_OF_MEMORY} the conversion's processes together passed its memory limit of {limits.memory_mb} MB"
+        killed = KillReason.MEMORY
     elif run.limit == KillReason.DISK or run.returncode == -signal.SIGXFSZ:
-        lines += [
+        fatal = (
             f"Fatal:{Category.LIMIT}:{KillReason.DISK} the conversion wrote more than its disk limit of"
-            f" {limits.disk_mb} MB (its working directory and /tmp together)",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.DISK
+            f" {limits.disk_mb} MB (its working directory and /tmp together)"
+        )
+        killed = KillReason.DISK
     elif run.limit == KillReason.PROCESSES:
-        lines += [
+        fatal = (
             f"Fatal:{Category.LIMIT}:{KillReason.PROCESSES} the conversion tried to run more than its limit of"
-            f" {limits.max_processes} processes at once",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.PROCESSES
+            f" {limits.max_processes} processes at once"
+        )
+        killed = KillReason.PROCESSES
     elif run.timed_out:
-        lines += [
-            f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.TIMEOUT
+        fatal = f"Fatal:timeout:timedout Conversion exceeded the timeout of {limits.timeout:g} seconds"
+        killed = KillReason.TIMEOUT
     elif status_code is None and run.host_oom:
-        lines += [
+        fatal = (
             f"Fatal:{Category.INFRASTRUCTURE}:{InfrastructureReason.HOST_OOM} the kernel's OOM killer ended the"
-            " conversion for the host's memory (its own memory limit was not reached)",
-            f"Status:conversion:{_FATAL}",
-        ]
-        status_code, killed = _FATAL, KillReason.HOST_OOM
+            " conversion for the host's memory (its own memory limit was not reached)"
+        )
+        killed = KillReason.HOST_OOM
     elif status_code is None:
-        death = _death_message(run, log, limits.memory_mb)
-        lines += [death, f"Status:conversion:{_FATAL}"]
+        fatal = _death_message(run, log, limits.memory_mb)
+        killed = KillReason.MEMORY if fatal.startswith(_OUT_OF_MEMORY) else None
+    lines: list[str] = []
+    if fatal is not None:
+        lines += [fatal, f"Status:conversion:{_FATAL}"]
         status_code = _FATAL
-        killed = KillReason.MEMORY if death.startswith(_OUT_OF_MEMORY) else None
     lines.append(f"Info:runtime_ms:{run.runtime_ms}")
     if run.cpu_ms is not None:
         lines.append(f"Info:cpu_ms:{run.cpu_ms}")

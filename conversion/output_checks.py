@@ -25,9 +25,10 @@ import html as html_module
 import os
 import re
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import TypeVar
 from urllib.parse import unquote
 
 from conversion.choices import Category, LatexmlStatus, Severity
@@ -391,7 +392,11 @@ def check_conversion(
     return log_lines(check(output, source, status_code=status_code, present=present))
 
 
-def checked_text(converted: dict, tex: str) -> dict:
+# An answer of engine.convert_text or of the warm engine (conversion.warm), as checked_text takes it.
+_Answer = TypeVar("_Answer", bound=Mapping[str, object])
+
+
+def checked_text(converted: _Answer, tex: str) -> _Answer | dict[str, object]:
     """engine.convert_text's answer for a whole document (`tex`, as given) with the output checks' lines appended
     to its log and its status made no better than theirs; a fatal answer is returned as it is. The images of
     such a conversion are not kept, so whether the files an image points at exist is not asked."""

@@ -10,8 +10,10 @@ import os
 import shutil
 import signal
 import tempfile
+from collections.abc import Callable
 
 # prctl is looked up once, before any fork: the call itself is then safe between fork and exec.
+_prctl: Callable[..., int] | None
 try:
     _prctl = ctypes.CDLL(None, use_errno=True).prctl
 except (OSError, AttributeError):  # not Linux: no prctl, the callers' own stops remain

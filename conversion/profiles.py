@@ -154,7 +154,7 @@ class ProfileRefused(Exception):
 def profile_load(data: dict[str, Any]) -> Profile:
     """A stored profile (its `as_json`), checked when it was stored: rebuilt as it is, without looking at
     the file system; an option it lacks has the default's value."""
-    given = {
+    given: dict[str, Any] = {  # the stored JSON's values, lists as tuples
         name: tuple(value) if isinstance(value, list) else value for name, value in data.items() if name in OPTIONS
     }
     return replace(DEFAULT, **given)
@@ -214,9 +214,10 @@ def _engine(value: object, roots: Sequence[Path]) -> str:
 
 
 def _preloads(value: object, roots: Sequence[Path]) -> tuple[str, ...]:
-    items = _list(value, PRELOADS_MAX)
-    for item in items:
-        preload_check(_text(item, 1000))
+    items: list[str] = []
+    for item in _list(value, PRELOADS_MAX):
+        items.append(_text(item, 1000))
+        preload_check(items[-1])
     return tuple(items)
 
 
@@ -312,7 +313,7 @@ def _encodable(value: str) -> bool:
     return True
 
 
-def _list(value: object, limit: int) -> list:
+def _list(value: object, limit: int) -> list[object]:
     if not isinstance(value, list):
         raise ValueError("a list")
     if len(value) > limit:

@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypedDict
 
 from conversion import imagemagick
 from conversion.choices import SandboxMode, SandboxProc
@@ -96,6 +97,17 @@ class Sandbox:
 DEFAULT = Sandbox()
 
 
+class PopenOptions(TypedDict):
+    """The keyword arguments of subprocess.Popen that Launch.popen_options gives."""
+
+    cwd: Path
+    env: dict[str, str] | None
+    user: int | None
+    group: int | None
+    extra_groups: list[int] | None
+    pass_fds: tuple[int, ...]
+
+
 @dataclass
 class Launch:
     """One run's command line and process settings, with host paths translated to the sandbox's."""
@@ -120,7 +132,7 @@ class Launch:
             return str(path)
         return str(self.inside_work / Path(path).relative_to(self.work_dir))
 
-    def popen_options(self) -> dict:
+    def popen_options(self) -> PopenOptions:
         """Keyword arguments for subprocess.Popen: where, as whom and with what environment to start."""
         return {
             "cwd": self.cwd, "env": self.env, "user": self.user, "group": self.group,
@@ -143,7 +155,7 @@ class Launch:
         poller = select.poll()
         poller.register(self.info_fd, select.POLLIN)
         deadline = time.monotonic() + timeout
-        while not _CHILD_PID.search(data):
+        while (found := _CHILD_PID.search(data)) is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or not poller.poll(max(1, int(remaining * 1000))):
                 return None
@@ -151,7 +163,7 @@ class Launch:
             if not chunk:
                 return None
             data += chunk
-        return int(_CHILD_PID.search(data).group(1))
+        return int(found.group(1))
 
 
 def problem(sandbox: Sandbox) -> str | None:
@@ -264,7 +276,8 @@ def launched(
             argv += ["--ro-bind", str(path), str(path)]
         argv += ["--chdir", str(inside_start)]
         inside_executable = executable
-        if not any(_is_within(Path(executable), Path(path)) for path in (*_READ_ONLY, *read_only)):
+        roots: list[str | Path] = [*_READ_ONLY, *read_only]
+        if not any(_is_within(Path(executable), Path(path)) for path in roots):
             # A stand-in engine from elsewhere is copied in: bwrap could not reach a private directory.
             engine_fd = os.open(executable, os.O_RDONLY | os.O_CLOEXEC)
             opened.append(engine_fd)
@@ -286,7 +299,8 @@ def launched(
     finally:
         if launch is not None:
             launch.started()
-            os.close(launch.info_fd)
+            if launch.info_fd is not None:
+                os.close(launch.info_fd)
         for fd in opened:
             os.close(fd)
         if tmp is not None:

@@ -38,9 +38,10 @@ import tempfile
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import IO, Any, TypedDict
 
 from conversion import cgroups, imagemagick
 from conversion import sandbox as sandboxes
@@ -52,6 +53,7 @@ from conversion.engine import (
     TEXT_INPUT_NAME,
     Limits,
     Run,
+    TextAnswer,
     _disk_used,
     _process_tree,
     _read_log,
@@ -92,7 +94,7 @@ _SOURCE_NAME = re.compile(r"[A-Za-z0-9_+][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+][A-Za-
 SOURCE_MAX_CHARS = 255
 
 
-def _launcher() -> queue.SimpleQueue:
+def _launcher() -> queue.SimpleQueue[Callable[[], None]]:
     """The queue of the one thread that starts every server of this process. It never ends, because a
     server dies with the thread that started it (bwrap's --die-with-parent and the parent-death signal are
     bound to the starting thread, not the process)."""
@@ -104,7 +106,7 @@ def _launcher() -> queue.SimpleQueue:
         return _launch_queue
 
 
-def _launch_loop(jobs: queue.SimpleQueue) -> None:
+def _launch_loop(jobs: queue.SimpleQueue[Callable[[], None]]) -> None:
     while True:
         job = jobs.get()
         try:
@@ -113,7 +115,7 @@ def _launch_loop(jobs: queue.SimpleQueue) -> None:
             logger.exception("starting a warm server failed")
 
 
-_launch_queue: queue.SimpleQueue | None = None
+_launch_queue: queue.SimpleQueue[Callable[[], None]] | None = None
 _launcher_lock = threading.Lock()
 
 
@@ -210,6 +212,72 @@ class DirectoryConversion:
     cpu_ms: int | None = None  # the CPU time of its processes, from the server's cgroup (None without one)
 
 
+@dataclass
+class _Session:
+    """A started server, from its parent's start until it stops: the parent and its pipes, the sandbox's first
+    process, the working directory and /tmp each conversion uses, and the server's cgroup (None without one)."""
+
+    process: subprocess.Popen[bytes]
+    stdin: IO[bytes]
+    stdout: IO[bytes]
+    work: Path
+    tmp: Path
+    quota: cgroups.Quota | None
+    first: int | None = None  # host pid of the sandbox's first process
+    init_log: bytes = b""  # the preparation's log, with which each conversion's log begins (as latexmlc's does)
+    lines: bytes = b""  # what the parent said past its last whole line
+    # The cgroup's OOM kills and refused forks when the running conversion began: its counts are the
+    # server's whole life's, and only what one conversion adds to them is that conversion's doing.
+    counts_before: tuple[int, int] = (0, 0)
+
+    def send(self, line: str) -> None:
+        try:
+            self.stdin.write(line.encode() + b"\n")
+            self.stdin.flush()
+        except (OSError, ValueError) as exc:
+            raise ServerFailed(f"the warm server's parent ended ({exc})") from None
+
+    def read_line(self, deadline: float, *, allow_timeout: bool = False) -> str | None:
+        """The parent's next line, waiting until `deadline`; None at the deadline when `allow_timeout`, else
+        ServerFailed (also when the parent ended)."""
+        fd = self.stdout.fileno()
+        while b"\n" not in self.lines:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                if allow_timeout:
+                    return None
+                raise ServerFailed("the warm server did not answer in time")
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                raise ServerFailed(f"the warm server's parent ended (exit code {self.process.wait()})")
+            self.lines += chunk
+        line, _, self.lines = self.lines.partition(b"\n")
+        return line.decode(errors="replace").strip()
+
+    def quota_counts(self) -> tuple[int, int]:
+        """The server's cgroup's OOM kills and refused forks so far ((0, 0) without a cgroup)."""
+        if self.quota is None:
+            return 0, 0
+        return self.quota.oom_kills(), self.quota.refused_forks()
+
+    def cpu_usec(self) -> int | None:
+        """The CPU time the server's processes used so far (the parent waits meanwhile: a conversion's own)."""
+        with contextlib.suppress(OSError, ValueError):
+            return self.quota.cpu_usec() if self.quota is not None else None
+        return None
+
+    def wipe(self) -> None:
+        for directory in (self.work, self.tmp):
+            for entry in list(directory.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry, onerror=_writable_and_retry)
+                else:
+                    entry.unlink()
+
+
 class WarmServer:
     """One sandboxed Perl parent prepared for one profile, converting one input at a time. A server made
     with for_options is prepared with latexmlc's options as given instead (a worker's, to measure what a
@@ -220,24 +288,16 @@ class WarmServer:
         self.limits = limits
         self.sandbox = sandbox
         self.name = profile.name if profile is not None else ""
-        self._options: tuple[str, ...] | None = None
-        # The destination, relative to the working directory.
-        self._destination = PurePosixPath(text_result_name(profile.format)) if profile is not None else None
+        self._options: tuple[str, ...] = ()  # latexmlc's options without a profile (for_options')
+        # The destination, relative to the working directory (without a profile, `.`: none until for_options
+        # names one).
+        self._destination = PurePosixPath(text_result_name(profile.format) if profile is not None else "")
         self._read_only: tuple[Path, ...] = ()
-        self.process: subprocess.Popen | None = None
-        self.first: int | None = None  # host pid of the sandbox's first process
         self.broken: str | None = None  # why it must be started again
         self.busy_since: float | None = None  # when its pool handed it a conversion (monotonic), until released
         self.served = 0
         self._stack: contextlib.ExitStack | None = None
-        self._quota: cgroups.Quota | None = None
-        # The cgroup's OOM kills and refused forks when the running conversion began: its counts are the
-        # server's whole life's, and only what one conversion adds to them is that conversion's doing.
-        self._counts_before = (0, 0)
-        self._work: Path | None = None
-        self._tmp: Path | None = None
-        self._lines = b""
-        self._init_log = b""
+        self._session: _Session | None = None
 
     @classmethod
     def for_options(
@@ -262,6 +322,16 @@ class WarmServer:
         server._read_only = tuple(read_only)
         server.name = " ".join(options)
         return server
+
+    @property
+    def process(self) -> subprocess.Popen[bytes] | None:
+        """The server's parent (bwrap's, when sandboxed), from its start until the server stops."""
+        return self._session.process if self._session is not None else None
+
+    @property
+    def first(self) -> int | None:
+        """The host pid of the sandbox's first process (the parent's without a sandbox), once it is known."""
+        return self._session.first if self._session is not None else None
 
     # -- life --------------------------------------------------------------------------------------------
 
@@ -289,22 +359,22 @@ class WarmServer:
                 self.sandbox, work, str(SERVER_SCRIPT), read_only=self._read_only, imagemagick_policy=policy
             )
         )
-        self._work = Path(launch.cwd)
+        work = Path(launch.cwd)
         if self.sandbox.enabled:
-            self._tmp = Path(launch.written[1])
+            tmp = Path(launch.written[1])
         else:
-            self._tmp = scratch / "tmp"
-            self._tmp.mkdir()
+            tmp = scratch / "tmp"
+            tmp.mkdir()
         memory = limits.memory_mb * 1024 * 1024
         disk = limits.disk_mb * 1024 * 1024
-        self._quota = stack.enter_context(
+        quota = stack.enter_context(
             cgroups.quota(
                 # Room for the resident processes and for bwrap itself, which stays in the group as their parent.
                 max_processes=limits.max_processes + self._resident + (1 if self.sandbox.enabled else 0),
                 memory_bytes=(limits.memory_mb + PARENT_MEMORY_MB) * 1024 * 1024,
             )
         )
-        join = self._quota.join_fds() if self._quota is not None else []
+        join = quota.join_fds() if quota is not None else []
 
         def limit_and_join() -> None:
             # Between fork and exec; everything in the sandbox inherits these.
@@ -317,51 +387,53 @@ class WarmServer:
         stderr = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 - closed with the server
         env = launch.env
         if not self.sandbox.enabled:
-            env = {**os.environ, "TMPDIR": str(self._tmp), "HOME": str(self._tmp)}
-        latexmlc_options = self._options if self.profile is None else self.profile.options(limits.timeout)
+            env = {**os.environ, "TMPDIR": str(tmp), "HOME": str(tmp)}
+        latexmlc_options = self.profile.options(limits.timeout) if self.profile is not None else self._options
         argv = [*launch.argv_prefix, PERL, launch.executable, *latexmlc_options]
         if not self.sandbox.enabled:  # no /work: the destination is the working directory's own
-            argv = [part.replace(f"--dest={sandboxes.INSIDE_WORK}", f"--dest={self._work}") for part in argv]
-        options = {**launch.popen_options(), "env": env}
+            argv = [part.replace(f"--dest={sandboxes.INSIDE_WORK}", f"--dest={work}") for part in argv]
+        options = launch.popen_options()
+        options["env"] = env
         try:
-            self.process = subprocess.Popen(
+            process = subprocess.Popen(
                 argv, **options, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
                 start_new_session=True, preexec_fn=limit_and_join,
             )  # fmt: skip
         finally:
             for fd in join:
                 os.close(fd)
+        assert process.stdin is not None and process.stdout is not None  # both are pipes
+        self._session = session = _Session(process, process.stdin, process.stdout, work, tmp, quota)
         launch.started()
         stack.callback(self._end)
-        self.first = launch.first_process(timeout=START_SECONDS) if self.sandbox.enabled else self.process.pid
-        self._lines = b""
-        said = self._read_line(time.monotonic() + START_SECONDS)
+        session.first = launch.first_process(timeout=START_SECONDS) if self.sandbox.enabled else process.pid
+        said = session.read_line(time.monotonic() + START_SECONDS)
         if said != "ready":
             stderr.seek(0)
             tail = stderr.read()[-2000:].decode(errors="replace").strip().splitlines()
-            why = said or (tail[-1] if tail else f"it exited with code {self.process.poll()}")
+            why = said or (tail[-1] if tail else f"it exited with code {process.poll()}")
             raise ServerFailed(f"the warm server for {self.name} did not start: {why}")
-        # The preparation's log, with which each conversion's log begins (as latexmlc's does).
-        self._init_log = read_regular_file(self._work / LOG_NAME)
-        self._wipe()
+        session.init_log = read_regular_file(work / LOG_NAME)
+        session.wipe()
         self.broken = None
         self.served = 0
 
     def _end(self) -> None:
-        process = self.process
-        if process is None:
+        session = self._session
+        if session is None:
             return
+        process = session.process
         with contextlib.suppress(OSError):
             os.killpg(process.pid, signal.SIGKILL)
-        if self.first is not None and self.first != process.pid:
+        if session.first is not None and session.first != process.pid:
             with contextlib.suppress(OSError):
-                os.kill(self.first, signal.SIGKILL)
+                os.kill(session.first, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=5)
-        for pipe in (process.stdin, process.stdout):
+        for pipe in (session.stdin, session.stdout):
             with contextlib.suppress(OSError):
                 pipe.close()
-        self.process = None
+        self._session = None
 
     def stop(self) -> None:
         """End the server and remove its files (nothing happens when it is not running)."""
@@ -378,18 +450,24 @@ class WarmServer:
                 os.killpg(process.pid, signal.SIGKILL)
 
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None and self.broken is None
+        return self._session is not None and self._session.process.poll() is None and self.broken is None
+
+    def _running(self) -> _Session:
+        """The session of a live server; ServerFailed when the server is not alive."""
+        session = self._session
+        if session is None or not self.alive():
+            raise ServerFailed(self.broken or "the warm server is not running")
+        return session
 
     # -- one conversion ----------------------------------------------------------------------------------
 
-    def convert(self, tex: str, *, timeout: float) -> dict:
+    def convert(self, tex: str, *, timeout: float) -> TextAnswer:
         """Convert `tex` (a `literal:` prefix is dropped) within `timeout` seconds: the answer of
         conversion.engine.convert_text. ServerFailed when the parent ended (the server is then broken)."""
-        if not self.alive():
-            raise ServerFailed(self.broken or "the warm server is not running")
-        (self._work / TEXT_INPUT_NAME).write_text(tex.removeprefix("literal:"), encoding="utf-8")
-        self._give(self._work / TEXT_INPUT_NAME)
-        done = self._converted(None, timeout)
+        session = self._running()
+        (session.work / TEXT_INPUT_NAME).write_text(tex.removeprefix("literal:"), encoding="utf-8")
+        self._give(session.work / TEXT_INPUT_NAME)
+        done = self._converted(session, None, timeout)
         return text_answer(done.result, done.log, done.status_code)
 
     def convert_directory(self, source_dir: Path, main_file: str, *, timeout: float) -> DirectoryConversion:
@@ -398,59 +476,52 @@ class WarmServer:
         `./main_file` with the server's options would. ValueError for a main file source_name_check
         refuses, ServerFailed when the parent ended (the server is then broken)."""
         source_name_check(main_file)
-        if not self.alive():
-            raise ServerFailed(self.broken or "the warm server is not running")
+        session = self._running()
         try:
-            shutil.copytree(source_dir, self._work, symlinks=True, dirs_exist_ok=True)
-            self._give(self._work)
+            shutil.copytree(source_dir, session.work, symlinks=True, dirs_exist_ok=True)
+            self._give(session.work)
         except BaseException:
-            self._wipe()  # the next conversion starts from an empty directory
+            session.wipe()  # the next conversion starts from an empty directory
             raise
-        return self._converted(main_file, timeout)
+        return self._converted(session, main_file, timeout)
 
     def _give(self, path: Path) -> None:
         """Hand `path` (and all below it) to the sandbox user, when we are root and sandboxed."""
         if os.geteuid() == 0 and self.sandbox.enabled:
             sandboxes._chown_tree(path, SANDBOX_UID, SANDBOX_GID)
 
-    def _converted(self, main_file: str | None, timeout: float) -> DirectoryConversion:
+    def _converted(self, session: _Session, main_file: str | None, timeout: float) -> DirectoryConversion:
         """One conversion of the input in the working directory (`./main_file`, `input.tex` when None)."""
         limits = Limits(min(timeout, self.limits.timeout), self.limits.memory_mb, self.limits.disk_mb,
                         self.limits.max_processes)  # fmt: skip
-        work = self._work
-        (work / LOG_NAME).write_bytes(self._init_log)
+        work = session.work
+        (work / LOG_NAME).write_bytes(session.init_log)
         self._give(work / LOG_NAME)
-        cpu_before = self._cpu_usec()
+        cpu_before = session.cpu_usec()
         started = time.monotonic()
-        self._counts_before = self._quota_counts()
+        session.counts_before = session.quota_counts()
         try:
-            self._send(" ".join(["convert", str(latexmlc_timeout(limits.timeout)), *filter(None, [main_file])]))
-            if self._read_line(started + ANSWER_SECONDS) != "started":
+            session.send(" ".join(["convert", str(latexmlc_timeout(limits.timeout)), *filter(None, [main_file])]))
+            if session.read_line(started + ANSWER_SECONDS) != "started":
                 raise ServerFailed("the warm server did not start the conversion")
-            wait_status, passed, timed_out = self._watch(started + limits.timeout, limits)
+            wait_status, passed, timed_out = self._watch(session, started + limits.timeout, limits)
         except ServerFailed as exc:
             self.broken = str(exc)
             raise
         runtime_ms = int((time.monotonic() - started) * 1000)
-        stderr = read_regular_file(self._tmp / _STDERR_NAME)[-256 * 1024 :]
+        stderr = read_regular_file(session.tmp / _STDERR_NAME)[-256 * 1024 :]
         # The parent says -1 when it could not fork: that reads as a process that exited with an error.
         returncode = os.waitstatus_to_exitcode(wait_status) if wait_status >= 0 else FORK_FAILED_EXIT_CODE
         run = Run(returncode=returncode, timed_out=timed_out, runtime_ms=runtime_ms, stderr=stderr, limit=passed)
         log, status_code, killed = finish_log(_read_log(work / LOG_NAME), run, limits)
         result = _read_below(work, self._destination)
-        cpu_after = self._cpu_usec()
+        cpu_after = session.cpu_usec()
         cpu_ms = (cpu_after - cpu_before) // 1000 if cpu_before is not None and cpu_after is not None else None
         self.served += 1
-        self._after()
+        self._after(session)
         return DirectoryConversion(log, status_code, runtime_ms, timed_out, killed, result, cpu_ms)
 
-    def _cpu_usec(self) -> int | None:
-        """The CPU time the server's processes used so far (the parent waits meanwhile: a conversion's own)."""
-        with contextlib.suppress(OSError, ValueError):
-            return self._quota.cpu_usec() if self._quota is not None else None
-        return None
-
-    def _watch(self, deadline: float, limits: Limits) -> tuple[int, str | None, bool]:
+    def _watch(self, session: _Session, deadline: float, limits: Limits) -> tuple[int, str | None, bool]:
         """Wait for the child's end, killing it at the deadline or past a limit: (its wait status, the
         limit passed or None, whether it timed out)."""
         disk_limit = limits.disk_mb * 1024 * 1024
@@ -458,47 +529,41 @@ class WarmServer:
         timed_out = False
         while True:
             now = time.monotonic()
-            line = self._read_line(min(deadline, now + LIMIT_CHECK_SECONDS), allow_timeout=True)
+            line = session.read_line(min(deadline, now + LIMIT_CHECK_SECONDS), allow_timeout=True)
             if line is not None:
                 break
             if time.monotonic() >= deadline:
                 timed_out = True
-            elif (counts := self._quota_counts())[0] > self._counts_before[0]:
+            elif (counts := session.quota_counts())[0] > session.counts_before[0]:
                 passed = KillReason.MEMORY
-            elif _disk_used((self._work, self._tmp)) > disk_limit:
+            elif _disk_used((session.work, session.tmp)) > disk_limit:
                 passed = KillReason.DISK
             elif (
                 self._conversion_processes(limits.max_processes + 1) > limits.max_processes
-                or counts[1] > self._counts_before[1]
+                or counts[1] > session.counts_before[1]
             ):
                 passed = KillReason.PROCESSES
             if timed_out or passed:
                 self._kill_conversion()
-                line = self._read_line(time.monotonic() + ANSWER_SECONDS)
+                line = session.read_line(time.monotonic() + ANSWER_SECONDS)
                 break
         verb, _, value = (line or "").partition(" ")
         if verb != "exited":
             raise ServerFailed(f"the warm server said {line!r} instead of the conversion's end")
         return int(value), passed, timed_out
 
-    def _after(self) -> None:
+    def _after(self, session: _Session) -> None:
         """Leave nothing of the conversion: its processes are gone (else the server is started again) and
         its files are removed."""
         if self._conversion_processes(1) > 0:
             self._kill_conversion()
             self.broken = "a process of the last conversion outlived it"
-        if self._quota_counts()[0] > self._counts_before[0]:
+        if session.quota_counts()[0] > session.counts_before[0]:
             self.broken = "its cgroup's memory limit ended one of its processes"
         try:
-            self._wipe()
+            session.wipe()
         except OSError as exc:
             self.broken = f"the last conversion's files could not be removed: {exc}"
-
-    def _quota_counts(self) -> tuple[int, int]:
-        """The server's cgroup's OOM kills and refused forks so far ((0, 0) without a cgroup)."""
-        if self._quota is None:
-            return 0, 0
-        return self._quota.oom_kills(), self._quota.refused_forks()
 
     @property
     def _resident(self) -> int:
@@ -538,43 +603,6 @@ class WarmServer:
             time.sleep(0.005)
         self.broken = "the last conversion's processes could not be killed"
 
-    def _wipe(self) -> None:
-        for directory in (self._work, self._tmp):
-            for entry in list(directory.iterdir()):
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry, onerror=_writable_and_retry)
-                else:
-                    entry.unlink()
-
-    # -- the parent's channel ----------------------------------------------------------------------------
-
-    def _send(self, line: str) -> None:
-        try:
-            self.process.stdin.write(line.encode() + b"\n")
-            self.process.stdin.flush()
-        except (OSError, ValueError) as exc:
-            raise ServerFailed(f"the warm server's parent ended ({exc})") from None
-
-    def _read_line(self, deadline: float, *, allow_timeout: bool = False) -> str | None:
-        """The parent's next line, waiting until `deadline`; None at the deadline when `allow_timeout`, else
-        ServerFailed (also when the parent ended)."""
-        fd = self.process.stdout.fileno()
-        while b"\n" not in self._lines:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                if allow_timeout:
-                    return None
-                raise ServerFailed("the warm server did not answer in time")
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                raise ServerFailed(f"the warm server's parent ended (exit code {self.process.wait()})")
-            self._lines += chunk
-        line, _, self._lines = self._lines.partition(b"\n")
-        return line.decode(errors="replace").strip()
-
 
 def _read_below(root: Path, relative: PurePosixPath) -> bytes:
     """The regular file at `relative` below `root`, opened one part at a time without following a link (the
@@ -594,7 +622,7 @@ def _read_below(root: Path, relative: PurePosixPath) -> bytes:
             os.close(fd)
 
 
-def _writable_and_retry(function, path, _excinfo) -> None:  # noqa: ANN001 - shutil.rmtree's onexc signature
+def _writable_and_retry(function: Callable[[str], object], path: str, _excinfo: object) -> None:
     """rmtree's error handler (onerror): a conversion may leave directories without write permission."""
     with contextlib.suppress(OSError):
         os.chmod(os.path.dirname(path), 0o700)
@@ -626,7 +654,24 @@ class PoolStats:
     failed: int = 0  # conversions whose server ended during them
     restarts: int = 0
     last_error: str | None = None
-    recent_ms: deque = field(default_factory=lambda: deque(maxlen=_RECENT))
+    recent_ms: deque[float] = field(default_factory=lambda: deque(maxlen=_RECENT))
+
+
+class PoolStatus(TypedDict):
+    """A pool's state, as WarmPool.status gives it and the engine's socket answers `status` with."""
+
+    profile: str
+    servers: int
+    ready: int
+    busy: int
+    starting: int
+    served: int
+    failed: int
+    restarts: int
+    last_error: str | None
+    p50_ms: float | None
+    p95_ms: float | None
+    pids: list[int]
 
 
 class WarmPool:
@@ -767,7 +812,7 @@ class WarmPool:
         with self._cond:
             return bool(self._idle) or any(server.alive() for server in self.servers)
 
-    def status(self) -> dict:
+    def status(self) -> PoolStatus:
         with self._cond:
             recent = sorted(self.stats.recent_ms)
             # Ready: prepared and running (a starting server's process runs while it prepares); busy: ready and
@@ -871,7 +916,9 @@ class WarmEngine:
             for pool in pools:
                 pool.watch()
 
-    def convert(self, profile: Profile, tex: str, *, timeout: float, wait: float, limits: dict | None = None) -> dict:
+    def convert(
+        self, profile: Profile, tex: str, *, timeout: float, wait: float, limits: Mapping[str, object] | None = None
+    ) -> TextAnswer:
         """The answer of a warm conversion, waiting up to `wait` seconds for a free server of the profile;
         WarmUnavailable when there is none (its pool is starting, or all its servers failed), or when the
         caller's `limits` (memory_mb, disk_mb, max_processes) are not those its servers run under: they are
@@ -903,7 +950,7 @@ class WarmEngine:
         pool.release(server, elapsed_ms=(time.monotonic() - started) * 1000)
         return answer
 
-    def status(self) -> list[dict]:
+    def status(self) -> list[PoolStatus]:
         with self._lock:
             pools = list(self.pools.values())
         return [pool.status() for pool in pools]
@@ -929,7 +976,7 @@ class _Handler(socketserver.StreamRequestHandler):
             if not isinstance(message, dict):
                 raise ValueError("a request is a JSON object")
             if message.get("op") == "status":
-                answer: dict = {"pools": engine.status()}
+                answer: Mapping[str, object] = {"pools": engine.status()}
             elif message.get("op") == "convert":
                 profile = Profile(**message["profile"])
                 tex, timeout = message["tex"], float(message["timeout"])
@@ -976,7 +1023,7 @@ def serving(engine: WarmEngine, path: Path) -> Iterator[socketserver.BaseServer]
             path.unlink()
 
 
-def request(path: Path, message: dict, *, timeout: float) -> dict:
+def request(path: Path, message: Mapping[str, object], *, timeout: float) -> dict[str, Any]:
     """Send one message to the engine at `path` and return its answer; WarmUnavailable when the engine is
     not there or does not answer within `timeout` seconds, or answers that it cannot serve it."""
     try:
@@ -992,7 +1039,7 @@ def request(path: Path, message: dict, *, timeout: float) -> dict:
         raise WarmUnavailable(f"the warm engine did not answer: {exc}") from None
     if not line:
         raise WarmUnavailable("the warm engine closed the connection without an answer")
-    answer = json.loads(line)
+    answer: dict[str, Any] = json.loads(line)  # a JSON object: its values are as the engine wrote them
     if "busy" in answer:
         raise WarmBusy(answer["busy"])
     if "unavailable" in answer:

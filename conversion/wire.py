@@ -12,6 +12,8 @@ work). Our worker asks with two, `[service, PROFILE_TAG]`, and gets the service'
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 DEFAULT_MESSAGE_SIZE = 100_000
 # The first frame of a worker's heartbeat (conversion.worker.Heartbeat), sent to the ventilator with a JSON
@@ -46,12 +48,13 @@ def payload_complete(frames: list[bytes], message_size: int) -> bool:
     return any(len(frame) < message_size for frame in frames)
 
 
-def heartbeat_encode(message: dict) -> bytes:
+def heartbeat_encode(message: Mapping[str, object]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode()
 
 
-def heartbeat_decode(data: bytes) -> dict:
-    """The heartbeat's JSON object; ValueError when it is too big, not JSON or not an object."""
+def heartbeat_decode(data: bytes) -> dict[str, Any]:
+    """The heartbeat's JSON object (its values as the worker wrote them: the reader checks each); ValueError when
+    it is too big, not JSON or not an object."""
     if len(data) > HEARTBEAT_MAX_BYTES:
         raise ValueError(f"a heartbeat of {len(data)} bytes passes {HEARTBEAT_MAX_BYTES}")
     message = json.loads(data)

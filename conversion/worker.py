@@ -60,6 +60,7 @@ from pathlib import Path, PurePosixPath
 import zmq
 
 from conversion import cgroups, engine
+from conversion import sandbox as sandboxes
 from conversion.archive import inspect_entry
 from conversion.choices import Category, LatexmlStatus, SandboxMode, SandboxProc
 from conversion.governor import Governor
@@ -232,7 +233,7 @@ def convert_task(
     memory_mb: int = engine.DEFAULT_MEMORY_MB,
     latexmlc: str = "latexmlc",
     cancel: threading.Event | None = None,
-    sandbox: Sandbox = engine.sandboxes.DEFAULT,
+    sandbox: Sandbox = sandboxes.DEFAULT,
     result_max_bytes: int = RESULT_MAX_BYTES,
     disk_mb: int = engine.DEFAULT_DISK_MB,
     max_processes: int = engine.DEFAULT_MAX_PROCESSES,
@@ -296,8 +297,8 @@ class Tally:
     def take(self, task: str | None) -> None:
         self.task, self.started, self.timeout = task, time.monotonic(), None
 
-    def as_json(self) -> dict:
-        message = {
+    def as_json(self) -> dict[str, object]:
+        message: dict[str, object] = {
             "task": self.task, "conversions": self.conversions, "peak_rss": self.peak_rss, "kills": dict(self.kills)
         }  # fmt: skip
         if self.task is not None:  # how long it has converted, and its limit: the operators' in-flight list
@@ -312,7 +313,7 @@ class _WorkerLoop:
     def __init__(
         self,
         *,
-        context: zmq.Context,
+        context: zmq.SyncContext,
         ventilator: str,
         sink: str,
         services: list[str],
@@ -356,8 +357,8 @@ class _WorkerLoop:
         # profile engine -> the version it reported: shared by the worker's threads, read by its heartbeats
         self.engines = engines if engines is not None else {}
         self.tally = Tally()
-        self.dealer: zmq.Socket | None = None
-        self.sink: zmq.Socket | None = None
+        self.dealer: zmq.SyncSocket | None = None
+        self.sink: zmq.SyncSocket | None = None
 
     def run(self) -> None:
         """Ask, convert, answer, until stopped. Only a missing latexmlc ends the loop early (it raises)."""
@@ -414,7 +415,7 @@ class _WorkerLoop:
             self.dealer.close(linger=0)
             self.sink.close(linger=SINK_LINGER_MS)
 
-    def _open_dealer(self) -> zmq.Socket:
+    def _open_dealer(self) -> zmq.SyncSocket:
         dealer = self.context.socket(zmq.DEALER)
         dealer.setsockopt(zmq.LINGER, 0)
         # The dispatcher tallies work per worker by this id, and the sink message repeats it.
@@ -425,7 +426,7 @@ class _WorkerLoop:
         dealer.connect(self.ventilator_endpoint)
         return dealer
 
-    def _open_sink(self) -> zmq.Socket:
+    def _open_sink(self) -> zmq.SyncSocket:
         sink = self.context.socket(zmq.PUSH)
         sink.setsockopt(zmq.LINGER, SINK_LINGER_MS)
         sink.setsockopt(zmq.RECONNECT_IVL, RECONNECT_IVL_MS)
@@ -453,7 +454,7 @@ class _WorkerLoop:
             frames.extend(self.dealer.recv_multipart(zmq.NOBLOCK))
         return frames[0], frames[1], join_frames(frames[2:])
 
-    def _wait_readable(self, sock: zmq.Socket, deadline: float) -> bool:
+    def _wait_readable(self, sock: zmq.SyncSocket, deadline: float) -> bool:
         while not self.stop.is_set():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -551,7 +552,7 @@ class Heartbeat:
     queued is dropped, the next one says the same. Whatever comes back on the socket is read and dropped."""
 
     def __init__(
-        self, *, context: zmq.Context, ventilator: str, worker: str, services: list[str], loops: list[_WorkerLoop],
+        self, *, context: zmq.SyncContext, ventilator: str, worker: str, services: list[str], loops: list[_WorkerLoop],
         governor: Governor, interval: float = HEARTBEAT_SECONDS, engines: dict[str, str] | None = None,
     ) -> None:  # fmt: skip
         self.context = context
@@ -577,7 +578,7 @@ class Heartbeat:
         self._wanted.set()
         self._thread.join()
 
-    def message(self) -> dict:
+    def message(self) -> dict[str, object]:
         services = list(self.services)
         return {
             "worker": self.worker,
@@ -639,7 +640,7 @@ def run_worker(
     stop: threading.Event | None = None,
     reply_timeout: float = REPLY_TIMEOUT_SECONDS,
     latexmlc: str = "latexmlc",
-    sandbox: Sandbox = engine.sandboxes.DEFAULT,
+    sandbox: Sandbox = sandboxes.DEFAULT,
     result_max_bytes: int = RESULT_MAX_BYTES,
     disk_mb: int = engine.DEFAULT_DISK_MB,
     max_processes: int = engine.DEFAULT_MAX_PROCESSES,
@@ -761,32 +762,24 @@ def argument_parser() -> argparse.ArgumentParser:
         help="conversions at once, or auto: one per core, as many as the available memory holds at --memory-mb",
     )  # fmt: skip
     parser.add_argument("--identity", default=None, help="default hostname:pid")
-    parser.add_argument(
-        "--timeout", type=float, default=engine.DEFAULT_TIMEOUT_SECONDS,
-        help="seconds one conversion may run; past it Fatal:timeout:timedout"
-        f" (default {engine.DEFAULT_TIMEOUT_SECONDS})",
+    limits: tuple[tuple[str, type[float] | type[int], float, str], ...] = (
+        ("--timeout", float, engine.DEFAULT_TIMEOUT_SECONDS,
+         "seconds one conversion may run; past it Fatal:timeout:timedout"),
+        ("--memory-mb", int, engine.DEFAULT_MEMORY_MB,
+         "the address space one conversion may use, /tmp included (it is on disk); past it Fatal:perl:out_of_memory"),
+        ("--disk-mb", int, engine.DEFAULT_DISK_MB,
+         "what one conversion may hold on disk, its working directory and /tmp together; past it the conversion"
+         " ends with Fatal:limit:disk"),
+        ("--max-processes", int, engine.DEFAULT_MAX_PROCESSES,
+         "how many processes one conversion may have at once; past it the conversion ends with"
+         " Fatal:limit:processes"),
+        ("--memory-floor-mb", int, DEFAULT_MEMORY_FLOOR_MB,
+         "when the machine has less memory available than this (its cgroup's room counted), the worker stops its"
+         " largest conversion, which the dispatcher tries again, and takes no task until memory recovers; 0 turns"
+         " this off"),
     )  # fmt: skip
-    parser.add_argument(
-        "--memory-mb", type=int, default=engine.DEFAULT_MEMORY_MB,
-        help="the address space one conversion may use, /tmp included (it is on disk); past it"
-        f" Fatal:perl:out_of_memory (default {engine.DEFAULT_MEMORY_MB})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--disk-mb", type=int, default=engine.DEFAULT_DISK_MB,
-        help="what one conversion may hold on disk, its working directory and /tmp together; past it the"
-        f" conversion ends with Fatal:limit:disk (default {engine.DEFAULT_DISK_MB})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--max-processes", type=int, default=engine.DEFAULT_MAX_PROCESSES,
-        help="how many processes one conversion may have at once; past it the conversion ends with"
-        f" Fatal:limit:processes (default {engine.DEFAULT_MAX_PROCESSES})",
-    )  # fmt: skip
-    parser.add_argument(
-        "--memory-floor-mb", type=int, default=DEFAULT_MEMORY_FLOOR_MB,
-        help="when the machine has less memory available than this (its cgroup's room counted), the worker"
-        " stops its largest conversion, which the dispatcher tries again, and takes no task until memory"
-        f" recovers; 0 turns this off (default {DEFAULT_MEMORY_FLOOR_MB})",
-    )  # fmt: skip
+    for flag, kind, default, meaning in limits:
+        parser.add_argument(flag, type=kind, default=default, help=f"{meaning} (default {default})")
     parser.add_argument("--message-size", type=int, default=DEFAULT_MESSAGE_SIZE)
     parser.add_argument(
         "--result-max-bytes", type=int, default=RESULT_MAX_BYTES,

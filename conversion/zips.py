@@ -95,10 +95,9 @@ def member_name_problem(name: str, *, directory: bool = False) -> str | None:
 def member_name_safe(name: str | bytes, *, directory: bool = False) -> bool:
     """Whether member_name_problem(name) is None, in one match; `name` may also be the raw bytes of a ZIP
     header, as the export reads them."""
-    slash, pattern = (b"/", _SAFE_BYTES) if isinstance(name, bytes) else ("/", _SAFE_TEXT)
-    if directory and name.endswith(slash):
-        name = name[:-1]
-    return pattern.fullmatch(name) is not None
+    if isinstance(name, bytes):
+        return _SAFE_BYTES.fullmatch(name.removesuffix(b"/") if directory else name) is not None
+    return _SAFE_TEXT.fullmatch(name.removesuffix("/") if directory else name) is not None
 
 
 def dos_time(mtime: float) -> tuple[int, int]:
@@ -292,7 +291,7 @@ def _member_start(data: bytes, raw_name: bytes, header: tuple[int, ...], directo
     name_at = offset + _LOCAL.size
     if local[0] != _LOCAL_SIGNATURE or data[name_at : name_at + local[9]] != raw_name:
         return None
-    begin = name_at + local[9] + local[10]
+    begin: int = name_at + local[9] + local[10]
     if begin + packed_size > directory_start:
         return None
     return begin
@@ -379,8 +378,7 @@ def zip_copy(source: str | bytes, target: ZipOut, prefix: str) -> None:
     member_name_safe refuses are left out. An archive in memory that the plain reader takes (every member
     stored or deflated, no zip64, no comment) is copied from its records at once; anything else is read by
     zipfile, and a member of another compression method is inflated and deflated again."""
-    members = _members_copied(source) if isinstance(source, bytes) else None
-    if members is None:
+    if not isinstance(source, bytes) or (members := _members_copied(source)) is None:
         _zip_copy_zipfile(io.BytesIO(source) if isinstance(source, bytes) else source, target, prefix)
         return
     encoded_prefix = prefix.encode("utf-8")
@@ -403,7 +401,7 @@ def _members_copied(data: bytes) -> list[tuple[bytes, tuple[int, ...], int]] | N
     if parsed is None:
         return None
     directory_start, members = parsed
-    copied = []
+    copied: list[tuple[bytes, tuple[int, ...], int]] = []
     for raw_name, header in members:
         method = header[4]
         start = _member_start(data, raw_name, header, directory_start)

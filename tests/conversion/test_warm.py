@@ -108,13 +108,13 @@ def assert_nothing_left(server: WarmServer) -> None:
     its working directory and /tmp are empty."""
     assert server.alive(), server.broken
     assert namespace_processes(server) == {server.first, parent_of(server)}
-    assert sorted(server._work.iterdir()) == [] and sorted(server._tmp.iterdir()) == []
+    assert sorted(server._session.work.iterdir()) == [] and sorted(server._session.tmp.iterdir()) == []
 
 
 def place(server: WarmServer, binding: Path) -> None:
     """Put a Perl binding where LaTeXML looks for `\\usepackage`'s files: the server's working directory
     (removed with the rest after the conversion)."""
-    shutil.copy(binding, server._work / binding.name)
+    shutil.copy(binding, server._session.work / binding.name)
 
 
 @pytest.fixture(scope="module")

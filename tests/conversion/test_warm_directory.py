@@ -70,7 +70,7 @@ def test_a_paper_of_two_files_converts_warm_as_it_does_cold(tmp_path, paper, ser
     assert b"Thermocline" in warm.result and b"Isobaric" in warm.result  # both files were read
     assert comparable(warm.result) == comparable(cold_html)
     assert re.findall(rb"^Status:conversion:\d+$", warm.log, re.MULTILINE) == [b"Status:conversion:0"]
-    assert warm.runtime_ms > 0 and (warm.cpu_ms is None) == (server._quota is None)
+    assert warm.runtime_ms > 0 and (warm.cpu_ms is None) == (server._session.quota is None)
     assert warm.cpu_ms is None or warm.cpu_ms > 50  # the conversion's CPU time, not the idle parent's
     # The next conversion starts from a clean working directory and writes the same again.
     again = server.convert_directory(paper, "main.tex", timeout=TIMEOUT)
@@ -99,7 +99,7 @@ def test_options_without_a_destination_file_inside_work_are_refused(options):
 def test_the_server_ignores_a_convert_line_whose_source_leaves_work(paper, server):
     """warm_server.pl checks the source as well: a line naming ../etc/passwd starts no conversion, so the
     next conversion's answer is its own."""
-    server._send("convert 65 ../etc/passwd")
+    server._session.send("convert 65 ../etc/passwd")
     warm = server.convert_directory(paper, "main.tex", timeout=TIMEOUT)
     assert warm.status_code == 0 and b"Thermocline" in warm.result and b"root:" not in warm.result
     assert server.alive()
