@@ -8,15 +8,9 @@ from functools import partial
 
 from rest_framework import status
 
+from accounts import serializers as s
 from accounts.actions import passkey_rename, passkey_revoke, screen_session_revoke
 from accounts.queries import audit_list, passkey_list, screen_session_list
-from accounts.serializers import (
-    AuditEntrySerializer,
-    AuditListParamsSerializer,
-    PasskeyNameSerializer,
-    PasskeySerializer,
-    ScreenSessionSerializer,
-)
 from config.resources import Action, Read
 
 Managed = partial(Read, tag="management")
@@ -25,7 +19,7 @@ ManagedAction = partial(Action, tag="management")
 audit = Managed(
     route="audit", name="api-audit",
     operation_id="audit_list", summary="The operational journal: every authenticated write, newest first",
-    params=AuditListParamsSerializer, answer=AuditEntrySerializer, many=True, problems=(400,),
+    params=s.AuditListParamsSerializer, answer=s.AuditEntrySerializer, many=True, problems=(400,),
     fetch=lambda query: audit_list(**query),
 )  # fmt: skip
 
@@ -33,7 +27,7 @@ audit = Managed(
 sessions = Managed(
     route="sessions", name="api-sessions",
     operation_id="sessions_list", summary="The signed-in screen sessions: actor, started, last seen, client address",
-    answer=ScreenSessionSerializer, many=True, problems=(), fetch=lambda query: screen_session_list(),
+    answer=s.ScreenSessionSerializer, many=True, problems=(), fetch=lambda query: screen_session_list(),
 )  # fmt: skip
 session_revoke = ManagedAction(
     route="sessions/<int:id>", name="api-session", method="delete",
@@ -48,14 +42,14 @@ passkeys = ManagedAction(
     route="passkeys", name="api-passkeys", method="get",
     operation_id="passkeys_list",
     summary="The active passkeys of the token's actor, newest first (registered in a browser at /passkeys)",
-    answer=PasskeySerializer, many=True, act=lambda view, request: passkey_list(view.actor_name()),
+    answer=s.PasskeySerializer, many=True, act=lambda view, request: passkey_list(view.actor_name()),
 )  # fmt: skip
 passkey_rename_action = ManagedAction(
     route="passkeys/<int:id>", name="api-passkey", method="patch",
     operation_id="passkeys_rename", summary="Rename one of the actor's active passkeys",
-    request=PasskeyNameSerializer, answer=PasskeySerializer, problems=(400, 404),
+    request=s.PasskeyNameSerializer, answer=s.PasskeySerializer, problems=(400, 404),
     act=lambda view, request, id: passkey_rename(
-        id, actor=view.actor_name(), submitted=PasskeyNameSerializer(data=request.data)
+        id, actor=view.actor_name(), submitted=s.PasskeyNameSerializer(data=request.data)
     ),
 )  # fmt: skip
 passkey_revoke_action = ManagedAction(

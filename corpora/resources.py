@@ -17,6 +17,7 @@ from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result
 from config.api.paging import page_check
 from config.api.schema import problems
 from config.resources import Action, Read
+from corpora import serializers as s
 from corpora.actions import corpora as actions
 from corpora.experiments.actions import experiment_start
 from corpora.experiments.queries import experiment_detail, experiment_records
@@ -28,16 +29,6 @@ from corpora.experiments.serializers import (
 from corpora.export.actions import dataset_export
 from corpora.export.queries import export_file, export_summaries
 from corpora.queries.corpora import corpus_detail, corpus_records, document_list, pair_resolve
-from corpora.serializers import (
-    CorpusDetailSerializer,
-    CorpusSerializer,
-    DocumentListParamsSerializer,
-    DocumentListSerializer,
-    ExportRequestSerializer,
-    ExportSerializer,
-    ImportRequestSerializer,
-    SandboxRequestSerializer,
-)
 from jobs.serializers import JobSerializer
 
 CONFIRM = OpenApiParameter("confirm", str, required=False, description="must equal the name being deleted")
@@ -69,20 +60,20 @@ def _export_file(view: Any, request: Any, out: str, name: str) -> FileResponse:
 corpus_list = CorporaRead(
     route="corpora", name="api-corpora", access=PublicReadApiView,
     operation_id="corpora_list", summary="List corpora with their activated services",
-    answer=CorpusSerializer, many=True, problems=(), fetch=lambda query: corpus_records(),
+    answer=s.CorpusSerializer, many=True, problems=(), fetch=lambda query: corpus_records(),
 )  # fmt: skip
 corpus_import = JobAction(
     route="corpora", name="api-corpora",
     operation_id="corpora_import", summary="Import a corpus from a server directory (background job)",
-    request=ImportRequestSerializer, problems=(400, 409, 422),
+    request=s.ImportRequestSerializer, problems=(400, 409, 422),
     act=lambda view, request: actions.corpus_import(
-        actor=view.actor_name(), submitted=ImportRequestSerializer(data=request.data)
+        actor=view.actor_name(), submitted=s.ImportRequestSerializer(data=request.data)
     ),
 )  # fmt: skip
 corpus = CorporaRead(
     route=CORPUS, name="api-corpus", access=PublicReadApiView,
     operation_id="corpora_retrieve", summary="One corpus: activated services and per-service status counts",
-    answer=CorpusDetailSerializer, fetch=lambda query, name: corpus_detail(name),
+    answer=s.CorpusDetailSerializer, fetch=lambda query, name: corpus_detail(name),
 )  # fmt: skip
 corpus_delete = Deletion(
     route=CORPUS, name="api-corpus",
@@ -121,7 +112,7 @@ documents = CorporaRead(
     operation_id="corpora_documents",
     summary="A pair's documents by name with their status and whether they have HTML, paginated; "
     "narrowed to a status and to a name prefix",
-    params=DocumentListParamsSerializer, answer=DocumentListSerializer, problems=(400, 404), fetch=_documents,
+    params=s.DocumentListParamsSerializer, answer=s.DocumentListSerializer, problems=(400, 404), fetch=_documents,
 )  # fmt: skip
 
 # --- sandbox corpora ---
@@ -129,9 +120,9 @@ sandbox = JobAction(
     route="corpora/<str:parent>/sandbox", name="api-corpus-sandbox",
     operation_id="corpora_sandbox",
     summary="Carve a sandbox corpus from the parent's documents that match a condition (background job)",
-    request=SandboxRequestSerializer, problems=(400, 404, 409),
+    request=s.SandboxRequestSerializer, problems=(400, 404, 409),
     act=lambda view, request, parent: actions.corpus_sandbox(
-        parent=parent, actor=view.actor_name(), submitted=SandboxRequestSerializer(data=request.data)
+        parent=parent, actor=view.actor_name(), submitted=s.SandboxRequestSerializer(data=request.data)
     ),
 )  # fmt: skip
 
@@ -140,16 +131,16 @@ export_dataset = JobAction(
     route=f"{PAIR}/export-dataset", name="api-export-dataset",
     operation_id="corpora_export_dataset",
     summary="Write ZIP archives of the pair's converted results and a manifest under EXPORT_ROOT (background job)",
-    request=ExportRequestSerializer, problems=(400, 404, 409, 422),
+    request=s.ExportRequestSerializer, problems=(400, 404, 409, 422),
     act=lambda view, request, corpus, service: dataset_export(
-        corpus=corpus, service=service, actor=view.actor_name(), submitted=ExportRequestSerializer(data=request.data)
+        corpus=corpus, service=service, actor=view.actor_name(), submitted=s.ExportRequestSerializer(data=request.data)
     ),
 )  # fmt: skip
 exports = CorporaRead(
     route="exports", name="api-exports",
     operation_id="exports_list",
     summary="Finished dataset exports with their manifests (without document lists) and download links",
-    answer=ExportSerializer, many=True, problems=(), fetch=lambda query: export_summaries(),
+    answer=s.ExportSerializer, many=True, problems=(), fetch=lambda query: export_summaries(),
 )  # fmt: skip
 export_file_read = Action(
     route="exports/<str:out>/<str:name>", name="api-export-file", method="get", tag="corpora",

@@ -11,40 +11,31 @@ from rest_framework import status
 from config.api.deletions import RESULT_FILES_HEADERS, ConfirmSerializer, result_files_headers
 from config.resources import Action, Read
 from services import actions
+from services import serializers as s
 from services.queries import service_get, service_list, worker_list
-from services.serializers import (
-    LeaseUpdateRequestSerializer,
-    PresetSerializer,
-    ProfileSerializer,
-    ServiceRegisterRequestSerializer,
-    ServiceSerializer,
-    WorkerSerializer,
-    lease_request,
-    preset_records,
-)
 
 ServicesRead = partial(Read, tag="services")
-ServiceAction = partial(Action, tag="services", answer=ServiceSerializer)
+ServiceAction = partial(Action, tag="services", answer=s.ServiceSerializer)
 
 SERVICE = "services/<str:service>"
 
 service_list_read = ServicesRead(
     route="services", name="api-services",
     operation_id="services_list", summary="List registered services",
-    answer=ServiceSerializer, many=True, problems=(), fetch=lambda query: service_list(),
+    answer=s.ServiceSerializer, many=True, problems=(), fetch=lambda query: service_list(),
 )  # fmt: skip
 service_register = ServiceAction(
     route="services", name="api-services", method="post",
     operation_id="services_register", summary="Register a service (creates no tasks)",
-    request=ServiceRegisterRequestSerializer, status=status.HTTP_201_CREATED, problems=(400, 409),
+    request=s.ServiceRegisterRequestSerializer, status=status.HTTP_201_CREATED, problems=(400, 409),
     act=lambda view, request: actions.service_register(
-        actor=view.actor_name(), submitted=ServiceRegisterRequestSerializer(data=request.data)
+        actor=view.actor_name(), submitted=s.ServiceRegisterRequestSerializer(data=request.data)
     ),
 )  # fmt: skip
 service_detail = ServicesRead(
     route=SERVICE, name="api-service",
     operation_id="services_retrieve", summary="One service",
-    answer=ServiceSerializer, fetch=lambda query, service: service_get(service),
+    answer=s.ServiceSerializer, fetch=lambda query, service: service_get(service),
 )  # fmt: skip
 service_delete = ServiceAction(
     route=SERVICE, name="api-service", method="delete",
@@ -63,18 +54,18 @@ service_lease = ServiceAction(
     route=f"{SERVICE}/lease", name="api-service-lease", method="put",
     operation_id="services_lease_update",
     summary="Set (positive seconds) or clear (null) the service's lease override",
-    request=LeaseUpdateRequestSerializer, problems=(400, 404),
+    request=s.LeaseUpdateRequestSerializer, problems=(400, 404),
     act=lambda view, request, service: actions.service_lease_set(
-        name=service, actor=view.actor_name(), submitted=lambda: lease_request(service, request.data)
+        name=service, actor=view.actor_name(), submitted=lambda: s.lease_request(service, request.data)
     ),
 )  # fmt: skip
 service_profile = ServiceAction(
     route=f"{SERVICE}/profile", name="api-service-profile", method="put",
     operation_id="services_profile_update",
     summary="Give the service a converter profile: options over a preset; tasks handed out from now on get it",
-    request=ProfileSerializer, problems=(400, 403, 404),
+    request=s.ProfileSerializer, problems=(400, 403, 404),
     act=lambda view, request, service: actions.service_profile_set(
-        name=service, actor=view.actor_name(), submitted=ProfileSerializer(data=request.data)
+        name=service, actor=view.actor_name(), submitted=s.ProfileSerializer(data=request.data)
     ),
 )  # fmt: skip
 workers = ServicesRead(
@@ -82,10 +73,10 @@ workers = ServicesRead(
     operation_id="services_workers",
     summary="The workers of a service: dispatched, returned, in flight, first and last seen; from their heartbeats"
     " conversions, peak resident size, kills by reason, the latest heartbeat, the engine and its version",
-    answer=WorkerSerializer, many=True, fetch=lambda query, service: worker_list(service),
+    answer=s.WorkerSerializer, many=True, fetch=lambda query, service: worker_list(service),
 )  # fmt: skip
 presets = ServicesRead(
     route="profiles", name="api-profiles",
     operation_id="profiles_list", summary="The converter profile presets a service may take by name",
-    answer=PresetSerializer, many=True, problems=(), fetch=lambda query: preset_records(),
+    answer=s.PresetSerializer, many=True, problems=(), fetch=lambda query: s.preset_records(),
 )  # fmt: skip
