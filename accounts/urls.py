@@ -1,16 +1,10 @@
 from django.urls import path
 
-from accounts import api, views
+from accounts import resources, views
+from accounts.api_base import TokenApiView
+from config.resources import resource_paths
 
-api_urlpatterns = [
-    path("audit", api.AuditListApi.as_view(), name="api-audit"),
-    # --- sessions ---
-    path("sessions", api.SessionListApi.as_view(), name="api-sessions"),
-    path("sessions/<int:id>", api.SessionDetailApi.as_view(), name="api-session"),
-    # --- passkeys ---
-    path("passkeys", api.PasskeyListApi.as_view(), name="api-passkeys"),
-    path("passkeys/<int:id>", api.PasskeyDetailApi.as_view(), name="api-passkey"),
-]
+api_urlpatterns = resource_paths(resources, TokenApiView)
 
 urlpatterns = [
     path("login", views.login_view, name="login"),

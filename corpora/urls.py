@@ -1,27 +1,10 @@
 from django.urls import path
 
-from corpora import api, views
+from accounts.api_base import TokenApiView
+from config.resources import resource_paths
+from corpora import resources, views
 
-api_urlpatterns = [
-    path("corpora", api.CorpusListApi.as_view(), name="api-corpora"),
-    path("corpora/<str:name>", api.CorpusDetailApi.as_view(), name="api-corpus"),
-    path("corpora/<str:name>/extend", api.CorpusExtendApi.as_view(), name="api-corpus-extend"),
-    path("corpora/<str:corpus>/services/<str:service>", api.ActivationApi.as_view(), name="api-activation"),
-    path("corpora/<str:corpus>/services/<str:service>/documents", api.DocumentListApi.as_view(), name="api-documents"),
-    # --- sandbox corpora ---
-    path("corpora/<str:parent>/sandbox", api.SandboxApi.as_view(), name="api-corpus-sandbox"),
-]
-
-# --- dataset export ---
-api_urlpatterns += [
-    path(
-        "corpora/<str:corpus>/services/<str:service>/export-dataset",
-        api.DatasetExportApi.as_view(),
-        name="api-export-dataset",
-    ),
-    path("exports", api.ExportListApi.as_view(), name="api-exports"),
-    path("exports/<str:out>/<str:name>", api.ExportFileApi.as_view(), name="api-export-file"),
-]
+api_urlpatterns = resource_paths(resources, TokenApiView)
 
 urlpatterns = [
     path("corpora", views.corpus_list_view, name="corpora"),
@@ -46,10 +29,6 @@ urlpatterns += [
 ]
 
 # --- profile experiments ---
-api_urlpatterns += [
-    path("experiments", api.ExperimentListApi.as_view(), name="api-experiments"),
-    path("experiments/<str:name>", api.ExperimentDetailApi.as_view(), name="api-experiment"),
-]
 urlpatterns += [
     path("experiments", views.experiment_list_view, name="experiments"),
     path("experiments/new", views.experiment_new_view, name="experiment-new"),

@@ -1,13 +1,10 @@
 from django.urls import path
 
-from jobs import api, views
+from accounts.api_base import TokenApiView
+from config.resources import resource_paths
+from jobs import resources, views
 
-api_urlpatterns = [
-    path("jobs", api.JobListApi.as_view(), name="api-jobs"),
-    path("jobs/<str:uuid>", api.JobDetailApi.as_view(), name="api-job"),
-    path("maintenance/reindex", api.MaintenanceReindexApi.as_view(), name="api-maintenance-reindex"),
-    path("maintenance/analyze", api.MaintenanceAnalyzeApi.as_view(), name="api-maintenance-analyze"),
-]
+api_urlpatterns = resource_paths(resources, TokenApiView)
 
 urlpatterns = [
     path("jobs", views.job_list_view, name="jobs"),

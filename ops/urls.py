@@ -1,15 +1,10 @@
 from django.urls import path
 
-from ops import api, views
+from accounts.api_base import TokenApiView
+from config.resources import resource_paths
+from ops import api, resources, views
 
-api_urlpatterns = [
-    path("status", api.StatusApi.as_view(), name="api-status"),
-    path("dashboard", api.DashboardApi.as_view(), name="api-dashboard"),
-    path("statistics", api.StatisticsApi.as_view(), name="api-statistics"),
-    path("health", api.HealthApi.as_view(), name="api-health"),
-    path("logs", api.LogsApi.as_view(), name="api-logs"),
-    path("config", api.ConfigApi.as_view(), name="api-config"),
-]
+api_urlpatterns = resource_paths(resources, TokenApiView)
 
 urlpatterns = [
     path("healthz", api.HealthzApi.as_view(), name="healthz"),

@@ -1,7 +1,7 @@
 """API of runs: history, the open run, snapshots, diffs of two snapshots and their task lists, the message
 classes that changed between two snapshots and their documents, a document's history, and the comparison
 of two services on one corpus. The reads are declared in runs.reads, which the screens share; runs.urls
-gives each its API view (config.resources.read_paths)."""
+gives each its API view (config.resources.resource_paths)."""
 
 from __future__ import annotations
 

@@ -1,12 +1,12 @@
 from django.urls import path
 
 from accounts.api_base import PublicApiView
-from config.resources import read_paths
+from config.resources import resource_paths
 from runs import api, reads, views
 from runs.reads import COMPARE, DOCUMENT, PAIR
 
 api_urlpatterns = [
-    *read_paths(reads, PublicApiView),
+    *resource_paths(reads, PublicApiView),
     path(f"{PAIR}/current", api.CurrentRunApi.as_view(), name="api-run-current"),
     path(f"{PAIR}/packages/export", api.PackageExportApi.as_view(), name="api-run-package-export"),
     path("corpora/<str:corpus>/services/<str:service>/snapshot", api.SnapshotApi.as_view(), name="api-snapshot"),

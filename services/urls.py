@@ -1,15 +1,10 @@
 from django.urls import path
 
-from services import api, views
+from accounts.api_base import TokenApiView
+from config.resources import resource_paths
+from services import resources, views
 
-api_urlpatterns = [
-    path("services", api.ServiceListApi.as_view(), name="api-services"),
-    path("services/<str:service>", api.ServiceDetailApi.as_view(), name="api-service"),
-    path("services/<str:service>/lease", api.ServiceLeaseApi.as_view(), name="api-service-lease"),
-    path("services/<str:service>/profile", api.ServiceProfileApi.as_view(), name="api-service-profile"),
-    path("services/<str:service>/workers", api.WorkerListApi.as_view(), name="api-service-workers"),
-    path("profiles", api.ProfilePresetsApi.as_view(), name="api-profiles"),
-]
+api_urlpatterns = resource_paths(resources, TokenApiView)
 
 urlpatterns = [
     path("services", views.service_list_view, name="services"),
