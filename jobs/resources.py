@@ -45,15 +45,19 @@ job_detail = JobsRead(
     parameters=(OpenApiParameter("uuid", str, OpenApiParameter.PATH),), answer=JobSerializer,
     fetch=lambda query, uuid: job_get(uuid),
 )  # fmt: skip
-reindex = MaintenanceAction(
-    route="maintenance/reindex", name="api-maintenance-reindex",
-    operation_id="maintenance_reindex",
-    summary="Start the online index rebuild of the high-churn tables (debounced job)",
-    act=started(tables_reindex_start),
-)  # fmt: skip
-analyze = MaintenanceAction(
-    route="maintenance/analyze", name="api-maintenance-analyze",
-    operation_id="maintenance_analyze",
-    summary="Start the planner-statistics refresh of the high-churn tables (debounced job)",
-    act=started(tables_analyze_start),
-)  # fmt: skip
+
+
+def maintenance(kind: str, summary: str, start: Callable[..., tuple[Job, bool]]) -> Action:
+    """POST /api/maintenance/<kind>: start the maintenance job `start` begins (debounced)."""
+    return MaintenanceAction(
+        route=f"maintenance/{kind}", name=f"api-maintenance-{kind}", operation_id=f"maintenance_{kind}",
+        summary=summary, act=started(start),
+    )  # fmt: skip
+
+
+reindex = maintenance(
+    "reindex", "Start the online index rebuild of the high-churn tables (debounced job)", tables_reindex_start
+)
+analyze = maintenance(
+    "analyze", "Start the planner-statistics refresh of the high-churn tables (debounced job)", tables_analyze_start
+)

@@ -57,52 +57,35 @@ from reports.serializers import (
 )
 
 
-class PairPauseApi(TokenApiView):
-    @extend_schema(
-        operation_id="reports_pause", summary="Pause a run: block the pair's tasks in progress",
-        request=None, responses={200: RunControlSerializer, **problems(404)}, tags=["reports"],
-    )  # fmt: skip
-    def post(self, request: Request, corpus: str, service: str) -> Response:
-        return Response(
-            RunControlSerializer(
-                run_control(
-                    action=RunControlAction.PAUSE, corpus_name=corpus, service_name=service, actor=self.actor_name()
-                )
-            ).data
-        )
+def _run_control_api(action: RunControlAction, operation_id: str, summary: str, *, pair: bool) -> type[TokenApiView]:
+    """The API view of one pause or resume: of a pair's run (corpus and service in the path) or of every
+    conversion."""
+    responses = {200: RunControlSerializer, **problems(404)} if pair else {200: RunControlSerializer}
+
+    class RunControlApi(TokenApiView):
+        @extend_schema(operation_id=operation_id, summary=summary, request=None, responses=responses, tags=["reports"])
+        def post(self, request: Request, **names: str) -> Response:
+            scope = {"corpus_name": names["corpus"], "service_name": names["service"]} if pair else {}
+            return Response(RunControlSerializer(run_control(action=action, actor=self.actor_name(), **scope)).data)
+
+    return RunControlApi
 
 
-class PairResumeApi(TokenApiView):
-    @extend_schema(
-        operation_id="reports_resume", summary="Resume a run: blocked tasks of the pair back to TODO",
-        request=None, responses={200: RunControlSerializer, **problems(404)}, tags=["reports"],
-    )  # fmt: skip
-    def post(self, request: Request, corpus: str, service: str) -> Response:
-        return Response(
-            RunControlSerializer(
-                run_control(
-                    action=RunControlAction.RESUME, corpus_name=corpus, service_name=service, actor=self.actor_name()
-                )
-            ).data
-        )
-
-
-class FleetPauseApi(TokenApiView):
-    @extend_schema(
-        operation_id="conversions_pause", summary="Pause every conversion: block all tasks in progress",
-        request=None, responses={200: RunControlSerializer}, tags=["reports"],
-    )  # fmt: skip
-    def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(run_control(action=RunControlAction.PAUSE, actor=self.actor_name())).data)
-
-
-class FleetResumeApi(TokenApiView):
-    @extend_schema(
-        operation_id="conversions_resume", summary="Resume every conversion: all blocked tasks back to TODO",
-        request=None, responses={200: RunControlSerializer}, tags=["reports"],
-    )  # fmt: skip
-    def post(self, request: Request) -> Response:
-        return Response(RunControlSerializer(run_control(action=RunControlAction.RESUME, actor=self.actor_name())).data)
+PairPauseApi = _run_control_api(
+    RunControlAction.PAUSE, "reports_pause", "Pause a run: block the pair's tasks in progress", pair=True
+)
+PairResumeApi = _run_control_api(
+    RunControlAction.RESUME, "reports_resume", "Resume a run: blocked tasks of the pair back to TODO", pair=True
+)
+FleetPauseApi = _run_control_api(
+    RunControlAction.PAUSE, "conversions_pause", "Pause every conversion: block all tasks in progress", pair=False
+)
+FleetResumeApi = _run_control_api(
+    RunControlAction.RESUME,
+    "conversions_resume",
+    "Resume every conversion: all blocked tasks back to TODO",
+    pair=False,
+)
 
 
 # --- reports --------------------------------------------------------------------------------------

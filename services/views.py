@@ -5,6 +5,7 @@ Like their token-gated API twin, every one of them needs a signed-in operator.""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -19,6 +20,7 @@ from config.errors import ServiceError
 from config.screens import deletion_write, error_page, form_params, screen_write
 from conversion.profiles import PRESETS, SWITCHES
 from services import actions
+from services.models import Service
 from services.queries import service_get, service_list, worker_list
 from services.serializers import (
     ProfileSerializer,
@@ -129,25 +131,38 @@ def service_detail_view(request: HttpRequest, service: str) -> HttpResponse:
     return _detail_page(request, service)
 
 
+def _service_write(
+    request: HttpRequest, service: str, call: Callable[[], Service], form: str, done: Callable[[Service], str]
+) -> HttpResponse:
+    """One change of a service from its page: refused, its page again with the error in the form; done, the page
+    with `done(service)` as its message."""
+    updated, refused = screen_write(
+        request, call, form=lambda exc: _detail_page(request, service, error=exc, form=form)
+    )
+    if refused:
+        return refused
+    assert updated is not None  # screen_write gives the result when it gives no refusal
+    messages.success(request, done(updated))
+    return redirect("service", service=service)
+
+
 @login_required
 @require_POST
 def service_lease_view(request: HttpRequest, service: str) -> HttpResponse:
     """Screen twin of PUT /api/services/<service>/lease: seconds, or empty to clear the override."""
-    updated, refused = screen_write(
-        request,
+
+    def done(updated: Service) -> str:
+        seconds = updated.lease_seconds
+        return f"Lease of {service}: {'cleared' if seconds is None else f'{seconds} s'}."
+
+    return _service_write(
+        request, service,
         lambda: actions.service_lease_set(
-            name=service,
-            actor=request.user.username,
+            name=service, actor=request.user.username,
             submitted=lambda: lease_request(service, lease_body(request.POST)),
         ),
-        form=lambda exc: _detail_page(request, service, error=exc),
-    )
-    if refused:
-        return refused
-    assert updated is not None  # as above
-    seconds = updated.lease_seconds
-    messages.success(request, f"Lease of {service}: {'cleared' if seconds is None else f'{seconds} s'}.")
-    return redirect("service", service=service)
+        "lease", done,
+    )  # fmt: skip
 
 
 def _profile_form(profile: dict[str, Any]) -> dict[str, Any]:
@@ -164,19 +179,19 @@ def _profile_form(profile: dict[str, Any]) -> dict[str, Any]:
 @require_POST
 def service_profile_view(request: HttpRequest, service: str) -> HttpResponse:
     """Screen twin of PUT /api/services/<service>/profile: a preset, or the options of a profile."""
-    updated, refused = screen_write(
-        request,
+
+    def done(updated: Service) -> str:
+        dto = ServiceSerializer(updated).data
+        named = f"the preset {dto['profile_preset']}" if dto["profile_preset"] else "a profile of its own"
+        return f"{service} now converts with {named} ({dto['profile_hash'][:12]})."
+
+    return _service_write(
+        request, service,
         lambda: actions.service_profile_set(
             name=service, actor=request.user.username, submitted=ProfileSerializer(data=profile_body(request.POST))
         ),
-        form=lambda exc: _detail_page(request, service, error=exc, form="profile"),
-    )
-    if refused:
-        return refused
-    dto = ServiceSerializer(updated).data
-    named = f"the preset {dto['profile_preset']}" if dto["profile_preset"] else "a profile of its own"
-    messages.success(request, f"{service} now converts with {named} ({dto['profile_hash'][:12]}).")
-    return redirect("service", service=service)
+        "profile", done,
+    )  # fmt: skip
 
 
 @login_required

@@ -346,34 +346,35 @@ def _pair_write(
     return redirect(report_url(corpus, service))
 
 
+def _run_control_write(
+    request: HttpRequest, corpus: str, service: str, action: RunControlAction, done: str
+) -> HttpResponse:
+    """A pause or resume of the pair's run, as its API twin answers it."""
+    return _pair_write(
+        request, corpus, service,
+        lambda: RunControlSerializer(
+            run_control(action=action, corpus_name=corpus, service_name=service, actor=request.user.username)
+        ).data,
+        done,
+    )  # fmt: skip
+
+
 @login_required
 @require_POST
 def pause_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/pause: block the pair's tasks in progress."""
-    return _pair_write(
-        request, corpus, service,
-        lambda: RunControlSerializer(
-            run_control(
-                action=RunControlAction.PAUSE, corpus_name=corpus, service_name=service, actor=request.user.username
-            )
-        ).data,
-        "Paused: {blocked} tasks in progress blocked.",
-    )  # fmt: skip
+    return _run_control_write(
+        request, corpus, service, RunControlAction.PAUSE, "Paused: {blocked} tasks in progress blocked."
+    )
 
 
 @login_required
 @require_POST
 def resume_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
     """Screen twin of POST /api/reports/<c>/<s>/resume: blocked tasks of the pair back to TODO."""
-    return _pair_write(
-        request, corpus, service,
-        lambda: RunControlSerializer(
-            run_control(
-                action=RunControlAction.RESUME, corpus_name=corpus, service_name=service, actor=request.user.username
-            )
-        ).data,
-        "Resumed: {resumed} blocked tasks back to TODO.",
-    )  # fmt: skip
+    return _run_control_write(
+        request, corpus, service, RunControlAction.RESUME, "Resumed: {resumed} blocked tasks back to TODO."
+    )
 
 
 @login_required
