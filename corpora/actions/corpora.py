@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from accounts.actions import journaled
 from accounts.choices import Action
+from config.api.deletions import Deleted
 from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from config.planner import BULK_SETTINGS
@@ -246,7 +247,7 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> W
 
 
 @journaled(Action.CORPUS_DELETE, target="{name}")
-def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+def corpus_delete(*, name: str, confirm: str | None, actor: str) -> Deleted:
     """Delete a corpus with its documents, tasks, messages and result archives; other corpora are untouched."""
     corpus = corpus_get(name)
     if confirm != name:
@@ -323,7 +324,7 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
 
 
 @journaled(Action.SERVICE_DEACTIVATION, target="{corpus_name}/{service_name}")
-def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> Deleted:
     """Delete the tasks, messages and result archives of one (corpus, service) pair; nothing else is touched."""
     corpus, service = pair_get(corpus_name, service_name)
     if not Activation.objects.filter(corpus=corpus, service=service).exists():
