@@ -18,7 +18,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString
 from rest_framework.serializers import Serializer
 
-from config.api.deletions import ConfirmSerializer, result_files_sentence
+from config.api.deletions import ConfirmSerializer, Deleted, result_files_sentence
 from config.errors import BadRequest, ServiceError
 from config.live import get_config
 
@@ -80,7 +80,7 @@ def form_again(request: HttpRequest, template: str, context: dict[str, Any]) -> 
 
 def deletion_write(
     request: HttpRequest,
-    delete: Callable[..., dict[str, Any]],
+    delete: Callable[..., Deleted],
     *,
     page: tuple[str, dict[str, Any]],
     done: str,
@@ -89,15 +89,15 @@ def deletion_write(
     """The POST of a deletion screen, the twin of a DELETE ...?confirm=<name>: `delete` (the action, which
     journals itself) gets the actor and the typed confirmation; then a redirect to the URL `then`, saying
     `done` and what became of the result archives, or `page` (template, context) again with the refusal."""
-    counts, refused = screen_write(
+    deleted, refused = screen_write(
         request,
         lambda: delete(actor=request.user.username, submitted=ConfirmSerializer(data=request.POST)),
         form=form_again(request, *page),
     )
     if refused:
         return refused
-    assert counts is not None  # screen_write gives the result when it gives no refusal
-    messages.success(request, f"{done} {result_files_sentence(counts)}")
+    assert deleted is not None  # screen_write gives the result when it gives no refusal
+    messages.success(request, f"{done} {result_files_sentence(deleted)}")
     return redirect(then)
 
 

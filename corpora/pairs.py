@@ -23,6 +23,7 @@ from django.db import connection, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models import F, Func, Value
 
+from config.api.deletions import Deleted
 from config.planner import BULK_SETTINGS
 from conversion.choices import COMPLETED, TROUBLE_FROM, Severity
 from conversion.profiles import profile_load
@@ -256,7 +257,7 @@ def snapshot_take(*, corpus_id: int, service_id: int) -> SnapshotTaken:
 # --- the deletion cascade ------------------------------------------------------------------------
 
 
-def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, actor: str) -> dict[str, Any]:
+def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, actor: str) -> Deleted:
     """Delete what a corpus, a service (in every corpus) or one pair holds, set-based in one transaction,
     then its result archives once that commits (corpora.results.results_discard):
     - a pair: its run is closed first (the run and its snapshot stay as history), then its tasks with
@@ -265,7 +266,7 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
       the corpus itself;
     - a service: the same in every corpus; its workers and the service itself are its caller's to delete
       (services.actions.service_delete), in the same transaction.
-    Returns {"tasks", "messages", "result_files"[, "result_files_job"][, "documents"]}. A caller checks
+    Returns what went (config.api.deletions.Deleted; documents for a corpus only). A caller checks
     what may be deleted first; a foreign key that still points here (a sandbox carved meanwhile from a
     corpus) raises IntegrityError and nothing is deleted."""
     named = (("corpus_id", corpus_id), ("service_id", service_id))
@@ -274,6 +275,7 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
         raise ValueError("name a corpus, a service or both")
     where = " AND ".join(f"{column} = %s" for column, _ in scope)
     params = [value for _, value in scope]
+    documents: int | None = None
     with transaction.atomic(), connection.cursor() as cursor:
         if corpus_id is not None and service_id is not None:
             run_close(corpus_id=corpus_id, service_id=service_id)  # frozen with its snapshot before the purge
@@ -284,9 +286,13 @@ def data_purge(*, corpus_id: int | None = None, service_id: int | None = None, a
             _experiments_unlink(cursor, *scope[0])
         if corpus_id is not None and service_id is None:
             cursor.execute(f"DELETE FROM {DOCUMENT_TABLE} WHERE corpus_id = %s", [corpus_id])
-            counts["documents"] = cursor.rowcount
+            documents = cursor.rowcount
             cursor.execute(f"DELETE FROM {CORPUS_TABLE} WHERE id = %s", [corpus_id])
-    return {**counts, **results_discard(corpus_id=corpus_id, service_id=service_id, actor=actor).counts()}
+    discarded = results_discard(corpus_id=corpus_id, service_id=service_id, actor=actor)
+    return Deleted(
+        messages=counts["messages"], tasks=counts["tasks"], result_files=discarded.files,
+        result_files_job=discarded.job_uuid, documents=documents,
+    )  # fmt: skip
 
 
 def _experiments_unlink(cursor: CursorWrapper, column: str, value: int) -> None:

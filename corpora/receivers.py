@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from config.api.deletions import Deleted
 from corpora.pairs import data_purge, runs_profile_note
 
 
-def service_data_purge(sender: object, *, service_id: int, actor: str, **_: Any) -> dict[str, Any]:
+def service_data_purge(sender: object, *, service_id: int, actor: str, **_: Any) -> Deleted:
     """Delete the service's tasks, messages, result archives and activations in every corpus
     (corpora.pairs.data_purge); its workers and the service itself are services.actions.service_delete's."""
     return data_purge(service_id=service_id, actor=actor)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import socket
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -141,17 +142,24 @@ def tables_analyze_start(*, actor: str) -> tuple[Job, bool]:
     return job_enqueue(kind=JobKinds.MAINTENANCE_ANALYZE, actor=actor)
 
 
-def tables_reindex(*, progress: Any, log: Any) -> dict[str, Any]:
+@dataclass(frozen=True)
+class TablesDone:
+    """What a maintenance job went through (its job result): the tables, in order."""
+
+    tables: list[str]
+
+
+def tables_reindex(*, progress: Any, log: Any) -> TablesDone:
     """Rebuild the indexes of the high-churn tables with REINDEX CONCURRENTLY (no exclusive lock)."""
     return _per_table("REINDEX TABLE CONCURRENTLY {}", "reindexed", progress=progress, log=log)
 
 
-def tables_analyze(*, progress: Any, log: Any) -> dict[str, Any]:
+def tables_analyze(*, progress: Any, log: Any) -> TablesDone:
     """Refresh the planner statistics of the high-churn tables."""
     return _per_table("ANALYZE {}", "analyzed", progress=progress, log=log)
 
 
-def _per_table(statement: str, verb: str, *, progress: Any, log: Any) -> dict[str, Any]:
+def _per_table(statement: str, verb: str, *, progress: Any, log: Any) -> TablesDone:
     tables = _high_churn_tables()
     done: list[str] = []
     for index, table in enumerate(tables):
@@ -162,4 +170,4 @@ def _per_table(statement: str, verb: str, *, progress: Any, log: Any) -> dict[st
         log(f"{verb} {table} in {(timezone.now() - started).total_seconds():.2f}s")
         done.append(table)
     progress(len(tables), len(tables), f"{verb} {len(tables)} tables")
-    return {"tables": done}
+    return TablesDone(tables=done)

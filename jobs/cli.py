@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.cli import cli_actor
+from config.api.deletions import Deleted
 from config.errors import ServiceError
 from jobs.choices import JobState
 from jobs.models import Job
@@ -45,7 +46,7 @@ class DeleteCommand(ServiceCommand):
 
     noun: str
 
-    def delete(self, name: str, confirm: str | None) -> dict[str, Any]:
+    def delete(self, name: str, confirm: str | None) -> Deleted:
         raise NotImplementedError
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -53,5 +54,5 @@ class DeleteCommand(ServiceCommand):
         parser.add_argument("--confirm", help=f"must equal the {self.noun} name")
 
     def handle(self, *args: object, name: str, confirm: str | None, **options: Any) -> None:
-        counts = self.write_action(lambda: self.delete(name, confirm))
-        self.stdout.write(f"deleted {self.noun} {name}: {counts}")
+        deleted: Deleted = self.write_action(lambda: self.delete(name, confirm))
+        self.stdout.write(f"deleted {self.noun} {name}: {deleted.counts()}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from celery import shared_task
@@ -42,10 +43,10 @@ def _sweep_at_worker_start(**_: Any) -> None:
 @job_kind(JobKinds.MAINTENANCE_REINDEX, debounced=True, rerun=True, lane=JobLanes.MAINTENANCE)
 def maintenance_reindex(ctx: JobContext) -> dict[str, Any]:
     """Rebuild the indexes of the high-churn tables online, table by table."""
-    return actions.tables_reindex(progress=ctx.progress, log=ctx.log)
+    return asdict(actions.tables_reindex(progress=ctx.progress, log=ctx.log))
 
 
 @job_kind(JobKinds.MAINTENANCE_ANALYZE, debounced=True, rerun=True, lane=JobLanes.MAINTENANCE)
 def maintenance_analyze(ctx: JobContext) -> dict[str, Any]:
     """Refresh planner statistics of the high-churn tables."""
-    return actions.tables_analyze(progress=ctx.progress, log=ctx.log)
+    return asdict(actions.tables_analyze(progress=ctx.progress, log=ctx.log))

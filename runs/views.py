@@ -18,6 +18,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from config.api.paging import page_check
@@ -34,7 +35,7 @@ from corpora.queries.cost import pair_cost
 from corpora.queries.diffs import DiffScope, diff_scope, task_diff_count
 from corpora.queries.history import pair_runs, run_current
 from corpora.queries.packages import kind_check, package_diff, package_papers, package_ranking, package_source
-from corpora.queries.prune import CUTOFF_HELP, prune_preview
+from corpora.queries.prune import CUTOFF_HELP, PruneCounts, prune_preview
 from corpora.queries.telemetry import pair_telemetry
 from runs import reads
 from runs.charts import heat_map, history_strip, run_chart, stage_charts, throughput_chart
@@ -44,7 +45,6 @@ from runs.serializers import (
     CurrentRunSerializer,
     PruneParamsSerializer,
     PruneSummarySerializer,
-    SnapshotAckSerializer,
 )
 
 # The run page lists this many regressions; a link leads to all of them.
@@ -186,8 +186,9 @@ def snapshot_view(request: HttpRequest, corpus: str, service: str) -> HttpRespon
     )
     if refused:
         return refused
-    ack = SnapshotAckSerializer(done).data
-    messages.success(request, f"Snapshot of {ack['rows']} tasks taken at {ack['taken_at'][:19].replace('T', ' ')}.")
+    assert done is not None  # screen_write answers the result or the refusal
+    taken_at = timezone.localtime(done.taken_at).isoformat(sep=" ")[:19]
+    messages.success(request, f"Snapshot of {done.rows} tasks taken at {taken_at}.")
     return redirect("runs-pair", corpus=corpus, service=service)
 
 
@@ -501,7 +502,7 @@ def retention_view(request: HttpRequest) -> HttpResponse:
             if data.get("confirm", "").strip() != form["before"].strip():
                 context["summary"] = PruneSummarySerializer(prune_preview(**params)).data
                 raise BadRequest(f"Type the cutoff {form['before']} into the confirmation field to prune.")
-            total = history_prune(**params, actor=request.user.username)["total"]
+            total = history_prune(**params, actor=request.user.username).total
             messages.success(request, _removed_sentence(total))
             return redirect(reverse("runs-retention") + "?" + urlencode(form))
         context["summary"] = PruneSummarySerializer(prune_preview(**params)).data
@@ -512,10 +513,10 @@ def retention_view(request: HttpRequest) -> HttpResponse:
     return render(request, "runs/retention.html", context)
 
 
-def _removed_sentence(total: dict[str, int]) -> str:
+def _removed_sentence(total: PruneCounts) -> str:
     return (
-        f"Pruned {total['runs']} runs, {total['snapshots']} snapshots and {total['diffs']} diffs"
-        f" ({total['diff_rows']} diff rows), freeing {filesizeformat(total['bytes'])} for reuse."
+        f"Pruned {total.runs} runs, {total.snapshots} snapshots and {total.diffs} diffs"
+        f" ({total.diff_rows} diff rows), freeing {filesizeformat(total.bytes)} for reuse."
     )
 
 

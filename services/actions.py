@@ -15,6 +15,7 @@ from psycopg.types.json import Jsonb
 
 from accounts.actions import journal_note, journaled
 from accounts.choices import Action
+from config.api.deletions import Deleted
 from config.errors import BadRequest, Conflict, Forbidden
 from config.names import name_check
 from conversion.profiles import Profile, ProfileInvalid, profile_parse
@@ -56,7 +57,7 @@ def service_register(*, name: str, actor: str, **fields: Any) -> Service:
 
 
 @journaled(Action.SERVICE_DELETE, target="{name}")
-def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+def service_delete(*, name: str, confirm: str | None, actor: str) -> Deleted:
     """Delete a service and every task, message and result archive of it in every corpus (set-based)."""
     service = service_get(name)
     if service.is_protected:
@@ -64,16 +65,16 @@ def service_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, A
     if confirm != name:
         raise BadRequest(f"Pass confirm={name} to delete the service {name!r} and all its results.")
     with transaction.atomic():
-        counts: dict[str, Any] = {}
-        # django-stubs types a receiver's answer as str | None; corpora.receivers.service_data_purge answers its
-        # counts.
+        deleted = Deleted(messages=0, tasks=0, result_files=0)
+        # django-stubs types a receiver's answer as str | None; corpora.receivers.service_data_purge answers
+        # what it deleted.
         for _receiver, answer in service_deleting.send(sender=Service, service_id=service.pk, actor=actor):
-            counts.update(cast("dict[str, Any]", answer))
+            deleted = cast("Deleted", answer)
         # The service's own rows go last, once nothing of corpora points at it.
         with connection.cursor() as cursor:
             cursor.execute(f"DELETE FROM {WORKER_TABLE} WHERE service_id = %s", [service.pk])
             cursor.execute(f"DELETE FROM {Service._meta.db_table} WHERE id = %s", [service.pk])
-    return counts
+    return deleted
 
 
 @journaled(Action.SERVICE_LEASE, target="{name}")

@@ -5,6 +5,7 @@ there are many."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter
@@ -28,17 +29,41 @@ RESULT_FILES_HEADERS = [
 ]  # fmt: skip
 
 
-def result_files_headers(counts: dict[str, Any]) -> dict[str, str]:
+@dataclass(frozen=True)
+class Deleted:
+    """What a deletion removed (corpora.pairs.data_purge, for a corpus, a service or one pair): messages,
+    tasks, the result archives on disk and the job removing them when there are many, and a corpus's
+    documents (None for the deletion of a service or of a pair)."""
+
+    messages: int
+    tasks: int
+    result_files: int
+    result_files_job: str | None = None
+    documents: int | None = None
+
+    def counts(self) -> dict[str, Any]:
+        """The counts as the management commands print them: documents only for a corpus."""
+        documents = {} if self.documents is None else {"documents": self.documents}
+        return {
+            "messages": self.messages,
+            "tasks": self.tasks,
+            **documents,
+            "result_files": self.result_files,
+            "result_files_job": self.result_files_job,
+        }
+
+
+def result_files_headers(deleted: Deleted) -> dict[str, str]:
     """The RESULT_FILES_HEADERS of a deletion's counts."""
-    headers = {"X-Result-Files": str(counts["result_files"])}
-    if counts.get("result_files_job"):
-        headers["X-Result-Files-Job"] = counts["result_files_job"]
+    headers = {"X-Result-Files": str(deleted.result_files)}
+    if deleted.result_files_job:
+        headers["X-Result-Files-Job"] = deleted.result_files_job
     return headers
 
 
-def result_files_sentence(counts: dict[str, Any]) -> str:
+def result_files_sentence(deleted: Deleted) -> str:
     """What the screens say of a deletion's result archives."""
-    files = counts["result_files"]
-    if counts.get("result_files_job"):
+    files = deleted.result_files
+    if deleted.result_files_job:
         return f"{files} result archives are being removed by a background job."
     return f"{files} result archive{'s' if files != 1 else ''} removed from disk."

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from django.utils import timezone
 
 from accounts.actions import journaled
 from accounts.choices import Action
+from config.api.deletions import Deleted
 from config.errors import BadRequest, Conflict, NotFound
 from config.names import name_check
 from config.planner import BULK_SETTINGS
@@ -58,6 +60,40 @@ def _import_service_id() -> int:
     return protected_service(ProtectedService.IMPORT).pk
 
 
+@dataclass(frozen=True)
+class Ingested:
+    """What an import or extend job wrote (its job result, corpora/tasks/corpora.py): documents recorded,
+    TODO tasks created on the activated services (extend), entries found invalid and entries inspected."""
+
+    documents: int
+    todo_tasks: int
+    invalid: int
+    entries_seen: int
+
+
+@dataclass(frozen=True)
+class Written:
+    """What one import or extend transaction wrote: documents and (extend) TODO tasks."""
+
+    documents: int
+    todo_tasks: int
+
+
+@dataclass(frozen=True)
+class Activated:
+    """What an activation job made (its job result): the TODO tasks created and the run opened."""
+
+    tasks: int
+    run_id: int
+
+
+@dataclass(frozen=True)
+class Carved:
+    """What a sandbox's carve job wrote (its job result): the documents it references."""
+
+    documents: int
+
+
 # --- import and extend -------------------------------------------------------------------------
 
 
@@ -90,7 +126,7 @@ def corpus_extend(*, name: str, actor: str, send: bool = True) -> Job:
     return job
 
 
-def corpus_import_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+def corpus_import_run(*, corpus_id: int, progress: Progress, log: Log) -> Ingested:
     """The import job: inspect every entry, then write documents, import tasks and messages at once.
     On any failure the half-created corpus is removed, so the name can be used again."""
     try:
@@ -101,13 +137,13 @@ def corpus_import_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[s
     return result
 
 
-def corpus_extend_run(*, corpus_id: int, progress: Progress, log: Log, actor: str = "") -> dict[str, Any]:
+def corpus_extend_run(*, corpus_id: int, progress: Progress, log: Log, actor: str = "") -> Ingested:
     """The extend job: only entries not yet in the corpus are added, with TODO tasks on every
     activated service, each of which gets a new run; existing documents, tasks and results are not touched."""
     return _ingest_entries(corpus_id=corpus_id, progress=progress, log=log, extend=True, actor=actor)
 
 
-def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: bool, actor: str = "") -> dict[str, Any]:
+def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: bool, actor: str = "") -> Ingested:
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if corpus is None:
         raise JobFailed("The corpus was deleted before its job ran.")
@@ -127,7 +163,7 @@ def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: boo
     progress(len(names), len(names), "writing documents")
     attempts = 0
 
-    def write() -> dict[str, int]:
+    def write() -> Written:
         nonlocal attempts
         attempts += 1
         # After an attempt whose commit was lost with its connection, what it wrote may be there: only the
@@ -146,8 +182,8 @@ def _ingest_entries(*, corpus_id: int, progress: Progress, log: Log, extend: boo
     # The scan is not repeated: only the transaction that writes what it found is tried again.
     written = transient_retry(write, what=f"writing the documents of corpus {corpus.pk}", on_retry=_retry_logged(log))
     invalid = sum(1 for e in entries if e.problem)
-    log(f"recorded {written['documents']} documents ({invalid} invalid)")
-    return {**written, "invalid": invalid, "entries_seen": len(names)}
+    log(f"recorded {written.documents} documents ({invalid} invalid)")
+    return Ingested(written.documents, written.todo_tasks, invalid=invalid, entries_seen=len(names))
 
 
 def _entries_not_written(corpus: Corpus, entries: list[Entry]) -> list[Entry]:
@@ -167,7 +203,7 @@ def _unique_names(entries: Iterable[Entry]) -> list[Entry]:
     return unique
 
 
-def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> dict[str, int]:
+def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> Written:
     """COPY the entries into a temporary table, then insert documents, import tasks, invalid-entry
     messages and (on extend) TODO tasks for the activated services, each in one statement."""
     import_id = _import_service_id()
@@ -204,14 +240,14 @@ def _write_documents(corpus: Corpus, entries: list[Entry], *, extend: bool) -> d
         )
         import_tasks_create(cursor, corpus_id=corpus.pk, import_service_id=import_id)
         todo = extend_tasks_create(cursor, corpus_id=corpus.pk) if extend else 0
-    return {"documents": documents, "todo_tasks": todo}
+    return Written(documents=documents, todo_tasks=todo)
 
 
 # --- delete --------------------------------------------------------------------------------------
 
 
 @journaled(Action.CORPUS_DELETE, target="{name}")
-def corpus_delete(*, name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+def corpus_delete(*, name: str, confirm: str | None, actor: str) -> Deleted:
     """Delete a corpus with its documents, tasks, messages and result archives; other corpora are untouched."""
     corpus = corpus_get(name)
     if confirm != name:
@@ -249,7 +285,7 @@ def service_activate(*, corpus_name: str, service_name: str, actor: str, send: b
     return job
 
 
-def service_activate_run(*, activation_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+def service_activate_run(*, activation_id: int, progress: Progress, log: Log) -> Activated:
     """One TODO task per valid document (documents whose import was invalid get none), and a new run.
     Tasks that exist already are left as they are, so no result is ever wiped."""
     activation = Activation.objects.filter(pk=activation_id).select_related("corpus", "service").first()
@@ -284,11 +320,11 @@ def service_activate_run(*, activation_id: int, progress: Progress, log: Log) ->
     runs_close_drained({(activation.corpus_id, activation.service_id)})  # no document: nothing to wait for
     log(f"created {created} TODO tasks for {activation.service.name} on {activation.corpus.name}")
     progress(1, 1, f"created {created} tasks")
-    return {"tasks": created, "run_id": run.pk}
+    return Activated(tasks=created, run_id=run.pk)
 
 
 @journaled(Action.SERVICE_DEACTIVATION, target="{corpus_name}/{service_name}")
-def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> dict[str, Any]:
+def service_deactivate(*, corpus_name: str, service_name: str, confirm: str | None, actor: str) -> Deleted:
     """Delete the tasks, messages and result archives of one (corpus, service) pair; nothing else is touched."""
     corpus, service = pair_get(corpus_name, service_name)
     if not Activation.objects.filter(corpus=corpus, service=service).exists():
@@ -365,7 +401,7 @@ def _sandboxes_refuse(corpus: Corpus) -> None:
         )
 
 
-def corpus_sandbox_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+def corpus_sandbox_run(*, corpus_id: int, progress: Progress, log: Log) -> Carved:
     """The carve job: select the parent's matching documents in one statement, then write the sandbox's
     documents and import tasks. On any failure the half-made sandbox is removed, so the name is free again."""
     try:
@@ -375,7 +411,7 @@ def corpus_sandbox_run(*, corpus_id: int, progress: Progress, log: Log) -> dict[
         raise
 
 
-def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> Carved:
     corpus = Corpus.objects.filter(pk=corpus_id).first()
     if corpus is None:
         raise JobFailed("The sandbox was deleted before its job ran.")
@@ -398,7 +434,7 @@ def _sandbox_carve(*, corpus_id: int, progress: Progress, log: Log) -> dict[str,
     documents = transient_retry(carve, what=f"carving sandbox {corpus.pk}", on_retry=_retry_logged(log))
     progress(2, 2, f"carved {documents} documents")
     log(f"recorded {documents} documents referencing the entries of {parent.name}")
-    return {"documents": documents}
+    return Carved(documents=documents)
 
 
 def _sandbox_write(

@@ -8,8 +8,9 @@ computed once; only the deletion of a corpus or service (corpora.pairs.data_purg
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass
 from datetime import datetime
-from typing import Any, Unpack
+from typing import Unpack
 
 from accounts.actions import journal_note, journaled
 from accounts.choices import Action
@@ -20,17 +21,34 @@ from corpora.models import Activation
 from corpora.pairs import history_remove, snapshot_take
 from corpora.queries.corpora import pair_resolve
 from corpora.queries.diffs import DiffScope, RunDiff, TaskDiffFilters, TaskDiffRow, run_diff, task_diffs
-from corpora.queries.prune import PruneScope, prune_runs_sql, prune_scope, prune_snapshots_sql, prune_summary
+from corpora.queries.prune import (
+    PruneScope,
+    PruneSummary,
+    prune_runs_sql,
+    prune_scope,
+    prune_snapshots_sql,
+    prune_summary,
+)
+
+
+@dataclass(frozen=True)
+class SnapshotAppended:
+    """A snapshot appended on request (SnapshotAckSerializer): its pair, its date and the rows it holds."""
+
+    corpus: str
+    service: str
+    taken_at: datetime
+    rows: int
 
 
 @journaled(Action.RUNS_SNAPSHOT, target="{corpus_name}/{service_name}")
-def snapshot_append(*, corpus_name: str, service_name: str, actor: str) -> dict[str, Any]:
+def snapshot_append(*, corpus_name: str, service_name: str, actor: str) -> SnapshotAppended:
     """POST .../snapshot: the current statuses of an activated pair as one new snapshot."""
     pair = pair_resolve(corpus_name, service_name)
     if not Activation.objects.filter(corpus_id=pair.corpus_id, service_id=pair.service_id).exists():
         raise NotFound(f"The service {service_name!r} is not active on the corpus {corpus_name!r}.")
     taken = snapshot_take(corpus_id=pair.corpus_id, service_id=pair.service_id)
-    return {"corpus": pair.corpus_name, "service": pair.service_name, "taken_at": taken.taken_at, "rows": taken.rows}
+    return SnapshotAppended(pair.corpus_name, pair.service_name, taken_at=taken.taken_at, rows=taken.rows)
 
 
 def diff_ready(previous_id: int | None, current_id: int | None, *, rows: bool = False) -> int | None:
@@ -63,17 +81,17 @@ def task_diffs_read(scope: DiffScope, page: Page, **filters: Unpack[TaskDiffFilt
 @journaled(Action.RUNS_PRUNE, target=lambda a: f"{a.get('corpus') or '*'}/{a.get('service') or '*'}")
 def history_prune(
     *, before: datetime, corpus: str | None = None, service: str | None = None, actor: str
-) -> dict[str, Any]:
+) -> PruneSummary:
     """Remove the history corpora.queries.prune.prune_preview shows for the same arguments, in one transaction:
     the diff rows and diffs of the removed snapshots, the finished runs, then the snapshots (a kept run
     that pointed at one loses its link). Returns what was removed, in the preview's shape; journaled."""
     scope = prune_scope(before, corpus, service)
     summary = _prune(scope)
-    journal_note(removed=summary["total"], pairs=[f"{p['corpus']}/{p['service']}" for p in summary["pairs"]])
+    journal_note(removed=asdict(summary.total), pairs=[f"{p.corpus}/{p.service}" for p in summary.pairs])
     return summary
 
 
-def _prune(scope: PruneScope) -> dict[str, Any]:
+def _prune(scope: PruneScope) -> PruneSummary:
     snapshots = prune_snapshots_sql(scope)
     runs = prune_runs_sql(scope)
     pairs, share = history_remove(snapshots=snapshots, runs=runs)

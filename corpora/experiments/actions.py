@@ -4,6 +4,7 @@ which carves the sandbox and activates every variant on it."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -120,7 +121,17 @@ def experiment_start(
     return job
 
 
-def experiment_run(*, experiment_id: int, progress: Progress, log: Log) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ExperimentStarted:
+    """What an experiment's job made (its job result): the sandbox's documents, the variants converting on
+    it and the TODO tasks created for them."""
+
+    documents: int
+    variants: int
+    tasks: int
+
+
+def experiment_run(*, experiment_id: int, progress: Progress, log: Log) -> ExperimentStarted:
     """The experiment's job: carve the sandbox (the pair's papers with the status error or fatal), then
     create each variant's TODO tasks on it and open its run; progress counts the carve and each variant.
     A variant already activated (an earlier attempt) is left as it is."""
@@ -133,7 +144,7 @@ def experiment_run(*, experiment_id: int, progress: Progress, log: Log) -> dict[
     progress(0, steps, "carving the sandbox")
     if sandbox.state == CorpusState.IMPORTING:
         carved = corpus_sandbox_run(corpus_id=sandbox.pk, progress=_quiet, log=log)
-        log(f"carved {carved['documents']} papers of {experiment.corpus_name}/{experiment.service_name}")
+        log(f"carved {carved.documents} papers of {experiment.corpus_name}/{experiment.service_name}")
     tasks = 0
     for step, variant in enumerate(variants, start=1):
         progress(step - 1, steps, f"activating {variant.name}")
@@ -143,10 +154,10 @@ def experiment_run(*, experiment_id: int, progress: Progress, log: Log) -> dict[
         )
         if created:
             activated = service_activate_run(activation_id=activation.pk, progress=_quiet, log=log)
-            tasks += activated["tasks"]
+            tasks += activated.tasks
     progress(steps, steps, f"{len(variants)} variants converting")
     documents = Corpus.objects.get(pk=sandbox.pk).documents.count()
-    return {"documents": documents, "variants": len(variants), "tasks": tasks}
+    return ExperimentStarted(documents=documents, variants=len(variants), tasks=tasks)
 
 
 def _quiet(*args: Any, **kwargs: Any) -> None:

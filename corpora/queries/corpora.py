@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.db import connection, transaction
@@ -115,7 +116,20 @@ def status_counts(rows: list[tuple[int, int]]) -> dict[str, Any]:
     return counts
 
 
-def corpus_services(corpus: Corpus) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CorpusService:
+    """A service on a corpus (CorpusServiceSerializer): its activation, its per-status counts now
+    (status_counts) and whether a live worker serves it."""
+
+    name: str
+    protected: bool
+    activated_at: datetime | None
+    activated_by: str
+    counts: dict[str, Any]
+    served: bool
+
+
+def corpus_services(corpus: Corpus) -> list[CorpusService]:
     """The services on a corpus (import first, then activated ones by name) with their status counts."""
     rows = TaskCount.objects.filter(corpus=corpus, count__gt=0).values_list("service_id", "bucket", "count")
     per_service: dict[int, list[tuple[int, int]]] = defaultdict(list)
@@ -128,14 +142,14 @@ def corpus_services(corpus: Corpus) -> list[dict[str, Any]]:
     for service in sorted(services.values(), key=lambda s: (s.name not in ProtectedService.values, s.name)):
         activation = activations.get(service.pk)
         entries.append(
-            {
-                "name": service.name,
-                "protected": service.is_protected,
-                "activated_at": activation.created_at if activation else None,
-                "activated_by": activation.actor if activation else "",
-                "counts": status_counts(per_service.get(service.pk, [])),
-                "served": service.is_protected or service.pk in served,
-            }
+            CorpusService(
+                name=service.name,
+                protected=service.is_protected,
+                activated_at=activation.created_at if activation else None,
+                activated_by=activation.actor if activation else "",
+                counts=status_counts(per_service.get(service.pk, [])),
+                served=service.is_protected or service.pk in served,
+            )
         )
     return entries
 
@@ -149,7 +163,15 @@ def activated_service_names(corpora: list[Corpus]) -> dict[int, list[str]]:
     return names
 
 
-def activated_service_counts(corpora: list[Corpus], names: dict[int, list[str]]) -> dict[int, list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class ServiceCounts:
+    """An activated service of a listed corpus with its per-status counts now (ServiceCountsSerializer)."""
+
+    name: str
+    counts: dict[str, Any]
+
+
+def activated_service_counts(corpora: list[Corpus], names: dict[int, list[str]]) -> dict[int, list[ServiceCounts]]:
     """Per corpus id, each of its activated services (`names`, activated_service_names) with its per-status
     counts now, from the trigger-kept counts: one read for a whole list, however many tasks."""
     rows = (
@@ -161,46 +183,76 @@ def activated_service_counts(corpora: list[Corpus], names: dict[int, list[str]])
     for corpus_id, service, bucket, count in rows:
         per_pair[corpus_id, service].append((bucket, count))
     return {
-        corpus_id: [{"name": name, "counts": status_counts(per_pair.get((corpus_id, name), []))} for name in services]
+        corpus_id: [ServiceCounts(name, status_counts(per_pair.get((corpus_id, name), []))) for name in services]
         for corpus_id, services in names.items()
     }
 
 
-def corpus_record(corpus: Corpus, *, documents: int, services: list[Any]) -> dict[str, Any]:
-    """The plain dict behind CorpusDetailSerializer, and CorpusSerializer's less `service_counts`."""
-    return {
-        "name": corpus.name,
-        "description": corpus.description,
-        "state": corpus.state,
-        "parent": corpus.parent.name if corpus.parent is not None else None,
-        "documents": documents,
-        "services": services,
-        "created_at": corpus.created_at,
-        "imported_at": corpus.imported_at,
-        "url": f"/api/corpora/{corpus.name}",
-        "condition": corpus.condition,
-    }
+@dataclass(frozen=True)
+class CorpusFacts:
+    """What a corpus record says of the corpus itself, listed or alone."""
+
+    name: str
+    description: str
+    state: str
+    parent: str | None
+    documents: int
+    created_at: datetime
+    imported_at: datetime | None
+    url: str
 
 
-def corpus_records() -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class CorpusListed(CorpusFacts):
+    """A corpus as listed (CorpusSerializer): its activated services by name, and each with its counts."""
+
+    services: list[str]
+    service_counts: list[ServiceCounts]
+
+
+@dataclass(frozen=True)
+class CorpusDetail(CorpusFacts):
+    """One corpus (CorpusDetailSerializer): every service on it, and what a sandbox was carved with."""
+
+    services: list[CorpusService]
+    condition: dict[str, Any] | None
+
+
+def corpus_facts(corpus: Corpus, *, documents: int) -> CorpusFacts:
+    """What a record says of the corpus itself; CorpusListed and CorpusDetail take its fields."""
+    return CorpusFacts(
+        name=corpus.name,
+        description=corpus.description,
+        state=corpus.state,
+        parent=corpus.parent.name if corpus.parent is not None else None,
+        documents=documents,
+        created_at=corpus.created_at,
+        imported_at=corpus.imported_at,
+        url=f"/api/corpora/{corpus.name}",
+    )
+
+
+def corpus_records() -> list[CorpusListed]:
     corpora = list(corpus_list())
     names = activated_service_names(corpora)
     documents = document_counts()
     counts = activated_service_counts(corpora, names)
     return [
-        {
-            **corpus_record(c, documents=documents.get(c.pk, 0), services=names.get(c.pk, [])),
-            "service_counts": counts.get(c.pk, []),
-        }
+        CorpusListed(
+            **vars(corpus_facts(c, documents=documents.get(c.pk, 0))),
+            services=names.get(c.pk, []),
+            service_counts=counts.get(c.pk, []),
+        )
         for c in corpora
     ]
 
 
-def corpus_detail(name: str) -> dict[str, Any]:
+def corpus_detail(name: str) -> CorpusDetail:
     corpus = corpus_get(name)
     services = corpus_services(corpus)
-    import_counts = next((s["counts"]["total"] for s in services if s["name"] == ProtectedService.IMPORT), 0)
-    return corpus_record(corpus, documents=import_counts, services=services)
+    import_counts = next((s.counts["total"] for s in services if s.name == ProtectedService.IMPORT), 0)
+    facts = corpus_facts(corpus, documents=import_counts)
+    return CorpusDetail(**vars(facts), services=services, condition=corpus.condition)
 
 
 def pair_counts(corpus_id: int, service_id: int) -> dict[str, Any]:

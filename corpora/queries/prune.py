@@ -84,11 +84,42 @@ def prune_runs_sql(scope: PruneScope) -> tuple[str, list[Any]]:
 PRUNE_COUNTS = ("runs", "snapshots", "diffs", "diff_rows", "bytes")
 
 
+@dataclass(frozen=True)
+class PruneCounts:
+    """What a prune removes (PruneCountsSerializer): runs, snapshots, diffs, their changed-document rows,
+    and the bytes the removed rows occupy."""
+
+    runs: int
+    snapshots: int
+    diffs: int
+    diff_rows: int
+    bytes: int
+
+
+@dataclass(frozen=True)
+class PrunePair(PruneCounts):
+    """What a prune removes of one (corpus, service) pair (PrunePairSerializer)."""
+
+    corpus: str
+    service: str
+
+
+@dataclass(frozen=True)
+class PruneSummary:
+    """A prune, previewed or done (PruneSummarySerializer): its cutoff and scope, per pair and in total."""
+
+    before: datetime
+    corpus: str | None
+    service: str | None
+    pairs: list[PrunePair]
+    total: PruneCounts
+
+
 def prune_summary(
     scope: PruneScope,
     pairs: dict[tuple[int, int], dict[str, int]],
     taskdiff: tuple[int, int],
-) -> dict[str, Any]:
+) -> PruneSummary:
     """The summary of a prune (previewed or done): per pair and in total, the runs, snapshots, diffs
     and diff rows removed, and the bytes it frees: the snapshots' two arrays, their class members' arrays
     and the diffs' matrices as stored (pg_column_size), plus the diff rows' proportional share of corpora_taskdiff
@@ -102,18 +133,18 @@ def prune_summary(
         share = relation_bytes * counts.get("diff_rows", 0) // relation_rows if relation_rows else 0
         record = {key: counts.get(key, 0) for key in PRUNE_COUNTS}
         record["bytes"] += share
-        records.append({"corpus": corpora[corpus_id], "service": services[service_id], **record})
-    records.sort(key=lambda r: (r["corpus"], r["service"]))
-    return {
-        "before": scope.before,
-        "corpus": scope.corpus.name if scope.corpus else None,
-        "service": scope.service.name if scope.service else None,
-        "pairs": records,
-        "total": {key: sum(r[key] for r in records) for key in PRUNE_COUNTS},
-    }
+        records.append(PrunePair(**record, corpus=corpora[corpus_id], service=services[service_id]))
+    records.sort(key=lambda r: (r.corpus, r.service))
+    return PruneSummary(
+        before=scope.before,
+        corpus=scope.corpus.name if scope.corpus else None,
+        service=scope.service.name if scope.service else None,
+        pairs=records,
+        total=PruneCounts(**{key: sum(getattr(r, key) for r in records) for key in PRUNE_COUNTS}),
+    )
 
 
-def prune_preview(before: datetime, corpus: str | None = None, service: str | None = None) -> dict[str, Any]:
+def prune_preview(before: datetime, corpus: str | None = None, service: str | None = None) -> PruneSummary:
     """What history_prune would remove with the same arguments, per (corpus, service) pair: runs
     finished before `before`, snapshots taken before it but the latest of each pair, and every diff
     (with its rows) of a removed snapshot."""

@@ -1,4 +1,5 @@
-"""Job kinds of the corpora app: import, extend, activation. Each is one action call.
+"""Job kinds of the corpora app: import, extend, activation. Each is one action call, its typed answer
+stored as the job's result document.
 
 Import, sandbox and activation are not run again whole after a transient database error: on a failure
 they remove what they half made (the corpus, the activation). They, and extend, which shares the import's
@@ -7,6 +8,7 @@ scan, retry the transaction that writes instead (corpora/actions/corpora.py). Re
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from corpora import results
@@ -21,19 +23,21 @@ from jobs.runner import JobContext
 @job_kind(JobKinds.CORPUS_IMPORT)
 def corpus_import_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Import a corpus directory: one document and one import task per entry."""
-    return actions.corpus_import_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)
+    return asdict(actions.corpus_import_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log))
 
 
 @job_kind(JobKinds.CORPUS_EXTEND)
 def corpus_extend_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Add the entries that arrived since the import, with TODO tasks on every activated service."""
-    return actions.corpus_extend_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log, actor=ctx.job.actor)
+    return asdict(
+        actions.corpus_extend_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log, actor=ctx.job.actor)
+    )
 
 
 @job_kind(JobKinds.SERVICE_ACTIVATE)
 def service_activate_job(ctx: JobContext, *, activation_id: int, **_: Any) -> dict[str, Any]:
     """Create one TODO task per valid document for a newly activated service and open a run."""
-    return actions.service_activate_run(activation_id=activation_id, progress=ctx.progress, log=ctx.log)
+    return asdict(actions.service_activate_run(activation_id=activation_id, progress=ctx.progress, log=ctx.log))
 
 
 @job_kind(JobKinds.RESULTS_REMOVE, rerun=True)
@@ -63,7 +67,7 @@ def dataset_export_job(
 @job_kind(JobKinds.CORPUS_SANDBOX)
 def corpus_sandbox_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str, Any]:
     """Carve a sandbox: the parent's matching documents and one import task each."""
-    return actions.corpus_sandbox_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log)
+    return asdict(actions.corpus_sandbox_run(corpus_id=corpus_id, progress=ctx.progress, log=ctx.log))
 
 
 # --- profile experiments --------------------------------------------------------------------------
@@ -72,4 +76,4 @@ def corpus_sandbox_job(ctx: JobContext, *, corpus_id: int, **_: Any) -> dict[str
 @job_kind(JobKinds.EXPERIMENT_RUN)
 def experiment_run_job(ctx: JobContext, *, experiment_id: int, **_: Any) -> dict[str, Any]:
     """Carve an experiment's sandbox and activate each of its variants on it."""
-    return experiment_run(experiment_id=experiment_id, progress=ctx.progress, log=ctx.log)
+    return asdict(experiment_run(experiment_id=experiment_id, progress=ctx.progress, log=ctx.log))

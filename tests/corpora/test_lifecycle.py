@@ -151,7 +151,7 @@ def test_activation_never_wipes_existing_results(corpus_root):
     write_tex(corpus_root / "c" / "late.tex")
     activation = Activation.objects.get(corpus__name="c")
     result = service_activate_run(activation_id=activation.pk, progress=lambda *a, **k: None, log=lambda line: None)
-    assert result["tasks"] == 0
+    assert result.tasks == 0
     assert set(Task.objects.filter(service__name="tex_to_html").values_list("status", flat=True)) == {-1}
 
 

@@ -259,7 +259,7 @@ def test_pruning_and_deleting_history_remove_the_snapshots_classes(authed, corpu
     assert SnapshotMembers.objects.filter(snapshot_id=old.pk).count() == 2
     assert SnapshotClass.objects.filter(snapshot_id=old.pk).count() == 2
     summary = history_prune(before=Snapshot.objects.order_by("-taken_at").first().taken_at, actor="tester")
-    assert summary["total"]["snapshots"] == 1 and summary["total"]["bytes"] > 0
+    assert summary.total.snapshots == 1 and summary.total.bytes > 0
     assert not SnapshotMembers.objects.filter(snapshot_id=old.pk).exists()
     assert not SnapshotClass.objects.filter(snapshot_id=old.pk).exists()
     assert SnapshotMembers.objects.exists()

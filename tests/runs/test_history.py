@@ -156,7 +156,7 @@ def test_a_snapshot_taken_directly_is_journaled_as_from_the_api(corpus_root):
 
     imported(corpus_root, "a", documents=2)
     activated("a")
-    assert snapshot_append(corpus_name="a", service_name="tex_to_html", actor="shell")["rows"] == 2
+    assert snapshot_append(corpus_name="a", service_name="tex_to_html", actor="shell").rows == 2
     with pytest.raises(NotFound):
         snapshot_append(corpus_name="a", service_name="nope", actor="shell")
     rows = AuditEntry.objects.filter(action="runs.snapshot").order_by("id")

@@ -4,6 +4,7 @@ runs actions, dates spread with set-based updates."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from io import StringIO
 from itertools import pairwise
@@ -122,7 +123,7 @@ def test_a_cutoff_in_the_future_spares_the_open_run_and_the_latest_snapshot_of_e
     _history(corpus_root, "a")
     _history(corpus_root, "a", "tex_to_html_next", closes=2)
     summary = prune_preview(datetime(2999, 1, 1, tzinfo=UTC))
-    assert [(p["service"], p["runs"], p["snapshots"], p["diffs"]) for p in summary["pairs"]] == [
+    assert [(p.service, p.runs, p.snapshots, p.diffs) for p in summary.pairs] == [
         ("tex_to_html", 3, 2, 2),
         ("tex_to_html_next", 2, 1, 1),
     ]
@@ -226,7 +227,7 @@ def test_the_retention_screen_previews_the_numbers_the_command_prints(admin_clie
 def test_the_retention_screen_prunes_only_after_confirmation_and_journals_who_pruned_what(admin_client, corpus_root):
     _history(corpus_root, "a")
     form = {"before": _day(15), "corpus": "", "service": ""}
-    expected = prune_preview(BASE + timedelta(days=15))["total"]
+    expected = asdict(prune_preview(BASE + timedelta(days=15)).total)
     before = _rows()
     for confirm in ({}, {"confirm": "2020-01-16"}):
         refused = admin_client.post("/runs/retention", {**form, **confirm})

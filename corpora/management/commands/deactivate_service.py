@@ -15,7 +15,7 @@ class Command(ServiceCommand):
         parser.add_argument("--confirm", help="must equal the service name")
 
     def handle(self, *args: object, corpus: str, service: str, confirm: str | None, **options: object) -> None:
-        counts = self.write_action(
+        deleted = self.write_action(
             lambda: service_deactivate(corpus_name=corpus, service_name=service, confirm=confirm, actor=self.actor)
         )
-        self.stdout.write(f"deactivated {service} on {corpus}: {counts}")
+        self.stdout.write(f"deactivated {service} on {corpus}: {deleted.counts()}")

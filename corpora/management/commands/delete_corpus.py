@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
-
+from config.api.deletions import Deleted
 from corpora.actions.corpora import corpus_delete
 from jobs.cli import DeleteCommand
 
@@ -10,5 +9,5 @@ class Command(DeleteCommand):
     help = "Delete a corpus with all its documents, tasks and log messages (--confirm NAME)."
     noun = "corpus"
 
-    def delete(self, name: str, confirm: str | None) -> dict[str, Any]:
+    def delete(self, name: str, confirm: str | None) -> Deleted:
         return corpus_delete(name=name, confirm=confirm, actor=self.actor)

@@ -1,19 +1,17 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from accounts.cli import cli_actor
 from config.errors import ServiceError
 from corpora.actions.history import history_prune
-from corpora.queries.prune import CUTOFF_HELP, prune_cutoff, prune_preview
+from corpora.queries.prune import CUTOFF_HELP, PruneCounts, PruneSummary, prune_cutoff, prune_preview
 
 
-def _counts(counts: dict[str, int]) -> str:
+def _counts(counts: PruneCounts) -> str:
     return (
-        f"{counts['runs']} runs, {counts['snapshots']} snapshots, {counts['diffs']} diffs,"
-        f" {counts['diff_rows']} diff rows, {counts['bytes']} bytes"
+        f"{counts.runs} runs, {counts.snapshots} snapshots, {counts.diffs} diffs,"
+        f" {counts.diff_rows} diff rows, {counts.bytes} bytes"
     )
 
 
@@ -42,9 +40,9 @@ class Command(BaseCommand):
             raise CommandError(exc.detail) from exc
         self.stdout.write(self._report(summary, dry_run))
 
-    def _report(self, summary: dict[str, Any], dry_run: bool) -> str:
+    def _report(self, summary: PruneSummary, dry_run: bool) -> str:
         verb = "would remove (dry run, nothing changed)" if dry_run else "removed"
-        lines = [f"history before {summary['before'].isoformat()}: {verb}"]
-        lines += [f"{pair['corpus']}/{pair['service']}: {_counts(pair)}" for pair in summary["pairs"]]
-        lines.append(f"total: {_counts(summary['total'])}")
+        lines = [f"history before {summary.before.isoformat()}: {verb}"]
+        lines += [f"{pair.corpus}/{pair.service}: {_counts(pair)}" for pair in summary.pairs]
+        lines.append(f"total: {_counts(summary.total)}")
         return "\n".join(lines)

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
-from typing import Any
-
+from config.api.deletions import Deleted
 from jobs.cli import DeleteCommand
 from services.actions import service_delete
 
@@ -10,5 +9,5 @@ class Command(DeleteCommand):
     help = "Delete a service with all its tasks and messages in every corpus (--confirm NAME)."
     noun = "service"
 
-    def delete(self, name: str, confirm: str | None) -> dict[str, Any]:
+    def delete(self, name: str, confirm: str | None) -> Deleted:
         return service_delete(name=name, confirm=confirm, actor=self.actor)
