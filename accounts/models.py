@@ -7,7 +7,20 @@ from django.db import models
 from accounts.choices import ChallengePurpose
 
 
-class ApiToken(models.Model):
+class Revocable(models.Model):
+    """A credential that holds until it is revoked: `revoked_at` set ends it, and the row stays for the journal."""
+
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        abstract = True
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None
+
+
+class ApiToken(Revocable):
     """A bearer token for one actor; only a SHA-256 digest and a lookup prefix are stored."""
 
     actor = models.CharField(max_length=100, db_index=True)
@@ -15,17 +28,12 @@ class ApiToken(models.Model):
     digest = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return f"{self.actor} ({self.prefix}…)"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
 
 
 class AuditEntry(models.Model):
@@ -68,7 +76,7 @@ class ScreenSession(models.Model):
         return f"session {self.pk} of {self.actor} from {self.client_address}"
 
 
-class Passkey(models.Model):
+class Passkey(Revocable):
     """A WebAuthn credential (a passkey) of an actor, registered from a signed-in screen session. Only its
     public half is stored: the credential id (base64url, as browsers send it), its COSE public key and the
     authenticator's signature counter. Revoked passkeys stay, so the list and the journal can name them."""
@@ -81,17 +89,12 @@ class Passkey(models.Model):
     transports = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     last_used_at = models.DateTimeField(null=True, blank=True)
-    revoked_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
 
     def __str__(self) -> str:
         return f"passkey {self.pk} {self.name!r} of {self.actor}"
-
-    @property
-    def is_active(self) -> bool:
-        return self.revoked_at is None
 
 
 class PasskeyChallenge(models.Model):

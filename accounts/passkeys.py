@@ -140,6 +140,17 @@ def _origin_check(client_data_json: bytes) -> None:
         )
 
 
+def _expected(challenge: bytes) -> dict[str, Any]:
+    """What every answer is checked against: the challenge issued, the relying party and origins of the
+    settings, and a verified user."""
+    return {
+        "expected_challenge": challenge,
+        "expected_rp_id": relying_party_id(),
+        "expected_origin": settings.PASSKEY_ORIGINS,
+        "require_user_verification": True,
+    }
+
+
 def registration_verified(credential: RegistrationCredential, challenge: bytes) -> VerifiedRegistration:
     """Check an answer to navigator.credentials.create(): the challenge issued, an origin and relying party
     of the settings, the user present and verified, a supported key. Else BadRequest."""
@@ -147,10 +158,7 @@ def registration_verified(credential: RegistrationCredential, challenge: bytes) 
     try:
         return verify_registration_response(
             credential=credential,
-            expected_challenge=challenge,
-            expected_rp_id=relying_party_id(),
-            expected_origin=settings.PASSKEY_ORIGINS,
-            require_user_verification=True,
+            **_expected(challenge),
         )
     except _UNREADABLE as exc:
         raise BadRequest(f"The passkey could not be registered: {exc}") from exc
@@ -177,12 +185,9 @@ def authentication_verified(
     try:
         return verify_authentication_response(
             credential=credential,
-            expected_challenge=challenge,
-            expected_rp_id=relying_party_id(),
-            expected_origin=settings.PASSKEY_ORIGINS,
             credential_public_key=public_key,
             credential_current_sign_count=sign_count,
-            require_user_verification=True,
+            **_expected(challenge),
         )
     except _UNREADABLE as exc:
         raise BadRequest(f"The passkey's signature was not accepted: {exc}") from exc

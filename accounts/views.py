@@ -15,6 +15,7 @@ from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_http_methods, require_POST
 
+from accounts import resources
 from accounts.actions import (
     passkey_challenge_issue,
     passkey_register,
@@ -31,8 +32,6 @@ from accounts.middleware import SESSION_PASSKEY_KEY, SESSION_TOKEN_KEY
 from accounts.passkeys import authentication_options, registration_options, relying_party_id
 from accounts.queries import audit_list, passkey_list, screen_session_list
 from accounts.serializers import (
-    AuditEntrySerializer,
-    AuditListParamsSerializer,
     PasskeyNameSerializer,
     PasskeySerializer,
     ScreenSessionSerializer,
@@ -42,7 +41,7 @@ from config.api.errors import problem_json_response
 from config.api.requests import client_address
 from config.errors import ServiceError, TooManyRequests
 from config.middleware import url_without_token
-from config.screens import error_page, given, screen_write, session_key, validated
+from config.screens import error_page, screen_write, session_key
 
 
 def _next_url(request: HttpRequest, asked: Any) -> str:
@@ -105,11 +104,12 @@ def logout_view(request: HttpRequest) -> HttpResponse:
 def audit_view(request: HttpRequest) -> HttpResponse:
     """Screen twin of GET /api/audit."""
     try:
-        query = validated(AuditListParamsSerializer(data=given(request.GET)))
+        query = resources.audit.screen_query(request.GET)
     except ServiceError as exc:  # a filter its API twin refuses: the same 400 and words
         return error_page(request, exc)
-    entries = AuditEntrySerializer(audit_list(**query), many=True).data
-    return render(request, "accounts/audit.html", {"entries": entries, "filters": query})
+    return render(
+        request, "accounts/audit.html", {"entries": resources.audit.render(audit_list(**query)), "filters": query}
+    )
 
 
 # --- sessions ---

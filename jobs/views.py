@@ -9,20 +9,21 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
 from config.errors import ServiceError
-from config.screens import HTMX_STOP_POLLING, error_page, given, screen_write, validated
+from config.screens import HTMX_STOP_POLLING, error_page, screen_write
+from jobs import resources
 from jobs.actions import tables_analyze_start, tables_reindex_start
 from jobs.choices import ACTIVE_STATES, JobKinds
 from jobs.queries import job_get, job_list
-from jobs.serializers import JobListParamsSerializer, JobSerializer
+from jobs.serializers import JobSerializer
 
 
 @login_required
 def job_list_view(request: HttpRequest) -> HttpResponse:
     try:
-        query = validated(JobListParamsSerializer(data=given(request.GET)))
+        query = resources.job_list_read.screen_query(request.GET)
     except ServiceError as exc:  # a filter its API twin refuses: the same 400 and words
         return error_page(request, exc)
-    context = {"jobs": JobSerializer(job_list(**query), many=True).data, "active": query.get("active", False)}
+    context = {"jobs": resources.job_list_read.render(job_list(**query)), "active": query.get("active", False)}
     template = "jobs/_rows.html" if request.GET.get("fragment") == "rows" else "jobs/list.html"
     return render(request, template, context)
 

@@ -39,6 +39,7 @@ from corpora.queries.reports import (
     service_overview,
 )
 from corpora.statuses import OVERVIEW_ORDER, SEVERITIES
+from reports import serializers
 from reports.charts import RUNTIME_CHART, histogram_axis, histogram_bars
 from reports.links import (
     document_history_url,
@@ -48,18 +49,6 @@ from reports.links import (
     messages_export_url,
     report_url,
     run_url,
-)
-from reports.serializers import (
-    EXPORT_FORMATS,
-    DocumentReportSerializer,
-    EntryListSerializer,
-    GrainReportSerializer,
-    RerunAckSerializer,
-    RerunParamsSerializer,
-    RunControlSerializer,
-    RuntimeReportSerializer,
-    ScopeRefreshSerializer,
-    ServiceOverviewSerializer,
 )
 from services.choices import ProtectedService
 
@@ -98,7 +87,7 @@ def export_links(
     """The downloads of a report level's messages, one per format of the export."""
     return [
         {"format": name, "href": messages_export_url(corpus, service, severity, category, what, format_name=name)}
-        for name in EXPORT_FORMATS
+        for name in serializers.EXPORT_FORMATS
     ]
 
 
@@ -124,7 +113,7 @@ def _overview_page(
 ) -> HttpResponse:
     try:
         pair = pair_resolve(corpus, service)
-        overview = ServiceOverviewSerializer(service_overview(pair)).data
+        overview = serializers.ServiceOverviewSerializer(service_overview(pair)).data
     except ServiceError as exc:
         return error_page(request, exc)
     live = overview["run_in_progress"] or overview["counts"]["in_progress"] > 0
@@ -195,7 +184,9 @@ def category_view(request: HttpRequest, corpus: str, service: str, severity: str
     """Screen twin of GET /api/reports/<corpus>/<service>/<severity>: one row per category."""
     try:
         page = page_params(request)
-        report = GrainReportSerializer(category_report_read(pair_resolve(corpus, service), severity, page)).data
+        report = serializers.GrainReportSerializer(
+            category_report_read(pair_resolve(corpus, service), severity, page)
+        ).data
     except ServiceError as exc:
         return error_page(request, exc)
     return _grain_page(request, report, f"every {severity} task")
@@ -210,9 +201,9 @@ def drill_view(request: HttpRequest, corpus: str, service: str, severity: str, r
         category, what = report_path_split(pair, severity, rest)
         page = page_params(request)
         if what is None:
-            report = GrainReportSerializer(what_report_read(pair, severity, category, page)).data
+            report = serializers.GrainReportSerializer(what_report_read(pair, severity, category, page)).data
             return _grain_page(request, report, "these tasks")
-        entries = EntryListSerializer(entry_list(pair, severity, category, what, page)).data
+        entries = serializers.EntryListSerializer(entry_list(pair, severity, category, what, page)).data
     except ServiceError as exc:
         return error_page(request, exc)
     # The document screen shows how the operator got there: the trail only feeds its crumbs.
@@ -254,7 +245,7 @@ def _document_trail(query: Any, corpus: str, service: str, document: str) -> lis
 def document_view(request: HttpRequest, corpus: str, service: str, name: str) -> HttpResponse:
     """Screen twin of GET /api/corpus/<c>/<s>/document/<name>: status, messages, result and preview."""
     try:
-        document = DocumentReportSerializer(document_report(pair_resolve(corpus, service), name)).data
+        document = serializers.DocumentReportSerializer(document_report(pair_resolve(corpus, service), name)).data
     except ServiceError as exc:
         return error_page(request, exc)
     groups = [
@@ -284,7 +275,7 @@ def document_view(request: HttpRequest, corpus: str, service: str, name: str) ->
 def runtime_view(request: HttpRequest, service: str) -> HttpResponse:
     """Screen twin of GET /api/services/<service>/runtimes: distribution, histogram, slowest conversions."""
     try:
-        report = RuntimeReportSerializer(runtime_report(service, page_params(request))).data
+        report = serializers.RuntimeReportSerializer(runtime_report(service, page_params(request))).data
     except ServiceError as exc:
         return error_page(request, exc)
     slowest = [
@@ -321,13 +312,13 @@ def rerun_view(request: HttpRequest, corpus: str, service: str) -> HttpResponse:
         request,
         lambda: rerun(
             corpus_name=corpus, service_name=service, actor=request.user.username,
-            submitted=RerunParamsSerializer(data=fields),
+            submitted=serializers.RerunParamsSerializer(data=fields),
         ),
         form=lambda exc: _overview_page(request, corpus, service, error=exc),
     )  # fmt: skip
     if refused:
         return refused
-    ack = RerunAckSerializer(done).data
+    ack = serializers.RerunAckSerializer(done).data
     tasks = f"{ack['tasks']} task{pluralize(ack['tasks'])}"
     href = run_url(corpus, service, ack["run_id"])
     messages.success(request, format_html('{} set to TODO in <a href="{}">run {}</a>.', tasks, href, ack["run_id"]))
@@ -352,7 +343,7 @@ def _run_control_write(
     """A pause or resume of the pair's run, as its API twin answers it."""
     return _pair_write(
         request, corpus, service,
-        lambda: RunControlSerializer(
+        lambda: serializers.RunControlSerializer(
             run_control(action=action, corpus_name=corpus, service_name=service, actor=request.user.username)
         ).data,
         done,
@@ -383,7 +374,7 @@ def refresh_view(request: HttpRequest, corpus: str, service: str) -> HttpRespons
     """Screen twin of POST /api/reports/<c>/<s>/refresh: clear the pair's report grains at once."""
     return _pair_write(
         request, corpus, service,
-        lambda: ScopeRefreshSerializer(
+        lambda: serializers.ScopeRefreshSerializer(
             pair_refresh(corpus_name=corpus, service_name=service, actor=request.user.username)
         ).data,
         "Cleared {cleared_slices} report slices; each page rebuilds its slice when next read.",
