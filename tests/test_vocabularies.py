@@ -33,9 +33,11 @@ def _base_name(node: ast.expr) -> str | None:
 def vocabularies(source: str) -> list[tuple[int, str]]:
     """(line, name) of each enum or choices class the source defines, by a class statement or by a call."""
     found = []
+    enums = set(_ENUM_BASES)  # and the enum classes the source defines, which others may extend
     for node in ast.walk(ast.parse(source)):
-        if isinstance(node, ast.ClassDef) and any(_base_name(base) in _ENUM_BASES for base in node.bases):
+        if isinstance(node, ast.ClassDef) and any(_base_name(base) in enums for base in node.bases):
             found.append((node.lineno, node.name))
+            enums.add(node.name)
         elif isinstance(node, ast.Call) and _base_name(node.func) in _ENUM_BASES:
             found.append((node.lineno, ast.unparse(node.args[0]) if node.args else "?"))
     return found
@@ -67,8 +69,12 @@ def test_the_conversion_library_uses_plain_enums():
     tree = ast.parse((PROJECT_DIR / "conversion" / "choices.py").read_text())
     imported = {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
     assert imported == {"__future__", "enum"}
-    bases = {_base_name(base) for node in tree.body if isinstance(node, ast.ClassDef) for base in node.bases}
-    assert bases == {"IntEnum", "StrEnum"}
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    own = {node.name for node in classes}  # a plain enum of the module that others extend (its `key`)
+    bases = {_base_name(base) for node in classes for base in node.bases}
+    assert bases - own == {"IntEnum", "StrEnum"}
+    extended = [node for node in classes if node.name in bases]
+    assert all(_base_name(base) in {"IntEnum", "StrEnum"} for node in extended for base in node.bases)
 
 
 def test_the_scan_finds_the_definitions_it_forbids():

@@ -5,6 +5,7 @@ messages, and only the task statuses' vocabulary (`conversion/choices.py`) and w
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
@@ -48,14 +49,29 @@ def product_modules(root: Path) -> list[Path]:
     return found
 
 
+def _import_lines(source: str) -> set[int]:
+    """The lines of a module's import statements: importing a table's name (corpora/tables.py) writes nothing."""
+    return {
+        number
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.Import | ast.ImportFrom)
+        for number in range(node.lineno, (node.end_lineno or node.lineno) + 1)
+    }
+
+
 def offenders(root: Path, pattern: re.Pattern[str], allowed: set[Path]) -> list[str]:
-    return [
-        f"{relative}:{number}: {line.strip()}"
-        for relative in product_modules(root)
-        if relative not in allowed
-        for number, line in enumerate((root / relative).read_text().splitlines(), 1)
-        if pattern.search(line)
-    ]
+    found = []
+    for relative in product_modules(root):
+        if relative in allowed:
+            continue
+        source = (root / relative).read_text()
+        imports = _import_lines(source)
+        found += [
+            f"{relative}:{number}: {line.strip()}"
+            for number, line in enumerate(source.splitlines(), 1)
+            if number not in imports and pattern.search(line)
+        ]
+    return found
 
 
 def test_the_scan_sees_the_product_modules():

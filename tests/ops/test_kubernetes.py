@@ -494,13 +494,18 @@ def test_the_command_check_refuses_a_wrong_command_or_option(argv):
 
 
 def _settings_variables() -> set[str]:
-    """Every environment variable the project reads: settings' env_* calls and os.environ elsewhere."""
-    names = set()
-    tree = ast.parse((PROJECT_DIR / "config" / "settings.py").read_text())
-    for node in ast.walk(tree):
-        called = isinstance(node, ast.Call) and getattr(node.func, "id", "").startswith("env_") and node.args
-        if called and isinstance(node.args[0], ast.Constant):
-            names.add(node.args[0].value)
+    """Every environment variable the project reads: the declared keys (config/keys.py), env_* calls anywhere
+    else, and os.environ."""
+    from config.keys import DECLARED
+
+    names = {key.env for key in DECLARED.values()}
+    for path in PROJECT_DIR.glob("[a-z]*/**/*.py"):
+        if path.parts[len(PROJECT_DIR.parts)] in ("tests", "bench", "scripts"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            called = isinstance(node, ast.Call) and getattr(node.func, "id", "").startswith("env_") and node.args
+            if called and isinstance(node.args[0], ast.Constant):
+                names.add(node.args[0].value)
     for path in PROJECT_DIR.glob("[a-z]*/**/*.py"):
         if path.parts[len(PROJECT_DIR.parts)] in ("tests", "bench", "scripts"):
             continue
