@@ -328,8 +328,10 @@ class Dispatcher:
             self.ventilator.close(0)
             self._sink_stop()
             raise
-        self.state = dispatcher_state_start(pid=os.getpid())
+        # The holders first: the state row is what tells the world this dispatcher serves, and from then on a
+        # database that goes away is ridden out by the serving loop, not by a start that is half done.
         self._holders_load()
+        self.state = dispatcher_state_start(pid=os.getpid())
         logger.info(
             "dispatcher listening: ventilator %s:%s, sink %s:%s (process %s)",
             self.config.bind, self.config.ventilator_port, self.config.bind, self.config.sink_port,
