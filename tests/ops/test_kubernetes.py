@@ -502,14 +502,12 @@ def _settings_variables() -> set[str]:
     for path in PROJECT_DIR.glob("[a-z]*/**/*.py"):
         if path.parts[len(PROJECT_DIR.parts)] in ("tests", "bench", "scripts"):
             continue
-        for node in ast.walk(ast.parse(path.read_text())):
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
             called = isinstance(node, ast.Call) and getattr(node.func, "id", "").startswith("env_") and node.args
             if called and isinstance(node.args[0], ast.Constant):
                 names.add(node.args[0].value)
-    for path in PROJECT_DIR.glob("[a-z]*/**/*.py"):
-        if path.parts[len(PROJECT_DIR.parts)] in ("tests", "bench", "scripts"):
-            continue
-        names |= set(re.findall(r"os\.environ(?:\.get)?[\[(]\"([A-Z_]+)\"", path.read_text()))
+        names |= set(re.findall(r"os\.environ(?:\.get)?[\[(]\"([A-Z_]+)\"", source))
     return names
 
 
